@@ -1,0 +1,65 @@
+// Encoding, decoding and one-line descriptions of typed records.
+#include "dynrep/capture/records.h"
+
+#include <sstream>
+
+#include <cereal/archives/portable_binary.hpp>
+#include <cereal/types/map.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/vector.hpp>
+
+namespace dynrep::capture {
+
+std::string kindName(uint16_t kind) {
+  switch (static_cast<RecordKind>(kind)) {
+    case RecordKind::Manifest: return "manifest";
+    case RecordKind::Artifact: return "artifact";
+  }
+  return "kind " + std::to_string(kind);
+}
+
+template <typename T>
+std::string encode(const T& record) {
+  std::ostringstream out;
+  {
+    cereal::PortableBinaryOutputArchive ar(out);
+    ar(record);
+  }
+  return std::move(out).str();
+}
+
+template <typename T>
+Status decode(std::string_view payload, T* record) {
+  // cereal reports malformed input by throwing; the C++ API does not, so catch it here.
+  try {
+    std::istringstream in{std::string(payload)};
+    cereal::PortableBinaryInputArchive ar(in);
+    ar(*record);
+  } catch (const std::exception& e) {
+    return Status::corruption(kindName(uint16_t(T::kKind)) + " record does not decode: " + e.what());
+  }
+  return Status::ok();
+}
+
+template std::string encode(const Manifest&);
+template std::string encode(const Artifact&);
+template Status decode(std::string_view, Manifest*);
+template Status decode(std::string_view, Artifact*);
+
+std::string describe(uint16_t kind, std::string_view payload) {
+  switch (static_cast<RecordKind>(kind)) {
+    case RecordKind::Manifest: {
+      Manifest m;
+      if (!decode(payload, &m).isOk()) return "(does not decode)";
+      return m.tool + ", created " + m.createdAt;
+    }
+    case RecordKind::Artifact: {
+      Artifact a;
+      if (!decode(payload, &a).isOk()) return "(does not decode)";
+      return a.name + " (" + a.mediaType + ", " + std::to_string(a.size) + " bytes, blob " + a.blobKey.substr(0, 12) + ")";
+    }
+  }
+  return std::to_string(payload.size()) + " bytes of a kind this reader does not know";
+}
+
+}  // namespace dynrep::capture

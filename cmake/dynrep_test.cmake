@@ -1,0 +1,11 @@
+# dynrep_add_test(NAME SOURCES a_test.cc ... LIBS lib ...): one GoogleTest binary registered with ctest.
+function(dynrep_add_test name)
+  if(NOT DYNREP_BUILD_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest_main)
+  target_compile_definitions(${name} PRIVATE DYNREP_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  add_test(NAME ${name} COMMAND ${name})
+endfunction()

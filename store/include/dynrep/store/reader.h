@@ -1,0 +1,106 @@
+// StoreReader: opens a store file read-only, finished or not, and reads its records and blobs.
+// Thread-safety: after open() every const method may be called from any number of threads.
+// Opening reads only the header, the trailer and the index; a store without a valid
+// trailer (its writer is still running, or was killed) is opened by a recovery scan
+// that keeps every complete record and blob.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dynrep/store/blob_key.h"
+#include "dynrep/store/format.h"
+#include "dynrep/store/status.h"
+
+namespace dynrep {
+
+enum class StoreState {
+  Finished,    // closed by its writer: trailer and index are sound
+  InProgress,  // a writer holds the lock and is still appending; read by a scan
+  Recovered,   // never closed (writer killed) or index damaged; read by a scan
+};
+const char* stateName(StoreState state);
+
+struct StoreStats {
+  uint64_t fileBytes = 0;
+  uint64_t blobCount = 0;
+  uint64_t rawBlobBytes = 0;     // uncompressed
+  uint64_t storedBlobBytes = 0;  // compressed
+  std::map<uint16_t, uint64_t> recordsByKind;
+};
+
+class BlobStream;
+
+class StoreReader {
+ public:
+  static Result<std::unique_ptr<StoreReader>> open(const std::string& path);
+  ~StoreReader();
+  StoreReader(const StoreReader&) = delete;
+  StoreReader& operator=(const StoreReader&) = delete;
+
+  const std::string& path() const { return path_; }
+  const format::Header& header() const { return header_; }
+  StoreState state() const { return state_; }
+  // Why a scan stopped where it did, e.g. "record at offset 4242: truncated"; empty when finished.
+  const std::string& recoveryNote() const { return recoveryNote_; }
+  const format::Index& index() const { return index_; }
+  StoreStats stats() const;
+
+  // Typed records in file order; the view lives as long as the reader.
+  size_t recordCount() const { return index_.records.size(); }
+  Result<std::string_view> recordPayload(size_t i) const;
+
+  const format::BlobEntry* findBlob(const BlobKey& key) const;
+  // Decompresses the whole blob into `out`, which must hold exactly entry.rawSize bytes,
+  // and checks its content hash.
+  Status readBlobInto(const format::BlobEntry& entry, char* out) const;
+  Result<std::string> readBlob(const BlobKey& key) const;
+  // Streams a blob chunk by chunk; the hash is checked when the last byte is read.
+  Result<std::unique_ptr<BlobStream>> openBlob(const BlobKey& key) const;
+
+  // Checks every frame checksum, chunk header and blob hash. Each problem is appended to
+  // `problems` as "record at offset N: ..."; returns false when there was any.
+  bool verify(std::vector<std::string>* problems) const;
+
+ private:
+  friend class BlobStream;
+  StoreReader() = default;
+  Status load();
+  Status loadIndex(const format::Trailer& trailer);
+  void scan();
+  // Checks the frame at `offset` (kind and checksum) and returns its payload.
+  Result<std::string_view> framePayload(uint64_t offset, uint16_t expectKind) const;
+  Status decompressChunk(const format::BlobEntry& blob, uint32_t seq, char* out) const;
+
+  std::string path_;
+  int fd_ = -1;
+  const uint8_t* map_ = nullptr;
+  uint64_t size_ = 0;
+  format::Header header_;
+  StoreState state_ = StoreState::Finished;
+  std::string recoveryNote_;
+  format::Index index_;
+};
+
+class BlobStream {
+ public:
+  // Reads up to `size` bytes; returns 0 at the end. A damaged chunk or hash mismatch is an error.
+  Result<size_t> read(char* out, size_t size);
+  uint64_t size() const { return entry_.rawSize; }
+
+ private:
+  friend class StoreReader;
+  BlobStream(const StoreReader* reader, format::BlobEntry entry);
+  const StoreReader* reader_;
+  format::BlobEntry entry_;
+  uint32_t nextSeq_ = 0;
+  std::string chunk_;
+  size_t chunkPos_ = 0;
+  BlobHasher hasher_;
+};
+
+}  // namespace dynrep

@@ -1,0 +1,319 @@
+// StoreReader: memory-maps the file, trusts the index of a finished store and rebuilds one
+// by a forward scan otherwise; every payload is checked against its frame checksum on read.
+#include "dynrep/store/reader.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <zstd.h>
+
+#include "posix_io.h"
+
+namespace dynrep {
+
+namespace {
+
+std::string at(uint64_t offset) { return "record at offset " + std::to_string(offset); }
+
+// One decompression context per thread: readers are shared, contexts are not.
+ZSTD_DCtx* threadDctx() {
+  struct Holder {
+    ZSTD_DCtx* ctx = ZSTD_createDCtx();
+    ~Holder() { ZSTD_freeDCtx(ctx); }
+  };
+  thread_local Holder holder;
+  return holder.ctx;
+}
+
+}  // namespace
+
+const char* stateName(StoreState state) {
+  switch (state) {
+    case StoreState::Finished: return "finished";
+    case StoreState::InProgress: return "in progress";
+    case StoreState::Recovered: return "recovered";
+  }
+  return "?";
+}
+
+StoreReader::~StoreReader() {
+  if (map_) ::munmap(const_cast<uint8_t*>(map_), size_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<std::unique_ptr<StoreReader>> StoreReader::open(const std::string& path) {
+  std::unique_ptr<StoreReader> r(new StoreReader());
+  r->path_ = path;
+  DYNREP_RETURN_IF_ERROR(r->load());
+  return r;
+}
+
+Status StoreReader::load() {
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) {
+    if (errno == ENOENT) return Status::notFound(path_ + ": no such file");
+    return Status::ioError(path_ + ": cannot open: " + io::errnoText(errno));
+  }
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) return Status::ioError(path_ + ": stat failed: " + io::errnoText(errno));
+  if (S_ISDIR(st.st_mode)) return Status::invalidArgument(path_ + ": is a directory, not a store file");
+  if (!S_ISREG(st.st_mode)) return Status::invalidArgument(path_ + ": not a regular file");
+  size_ = uint64_t(st.st_size);
+  if (size_ == 0) return Status::corruption(path_ + ": empty file (not a dynamo-replay store)");
+  if (size_ < format::kHeaderSize)
+    return Status::corruption(path_ + ": file is " + std::to_string(size_) +
+                              " bytes, shorter than a store header (truncated?)");
+  void* m = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd_, 0);
+  if (m == MAP_FAILED) return Status::ioError(path_ + ": mmap failed: " + io::errnoText(errno));
+  map_ = static_cast<const uint8_t*>(m);
+  ::madvise(m, size_, MADV_RANDOM);  // open touches only the ends; blob reads advise their own ranges
+  DYNREP_RETURN_IF_ERROR(format::decodeHeader(map_, path_, &header_));
+
+  format::Trailer trailer;
+  if (size_ >= format::kHeaderSize + format::kTrailerSize &&
+      format::decodeTrailer(map_ + size_ - format::kTrailerSize, &trailer)) {
+    Status s = loadIndex(trailer);
+    if (s.isOk()) return s;
+    index_ = format::Index{};
+    recoveryNote_ = "index damaged (" + s.message() + "); contents recovered by a scan";
+    state_ = StoreState::Recovered;
+    scan();
+    return Status::ok();
+  }
+  // No trailer: a writer is still appending (it holds the lock) or it died before close.
+  bool writerActive = ::flock(fd_, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  if (!writerActive) ::flock(fd_, LOCK_UN);
+  state_ = writerActive ? StoreState::InProgress : StoreState::Recovered;
+  scan();
+  return Status::ok();
+}
+
+Status StoreReader::loadIndex(const format::Trailer& trailer) {
+  uint64_t indexEnd = size_ - format::kTrailerSize;
+  if (trailer.indexOffset < format::kHeaderSize || trailer.indexOffset + format::kFrameSize > indexEnd ||
+      trailer.indexOffset + format::kFrameSize + trailer.indexPayloadSize != indexEnd)
+    return Status::corruption("trailer points outside the file");
+  Result<std::string_view> payload = framePayload(trailer.indexOffset, uint16_t(format::Kind::Index));
+  if (!payload.isOk()) return payload.status();
+  return format::decodeIndex(*payload, trailer.indexOffset, &index_);
+}
+
+void StoreReader::scan() {
+  uint64_t off = format::kHeaderSize;
+  format::BlobEntry building;
+  bool inBlob = false;
+  while (off < size_) {
+    if (size_ - off < format::kFrameSize) {
+      recoveryNote_ = at(off) + ": truncated frame header; " + std::to_string(size_ - off) + " trailing bytes ignored";
+      return;
+    }
+    format::Frame f = format::decodeFrame(map_ + off);
+    if (f.flags != 0 || f.kind == 0 || f.payloadSize > format::kMaxPayload) {
+      recoveryNote_ = at(off) + ": damaged frame header; " + std::to_string(size_ - off) + " trailing bytes ignored";
+      return;
+    }
+    if (size_ - off - format::kFrameSize < f.payloadSize) {
+      recoveryNote_ = at(off) + ": truncated; " + std::to_string(size_ - off) + " trailing bytes ignored";
+      return;
+    }
+    const uint8_t* payload = map_ + off + format::kFrameSize;
+    if (format::frameChecksum(f.payloadSize, f.kind, f.flags, payload) != f.checksum) {
+      recoveryNote_ = at(off) + ": checksum mismatch; " + std::to_string(size_ - off) + " trailing bytes ignored";
+      return;
+    }
+    if (f.kind == uint16_t(format::Kind::BlobChunk) && f.payloadSize >= format::kChunkHeaderSize) {
+      format::ChunkHeader c = format::decodeChunkHeader(payload);
+      bool continues = inBlob && c.seq == building.chunkCount && c.key == building.key;
+      if (c.seq == 0) {
+        building = format::BlobEntry{c.key, 0, 0, uint32_t(index_.chunks.size()), 0};
+        inBlob = true;
+      } else if (!continues) {
+        inBlob = false;  // an orphan chunk: its blob's start was lost
+      }
+      if (inBlob && (c.flags & format::kChunkReservedMask) == 0) {
+        index_.chunks.push_back({off, f.payloadSize, c.rawSize});
+        building.rawSize += c.rawSize;
+        building.storedSize += f.payloadSize - format::kChunkHeaderSize;
+        building.chunkCount++;
+        if (c.flags & format::kChunkFlagLast) {
+          index_.blobs.push_back(building);
+          inBlob = false;
+        }
+      }
+    } else if (f.kind >= format::kFirstTypedKind) {
+      index_.records.push_back({off, f.payloadSize, f.kind});
+    }  // the index of an unfinished close, and container kinds from newer minors, are skipped
+    off += format::kFrameSize + f.payloadSize;
+  }
+  std::sort(index_.blobs.begin(), index_.blobs.end(),
+            [](const format::BlobEntry& a, const format::BlobEntry& b) { return a.key < b.key; });
+  // Duplicate keys cannot come from our writer; keep the first if a damaged file has them.
+  index_.blobs.erase(std::unique(index_.blobs.begin(), index_.blobs.end(),
+                                 [](const format::BlobEntry& a, const format::BlobEntry& b) { return a.key == b.key; }),
+                     index_.blobs.end());
+  if (recoveryNote_.empty()) recoveryNote_ = "no index: the writer did not close the store; all " +
+                                             std::to_string(size_) + " bytes scanned";
+}
+
+StoreStats StoreReader::stats() const {
+  StoreStats s;
+  s.fileBytes = size_;
+  s.blobCount = index_.blobs.size();
+  for (const auto& b : index_.blobs) {
+    s.rawBlobBytes += b.rawSize;
+    s.storedBlobBytes += b.storedSize;
+  }
+  for (const auto& r : index_.records) s.recordsByKind[r.kind]++;
+  return s;
+}
+
+Result<std::string_view> StoreReader::framePayload(uint64_t offset, uint16_t expectKind) const {
+  if (offset + format::kFrameSize > size_) return Status::corruption(path_ + ": " + at(offset) + ": lies past the end of the file");
+  format::Frame f = format::decodeFrame(map_ + offset);
+  if (f.kind != expectKind)
+    return Status::corruption(path_ + ": " + at(offset) + ": kind is " + std::to_string(f.kind) + ", expected " +
+                              std::to_string(expectKind));
+  if (f.flags != 0) return Status::corruption(path_ + ": " + at(offset) + ": reserved flags are not zero");
+  if (f.payloadSize > size_ - offset - format::kFrameSize)
+    return Status::corruption(path_ + ": " + at(offset) + ": truncated");
+  const uint8_t* payload = map_ + offset + format::kFrameSize;
+  if (format::frameChecksum(f.payloadSize, f.kind, f.flags, payload) != f.checksum)
+    return Status::corruption(path_ + ": " + at(offset) + ": checksum mismatch");
+  return std::string_view(reinterpret_cast<const char*>(payload), f.payloadSize);
+}
+
+Result<std::string_view> StoreReader::recordPayload(size_t i) const {
+  if (i >= index_.records.size()) return Status::invalidArgument(path_ + ": no record " + std::to_string(i));
+  const format::RecordEntry& r = index_.records[i];
+  Result<std::string_view> p = framePayload(r.offset, r.kind);
+  if (p.isOk() && p->size() != r.payloadSize)
+    return Status::corruption(path_ + ": " + at(r.offset) + ": length differs from the index");
+  return p;
+}
+
+const format::BlobEntry* StoreReader::findBlob(const BlobKey& key) const {
+  auto it = std::lower_bound(index_.blobs.begin(), index_.blobs.end(), key,
+                             [](const format::BlobEntry& b, const BlobKey& k) { return b.key < k; });
+  if (it == index_.blobs.end() || it->key != key) return nullptr;
+  return &*it;
+}
+
+Status StoreReader::decompressChunk(const format::BlobEntry& blob, uint32_t seq, char* out) const {
+  const format::ChunkEntry& c = index_.chunks[blob.firstChunk + seq];
+  Result<std::string_view> p = framePayload(c.offset, uint16_t(format::Kind::BlobChunk));
+  if (!p.isOk()) return p.status();
+  std::string where = path_ + ": " + at(c.offset) + ": blob " + blob.key.hex() + " chunk " + std::to_string(seq);
+  if (p->size() < format::kChunkHeaderSize) return Status::corruption(where + ": shorter than a chunk header");
+  format::ChunkHeader h = format::decodeChunkHeader(reinterpret_cast<const uint8_t*>(p->data()));
+  bool last = seq + 1 == blob.chunkCount;
+  if (h.key != blob.key || h.seq != seq || h.rawSize != c.rawSize || (h.flags & format::kChunkReservedMask) ||
+      bool(h.flags & format::kChunkFlagLast) != last)
+    return Status::corruption(where + ": chunk header disagrees with the index");
+  size_t n = ZSTD_decompressDCtx(threadDctx(), out, h.rawSize, p->data() + format::kChunkHeaderSize,
+                                 p->size() - format::kChunkHeaderSize);
+  if (ZSTD_isError(n)) return Status::corruption(where + ": zstd: " + ZSTD_getErrorName(n));
+  if (n != h.rawSize) return Status::corruption(where + ": decompressed to " + std::to_string(n) + " bytes, expected " + std::to_string(h.rawSize));
+  return Status::ok();
+}
+
+Status StoreReader::readBlobInto(const format::BlobEntry& entry, char* out) const {
+  const format::ChunkEntry& first = index_.chunks[entry.firstChunk];
+  const format::ChunkEntry& lastc = index_.chunks[entry.firstChunk + entry.chunkCount - 1];
+  ::madvise(const_cast<uint8_t*>(map_) + (first.offset & ~uint64_t(4095)),
+            lastc.offset + format::kFrameSize + lastc.payloadSize - (first.offset & ~uint64_t(4095)), MADV_SEQUENTIAL);
+  BlobHasher hasher;
+  uint64_t pos = 0;
+  for (uint32_t seq = 0; seq < entry.chunkCount; ++seq) {
+    uint32_t n = index_.chunks[entry.firstChunk + seq].rawSize;
+    if (pos + n > entry.rawSize) return Status::corruption(path_ + ": blob " + entry.key.hex() + ": chunks exceed its size");
+    DYNREP_RETURN_IF_ERROR(decompressChunk(entry, seq, out + pos));
+    hasher.update(out + pos, n);
+    pos += n;
+  }
+  if (pos != entry.rawSize) return Status::corruption(path_ + ": blob " + entry.key.hex() + ": chunks fall short of its size");
+  if (hasher.finish() != entry.key)
+    return Status::corruption(path_ + ": blob " + entry.key.hex() + ": content hash mismatch");
+  return Status::ok();
+}
+
+Result<std::string> StoreReader::readBlob(const BlobKey& key) const {
+  const format::BlobEntry* e = findBlob(key);
+  if (!e) return Status::notFound(path_ + ": no blob " + key.hex());
+  std::string out(e->rawSize, '\0');
+  DYNREP_RETURN_IF_ERROR(readBlobInto(*e, out.data()));
+  return out;
+}
+
+Result<std::unique_ptr<BlobStream>> StoreReader::openBlob(const BlobKey& key) const {
+  const format::BlobEntry* e = findBlob(key);
+  if (!e) return Status::notFound(path_ + ": no blob " + key.hex());
+  return std::unique_ptr<BlobStream>(new BlobStream(this, *e));
+}
+
+BlobStream::BlobStream(const StoreReader* reader, format::BlobEntry entry) : reader_(reader), entry_(entry) {}
+
+Result<size_t> BlobStream::read(char* out, size_t size) {
+  size_t done = 0;
+  while (done < size) {
+    if (chunkPos_ == chunk_.size()) {
+      if (nextSeq_ == entry_.chunkCount) break;
+      chunk_.resize(reader_->index_.chunks[entry_.firstChunk + nextSeq_].rawSize);
+      DYNREP_RETURN_IF_ERROR(reader_->decompressChunk(entry_, nextSeq_, chunk_.data()));
+      hasher_.update(chunk_.data(), chunk_.size());
+      chunkPos_ = 0;
+      if (++nextSeq_ == entry_.chunkCount && hasher_.finish() != entry_.key)
+        return Status::corruption(reader_->path_ + ": blob " + entry_.key.hex() + ": content hash mismatch");
+    }
+    size_t n = std::min(size - done, chunk_.size() - chunkPos_);
+    std::memcpy(out + done, chunk_.data() + chunkPos_, n);
+    chunkPos_ += n;
+    done += n;
+  }
+  return done;
+}
+
+bool StoreReader::verify(std::vector<std::string>* problems) const {
+  size_t before = problems->size();
+  if (state_ != StoreState::Finished) problems->push_back(path_ + ": " + stateName(state_) + " store: " + recoveryNote_);
+  // Walk every frame, whether the index names it or not.
+  for (uint64_t off = format::kHeaderSize, end = state_ == StoreState::Finished ? size_ - format::kTrailerSize : size_;
+       off < end;) {
+    if (end - off < format::kFrameSize) {
+      problems->push_back(path_ + ": " + at(off) + ": truncated frame header");
+      break;
+    }
+    format::Frame f = format::decodeFrame(map_ + off);
+    if (f.payloadSize > end - off - format::kFrameSize) {
+      problems->push_back(path_ + ": " + at(off) + ": length runs past the end of the file");
+      break;
+    }
+    if (f.flags != 0) problems->push_back(path_ + ": " + at(off) + ": reserved flags are not zero");
+    if (format::frameChecksum(f.payloadSize, f.kind, f.flags, map_ + off + format::kFrameSize) != f.checksum)
+      problems->push_back(path_ + ": " + at(off) + ": checksum mismatch");
+    off += format::kFrameSize + f.payloadSize;
+  }
+  std::string scratch;
+  for (const format::BlobEntry& b : index_.blobs) {
+    // Stream chunk by chunk so verifying a huge blob needs one chunk of memory.
+    auto stream = std::unique_ptr<BlobStream>(new BlobStream(this, b));
+    scratch.resize(format::kDefaultChunkSize);
+    for (;;) {
+      Result<size_t> n = stream->read(scratch.data(), scratch.size());
+      if (!n.isOk()) {
+        problems->push_back(n.status().message());
+        break;
+      }
+      if (*n == 0) break;
+    }
+  }
+  return problems->size() == before;
+}
+
+}  // namespace dynrep
