@@ -82,16 +82,15 @@ Status StoreReader::load() {
     Status s = loadIndex(trailer);
     if (s.isOk()) return s;
     index_ = format::Index{};
-    recoveryNote_ = "index damaged (" + s.message() + "); contents recovered by a scan";
     state_ = StoreState::Recovered;
-    scan();
+    recoveryNote_ = "index damaged (" + s.message() + "); recovered by a scan: " + scan();
     return Status::ok();
   }
   // No trailer: a writer is still appending (it holds the lock) or it died before close.
   bool writerActive = ::flock(fd_, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
   if (!writerActive) ::flock(fd_, LOCK_UN);
   state_ = writerActive ? StoreState::InProgress : StoreState::Recovered;
-  scan();
+  recoveryNote_ = scan();
   return Status::ok();
 }
 
@@ -105,29 +104,30 @@ Status StoreReader::loadIndex(const format::Trailer& trailer) {
   return format::decodeIndex(*payload, trailer.indexOffset, &index_);
 }
 
-void StoreReader::scan() {
+std::string StoreReader::scan() {
   uint64_t off = format::kHeaderSize;
   format::BlobEntry building;
   bool inBlob = false;
+  std::string stop;  // where and why the scan ended early
   while (off < size_) {
+    const char* why = nullptr;
+    format::Frame f;
     if (size_ - off < format::kFrameSize) {
-      recoveryNote_ = at(off) + ": truncated frame header; " + std::to_string(size_ - off) + " trailing bytes ignored";
-      return;
+      why = "truncated frame header";
+    } else {
+      f = format::decodeFrame(map_ + off);
+      if (f.flags != 0 || f.kind == 0 || f.payloadSize > format::kMaxPayload)
+        why = "damaged frame header";
+      else if (size_ - off - format::kFrameSize < f.payloadSize)
+        why = "truncated";
+      else if (format::frameChecksum(f.payloadSize, f.kind, f.flags, map_ + off + format::kFrameSize) != f.checksum)
+        why = "checksum mismatch";
     }
-    format::Frame f = format::decodeFrame(map_ + off);
-    if (f.flags != 0 || f.kind == 0 || f.payloadSize > format::kMaxPayload) {
-      recoveryNote_ = at(off) + ": damaged frame header; " + std::to_string(size_ - off) + " trailing bytes ignored";
-      return;
-    }
-    if (size_ - off - format::kFrameSize < f.payloadSize) {
-      recoveryNote_ = at(off) + ": truncated; " + std::to_string(size_ - off) + " trailing bytes ignored";
-      return;
+    if (why) {
+      stop = at(off) + ": " + why + "; " + std::to_string(size_ - off) + " trailing bytes ignored";
+      break;
     }
     const uint8_t* payload = map_ + off + format::kFrameSize;
-    if (format::frameChecksum(f.payloadSize, f.kind, f.flags, payload) != f.checksum) {
-      recoveryNote_ = at(off) + ": checksum mismatch; " + std::to_string(size_ - off) + " trailing bytes ignored";
-      return;
-    }
     if (f.kind == uint16_t(format::Kind::BlobChunk) && f.payloadSize >= format::kChunkHeaderSize) {
       format::ChunkHeader c = format::decodeChunkHeader(payload);
       bool continues = inBlob && c.seq == building.chunkCount && c.key == building.key;
@@ -158,8 +158,8 @@ void StoreReader::scan() {
   index_.blobs.erase(std::unique(index_.blobs.begin(), index_.blobs.end(),
                                  [](const format::BlobEntry& a, const format::BlobEntry& b) { return a.key == b.key; }),
                      index_.blobs.end());
-  if (recoveryNote_.empty()) recoveryNote_ = "no index: the writer did not close the store; all " +
-                                             std::to_string(size_) + " bytes scanned";
+  if (!stop.empty()) return stop;
+  return "no index: the writer did not close the store; all " + std::to_string(size_) + " bytes scanned";
 }
 
 StoreStats StoreReader::stats() const {

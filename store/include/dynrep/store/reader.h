@@ -71,7 +71,8 @@ class StoreReader {
   StoreReader() = default;
   Status load();
   Status loadIndex(const format::Trailer& trailer);
-  void scan();
+  // Rebuilds the index from the frames; returns where and why it stopped.
+  std::string scan();
   // Checks the frame at `offset` (kind and checksum) and returns its payload.
   Result<std::string_view> framePayload(uint64_t offset, uint16_t expectKind) const;
   Status decompressChunk(const format::BlobEntry& blob, uint32_t seq, char* out) const;

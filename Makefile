@@ -1,0 +1,62 @@
+# dynamo-replay: `make demo` and `make test` install whatever is missing, then do their job.
+# Both are idempotent: with everything present they only rebuild what changed.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV   := .venv
+PY     := $(VENV)/bin/python
+BUILD  := build/py
+SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_PACKAGES := g++ make libzstd-dev libcereal-dev libxxhash-dev libgtest-dev \
+                nlohmann-json3-dev libcli11-dev libfmt-dev zstd
+# Exactly this torch: the local CPU build. Anything unpinned pulls GBs of CUDA wheels.
+PY_PACKAGES  := torch==2.13.0 numpy pytest scikit-build-core pybind11 cmake ninja
+
+CXX_SOURCES := CMakeLists.txt pyproject.toml $(shell find cmake store capture replay tools python tests/fuzz \
+                 \( -name '*.cc' -o -name '*.h' -o -name 'CMakeLists.txt' -o -name '*.cmake' -o -name '*.py' \) 2>/dev/null)
+
+.PHONY: help demo test test-cpp test-python fuzz bench system-packages clean
+
+help:
+	@echo "make demo   install what is missing, write a sample store and inspect it"
+	@echo "make test   install what is missing, run the C++ (ctest) and Python (pytest) tests"
+	@echo "make bench  run the store benchmark (about 1 GB of artifacts; minutes)"
+
+# Debian packages: check each (fast), install only the missing ones.
+system-packages:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:" $$missing; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+$(PY):
+	python3 -m venv $(VENV)
+
+$(VENV)/.deps: $(PY) Makefile
+	$(PY) -m pip install -q --disable-pip-version-check $(PY_PACKAGES)
+	touch $@
+
+# The package, its C++ core and the C++ tests, built by scikit-build-core in $(BUILD).
+$(VENV)/.built: $(VENV)/.deps $(CXX_SOURCES) | system-packages
+	$(PY) -m pip install -q --disable-pip-version-check --no-build-isolation \
+	  -Ccmake.define.DYNREP_BUILD_TESTS=ON -e .
+	touch $@
+
+demo: system-packages $(VENV)/.built
+	$(PY) -m dynamo_replay demo
+
+test: system-packages $(VENV)/.built
+	$(MAKE) --no-print-directory test-cpp test-python
+
+test-cpp:
+	$(VENV)/bin/ctest --test-dir $(BUILD) --output-on-failure
+
+test-python:
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest
+
+bench: system-packages $(VENV)/.built
+	$(PY) benchmarks/store_bench.py
+
+clean:
+	rm -rf build $(VENV)/.built
