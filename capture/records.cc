@@ -22,7 +22,8 @@ template <typename T>
 std::string encode(const T& record) {
   std::ostringstream out;
   {
-    cereal::PortableBinaryOutputArchive ar(out);
+    // Little-endian on every host (cereal's default is the host's order).
+    cereal::PortableBinaryOutputArchive ar(out, cereal::PortableBinaryOutputArchive::Options::LittleEndian());
     ar(record);
   }
   return std::move(out).str();

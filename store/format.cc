@@ -27,8 +27,8 @@ Status decodeHeader(const uint8_t in[kHeaderSize], std::string_view what, Header
   std::string where(what);
   if (std::memcmp(in, kMagic.data(), 8) != 0)
     return Status::corruption(where + ": not a dynamo-replay store (bad magic number)");
-  if (getU64(in + 56) != XXH3_64bits(in, 56))
-    return Status::corruption(where + ": file header: checksum mismatch");
+  // The version comes before the checksum: only magic and version are promised to stay put
+  // in later majors (docs/format.md §1).
   h->major = getU16(in + 8);
   h->minor = getU16(in + 10);
   if (h->major != kMajorVersion) {
@@ -36,6 +36,8 @@ Status decodeHeader(const uint8_t in[kHeaderSize], std::string_view what, Header
                                 std::to_string(h->minor) + " is not supported (this reader reads " +
                                 std::to_string(kMajorVersion) + ".x)");
   }
+  if (getU64(in + 56) != XXH3_64bits(in, 56))
+    return Status::corruption(where + ": file header: checksum mismatch");
   if (getU32(in + 12) != 0) return Status::corruption(where + ": file header: reserved flags are not zero");
   const char* wv = reinterpret_cast<const char*>(in + 16);
   h->writerVersion.assign(wv, strnlen(wv, kWriterVersionSize));
@@ -122,7 +124,7 @@ Status decodeIndex(std::string_view payload, uint64_t limit, Index* index) {
     r = RecordEntry{getU64(p), getU32(p + 8), getU16(p + 12)};
     if (getU16(p + 14) != 0) return bad("reserved field is not zero");
     if (r.kind < kFirstTypedKind) return bad("record table lists a container record");
-    if (r.offset < kHeaderSize || r.offset + kFrameSize + r.payloadSize > limit)
+    if (r.offset < kHeaderSize || !frameFits(r.offset, r.payloadSize, limit))
       return bad("record at offset " + std::to_string(r.offset) + " lies outside the file");
     p += kRecordEntry;
   }
@@ -142,10 +144,20 @@ Status decodeIndex(std::string_view payload, uint64_t limit, Index* index) {
   index->chunks.resize(nChunks);
   for (ChunkEntry& c : index->chunks) {
     c = ChunkEntry{getU64(p), getU32(p + 8), getU32(p + 12)};
-    if (c.offset < kHeaderSize || c.offset + kFrameSize + c.payloadSize > limit ||
+    if (c.offset < kHeaderSize || !frameFits(c.offset, c.payloadSize, limit) ||
         c.payloadSize < kChunkHeaderSize)
       return bad("chunk at offset " + std::to_string(c.offset) + " lies outside the file");
     p += kChunkEntry;
+  }
+  // Sizes must add up, so a reader can trust rawSize when it allocates a blob's buffer.
+  for (const BlobEntry& b : index->blobs) {
+    uint64_t raw = 0, stored = 0;
+    for (uint32_t i = b.firstChunk; i < b.firstChunk + b.chunkCount; ++i) {
+      raw += index->chunks[i].rawSize;
+      stored += index->chunks[i].payloadSize - kChunkHeaderSize;
+    }
+    if (raw != b.rawSize || stored != b.storedSize)
+      return bad("blob " + b.key.hex() + ": sizes differ from the sum of its chunks");
   }
   return Status::ok();
 }

@@ -66,10 +66,13 @@ Status StoreReader::load() {
   if (S_ISDIR(st.st_mode)) return Status::invalidArgument(path_ + ": is a directory, not a store file");
   if (!S_ISREG(st.st_mode)) return Status::invalidArgument(path_ + ": not a regular file");
   size_ = uint64_t(st.st_size);
-  if (size_ == 0) return Status::corruption(path_ + ": empty file (not a dynamo-replay store)");
-  if (size_ < format::kHeaderSize)
+  if (size_ < format::kHeaderSize) {
+    if (::flock(fd_, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK)
+      return Status::locked(path_ + ": a writer is creating this store and has not written its header yet");
+    if (size_ == 0) return Status::corruption(path_ + ": empty file (not a dynamo-replay store)");
     return Status::corruption(path_ + ": file is " + std::to_string(size_) +
                               " bytes, shorter than a store header (truncated?)");
+  }
   void* m = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd_, 0);
   if (m == MAP_FAILED) return Status::ioError(path_ + ": mmap failed: " + io::errnoText(errno));
   map_ = static_cast<const uint8_t*>(m);
@@ -96,11 +99,12 @@ Status StoreReader::load() {
 
 Status StoreReader::loadIndex(const format::Trailer& trailer) {
   uint64_t indexEnd = size_ - format::kTrailerSize;
-  if (trailer.indexOffset < format::kHeaderSize || trailer.indexOffset + format::kFrameSize > indexEnd ||
-      trailer.indexOffset + format::kFrameSize + trailer.indexPayloadSize != indexEnd)
+  if (trailer.indexOffset < format::kHeaderSize || !format::frameFits(trailer.indexOffset, trailer.indexPayloadSize, indexEnd) ||
+      indexEnd - trailer.indexOffset - format::kFrameSize != trailer.indexPayloadSize)
     return Status::corruption("trailer points outside the file");
   Result<std::string_view> payload = framePayload(trailer.indexOffset, uint16_t(format::Kind::Index));
   if (!payload.isOk()) return payload.status();
+  if (payload->size() != trailer.indexPayloadSize) return Status::corruption("index length differs from the trailer's");
   return format::decodeIndex(*payload, trailer.indexOffset, &index_);
 }
 
@@ -175,8 +179,11 @@ StoreStats StoreReader::stats() const {
 }
 
 Result<std::string_view> StoreReader::framePayload(uint64_t offset, uint16_t expectKind) const {
-  if (offset + format::kFrameSize > size_) return Status::corruption(path_ + ": " + at(offset) + ": lies past the end of the file");
+  if (offset > size_ || size_ - offset < format::kFrameSize)
+    return Status::corruption(path_ + ": " + at(offset) + ": lies past the end of the file");
   format::Frame f = format::decodeFrame(map_ + offset);
+  if (f.payloadSize > format::kMaxPayload)
+    return Status::corruption(path_ + ": " + at(offset) + ": length is over the 1 GiB limit");
   if (f.kind != expectKind)
     return Status::corruption(path_ + ": " + at(offset) + ": kind is " + std::to_string(f.kind) + ", expected " +
                               std::to_string(expectKind));
@@ -210,14 +217,19 @@ Status StoreReader::decompressChunk(const format::BlobEntry& blob, uint32_t seq,
   Result<std::string_view> p = framePayload(c.offset, uint16_t(format::Kind::BlobChunk));
   if (!p.isOk()) return p.status();
   std::string where = path_ + ": " + at(c.offset) + ": blob " + blob.key.hex() + " chunk " + std::to_string(seq);
+  if (p->size() != c.payloadSize) return Status::corruption(where + ": length differs from the index");
   if (p->size() < format::kChunkHeaderSize) return Status::corruption(where + ": shorter than a chunk header");
   format::ChunkHeader h = format::decodeChunkHeader(reinterpret_cast<const uint8_t*>(p->data()));
   bool last = seq + 1 == blob.chunkCount;
   if (h.key != blob.key || h.seq != seq || h.rawSize != c.rawSize || (h.flags & format::kChunkReservedMask) ||
       bool(h.flags & format::kChunkFlagLast) != last)
     return Status::corruption(where + ": chunk header disagrees with the index");
-  size_t n = ZSTD_decompressDCtx(threadDctx(), out, h.rawSize, p->data() + format::kChunkHeaderSize,
-                                 p->size() - format::kChunkHeaderSize);
+  const char* z = p->data() + format::kChunkHeaderSize;
+  size_t zSize = p->size() - format::kChunkHeaderSize;
+  // Exactly one zstd frame: trailing frames (skippable or not) would be silently accepted.
+  if (ZSTD_findFrameCompressedSize(z, zSize) != zSize)
+    return Status::corruption(where + ": payload is not exactly one zstd frame");
+  size_t n = ZSTD_decompressDCtx(threadDctx(), out, h.rawSize, z, zSize);
   if (ZSTD_isError(n)) return Status::corruption(where + ": zstd: " + ZSTD_getErrorName(n));
   if (n != h.rawSize) return Status::corruption(where + ": decompressed to " + std::to_string(n) + " bytes, expected " + std::to_string(h.rawSize));
   return Status::ok();
@@ -265,11 +277,18 @@ Result<size_t> BlobStream::read(char* out, size_t size) {
     if (chunkPos_ == chunk_.size()) {
       if (nextSeq_ == entry_.chunkCount) break;
       chunk_.resize(reader_->index_.chunks[entry_.firstChunk + nextSeq_].rawSize);
+      produced_ += chunk_.size();
+      if (produced_ > entry_.rawSize)
+        return Status::corruption(reader_->path_ + ": blob " + entry_.key.hex() + ": chunks exceed its size");
       DYNREP_RETURN_IF_ERROR(reader_->decompressChunk(entry_, nextSeq_, chunk_.data()));
       hasher_.update(chunk_.data(), chunk_.size());
       chunkPos_ = 0;
-      if (++nextSeq_ == entry_.chunkCount && hasher_.finish() != entry_.key)
-        return Status::corruption(reader_->path_ + ": blob " + entry_.key.hex() + ": content hash mismatch");
+      if (++nextSeq_ == entry_.chunkCount) {
+        if (produced_ != entry_.rawSize)
+          return Status::corruption(reader_->path_ + ": blob " + entry_.key.hex() + ": chunks fall short of its size");
+        if (hasher_.finish() != entry_.key)
+          return Status::corruption(reader_->path_ + ": blob " + entry_.key.hex() + ": content hash mismatch");
+      }
     }
     size_t n = std::min(size - done, chunk_.size() - chunkPos_);
     std::memcpy(out + done, chunk_.data() + chunkPos_, n);
@@ -282,9 +301,10 @@ Result<size_t> BlobStream::read(char* out, size_t size) {
 bool StoreReader::verify(std::vector<std::string>* problems) const {
   size_t before = problems->size();
   if (state_ != StoreState::Finished) problems->push_back(path_ + ": " + stateName(state_) + " store: " + recoveryNote_);
-  // Walk every frame, whether the index names it or not.
-  for (uint64_t off = format::kHeaderSize, end = state_ == StoreState::Finished ? size_ - format::kTrailerSize : size_;
-       off < end;) {
+  // Walk every frame, whether the index names it or not. A scanned store had this done by
+  // its scan, which stopped at the first bad frame and said so in the recovery note.
+  uint64_t end = state_ == StoreState::Finished ? size_ - format::kTrailerSize : format::kHeaderSize;
+  for (uint64_t off = format::kHeaderSize; off < end;) {
     if (end - off < format::kFrameSize) {
       problems->push_back(path_ + ": " + at(off) + ": truncated frame header");
       break;
@@ -295,10 +315,13 @@ bool StoreReader::verify(std::vector<std::string>* problems) const {
       break;
     }
     if (f.flags != 0) problems->push_back(path_ + ": " + at(off) + ": reserved flags are not zero");
+    if (f.kind == 0) problems->push_back(path_ + ": " + at(off) + ": kind 0 is not a valid kind");
+    if (f.payloadSize > format::kMaxPayload) problems->push_back(path_ + ": " + at(off) + ": length is over the 1 GiB limit");
     if (format::frameChecksum(f.payloadSize, f.kind, f.flags, map_ + off + format::kFrameSize) != f.checksum)
       problems->push_back(path_ + ": " + at(off) + ": checksum mismatch");
     off += format::kFrameSize + f.payloadSize;
   }
+  size_t walked = problems->size();
   std::string scratch;
   for (const format::BlobEntry& b : index_.blobs) {
     // Stream chunk by chunk so verifying a huge blob needs one chunk of memory.
@@ -307,7 +330,10 @@ bool StoreReader::verify(std::vector<std::string>* problems) const {
     for (;;) {
       Result<size_t> n = stream->read(scratch.data(), scratch.size());
       if (!n.isOk()) {
-        problems->push_back(n.status().message());
+        // A damaged chunk was already named by the walk; add only what it could not see.
+        if (std::find(problems->begin() + before, problems->begin() + walked, n.status().message()) ==
+            problems->begin() + walked)
+          problems->push_back(n.status().message());
         break;
       }
       if (*n == 0) break;

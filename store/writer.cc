@@ -49,6 +49,41 @@ struct Job {
   uint16_t kind = 0;
 };
 
+// Creates `path` exclusively and takes its writer lock. An existing store is replaced only
+// with `overwrite`, by unlinking it once its lock is ours: a reader that still maps the old
+// file keeps reading it, where truncating in place would fault its mapping.
+Result<int> createLocked(const std::string& path, bool overwrite) {
+  int old = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (old >= 0) {
+    auto done = [old](Status s) {
+      ::close(old);
+      return s;
+    };
+    struct stat st;
+    if (::fstat(old, &st) != 0) return done(Status::ioError(path + ": stat failed: " + io::errnoText(errno)));
+    if (!S_ISREG(st.st_mode)) return done(Status::invalidArgument(path + ": exists and is not a regular file"));
+    if (::flock(old, LOCK_EX | LOCK_NB) != 0) {
+      if (errno == EWOULDBLOCK) return done(Status::locked(path + ": store is locked by another writer"));
+      return done(Status::ioError(path + ": cannot lock store: " + io::errnoText(errno)));
+    }
+    if (!overwrite) return done(Status::alreadyExists(path + ": store already exists (pass overwrite to replace it)"));
+    if (::unlink(path.c_str()) != 0) return done(Status::ioError(path + ": cannot replace store: " + io::errnoText(errno)));
+    ::close(old);
+  } else if (errno != ENOENT) {
+    return Status::ioError(path + ": cannot open: " + io::errnoText(errno));
+  }
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == EEXIST) return Status::locked(path + ": another writer created the store at the same moment");
+    return Status::ioError(path + ": cannot create store: " + io::errnoText(errno));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return Status::locked(path + ": store is locked by another writer");
+  }
+  return fd;
+}
+
 }  // namespace
 
 struct StoreWriter::Impl {
@@ -96,23 +131,13 @@ Result<std::unique_ptr<StoreWriter>> StoreWriter::create(const std::string& path
                                    std::to_string(ZSTD_maxCLevel()));
   if (options.chunkSize == 0 || options.chunkSize > format::kMaxPayload / 2)
     return Status::invalidArgument(path + ": chunk size out of range");
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::ioError(path + ": cannot create store: " + io::errnoText(errno));
+  Result<int> opened = createLocked(path, options.overwrite);
+  if (!opened.isOk()) return opened.status();
+  int fd = *opened;
   auto fail = [fd](Status s) {
     ::close(fd);
     return s;
   };
-  // The lock lives on the inode, so it must be taken before anything is truncated.
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EWOULDBLOCK) return fail(Status::locked(path + ": store is locked by another writer"));
-    return fail(Status::ioError(path + ": cannot lock store: " + io::errnoText(errno)));
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0) return fail(Status::ioError(path + ": stat failed: " + io::errnoText(errno)));
-  if (!S_ISREG(st.st_mode)) return fail(Status::invalidArgument(path + ": not a regular file"));
-  if (st.st_size > 0 && !options.overwrite)
-    return fail(Status::alreadyExists(path + ": store already exists (pass overwrite to replace it)"));
-  if (::ftruncate(fd, 0) != 0) return fail(Status::ioError(path + ": truncate failed: " + io::errnoText(errno)));
 
   auto impl = std::make_unique<Impl>();
   impl->path = path;
@@ -303,8 +328,13 @@ Status StoreWriter::Impl::finish() {
   std::sort(index.blobs.begin(), index.blobs.end(),
             [](const format::BlobEntry& a, const format::BlobEntry& b) { return a.key < b.key; });
   std::string payload = format::encodeIndex(index);
+  if (payload.size() > format::kMaxPayload)
+    return Status::notSupported(path + ": index of " + std::to_string(index.blobs.size()) + " blobs exceeds 1 GiB");
   uint64_t at = offset;
   DYNREP_RETURN_IF_ERROR(writeFrame(uint16_t(format::Kind::Index), payload.data(), payload.size()));
+  // Everything before the trailer reaches the disk first, so a valid trailer after a power
+  // loss never points at pages that were lost.
+  if (options.sync && ::fdatasync(fd) != 0) return Status::ioError(path + ": fsync failed: " + io::errnoText(errno));
   uint8_t trailer[format::kTrailerSize];
   format::encodeTrailer(format::Trailer{at, payload.size()}, trailer);
   struct iovec iov = {trailer, sizeof trailer};

@@ -34,7 +34,7 @@ EncodedRecord encodeRecord(py::handle record) {
     return {u.kind, u.payload};
   }
   throw py::type_error("put() takes a record (Manifest, Artifact), not " +
-                       std::string(py::str(record.get_type().attr("__name__"))));
+                       std::string(py::str(py::type::handle_of(record).attr("__name__"))));
 }
 
 py::object decodeRecord(uint16_t kind, std::string_view payload) {

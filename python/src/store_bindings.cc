@@ -66,10 +66,11 @@ class PyBlobReader {
 
 class PyStore {
  public:
-  static std::unique_ptr<PyStore> create(py::handle path, int level, bool overwrite) {
+  static std::unique_ptr<PyStore> create(py::handle path, int level, bool overwrite, size_t chunkSize) {
     WriterOptions options;
     options.level = level;
     options.overwrite = overwrite;
+    options.chunkSize = chunkSize;
     auto s = std::make_unique<PyStore>();
     s->path_ = fsPath(path);
     Result<std::unique_ptr<StoreWriter>> w = [&] {
@@ -281,6 +282,14 @@ class PyStore {
 }  // namespace
 
 void registerStore(py::module_& m) {
+  // For tests that need stores from other format versions: the header codec, nothing else.
+  m.def("_encode_header", [](int major, int minor, const std::string& writer, uint64_t created) {
+    format::Header h{uint16_t(major), uint16_t(minor), writer, created};
+    uint8_t out[format::kHeaderSize];
+    format::encodeHeader(h, out);
+    return py::bytes(reinterpret_cast<const char*>(out), sizeof out);
+  });
+
   py::class_<StoreInfo>(m, "StoreInfo", "What `replay-inspect info` shows, as values.")
       .def_readonly("path", &StoreInfo::path)
       .def_readonly("format_version", &StoreInfo::formatVersion)
@@ -311,7 +320,7 @@ void registerStore(py::module_& m) {
 
   py::class_<PyStore>(m, "Store", "A dynamo-replay store file: create() to write, open() to read.")
       .def_static("create", &PyStore::create, py::arg("path"), py::kw_only(), py::arg("level") = 3,
-                  py::arg("overwrite") = false)
+                  py::arg("overwrite") = false, py::arg("chunk_size") = format::kDefaultChunkSize)
       .def_static("open", &PyStore::open, py::arg("path"))
       .def_property_readonly("path", &PyStore::path)
       .def_property_readonly("writable", &PyStore::writable)

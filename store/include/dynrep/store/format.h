@@ -114,6 +114,12 @@ void encodeTrailer(const Trailer& t, uint8_t out[kTrailerSize]);
 // False when the bytes are not a valid trailer (a store that was not closed).
 bool decodeTrailer(const uint8_t in[kTrailerSize], Trailer* t);
 
+// True when a frame of `payloadSize` at `offset` ends at or before `limit`; written so that no
+// sum can wrap around, whatever a damaged file says.
+inline bool frameFits(uint64_t offset, uint64_t payloadSize, uint64_t limit) {
+  return offset <= limit && limit - offset >= kFrameSize && limit - offset - kFrameSize >= payloadSize;
+}
+
 // Little-endian helpers shared by the codecs.
 inline void putU16(uint8_t* p, uint16_t v) { p[0] = uint8_t(v); p[1] = uint8_t(v >> 8); }
 inline void putU32(uint8_t* p, uint32_t v) { for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i)); }

@@ -101,6 +101,7 @@ class BlobStream {
   uint32_t nextSeq_ = 0;
   std::string chunk_;
   size_t chunkPos_ = 0;
+  uint64_t produced_ = 0;
   BlobHasher hasher_;
 };
 
