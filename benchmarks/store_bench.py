@@ -663,7 +663,10 @@ def machine() -> dict:
     except OSError:
         pass
     zv = subprocess.run(["zstd", "--version"], capture_output=True, text=True).stdout.strip()
+    import resource
+
     return {"cpu": model, "cores": os.cpu_count(), "memory": mem, "kernel": platform.release(),
+            "nofile_soft_limit": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
             "python": platform.python_version(), "zstd": zv, "loadavg_start": os.getloadavg()}
 
 
@@ -737,12 +740,17 @@ def run(args) -> dict:
         "zstd_wall_s": zc, "zstd_cpu_s": median_of(runs["zstd_c"], "cpu_s"), "zstd_MBps": nbytes / zc / MB,
         "zstd_plus_fsync_s": zc_sync, "zstd_plus_fsync_MBps": nbytes / zc_sync / MB,
         "speed_vs_zstd": zc / w_net, "speed_vs_zstd_plus_fsync": zc_sync / w_net,
+        "store_MBps_runs": [nbytes / (r["outer"]["wall_s"] - w_base) / MB for r in runs["write"]],
+        "zstd_MBps_runs": [nbytes / r["wall_s"] / MB for r in runs["zstd_c"]],
     }
     res["read"] = {
         "store_bytes_s": rb, "store_bytes_MBps": nbytes / rb / MB,
         "store_stream_s": rs, "store_stream_MBps": nbytes / rs / MB,
         "zstd_wall_s": zd, "zstd_cpu_s": median_of(runs["zstd_d"], "cpu_s"), "zstd_MBps": nbytes / zd / MB,
         "bytes_vs_zstd": zd / rb, "stream_vs_zstd": zd / rs,
+        "store_bytes_MBps_runs": [nbytes / r["total_s"] / MB for r in runs["read_bytes"]],
+        "store_stream_MBps_runs": [nbytes / r["total_s"] / MB for r in runs["read_stream"]],
+        "zstd_MBps_runs": [nbytes / r["wall_s"] / MB for r in runs["zstd_d"]],
     }
     res["ratio"] = {"store_file_bytes": store_bytes, "store_ratio": store_ratio,
                     "store_payload_ratio": info["json"]["ratio"], "zstd_bytes": zst_bytes, "zstd_ratio": zstd_ratio,
@@ -805,6 +813,10 @@ def print_report(res: dict) -> None:
           f"(cpu {w['zstd_cpu_s']:.2f}s, +fsync {w['zstd_plus_fsync_s']:.2f}s)")
     print(f"read:  store get_blob {r['store_bytes_s']:.2f}s, stream {r['store_stream_s']:.2f}s; "
           f"zstd -d {r['zstd_wall_s']:.2f}s (cpu {r['zstd_cpu_s']:.2f}s)")
+    rng = lambda xs: f"{min(xs):.0f}..{max(xs):.0f}"  # noqa: E731
+    print(f"per-run MB/s: write store {rng(w['store_MBps_runs'])}, zstd -3 {rng(w['zstd_MBps_runs'])}; "
+          f"read get_blob {rng(r['store_bytes_MBps_runs'])}, stream {rng(r['store_stream_MBps_runs'])}, "
+          f"zstd -d {rng(r['zstd_MBps_runs'])}")
     mem = res["memory"]
     print(f"memory: writer peak {mem['writer_peak_rss_mib']:.1f} MiB, writer without puts "
           f"{mem['baseline_writer_rss_mib']:.1f} MiB, import only {mem['import_only_rss_mib']:.1f} MiB, "

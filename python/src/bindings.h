@@ -18,7 +18,7 @@ void registerStore(py::module_& m);
 void registerRecords(py::module_& m);
 
 // What the failing call was doing, so a NotFound becomes FileNotFoundError or MissingKeyError.
-enum class Doing { Opening, Reading, Writing };
+enum class Doing { Creating, Opening, Reading, Writing };
 // Raises the Python exception for a failed status (dynamo_replay.errors). REQUIRES: !s.isOk()
 [[noreturn]] void raise(const Status& s, Doing doing);
 // Typed records <-> Python objects (record_bindings.cc).

@@ -12,7 +12,9 @@ void raise(const Status& s, Doing doing) {
     case Status::Code::NotSupported: cls = "UnsupportedVersionError"; break;
     case Status::Code::Locked: cls = "StoreLockedError"; break;
     case Status::Code::AlreadyExists: cls = "StoreExistsError"; break;
-    case Status::Code::NotFound: cls = doing == Doing::Opening ? "StoreNotFoundError" : "MissingKeyError"; break;
+    case Status::Code::NotFound:
+      cls = doing == Doing::Opening || doing == Doing::Creating ? "StoreNotFoundError" : "MissingKeyError";
+      break;
     case Status::Code::InvalidArgument: cls = doing == Doing::Opening ? "NotAStoreError" : "StoreUsageError"; break;
     case Status::Code::IOError: cls = "StoreIOError"; break;
   }

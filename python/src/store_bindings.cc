@@ -16,6 +16,17 @@ namespace {
 
 std::string fsPath(py::handle path) { return py::str(py::module_::import("os").attr("fspath")(path)); }
 
+// The OS file descriptor behind a Python file object, or -1 (BytesIO and friends raise).
+int descriptorOf(py::handle file) {
+  if (!py::hasattr(file, "fileno") || !py::hasattr(file, "tell")) return -1;
+  try {
+    return file.attr("fileno")().cast<int>();
+  } catch (py::error_already_set& e) {
+    if (e.matches(PyExc_OSError)) return -1;  // io.UnsupportedOperation is an OSError
+    throw;
+  }
+}
+
 BlobKey parseKey(const std::string& hex) {
   std::optional<BlobKey> key = BlobKey::fromHex(hex);
   if (!key) throw py::value_error("not a blob key (32 hex digits): " + hex);
@@ -77,7 +88,7 @@ class PyStore {
       py::gil_scoped_release nogil;
       return StoreWriter::create(s->path_, options);
     }();
-    check(w.status(), Doing::Opening);
+    check(w.status(), Doing::Creating);
     s->writer_ = std::move(*w);
     return s;
   }
@@ -112,8 +123,7 @@ class PyStore {
         key = w.putBlobFromFile(fd, 0);
       }
       ::close(fd);
-    } else if (py::hasattr(data, "fileno") && py::hasattr(data, "tell")) {
-      int fd = data.attr("fileno")().cast<int>();
+    } else if (int fd = descriptorOf(data); fd >= 0) {
       uint64_t offset = data.attr("tell")().cast<uint64_t>();
       py::gil_scoped_release nogil;
       key = w.putBlobFromFile(fd, offset);

@@ -1,0 +1,32 @@
+"""Shared fixtures: paths to the committed data, fresh store paths, and the inspect CLI."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dynamo_replay.tools import inspect_executable
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    return DATA
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    return tmp_path / "job.dynrep"
+
+
+@pytest.fixture
+def inspect():
+    """Runs replay-inspect with the given arguments; returns the CompletedProcess."""
+
+    def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([inspect_executable(), *args], capture_output=True, text=True, cwd=cwd, timeout=60)
+
+    return run
