@@ -46,8 +46,12 @@ $(VENV)/.built: $(VENV)/.deps $(CXX_SOURCES) | system-packages
 demo: system-packages $(VENV)/.built
 	$(PY) -m dynamo_replay demo
 
+# Runs both suites even when the first fails, and fails if either did.
 test: system-packages $(VENV)/.built
-	$(MAKE) --no-print-directory test-cpp test-python
+	@status=0; \
+	$(MAKE) --no-print-directory test-cpp || status=1; \
+	$(MAKE) --no-print-directory test-python || status=1; \
+	exit $$status
 
 test-cpp:
 	$(VENV)/bin/ctest --test-dir $(BUILD) --output-on-failure

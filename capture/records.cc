@@ -4,9 +4,8 @@
 #include <sstream>
 
 #include <cereal/archives/portable_binary.hpp>
-#include <cereal/types/map.hpp>
-#include <cereal/types/string.hpp>
-#include <cereal/types/vector.hpp>
+
+#include "bounded_cereal.h"
 
 namespace dynrep::capture {
 
@@ -33,6 +32,7 @@ template <typename T>
 Status decode(std::string_view payload, T* record) {
   // cereal reports malformed input by throwing; the C++ API does not, so catch it here.
   try {
+    detail::decodeBudget = payload.size();
     std::istringstream in{std::string(payload)};
     cereal::PortableBinaryInputArchive ar(in);
     ar(*record);

@@ -29,6 +29,18 @@ TEST(RecordsTest, TruncatedPayloadIsCorruptionNotACrash) {
   }
 }
 
+TEST(RecordsTest, HugeSizeTagIsRefusedBeforeAllocating) {
+  std::string bytes = encode(Manifest{"t", "", {}, {}});
+  // Layout: endianness flag (1 byte), class version (4), then the tool string's u64 size tag.
+  ASSERT_EQ(bytes[5], 1);
+  for (int i = 0; i < 8; ++i) bytes[5 + i] = char(0xff);
+  bytes[12] = 0x0f;  // about 10^18 bytes
+  Manifest m;
+  Status s = decode(bytes, &m);
+  EXPECT_EQ(s.code(), Status::Code::Corruption);
+  EXPECT_NE(s.message().find("exceeds the record's length"), std::string::npos) << s.message();
+}
+
 TEST(RecordsTest, UnknownKindsAreNamedByNumber) {
   EXPECT_EQ(kindName(16), "manifest");
   EXPECT_EQ(kindName(4242), "kind 4242");
