@@ -684,6 +684,12 @@ def run(args) -> dict:
     res["corpus"] = {"bytes": sum(f["bytes"] for f in manifest["files"]), "files": len(manifest["files"]),
                      "composition": composition(manifest["files"])}
     (out / "files.json.digests").write_text(json.dumps([f["digest"] for f in manifest["files"]]))
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft != resource.RLIM_INFINITY and soft < len(manifest["files"]) + 64:
+        log(f"warning: open-file limit {soft} < {len(manifest['files'])} corpus files; put_blob(path) keeps a "
+            f"descriptor per queued blob, so the store write may fail with EMFILE (raise `ulimit -n`)")
     bench = Bench(out, manifest, python, inspect)
     nbytes = bench.corpus_bytes
 

@@ -2,6 +2,7 @@
 // reading a store while it is written, and recovery after a writer is killed.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -117,6 +118,41 @@ TEST(StoreTest, FileBlobEqualsMemoryBlob) {
   ASSERT_TRUE(w->close().isOk());
   EXPECT_EQ(fromFile, BlobKey::of(std::string_view(data).substr(100)));
   EXPECT_EQ(*mustOpen(path)->readBlob(fromFile), data.substr(100));
+}
+
+// Queued file chunks must not each keep a descriptor: a job storing thousands of files would
+// otherwise run out of them at ordinary `ulimit -n` settings.
+TEST(StoreTest, ManyFileBlobsStayWithinAFewDescriptors) {
+  TempDir dir;
+  std::vector<std::string> sources;
+  for (int i = 0; i < 400; ++i) {
+    sources.push_back(dir.file("src" + std::to_string(i)));
+    testing::writeFile(sources.back(), pattern(i % 2 ? 9000 : 3000, uint32_t(i)));  // half multi-chunk
+  }
+  WriterOptions o;
+  o.chunkSize = 4096;
+  o.maxPendingBytes = 32 * 1024;
+  o.level = 19;  // a slow writer thread, so the caller runs ahead as far as the queue lets it
+  auto w = mustCreate(dir.file("many.dynrep"), o);
+  struct rlimit old;
+  ::getrlimit(RLIMIT_NOFILE, &old);
+  struct rlimit low = old;
+  low.rlim_cur = 48;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<BlobKey> keys;
+  for (const std::string& src : sources) {
+    int fd = ::open(src.c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    auto k = w->putBlobFromFile(fd);
+    ::close(fd);
+    ASSERT_TRUE(k.isOk()) << k.status().toString();
+    keys.push_back(*k);
+  }
+  Status closed = w->close();
+  ::setrlimit(RLIMIT_NOFILE, &old);
+  ASSERT_TRUE(closed.isOk()) << closed.toString();
+  auto r = mustOpen(dir.file("many.dynrep"));
+  for (size_t i = 0; i < keys.size(); ++i) EXPECT_EQ(*r->readBlob(keys[i]), testing::readFile(sources[i]));
 }
 
 TEST(StoreTest, SecondWriterIsLockedOutAndExistingStoreIsKept) {

@@ -47,6 +47,9 @@ struct Job {
   uint64_t fileOffset = 0;
   // Record.
   uint16_t kind = 0;
+  // Bytes this job counts against maxPendingBytes: its own memory, or for a file chunk the
+  // buffer it will need, which also bounds how many descriptors the queue keeps open.
+  size_t cost = 0;
 };
 
 // Creates `path` exclusively and takes its writer lock. An existing store is replaced only
@@ -116,6 +119,8 @@ struct StoreWriter::Impl {
   Status writeFrame(uint16_t kind, const void* payload, size_t size);
   Status writeChunk(Job& job);
   Status enqueue(Job job, size_t bytes);
+  // REQUIRES: putMu held.
+  Result<BlobKey> putBytes(std::string_view data);
   Status finish();
 };
 
@@ -166,6 +171,7 @@ Status StoreWriter::Impl::enqueue(Job job, size_t bytes) {
   queueChanged.wait(lock, [&] { return pendingBytes == 0 || pendingBytes + bytes <= options.maxPendingBytes || !error.isOk(); });
   if (!error.isOk()) return error;
   pendingBytes += bytes;
+  job.cost = bytes;
   ++enqueued;
   queue.push_back(std::move(job));
   queueChanged.notify_all();
@@ -173,8 +179,12 @@ Status StoreWriter::Impl::enqueue(Job job, size_t bytes) {
 }
 
 Result<BlobKey> StoreWriter::putBlob(std::string_view data) {
-  Impl& d = *impl_;
-  std::lock_guard<std::mutex> put(d.putMu);
+  std::lock_guard<std::mutex> put(impl_->putMu);
+  return impl_->putBytes(data);
+}
+
+Result<BlobKey> StoreWriter::Impl::putBytes(std::string_view data) {
+  Impl& d = *this;
   BlobKey key = BlobKey::of(data);
   {
     std::lock_guard<std::mutex> lock(d.mu);
@@ -202,6 +212,12 @@ Result<BlobKey> StoreWriter::putBlobFromFile(int fd, uint64_t offset) {
   if (::fstat(fd, &st) != 0) return Status::ioError(d.path + ": stat of blob source failed: " + io::errnoText(errno));
   if (uint64_t(st.st_size) < offset) return Status::invalidArgument(d.path + ": blob source offset past its end");
   uint64_t size = uint64_t(st.st_size) - offset;
+  if (size <= d.options.chunkSize) {
+    // One chunk: read it once and queue the bytes, holding no descriptor.
+    std::string data(size_t(size), '\0');
+    DYNREP_RETURN_IF_ERROR(io::preadAll(fd, "blob source", offset, data.data(), data.size()));
+    return d.putBytes(data);
+  }
   BlobHasher hasher;
   std::vector<char> buf(1u << 20);
   for (uint64_t pos = 0; pos < size;) {
@@ -228,7 +244,7 @@ Result<BlobKey> StoreWriter::putBlobFromFile(int fd, uint64_t offset) {
     job.chunk = format::ChunkHeader{key, seq++, uint32_t(n), pos + n == size ? format::kChunkFlagLast : 0};
     job.file = shared;
     job.fileOffset = offset + pos;
-    DYNREP_RETURN_IF_ERROR(d.enqueue(std::move(job), 0));  // holds no memory until compressed
+    DYNREP_RETURN_IF_ERROR(d.enqueue(std::move(job), n));
     pos += n;
   } while (pos < size);
   return key;
@@ -266,7 +282,7 @@ void StoreWriter::Impl::run() {
       job = std::move(queue.front());
       queue.pop_front();
     }
-    size_t bytes = job.type == Job::Type::Chunk && job.file ? 0 : job.bytes.size();
+    size_t bytes = job.cost;
     Status s;
     bool failed;
     {

@@ -294,6 +294,7 @@ struct Model {
   bool trailerWrap = false;      // size `trailer` so offset + frame + size wraps to the index end
   format::Trailer trailer;
   bool fixIndex = true;
+  bool syncSizes = false;  // also copy chunk headers' raw sizes into the index and re-add blob sizes
 };
 
 bool parse(const std::string& s, Model* m) {
@@ -325,34 +326,59 @@ bool parse(const std::string& s, Model* m) {
   return true;
 }
 
+struct Moved {
+  uint64_t offset;
+  uint32_t payloadSize;
+  uint32_t chunkRawSize;  // from the chunk header, when the frame is a chunk
+};
+
 // Points index entries at the frames' new offsets and sizes, so an edit elsewhere does not
-// make the index merely stale.
-void fixIndexPayload(std::string& payload, const std::map<uint64_t, std::pair<uint64_t, uint32_t>>& moved) {
+// make the index merely stale. With `syncSizes`, a chunk header's new raw size reaches the
+// index too, so a lying size gets past decodeIndex's sums and into the blob readers.
+void fixIndexPayload(std::string& payload, const std::map<uint64_t, Moved>& moved, bool syncSizes) {
   format::Index index;
   if (!format::decodeIndex(payload, ~0ull, &index).isOk()) return;
-  auto remap = [&](uint64_t& offset, uint32_t& size) {
-    auto it = moved.find(offset);
-    if (it == moved.end()) return;
-    offset = it->second.first;
-    size = it->second.second;
-  };
-  for (format::RecordEntry& r : index.records) remap(r.offset, r.payloadSize);
-  for (format::ChunkEntry& c : index.chunks) remap(c.offset, c.payloadSize);
+  for (format::RecordEntry& r : index.records) {
+    auto it = moved.find(r.offset);
+    if (it == moved.end()) continue;
+    r.offset = it->second.offset;
+    r.payloadSize = it->second.payloadSize;
+  }
+  for (format::ChunkEntry& c : index.chunks) {
+    auto it = moved.find(c.offset);
+    if (it == moved.end()) continue;
+    c.offset = it->second.offset;
+    c.payloadSize = it->second.payloadSize;
+    if (syncSizes) c.rawSize = it->second.chunkRawSize;
+  }
+  if (syncSizes) {
+    for (format::BlobEntry& b : index.blobs) {
+      if (uint64_t(b.firstChunk) + b.chunkCount > index.chunks.size()) continue;
+      b.rawSize = b.storedSize = 0;
+      for (uint32_t i = b.firstChunk; i < b.firstChunk + b.chunkCount; ++i) {
+        b.rawSize += index.chunks[i].rawSize;
+        b.storedSize += index.chunks[i].payloadSize - format::kChunkHeaderSize;
+      }
+    }
+  }
   payload = format::encodeIndex(index);
 }
 
 std::string serialize(Model& m) {
   std::vector<uint64_t> offsets;
-  std::map<uint64_t, std::pair<uint64_t, uint32_t>> moved;
+  std::map<uint64_t, Moved> moved;
   uint64_t off = m.head.size();
   for (const FramePart& f : m.frames) {
     offsets.push_back(off);
-    if (f.oldOffset != ~0ull) moved.emplace(f.oldOffset, std::make_pair(off, uint32_t(f.payload.size())));
+    uint32_t raw = 0;
+    if (f.kind == uint16_t(format::Kind::BlobChunk) && f.payload.size() >= format::kChunkHeaderSize)
+      raw = format::decodeChunkHeader(bytesOf(f.payload)).rawSize;
+    if (f.oldOffset != ~0ull) moved.emplace(f.oldOffset, Moved{off, uint32_t(f.payload.size()), raw});
     off += format::kFrameSize + f.payload.size();
   }
   if (m.fixIndex) {
     for (FramePart& f : m.frames)
-      if (f.kind == uint16_t(format::Kind::Index) && !f.staleChecksum) fixIndexPayload(f.payload, moved);
+      if (f.kind == uint16_t(format::Kind::Index) && !f.staleChecksum) fixIndexPayload(f.payload, moved, m.syncSizes);
   }
   std::string out = m.head;
   out.reserve(off + m.tail.size() + format::kTrailerSize);
@@ -695,6 +721,7 @@ std::string mutateStructured(Rng& rng, Model m, const std::vector<Model>& models
     }
   }
   if (rng.oneIn(10)) m.fixIndex = false;
+  m.syncSizes = rng.oneIn(2);
   std::string out = serialize(m);
   if (out.size() > maxLen) out.resize(maxLen);
   return out;
@@ -832,6 +859,8 @@ std::vector<std::pair<std::string, std::string>> generateSeeds(const std::string
   return sw.seeds;
 }
 
+// A directory contributes its *.dynrep files (tests/data also holds golden text); a file
+// named on the command line is taken whatever it is.
 void loadSeeds(const std::string& arg, std::vector<std::pair<std::string, std::string>>* seeds) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -839,7 +868,7 @@ void loadSeeds(const std::string& arg, std::vector<std::pair<std::string, std::s
   if (fs::is_directory(arg, ec)) {
     for (auto it = fs::recursive_directory_iterator(arg, ec); !ec && it != fs::recursive_directory_iterator();
          it.increment(ec))
-      if (it->is_regular_file(ec)) files.push_back(it->path().string());
+      if (it->is_regular_file(ec) && it->path().extension() == ".dynrep") files.push_back(it->path().string());
     std::sort(files.begin(), files.end());  // directory order is not deterministic
   } else {
     files.push_back(arg);
