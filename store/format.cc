@@ -145,7 +145,7 @@ Status decodeIndex(std::string_view payload, uint64_t limit, Index* index) {
   for (ChunkEntry& c : index->chunks) {
     c = ChunkEntry{getU64(p), getU32(p + 8), getU32(p + 12)};
     if (c.offset < kHeaderSize || !frameFits(c.offset, c.payloadSize, limit) ||
-        c.payloadSize < kChunkHeaderSize)
+        c.payloadSize < kChunkHeaderSize || c.rawSize > kMaxChunkRawSize)
       return bad("chunk at offset " + std::to_string(c.offset) + " lies outside the file");
     p += kChunkEntry;
   }

@@ -141,7 +141,7 @@ std::string StoreReader::scan() {
       } else if (!continues) {
         inBlob = false;  // an orphan chunk: its blob's start was lost
       }
-      if (inBlob && (c.flags & format::kChunkReservedMask) == 0) {
+      if (inBlob && (c.flags & format::kChunkReservedMask) == 0 && c.rawSize <= format::kMaxChunkRawSize) {
         index_.chunks.push_back({off, f.payloadSize, c.rawSize});
         building.rawSize += c.rawSize;
         building.storedSize += f.payloadSize - format::kChunkHeaderSize;
@@ -229,6 +229,8 @@ Status StoreReader::decompressChunk(const format::BlobEntry& blob, uint32_t seq,
   // Exactly one zstd frame: trailing frames (skippable or not) would be silently accepted.
   if (ZSTD_findFrameCompressedSize(z, zSize) != zSize)
     return Status::corruption(where + ": payload is not exactly one zstd frame");
+  if (ZSTD_getFrameContentSize(z, zSize) != h.rawSize)
+    return Status::corruption(where + ": zstd frame declares another size than the chunk header");
   size_t n = ZSTD_decompressDCtx(threadDctx(), out, h.rawSize, z, zSize);
   if (ZSTD_isError(n)) return Status::corruption(where + ": zstd: " + ZSTD_getErrorName(n));
   if (n != h.rawSize) return Status::corruption(where + ": decompressed to " + std::to_string(n) + " bytes, expected " + std::to_string(h.rawSize));

@@ -134,7 +134,7 @@ Result<std::unique_ptr<StoreWriter>> StoreWriter::create(const std::string& path
     return Status::invalidArgument(path + ": compression level " + std::to_string(options.level) +
                                    " is outside " + std::to_string(ZSTD_minCLevel()) + ".." +
                                    std::to_string(ZSTD_maxCLevel()));
-  if (options.chunkSize == 0 || options.chunkSize > format::kMaxPayload / 2)
+  if (options.chunkSize == 0 || options.chunkSize > format::kMaxChunkRawSize)
     return Status::invalidArgument(path + ": chunk size out of range");
   Result<int> opened = createLocked(path, options.overwrite);
   if (!opened.isOk()) return opened.status();

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -21,7 +22,9 @@ class InputFile {
  public:
   InputFile() {
     const char* tmp = std::getenv("TMPDIR");
-    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/dynrep-fuzz-XXXXXX";
+    // The pid in the name tells a crashed run's leftover directory from a live one.
+    std::string templ =
+        std::string(tmp && *tmp ? tmp : "/tmp") + "/dynrep-fuzz-" + std::to_string(::getpid()) + "-XXXXXX";
     if (!::mkdtemp(templ.data())) {
       std::perror("reader_fuzz: mkdtemp");
       std::abort();
@@ -42,6 +45,7 @@ class InputFile {
     }
     while (size > 0) {
       ssize_t n = ::write(fd, data, size);
+      if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
         std::perror("reader_fuzz: write input file");
         std::abort();

@@ -40,6 +40,8 @@ inline constexpr size_t kChunkHeaderSize = 28;
 inline constexpr uint32_t kChunkFlagLast = 1u << 0;
 inline constexpr uint32_t kChunkReservedMask = ~kChunkFlagLast;
 inline constexpr size_t kDefaultChunkSize = 4u << 20;
+// A chunk's raw size is at most this, so a reader never allocates more for one chunk.
+inline constexpr uint32_t kMaxChunkRawSize = 256u << 20;
 
 // §7 Trailer.
 inline constexpr std::array<uint8_t, 8> kEndMagic = {0x89, 'D', 'R', 'P', 'E', 'N', 'D', '\n'};
