@@ -149,7 +149,11 @@ Status decodeIndex(std::string_view payload, uint64_t limit, Index* index) {
       return bad("chunk at offset " + std::to_string(c.offset) + " lies outside the file");
     p += kChunkEntry;
   }
-  // Sizes must add up, so a reader can trust rawSize when it allocates a blob's buffer.
+  // Chunk ranges may not overlap (it would make this check quadratic), and sizes must add
+  // up, so a reader can trust rawSize once each chunk's frame agrees.
+  uint64_t named = 0;
+  for (const BlobEntry& b : index->blobs) named += b.chunkCount;
+  if (named > nChunks) return bad("blobs name more chunks than the chunk table holds");
   for (const BlobEntry& b : index->blobs) {
     uint64_t raw = 0, stored = 0;
     for (uint32_t i = b.firstChunk; i < b.firstChunk + b.chunkCount; ++i) {

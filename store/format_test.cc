@@ -76,6 +76,11 @@ TEST(FormatTest, IndexRoundTripsAndRejectsOutOfRangeEntries) {
   // Unsorted blob table.
   std::swap(idx.blobs[0], idx.blobs[1]);
   EXPECT_EQ(decodeIndex(encodeIndex(idx), 1000, &back).code(), Status::Code::Corruption);
+  // Blobs whose chunk ranges overlap name more chunks than exist: refused, checked in linear time.
+  std::swap(idx.blobs[0], idx.blobs[1]);
+  idx.blobs[0].chunkCount = 2;
+  idx.blobs[0].rawSize = 2;
+  EXPECT_EQ(decodeIndex(encodeIndex(idx), 1000, &back).code(), Status::Code::Corruption);
   // Truncated payload.
   EXPECT_EQ(decodeIndex(bytes.substr(0, bytes.size() - 1), 1000, &back).code(), Status::Code::Corruption);
 }

@@ -156,8 +156,8 @@ std::string StoreReader::scan() {
     }  // the index of an unfinished close, and container kinds from newer minors, are skipped
     off += format::kFrameSize + f.payloadSize;
   }
-  std::sort(index_.blobs.begin(), index_.blobs.end(),
-            [](const format::BlobEntry& a, const format::BlobEntry& b) { return a.key < b.key; });
+  std::stable_sort(index_.blobs.begin(), index_.blobs.end(),
+                   [](const format::BlobEntry& a, const format::BlobEntry& b) { return a.key < b.key; });
   // Duplicate keys cannot come from our writer; keep the first if a damaged file has them.
   index_.blobs.erase(std::unique(index_.blobs.begin(), index_.blobs.end(),
                                  [](const format::BlobEntry& a, const format::BlobEntry& b) { return a.key == b.key; }),
@@ -212,7 +212,7 @@ const format::BlobEntry* StoreReader::findBlob(const BlobKey& key) const {
   return &*it;
 }
 
-Status StoreReader::decompressChunk(const format::BlobEntry& blob, uint32_t seq, char* out) const {
+Result<std::string_view> StoreReader::chunkData(const format::BlobEntry& blob, uint32_t seq) const {
   const format::ChunkEntry& c = index_.chunks[blob.firstChunk + seq];
   Result<std::string_view> p = framePayload(c.offset, uint16_t(format::Kind::BlobChunk));
   if (!p.isOk()) return p.status();
@@ -231,9 +231,26 @@ Status StoreReader::decompressChunk(const format::BlobEntry& blob, uint32_t seq,
     return Status::corruption(where + ": payload is not exactly one zstd frame");
   if (ZSTD_getFrameContentSize(z, zSize) != h.rawSize)
     return Status::corruption(where + ": zstd frame declares another size than the chunk header");
-  size_t n = ZSTD_decompressDCtx(threadDctx(), out, h.rawSize, z, zSize);
-  if (ZSTD_isError(n)) return Status::corruption(where + ": zstd: " + ZSTD_getErrorName(n));
-  if (n != h.rawSize) return Status::corruption(where + ": decompressed to " + std::to_string(n) + " bytes, expected " + std::to_string(h.rawSize));
+  return std::string_view(z, zSize);
+}
+
+Status StoreReader::decompressChunk(const format::BlobEntry& blob, uint32_t seq, char* out) const {
+  Result<std::string_view> z = chunkData(blob, seq);
+  if (!z.isOk()) return z.status();
+  uint32_t raw = index_.chunks[blob.firstChunk + seq].rawSize;
+  size_t n = ZSTD_decompressDCtx(threadDctx(), out, raw, z->data(), z->size());
+  if (ZSTD_isError(n) || n != raw) {
+    return Status::corruption(path_ + ": " + at(index_.chunks[blob.firstChunk + seq].offset) + ": blob " +
+                              blob.key.hex() + " chunk " + std::to_string(seq) + ": " +
+                              (ZSTD_isError(n) ? std::string("zstd: ") + ZSTD_getErrorName(n)
+                                               : "decompressed to " + std::to_string(n) + " bytes, expected " +
+                                                     std::to_string(raw)));
+  }
+  return Status::ok();
+}
+
+Status StoreReader::checkBlobChunks(const format::BlobEntry& entry) const {
+  for (uint32_t seq = 0; seq < entry.chunkCount; ++seq) DYNREP_RETURN_IF_ERROR(chunkData(entry, seq).status());
   return Status::ok();
 }
 
@@ -260,7 +277,14 @@ Status StoreReader::readBlobInto(const format::BlobEntry& entry, char* out) cons
 Result<std::string> StoreReader::readBlob(const BlobKey& key) const {
   const format::BlobEntry* e = findBlob(key);
   if (!e) return Status::notFound(path_ + ": no blob " + key.hex());
-  std::string out(e->rawSize, '\0');
+  DYNREP_RETURN_IF_ERROR(checkBlobChunks(*e));
+  std::string out;
+  try {
+    out.resize(e->rawSize);
+  } catch (const std::bad_alloc&) {
+    return Status::ioError(path_ + ": blob " + key.hex() + ": cannot allocate " + std::to_string(e->rawSize) +
+                           " bytes; read it as a stream");
+  }
   DYNREP_RETURN_IF_ERROR(readBlobInto(*e, out.data()));
   return out;
 }
@@ -278,10 +302,13 @@ Result<size_t> BlobStream::read(char* out, size_t size) {
   while (done < size) {
     if (chunkPos_ == chunk_.size()) {
       if (nextSeq_ == entry_.chunkCount) break;
-      chunk_.resize(reader_->index_.chunks[entry_.firstChunk + nextSeq_].rawSize);
-      produced_ += chunk_.size();
+      uint32_t raw = reader_->index_.chunks[entry_.firstChunk + nextSeq_].rawSize;
+      produced_ += raw;
       if (produced_ > entry_.rawSize)
         return Status::corruption(reader_->path_ + ": blob " + entry_.key.hex() + ": chunks exceed its size");
+      // Checked before the buffer grows, so a damaged size never becomes an allocation.
+      DYNREP_RETURN_IF_ERROR(reader_->chunkData(entry_, nextSeq_).status());
+      chunk_.resize(raw);
       DYNREP_RETURN_IF_ERROR(reader_->decompressChunk(entry_, nextSeq_, chunk_.data()));
       hasher_.update(chunk_.data(), chunk_.size());
       chunkPos_ = 0;
@@ -328,7 +355,7 @@ bool StoreReader::verify(std::vector<std::string>* problems) const {
   for (const format::BlobEntry& b : index_.blobs) {
     // Stream chunk by chunk so verifying a huge blob needs one chunk of memory.
     auto stream = std::unique_ptr<BlobStream>(new BlobStream(this, b));
-    scratch.resize(format::kDefaultChunkSize);
+    scratch.resize(256 * 1024);
     for (;;) {
       Result<size_t> n = stream->read(scratch.data(), scratch.size());
       if (!n.isOk()) {

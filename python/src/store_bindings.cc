@@ -149,7 +149,16 @@ class PyStore {
       check(s.status(), Doing::Reading);
       return py::cast(PyBlobReader(r, std::move(*s)));
     }
-    // Decompress straight into the bytes object: no intermediate copy.
+    // Decompress straight into the bytes object: no intermediate copy. The chunks are checked
+    // first, so a damaged size cannot turn into a huge allocation.
+    {
+      Status s;
+      {
+        py::gil_scoped_release nogil;
+        s = r->checkBlobChunks(*e);
+      }
+      check(s, Doing::Reading);
+    }
     PyObject* bytes = PyBytes_FromStringAndSize(nullptr, Py_ssize_t(e->rawSize));
     if (!bytes) throw py::error_already_set();
     py::object owned = py::reinterpret_steal<py::object>(bytes);

@@ -58,6 +58,9 @@ class StoreReader {
   // Decompresses the whole blob into `out`, which must hold exactly entry.rawSize bytes,
   // and checks its content hash.
   Status readBlobInto(const format::BlobEntry& entry, char* out) const;
+  // Checks every chunk's frame and declared size without decompressing: call it before
+  // allocating entry.rawSize bytes, so a damaged size is an error rather than an allocation.
+  Status checkBlobChunks(const format::BlobEntry& entry) const;
   Result<std::string> readBlob(const BlobKey& key) const;
   // Streams a blob chunk by chunk; the hash is checked when the last byte is read.
   Result<std::unique_ptr<BlobStream>> openBlob(const BlobKey& key) const;
@@ -75,6 +78,9 @@ class StoreReader {
   std::string scan();
   // Checks the frame at `offset` (kind and checksum) and returns its payload.
   Result<std::string_view> framePayload(uint64_t offset, uint16_t expectKind) const;
+  // Checks chunk `seq` of `blob` (frame, header against the index, one zstd frame declaring
+  // the raw size) and returns its zstd bytes.
+  Result<std::string_view> chunkData(const format::BlobEntry& blob, uint32_t seq) const;
   Status decompressChunk(const format::BlobEntry& blob, uint32_t seq, char* out) const;
 
   std::string path_;
