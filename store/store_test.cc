@@ -228,6 +228,28 @@ TEST(StoreTest, RejectsBadOptionsAndContainerKinds) {
   EXPECT_EQ(w->putRecord(16, "x").code(), Status::Code::InvalidArgument);  // closed
 }
 
+TEST(StoreTest, ForkedChildLeavesTheParentsStoreAlone) {
+  TempDir dir;
+  std::string path = dir.file("fork.dynrep");
+  auto w = mustCreate(path);
+  ASSERT_TRUE(w->putRecord(16, "before fork").isOk());
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The child's copy has no writer thread: closing it must neither hang nor touch the file.
+    Status s = w->close();
+    ::_exit(s.code() == Status::Code::InvalidArgument ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  ASSERT_TRUE(w->putRecord(16, "after fork").isOk());
+  ASSERT_TRUE(w->close().isOk());
+  auto r = mustOpen(path);
+  EXPECT_EQ(r->state(), StoreState::Finished);
+  EXPECT_EQ(*r->recordPayload(1), "after fork");
+}
+
 // A child writes records and blobs as fast as it can until the parent kills it. Whatever
 // the moment, the store must open, say it is recovered, and hold a sound prefix.
 TEST(StoreTest, KilledWriterLeavesARecoverablePrefix) {

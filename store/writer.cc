@@ -93,6 +93,7 @@ struct StoreWriter::Impl {
   std::string path;
   WriterOptions options;
   int fd = -1;
+  pid_t owner = ::getpid();  // a forked child inherits a copy of this object, not the thread
 
   std::mutex putMu;  // serializes whole puts, so a blob's chunks stay contiguous
 
@@ -119,13 +120,22 @@ struct StoreWriter::Impl {
   Status writeFrame(uint16_t kind, const void* payload, size_t size);
   Status writeChunk(Job& job);
   Status enqueue(Job job, size_t bytes);
-  // REQUIRES: putMu held.
-  Result<BlobKey> putBytes(std::string_view data);
+  // REQUIRES: putMu held. With `owned` (holding `data`), a one-chunk blob moves its bytes
+  // into the queue instead of copying them.
+  Result<BlobKey> putBytes(std::string_view data, std::string* owned = nullptr);
   Status finish();
 };
 
 StoreWriter::StoreWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-StoreWriter::~StoreWriter() { close(); }
+StoreWriter::~StoreWriter() {
+  // A forked child's copy holds a thread handle that does not exist in the child: destroying
+  // it would terminate the process, so the child leaks its copy instead.
+  if (::getpid() != impl_->owner) {
+    (void)impl_.release();
+    return;
+  }
+  close();
+}
 const std::string& StoreWriter::path() const { return impl_->path; }
 
 Result<std::unique_ptr<StoreWriter>> StoreWriter::create(const std::string& path,
@@ -183,7 +193,7 @@ Result<BlobKey> StoreWriter::putBlob(std::string_view data) {
   return impl_->putBytes(data);
 }
 
-Result<BlobKey> StoreWriter::Impl::putBytes(std::string_view data) {
+Result<BlobKey> StoreWriter::Impl::putBytes(std::string_view data, std::string* owned) {
   Impl& d = *this;
   BlobKey key = BlobKey::of(data);
   {
@@ -198,7 +208,8 @@ Result<BlobKey> StoreWriter::Impl::putBytes(std::string_view data) {
     size_t n = std::min(d.options.chunkSize, data.size() - pos);
     Job job(Job::Type::Chunk);
     job.chunk = format::ChunkHeader{key, seq++, uint32_t(n), pos + n == data.size() ? format::kChunkFlagLast : 0};
-    job.bytes.assign(data.data() + pos, n);
+    if (owned && n == data.size()) job.bytes = std::move(*owned);
+    else job.bytes.assign(data.data() + pos, n);
     DYNREP_RETURN_IF_ERROR(d.enqueue(std::move(job), n));
     pos += n;
   } while (pos < data.size());
@@ -216,7 +227,7 @@ Result<BlobKey> StoreWriter::putBlobFromFile(int fd, uint64_t offset) {
     // One chunk: read it once and queue the bytes, holding no descriptor.
     std::string data(size_t(size), '\0');
     DYNREP_RETURN_IF_ERROR(io::preadAll(fd, "blob source", offset, data.data(), data.size()));
-    return d.putBytes(data);
+    return d.putBytes(data, &data);
   }
   BlobHasher hasher;
   std::vector<char> buf(1u << 20);
@@ -361,6 +372,8 @@ Status StoreWriter::Impl::finish() {
 
 Status StoreWriter::close() {
   Impl& d = *impl_;
+  // In a forked child (a DataLoader worker, say) the store belongs to the parent: leave it be.
+  if (::getpid() != d.owner) return Status::invalidArgument(d.path + ": store belongs to process " + std::to_string(d.owner));
   std::lock_guard<std::mutex> put(d.putMu);
   {
     std::lock_guard<std::mutex> lock(d.mu);
