@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dynrep/capture/records.h"
+#include "dynrep/replay/job.h"
 #include "dynrep/store/reader.h"
 
 namespace dynrep::replay {
@@ -64,7 +65,137 @@ void noteUnfinished(const StoreReader& r, const InspectOptions& o, std::ostream&
              r.recoveryNote());
 }
 
+std::string baseName(const std::string& file) {
+  size_t slash = file.rfind('/');
+  return slash == std::string::npos ? file : file.substr(slash + 1);
+}
+
+// The first line of `s` with runs of spaces folded, for one-line table cells.
+std::string firstLine(const std::string& s) {
+  std::string out;
+  for (char ch : s.substr(0, s.find('\n'))) {
+    if (ch == ' ' && !out.empty() && out.back() == ' ') continue;
+    out += ch;
+  }
+  return out;
+}
+
+json frameJson(const UserFrame& f) {
+  return {{"file", f.file}, {"line", f.line}, {"function", f.function}, {"code", f.code}};
+}
+
+void printCompiles(const std::string& path, const Job& job, const InspectOptions& o, std::ostream& out) {
+  size_t recompiles = 0;
+  for (const Compile& c : job.compiles()) recompiles += c.id.compile > 0;
+  if (o.json) {
+    json rows = json::array();
+    for (const Compile& c : job.compiles()) {
+      json graphs = json::array();
+      for (const auto& [name, key] : c.graphs) graphs.push_back(name);
+      rows.push_back({{"compile_id", c.id.str()}, {"function", c.function}, {"file", c.file},
+                      {"line", c.firstLine}, {"graphs", graphs}, {"guards", c.guardCount},
+                      {"status", c.status}, {"reason", c.reason}, {"graph_breaks", c.graphBreaks.size()}});
+    }
+    out << json{{"path", path}, {"frames", job.frameCount()}, {"recompiles", recompiles}, {"compiles", rows}}.dump(2)
+        << "\n";
+    return;
+  }
+  fmt::print(out, "{:<9}  {:<20}  {:<28}  {:>6}  {:>6}  {:<10}  {}\n", "COMPILE", "FUNCTION", "LOCATION", "GRAPHS",
+             "GUARDS", "STATUS", "REASON");
+  for (const Compile& c : job.compiles()) {
+    std::string status = c.status == "ok" ? paint(o, "32", "ok") : paint(o, "31", firstLine(c.status).substr(0, 10));
+    fmt::print(out, "{:<9}  {:<20}  {:<28}  {:>6}  {:>6}  {:<10}  {}\n", c.id.str(), c.function,
+               fmt::format("{}:{}", baseName(c.file), c.firstLine), c.graphs.size(), c.guardCount, status,
+               firstLine(c.reason));
+  }
+  fmt::print(out, "total: {} frames, {} compiles, {} recompiles\n", job.frameCount(), job.compiles().size(), recompiles);
+}
+
 }  // namespace
+
+int inspectShow(const std::string& path, const std::string& compileId, ShowSections s, const InspectOptions& o,
+                std::ostream& out, std::ostream& err) {
+  auto r = openOrReport(path, o, err);
+  if (!r) return 1;
+  Result<Job> job = Job::load(*r);
+  if (!job.isOk()) {
+    fmt::print(err, "{}: {}\n", paint(o, "31", "error"), job.status().message());
+    return 1;
+  }
+  const Compile* c = job->find(compileId);
+  if (!c) {
+    fmt::print(err, "{}: {}: no compile {} (replay-inspect ls lists them)\n", paint(o, "31", "error"), path, compileId);
+    return 1;
+  }
+  if (!s.any()) s = ShowSections{true, true, true, true};
+  if (o.json) {
+    json j = {{"compile_id", c->id.str()}, {"function", c->function}, {"file", c->file}, {"line", c->firstLine},
+              {"reason", c->reason}, {"status", c->status}, {"guard_count", c->guardCount},
+              {"phase_seconds", c->phaseSeconds}, {"graph_breaks", c->graphBreaks}};
+    if (s.guards) j["guards"] = job->text(c->guardTreeKey);
+    if (s.graph) {
+      json graphs = json::object();
+      for (const auto& [name, key] : c->graphs) graphs[name] = job->text(key);
+      j["graphs"] = graphs;
+    }
+    if (s.code) {
+      json code = json::array();
+      for (const capture::CodeObject& co : c->code)
+        code.push_back({{"role", co.role}, {"name", co.name}, {"file", co.filename}, {"first_line", co.firstLine},
+                        {"fields", json::parse(co.fieldsJson, nullptr, false)},
+                        {"disassembly", job->text(co.disassemblyKey)}});
+      j["code"] = code;
+    }
+    if (s.shapes) {
+      json shapes = json::array();
+      for (const ShapeEvent& e : c->shapes) {
+        json stack = json::array();
+        for (const UserFrame& f : e.userStack) stack.push_back(frameJson(f));
+        shapes.push_back({{"event", e.event}, {"symbol", e.symbol}, {"range", e.valueRange}, {"source", e.source},
+                          {"expr", e.expr}, {"value", e.value}, {"user_stack", stack}});
+      }
+      j["shapes"] = shapes;
+    }
+    out << j.dump(2) << "\n";
+    return 0;
+  }
+  auto heading = [&](const std::string& h) { fmt::print(out, "\n{}\n", paint(o, "1", h)); };
+  fmt::print(out, "compile {}: {} at {}:{}\n", c->id.str(), c->function, c->file, c->firstLine);
+  fmt::print(out, "reason:  {}\nstatus:  {}\nguards:  {}\n", c->reason, c->status, c->guardCount);
+  if (!c->phaseSeconds.empty()) {
+    std::string phases;
+    for (const auto& [phase, secs] : c->phaseSeconds) phases += fmt::format("{}{} {:.3f}s", phases.empty() ? "" : ", ", phase, secs);
+    fmt::print(out, "time:    {}\n", phases);
+  }
+  for (const std::string& b : c->graphBreaks) fmt::print(out, "graph break: {}\n", firstLine(b));
+  if (s.guards) {
+    heading("guards");
+    out << job->text(c->guardTreeKey) << "\n";
+  }
+  if (s.code) {
+    for (const capture::CodeObject& co : c->code) {
+      heading(fmt::format("code: {} {} ({}:{})", co.role, co.name, co.filename, co.firstLine));
+      out << job->text(co.disassemblyKey);
+    }
+  }
+  if (s.graph) {
+    for (const auto& [name, key] : c->graphs) {
+      heading("graph: " + name);
+      out << job->text(key) << "\n";
+    }
+  }
+  if (s.shapes) {
+    heading("symbolic shapes");
+    for (const ShapeEvent& e : c->shapes) {
+      std::string what = e.symbol.empty() ? e.expr : e.symbol;
+      fmt::print(out, "{:<30} {:<12} range {:<16} {}{}\n", e.event, what, e.valueRange,
+                 e.source.empty() ? "" : "source " + e.source + " ", e.value.empty() ? "" : "value " + e.value);
+      for (const UserFrame& f : e.userStack)
+        fmt::print(out, "    {}:{} in {}: {}\n", f.file, f.line, f.function, f.code);
+    }
+  }
+  return 0;
+}
 
 int inspectInfo(const std::string& path, const InspectOptions& o, std::ostream& out, std::ostream& err) {
   auto r = openOrReport(path, o, err);
@@ -108,12 +239,23 @@ int inspectInfo(const std::string& path, const InspectOptions& o, std::ostream& 
   return 0;
 }
 
-int inspectLs(const std::string& path, bool blobs, const InspectOptions& o, std::ostream& out, std::ostream& err) {
+int inspectLs(const std::string& path, LsWhat what, const InspectOptions& o, std::ostream& out, std::ostream& err) {
   auto r = openOrReport(path, o, err);
   if (!r) return 1;
   if (!o.json) noteUnfinished(*r, o, err);
+  if (what == LsWhat::Default) {
+    Result<Job> job = Job::load(*r);
+    if (!job.isOk()) {
+      fmt::print(err, "{}: {}\n", paint(o, "31", "error"), job.status().message());
+      return 1;
+    }
+    if (!job->compiles().empty()) {
+      printCompiles(path, *job, o, out);
+      return 0;
+    }
+  }
   int status = 0;
-  if (blobs) {
+  if (what == LsWhat::Blobs) {
     const auto& idx = r->index();
     json rows = json::array();
     if (!o.json) fmt::print(out, "{:<32}  {:>12}  {:>12}  {:>6}  {:>6}\n", "KEY", "RAW", "STORED", "RATIO", "CHUNKS");

@@ -16,18 +16,27 @@ int main(int argc, char** argv) {
   bool json = false;
   std::string color = "auto";
   app.add_option("--color", color, "colour in text output")->check(CLI::IsMember({"auto", "always", "never"}));
-  std::string path;
-  bool blobs = false;
+  std::string path, compileId;
+  bool blobs = false, records = false;
+  dynrep::replay::ShowSections sections;
 
   auto* info = app.add_subcommand("info", "header, versions, state, record and blob counts, compression ratio");
-  auto* ls = app.add_subcommand("ls", "one line per record (or per blob with --blobs)");
+  auto* ls = app.add_subcommand("ls", "frames and compiles of a captured job (--records, --blobs: the raw store)");
   auto* verify = app.add_subcommand("verify", "check every checksum and blob hash; exit 1 when any fails");
-  for (auto* sub : {info, ls, verify}) {
+  auto* show = app.add_subcommand("show", "one compile in detail: reason, guards, code, graphs, symbolic shapes");
+  for (auto* sub : {info, ls, verify, show}) {
     sub->add_option("STORE", path, "store file")->required();
     sub->add_flag("--json", json, "machine-readable output");
     sub->add_option("--color", color, "colour in text output")->check(CLI::IsMember({"auto", "always", "never"}));
   }
-  ls->add_flag("--blobs", blobs, "list blobs instead of records");
+  ls->add_flag("--blobs", blobs, "list blobs");
+  ls->add_flag("--records", records, "list typed records");
+  ls->get_option("--blobs")->excludes("--records");
+  show->add_option("COMPILE_ID", compileId, "compile id as ls prints it, e.g. 0/1")->required();
+  show->add_flag("--guards", sections.guards, "the guard tree");
+  show->add_flag("--code", sections.code, "original and transformed bytecode");
+  show->add_flag("--graph", sections.graph, "Dynamo, AOT and Inductor graphs");
+  show->add_flag("--shapes", sections.shapes, "symbols, guards on them and specializations, with user lines");
 
   try {
     app.parse(argc, argv);
@@ -39,6 +48,10 @@ int main(int argc, char** argv) {
   options.json = json;
   options.color = color == "always" || (color == "auto" && ::isatty(STDOUT_FILENO));
   if (info->parsed()) return dynrep::replay::inspectInfo(path, options, std::cout, std::cerr);
-  if (ls->parsed()) return dynrep::replay::inspectLs(path, blobs, options, std::cout, std::cerr);
+  using dynrep::replay::LsWhat;
+  if (ls->parsed())
+    return dynrep::replay::inspectLs(path, blobs ? LsWhat::Blobs : records ? LsWhat::Records : LsWhat::Default, options,
+                                     std::cout, std::cerr);
+  if (show->parsed()) return dynrep::replay::inspectShow(path, compileId, sections, options, std::cout, std::cerr);
   return dynrep::replay::inspectVerify(path, options, std::cout, std::cerr);
 }

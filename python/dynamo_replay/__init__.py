@@ -9,12 +9,15 @@ from __future__ import annotations
 from dynamo_replay._core import (
     Artifact,
     BlobReader,
+    CodeObject,
     Manifest,
     Store,
     StoreInfo,
+    TraceEvent,
     UnknownRecord,
     __version__,
 )
+from dynamo_replay.capture import capture
 from dynamo_replay.errors import (
     CorruptStoreError,
     MissingKeyError,
@@ -28,6 +31,7 @@ from dynamo_replay.errors import (
 __all__ = [
     "Artifact",
     "BlobReader",
+    "CodeObject",
     "CorruptStoreError",
     "Manifest",
     "MissingKeyError",
@@ -37,7 +41,9 @@ __all__ = [
     "StoreInfo",
     "StoreLockedError",
     "StoreNotFoundError",
+    "TraceEvent",
     "UnknownRecord",
     "UnsupportedVersionError",
     "__version__",
+    "capture",
 ]

@@ -29,6 +29,10 @@ EncodedRecord encodeRecord(py::handle record) {
     return {uint16_t(capture::RecordKind::Manifest), capture::encode(record.cast<const capture::Manifest&>())};
   if (py::isinstance<capture::Artifact>(record))
     return {uint16_t(capture::RecordKind::Artifact), capture::encode(record.cast<const capture::Artifact&>())};
+  if (py::isinstance<capture::TraceEvent>(record))
+    return {uint16_t(capture::RecordKind::TraceEvent), capture::encode(record.cast<const capture::TraceEvent&>())};
+  if (py::isinstance<capture::CodeObject>(record))
+    return {uint16_t(capture::RecordKind::CodeObject), capture::encode(record.cast<const capture::CodeObject&>())};
   if (py::isinstance<UnknownRecord>(record)) {
     const auto& u = record.cast<const UnknownRecord&>();
     return {u.kind, u.payload};
@@ -41,6 +45,8 @@ py::object decodeRecord(uint16_t kind, std::string_view payload) {
   switch (static_cast<capture::RecordKind>(kind)) {
     case capture::RecordKind::Manifest: return decodeAs<capture::Manifest>(payload);
     case capture::RecordKind::Artifact: return decodeAs<capture::Artifact>(payload);
+    case capture::RecordKind::TraceEvent: return decodeAs<capture::TraceEvent>(payload);
+    case capture::RecordKind::CodeObject: return decodeAs<capture::CodeObject>(payload);
   }
   return py::cast(UnknownRecord{kind, std::string(payload)});
 }
@@ -49,6 +55,8 @@ uint16_t recordKindOf(py::handle kind) {
   py::module_ core = py::module_::import("dynamo_replay._core");
   if (kind.is(core.attr("Manifest"))) return uint16_t(capture::RecordKind::Manifest);
   if (kind.is(core.attr("Artifact"))) return uint16_t(capture::RecordKind::Artifact);
+  if (kind.is(core.attr("TraceEvent"))) return uint16_t(capture::RecordKind::TraceEvent);
+  if (kind.is(core.attr("CodeObject"))) return uint16_t(capture::RecordKind::CodeObject);
   if (py::isinstance<py::int_>(kind)) {
     int k = kind.cast<int>();
     if (k >= format::kFirstTypedKind && k <= 0xFFFF) return uint16_t(k);
@@ -100,6 +108,53 @@ void registerRecords(py::module_& m) {
       .def("__repr__", [](const capture::Artifact& x) {
         return "Artifact(name=" + std::string(py::repr(py::str(x.name))) + ", media_type=" +
                std::string(py::repr(py::str(x.mediaType))) + ", size=" + std::to_string(x.size) + ")";
+      });
+
+  using CompileTuple = std::tuple<int32_t, int32_t, int32_t>;
+  auto toId = [](const CompileTuple& t) { return capture::CompileId{std::get<0>(t), std::get<1>(t), std::get<2>(t)}; };
+  auto fromId = [](const capture::CompileId& c) { return CompileTuple{c.frame, c.compile, c.attempt}; };
+
+  py::class_<capture::TraceEvent>(m, "TraceEvent", "One event of PyTorch's structured trace, as emitted.")
+      .def(py::init([toId](std::string name, CompileTuple compileId, std::string metadataJson, std::string payloadKey,
+                           uint64_t payloadSize, double time) {
+             return capture::TraceEvent{std::move(name), toId(compileId), std::move(metadataJson),
+                                        std::move(payloadKey), payloadSize, time};
+           }),
+           py::kw_only(), py::arg("name"), py::arg("compile_id") = CompileTuple{-1, -1, -1},
+           py::arg("metadata_json") = "{}", py::arg("payload_key") = "", py::arg("payload_size") = 0,
+           py::arg("time") = 0.0)
+      .def_readonly("name", &capture::TraceEvent::name)
+      .def_property_readonly("compile_id", [fromId](const capture::TraceEvent& t) { return fromId(t.compileId); })
+      .def_readonly("metadata_json", &capture::TraceEvent::metadataJson)
+      .def_readonly("payload_key", &capture::TraceEvent::payloadKey)
+      .def_readonly("payload_size", &capture::TraceEvent::payloadSize)
+      .def_readonly("time", &capture::TraceEvent::time)
+      .def_property_readonly_static("kind", [](py::handle) { return int(capture::RecordKind::TraceEvent); })
+      .def("__repr__", [](const capture::TraceEvent& t) {
+        return "TraceEvent(name=" + std::string(py::repr(py::str(t.name))) + ", compile_id=" + t.compileId.str() + ")";
+      });
+
+  py::class_<capture::CodeObject>(m, "CodeObject", "A code object Dynamo compiled or produced.")
+      .def(py::init([toId](CompileTuple compileId, std::string role, std::string name, std::string filename,
+                           uint32_t firstLine, std::string fieldsJson, std::string bytecodeKey,
+                           std::string disassemblyKey) {
+             return capture::CodeObject{toId(compileId), std::move(role), std::move(name), std::move(filename),
+                                        firstLine, std::move(fieldsJson), std::move(bytecodeKey),
+                                        std::move(disassemblyKey)};
+           }),
+           py::kw_only(), py::arg("compile_id"), py::arg("role"), py::arg("name"), py::arg("filename"),
+           py::arg("first_line"), py::arg("fields_json"), py::arg("bytecode_key"), py::arg("disassembly_key"))
+      .def_property_readonly("compile_id", [fromId](const capture::CodeObject& c) { return fromId(c.compileId); })
+      .def_readonly("role", &capture::CodeObject::role)
+      .def_readonly("name", &capture::CodeObject::name)
+      .def_readonly("filename", &capture::CodeObject::filename)
+      .def_readonly("first_line", &capture::CodeObject::firstLine)
+      .def_readonly("fields_json", &capture::CodeObject::fieldsJson)
+      .def_readonly("bytecode_key", &capture::CodeObject::bytecodeKey)
+      .def_readonly("disassembly_key", &capture::CodeObject::disassemblyKey)
+      .def_property_readonly_static("kind", [](py::handle) { return int(capture::RecordKind::CodeObject); })
+      .def("__repr__", [](const capture::CodeObject& c) {
+        return "CodeObject(role=" + c.role + ", name=" + c.name + ", compile_id=" + c.compileId.str() + ")";
       });
 
   py::class_<UnknownRecord>(m, "UnknownRecord", "A record of a kind this version does not know, kept as bytes.")

@@ -56,3 +56,15 @@ def test_bad_usage_exits_2(inspect, args: list[str]) -> None:
 def test_help_exits_0(inspect) -> None:
     result = inspect("--help")
     assert result.returncode == 0 and "verify" in result.stdout
+
+
+def test_show_names_a_missing_compile(data_dir: Path, inspect) -> None:
+    result = inspect("show", str(data_dir / "v1.0/sample.dynrep"), "0/0")
+    assert result.returncode == 1
+    assert "no compile 0/0 (replay-inspect ls lists them)" in result.stderr
+
+
+def test_ls_records_and_blobs_are_exclusive(data_dir: Path, inspect) -> None:
+    sample = str(data_dir / "v1.0/sample.dynrep")
+    assert inspect("ls", "--records", sample).stdout == inspect("ls", sample).stdout  # no compiles: records
+    assert inspect("ls", "--records", "--blobs", sample).returncode == 2

@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include <cereal/cereal.hpp>
@@ -19,6 +20,28 @@ namespace dynrep::capture {
 enum class RecordKind : uint16_t {
   Manifest = 16,
   Artifact = 17,
+  TraceEvent = 18,
+  CodeObject = 19,
+};
+
+// Dynamo's compile id: frame, compile of that frame, restart attempt. -1 where an event
+// belongs to no compile (interned strings, say).
+struct CompileId {
+  int32_t frame = -1;
+  int32_t compile = -1;
+  int32_t attempt = -1;
+
+  bool valid() const { return frame >= 0 && compile >= 0; }
+  std::string str() const;  // "0/1", or "0/1_2" for attempt 2, as PyTorch prints it
+  bool operator==(const CompileId& o) const { return frame == o.frame && compile == o.compile && attempt == o.attempt; }
+  bool operator<(const CompileId& o) const {
+    return std::tie(frame, compile, attempt) < std::tie(o.frame, o.compile, o.attempt);
+  }
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(frame, compile, attempt);
+  }
 };
 
 // One per store: who wrote it, for which job, on which machine.
@@ -51,6 +74,43 @@ struct Artifact {
   }
 };
 
+// One event of PyTorch's structured trace (the torch.__trace logger), kept as emitted: the
+// event name, its metadata as JSON and its payload (graph code, guard tree, ...) as a blob.
+// replay/ interprets known events; unknown ones survive untouched for later readers.
+struct TraceEvent {
+  static constexpr RecordKind kKind = RecordKind::TraceEvent;
+  std::string name;           // "dynamo_output_graph", "create_unbacked_symbol", ...
+  CompileId compileId;
+  std::string metadataJson;   // the event's metadata dict
+  std::string payloadKey;     // blob key of the payload, empty when there is none
+  uint64_t payloadSize = 0;
+  double time = 0;            // seconds since the Unix epoch, when capture saw it
+
+  template <class Archive>
+  void serialize(Archive& ar, std::uint32_t version) {
+    ar(name, compileId, metadataJson, payloadKey, payloadSize, time);
+  }
+};
+
+// A code object Dynamo compiled or produced: the original frame's code, the transformed
+// code, or a resume function. Fields are co_* names to readable values (JSON).
+struct CodeObject {
+  static constexpr RecordKind kKind = RecordKind::CodeObject;
+  CompileId compileId;
+  std::string role;          // "original" or "transformed"
+  std::string name;          // co_qualname
+  std::string filename;
+  uint32_t firstLine = 0;
+  std::string fieldsJson;    // co_argcount, co_varnames, co_consts (repr), co_flags, ...
+  std::string bytecodeKey;   // blob: co_code
+  std::string disassemblyKey;  // blob: dis output
+
+  template <class Archive>
+  void serialize(Archive& ar, std::uint32_t version) {
+    ar(compileId, role, name, filename, firstLine, fieldsJson, bytecodeKey, disassemblyKey);
+  }
+};
+
 // "manifest", "artifact", or "kind N" for a kind this build does not know.
 std::string kindName(uint16_t kind);
 
@@ -66,3 +126,5 @@ std::string describe(uint16_t kind, std::string_view payload);
 
 CEREAL_CLASS_VERSION(dynrep::capture::Manifest, 1);
 CEREAL_CLASS_VERSION(dynrep::capture::Artifact, 1);
+CEREAL_CLASS_VERSION(dynrep::capture::TraceEvent, 1);
+CEREAL_CLASS_VERSION(dynrep::capture::CodeObject, 1);

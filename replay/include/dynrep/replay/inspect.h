@@ -15,9 +15,20 @@ struct InspectOptions {
 };
 
 int inspectInfo(const std::string& path, const InspectOptions& options, std::ostream& out, std::ostream& err);
-// Lists typed records, or blobs with `blobs`.
-int inspectLs(const std::string& path, bool blobs, const InspectOptions& options, std::ostream& out,
+enum class LsWhat { Default, Records, Blobs };
+// Lists frames and compiles (a captured job), or with Records every typed record (also the
+// default for a store without compiles), or with Blobs every blob.
+int inspectLs(const std::string& path, LsWhat what, const InspectOptions& options, std::ostream& out,
               std::ostream& err);
+
+struct ShowSections {
+  bool guards = false, code = false, graph = false, shapes = false;
+  bool any() const { return guards || code || graph || shapes; }
+};
+// One compile ("0/1") in detail: its identity and reason, then each requested section
+// (all of them when none is requested).
+int inspectShow(const std::string& path, const std::string& compileId, ShowSections sections,
+                const InspectOptions& options, std::ostream& out, std::ostream& err);
 int inspectVerify(const std::string& path, const InspectOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace dynrep::replay

@@ -1,0 +1,63 @@
+// Job: the compiles of a captured torch.compile job, rebuilt from a store's trace events and
+// code records without PyTorch. This is the query layer replay-inspect's ls and show use.
+// Thread-safety: a Job is immutable after load(); it reads blobs through its StoreReader,
+// which must outlive it.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dynrep/capture/records.h"
+#include "dynrep/store/reader.h"
+
+namespace dynrep::replay {
+
+struct UserFrame {
+  std::string file;
+  int line = 0;
+  std::string function;
+  std::string code;  // the source line, where PyTorch recorded it
+};
+
+// A symbolic-shapes event: a symbol created (backed or unbacked), a guard added, a specialization.
+struct ShapeEvent {
+  std::string event;  // create_symbol, create_unbacked_symbol, guard_added_fast, ...
+  std::string symbol;
+  std::string valueRange;
+  std::string source;  // input source of a backed symbol: L['x'].size()[0]
+  std::string expr;    // guard expression, where there is one
+  std::string value;   // hint or specialized value
+  std::vector<UserFrame> userStack;
+};
+
+struct Compile {
+  capture::CompileId id;
+  std::string function, file;
+  int firstLine = 0;
+  std::string reason;  // "first compile", or why the previous entry's guards failed
+  std::string status;  // "ok", or the failure type and reason
+  uint64_t guardCount = 0;
+  std::string guardTreeKey;                  // blob: the guard tree as PyTorch renders it
+  std::map<std::string, std::string> graphs;  // trace event name -> blob key of its code
+  std::vector<ShapeEvent> shapes;
+  std::vector<std::string> graphBreaks;
+  std::map<std::string, double> phaseSeconds;  // from compilation_metrics "*_time_s"
+  std::vector<capture::CodeObject> code;
+};
+
+class Job {
+ public:
+  static Result<Job> load(const StoreReader& reader);
+  const std::vector<Compile>& compiles() const { return compiles_; }
+  const Compile* find(const std::string& compileId) const;  // "0/1"
+  size_t frameCount() const;
+  // A blob as text (payloads are UTF-8); an error message in brackets if it cannot be read.
+  std::string text(const std::string& key) const;
+
+ private:
+  const StoreReader* reader_ = nullptr;
+  std::vector<Compile> compiles_;  // ordered by compile id
+};
+
+}  // namespace dynrep::replay

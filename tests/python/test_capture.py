@@ -1,0 +1,165 @@
+"""Capture of real torch.compile jobs: the store holds the right compiles, reasons, guards,
+graphs, code and symbols, and capture leaves PyTorch as it found it."""
+
+from __future__ import annotations
+
+import inspect as pyinspect
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import dynamo_replay as dr  # noqa: E402
+
+JOBS = Path(__file__).parent / "jobs"
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def ls(inspect, store: Path) -> dict:
+    result = inspect("ls", "--json", str(store))
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def show(inspect, store: Path, compile_id: str, *sections: str) -> dict:
+    result = inspect("show", "--json", str(store), compile_id, *sections)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def line_of(fn, text: str) -> int:
+    lines, start = pyinspect.getsourcelines(fn)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+class MLP(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = torch.nn.Linear(16, 32)
+        self.fc2 = torch.nn.Linear(32, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def test_mlp_aten_graph_guards_and_code(store_path: Path, inspect) -> None:
+    model = MLP()
+    compiled = torch.compile(model, backend="aot_eager")
+    x = torch.randn(8, 16)
+    with dr.capture(store_path), torch.no_grad():
+        compiled(x)
+    listing = ls(inspect, store_path)
+    (c,) = listing["compiles"]
+    assert (c["compile_id"], c["function"], c["status"], c["reason"]) == ("0/0", "forward", "ok", "first compile")
+    detail = show(inspect, store_path, "0/0")
+    aten = detail["graphs"]["aot_inference_graph"]
+    assert aten.count("torch.ops.aten.addmm.default") == 2
+    assert '"f32[8, 32]' in aten and '"f32[8, 4]' in aten  # the hidden and output activations
+    assert "torch.ops.aten.relu.default" in aten
+    assert "TENSOR_MATCH" in detail["guards"] and "L['x']" in detail["guards"]
+    roles = {(code["role"], code["name"]) for code in detail["code"]}
+    assert roles == {("original", "MLP.forward"), ("transformed", "MLP.forward")}
+    original = next(code for code in detail["code"] if code["role"] == "original")
+    assert "(fc1)" in original["disassembly"] and "(fc2)" in original["disassembly"]
+    assert original["fields"]["co_varnames"] == ["self", "x"]
+
+
+def test_training_step_has_a_backward_graph(store_path: Path, inspect) -> None:
+    model = MLP()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        loss = torch.nn.functional.mse_loss(model(x), target)
+        loss.backward()
+        return loss
+
+    compiled = torch.compile(step, backend="aot_eager")
+    with dr.capture(store_path):
+        for _ in range(2):
+            optimizer.zero_grad()
+            compiled(torch.randn(8, 16), torch.randn(8, 4))
+            optimizer.step()
+    graphs = {}
+    for c in ls(inspect, store_path)["compiles"]:
+        graphs.update(show(inspect, store_path, c["compile_id"], "--graph")["graphs"])
+    assert "aten.mse_loss.default" in graphs["aot_forward_graph"]
+    backward = graphs["aot_backward_graph"]
+    assert "torch.ops.aten.threshold_backward.default" in backward  # relu's gradient
+    assert "torch.ops.aten.mse_loss_backward.default" in backward
+
+
+def test_recompile_ladder_reasons_through_the_cli(tmp_path: Path, inspect) -> None:
+    store = tmp_path / "ladder.dynrep"
+    result = subprocess.run(
+        [sys.executable, "-m", "dynamo_replay", "capture", "-o", str(store), str(JOBS / "recompile_ladder.py"), "3"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 3, result.stderr  # the job's own status passes through
+    assert "ladder done" in result.stdout
+    compiles = {c["compile_id"]: c for c in ls(inspect, store)["compiles"]}
+    assert list(compiles) == ["0/0", "0/1", "0/2"]
+    assert compiles["0/1"]["reason"].startswith("0/0: tensor 'x' size mismatch at index 0. expected 4, actual 8")
+    assert compiles["0/2"]["reason"].startswith("0/1: factor == 2.0")
+    shapes = show(inspect, store, "0/1", "--shapes")["shapes"]
+    backed = [s for s in shapes if s["event"] == "create_symbol"]
+    assert backed and backed[0]["source"] == "L['x'].size()[0]" and backed[0]["value"] == "8"
+    (manifest,) = dr.Store.open(store).records(dr.Manifest)
+    assert manifest.command_line[0].endswith("recompile_ladder.py")
+    assert manifest.environment["torch.version"] == torch.__version__
+
+
+def test_unbacked_symbol_points_at_the_user_line(store_path: Path, inspect) -> None:
+    def total_plus(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        n = y.sum().item()
+        return x * 2 + n
+
+    with dr.capture(store_path), torch._dynamo.config.patch(capture_scalar_outputs=True):
+        torch.compile(total_plus, backend="aot_eager", fullgraph=True)(torch.randn(4), torch.ones(3))
+    shapes = show(inspect, store_path, "0/0", "--shapes")["shapes"]
+    unbacked = [s for s in shapes if s["event"] == "create_unbacked_symbol" and s["user_stack"]]
+    frame = unbacked[0]["user_stack"][-1]
+    assert (frame["file"], frame["line"]) == (__file__, line_of(total_plus, ".item()"))
+    assert frame["code"] == "n = y.sum().item()"
+
+
+def test_data_dependent_error_still_leaves_a_finished_store(store_path: Path) -> None:
+    def branchy(x: torch.Tensor) -> torch.Tensor:
+        if x.sum().item() > 0:  # Dynamo cannot trace a branch on data with fullgraph=True
+            return x + 1
+        return x - 1
+
+    with pytest.raises(Exception) as excinfo:
+        with dr.capture(store_path):
+            torch.compile(branchy, backend="eager", fullgraph=True)(torch.ones(3))
+    store = dr.Store.open(store_path)
+    assert store.info().state == "finished"
+    errors = [e for e in store.records(dr.TraceEvent) if e.name == "dynamo_replay.error"]
+    assert len(errors) == 1
+    assert json.loads(errors[0].metadata_json)["type"] == type(excinfo.value).__qualname__
+    assert "branchy" in store.get_blob(errors[0].payload_key).decode()  # the traceback names the user function
+
+
+def test_hooks_come_out_and_decorator_form(store_path: Path) -> None:
+    trace_logger = logging.getLogger("torch.__trace")
+    handlers, level, propagate = list(trace_logger.handlers), trace_logger.level, trace_logger.propagate
+    from torch._dynamo.convert_frame import _bytecode_hooks
+
+    @dr.capture(store_path)
+    def job() -> torch.Tensor:
+        return torch.compile(lambda t: t.cos() + 1, backend="eager")(torch.zeros(2))
+
+    assert torch.equal(job(), torch.full((2,), 2.0))  # the job's result passes through
+    assert (trace_logger.handlers, trace_logger.level, trace_logger.propagate) == (handlers, level, propagate)
+    assert len(_bytecode_hooks) == 0
+    assert len(dr.Store.open(store_path).records(dr.CodeObject)) == 2
