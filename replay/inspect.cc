@@ -94,19 +94,27 @@ void printCompiles(const std::string& path, const Job& job, const InspectOptions
       for (const auto& [name, key] : c.graphs) graphs.push_back(name);
       rows.push_back({{"compile_id", c.id.str()}, {"function", c.function}, {"file", c.file},
                       {"line", c.firstLine}, {"graphs", graphs}, {"guards", c.guardCount},
-                      {"status", c.status}, {"reason", c.reason}, {"graph_breaks", c.graphBreaks.size()}});
+                      {"status", c.status}, {"reason", c.reason}, {"graph_breaks", c.graphBreaks}});
     }
     out << json{{"path", path}, {"frames", job.frameCount()}, {"recompiles", recompiles}, {"compiles", rows}}.dump(2)
         << "\n";
     return;
   }
-  fmt::print(out, "{:<9}  {:<20}  {:<28}  {:>6}  {:>6}  {:<10}  {}\n", "COMPILE", "FUNCTION", "LOCATION", "GRAPHS",
-             "GUARDS", "STATUS", "REASON");
+  // Columns as wide as their widest cell, so resume functions' long names stay aligned.
+  size_t fnWidth = 8, locWidth = 8;
   for (const Compile& c : job.compiles()) {
-    std::string status = c.status == "ok" ? paint(o, "32", "ok") : paint(o, "31", firstLine(c.status).substr(0, 10));
-    fmt::print(out, "{:<9}  {:<20}  {:<28}  {:>6}  {:>6}  {:<10}  {}\n", c.id.str(), c.function,
-               fmt::format("{}:{}", baseName(c.file), c.firstLine), c.graphs.size(), c.guardCount, status,
-               firstLine(c.reason));
+    fnWidth = std::max(fnWidth, c.function.size());
+    locWidth = std::max(locWidth, fmt::format("{}:{}", baseName(c.file), c.firstLine).size());
+  }
+  fmt::print(out, "{:<9}  {:<{}}  {:<{}}  {:>6}  {:>6}  {:>6}  {:<10}  {}\n", "COMPILE", "FUNCTION", fnWidth, "LOCATION",
+             locWidth, "GRAPHS", "GUARDS", "BREAKS", "STATUS", "REASON");
+  for (const Compile& c : job.compiles()) {
+    std::string status = firstLine(c.status).substr(0, 10);
+    status = fmt::format("{:<10}", status);  // pad before colouring, so escapes do not count
+    status = paint(o, c.status == "ok" ? "32" : c.status == "restarted" ? "33" : "31", status);
+    fmt::print(out, "{:<9}  {:<{}}  {:<{}}  {:>6}  {:>6}  {:>6}  {}  {}\n", c.id.str(), c.function, fnWidth,
+               fmt::format("{}:{}", baseName(c.file), c.firstLine), locWidth, c.graphs.size(), c.guardCount,
+               c.graphBreaks.size(), status, firstLine(c.reason));
   }
   fmt::print(out, "total: {} frames, {} compiles, {} recompiles\n", job.frameCount(), job.compiles().size(), recompiles);
 }

@@ -133,7 +133,11 @@ Result<Job> Job::load(const StoreReader& reader) {
   }
   for (auto& [id, c] : byId) {
     if (c.reason.empty()) c.reason = id.compile == 0 ? "first compile" : "(no reason recorded)";
-    if (c.status.empty()) c.status = "unfinished";
+    // An attempt that a later attempt of the same compile replaced was restarted by Dynamo
+    // (after a graph break, say); one with no later attempt and no metrics never finished.
+    auto next = byId.upper_bound(id);
+    bool restarted = next != byId.end() && next->first.frame == id.frame && next->first.compile == id.compile;
+    if (c.status.empty()) c.status = restarted ? "restarted" : "unfinished";
     // Drop PyTorch's newline-terminated text for one-line displays; the full text stays in the blob.
     while (!c.reason.empty() && (c.reason.back() == '\n' || c.reason.back() == ' ')) c.reason.pop_back();
     job.compiles_.push_back(std::move(c));

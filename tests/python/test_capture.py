@@ -133,6 +133,62 @@ def test_unbacked_symbol_points_at_the_user_line(store_path: Path, inspect) -> N
     assert frame["code"] == "n = y.sum().item()"
 
 
+def test_graph_break_is_recorded_with_its_user_line(store_path: Path, inspect) -> None:
+    def sin_then_cos(x: torch.Tensor) -> torch.Tensor:
+        y = x.sin()
+        torch._dynamo.graph_break()
+        return y.cos()
+
+    with dr.capture(store_path):
+        out = torch.compile(sin_then_cos, backend="aot_eager")(torch.zeros(4))
+    assert torch.equal(out, torch.ones(4))
+    compiles = {c["compile_id"]: c for c in ls(inspect, store_path)["compiles"]}
+    # Dynamo restarts the frame's analysis at the break, then compiles the rest as a resume function.
+    assert compiles["0/0"]["status"] == "restarted"
+    (reason,) = compiles["0/0"]["graph_breaks"]
+    assert reason.startswith(f"Graph break in user code at {__file__}:{line_of(sin_then_cos, 'graph_break()')}")
+    assert compiles["0/0_1"]["status"] == "ok"
+    assert any(c["function"].startswith("torch_dynamo_resume_in_sin_then_cos") for c in compiles.values())
+
+
+def nonzero_sum(x: torch.Tensor) -> torch.Tensor:
+    idx = x.nonzero()
+    return idx.sum()
+
+
+def masked_sum(x: torch.Tensor) -> torch.Tensor:
+    picked = x[x > 0]
+    return picked.sum()
+
+
+def first_flag_plus(x: torch.Tensor) -> torch.Tensor:
+    flags = (x > 0).int().tolist()
+    return x + flags[0]
+
+
+DATA_DEPENDENT = {nonzero_sum: "x.nonzero()", masked_sum: "x[x > 0]", first_flag_plus: ".tolist()"}
+
+
+@pytest.mark.parametrize("capture_flags", [True, False], ids=["flags-on", "flags-off"])
+@pytest.mark.parametrize("fn", list(DATA_DEPENDENT), ids=lambda fn: fn.__name__)
+def test_data_dependent_ops_are_traced_to_their_user_line(store_path: Path, inspect, fn, capture_flags: bool) -> None:
+    user_line = line_of(fn, DATA_DEPENDENT[fn])
+    flags = {"capture_dynamic_output_shape_ops": capture_flags, "capture_scalar_outputs": capture_flags}
+    with dr.capture(store_path), torch._dynamo.config.patch(**flags):
+        x = torch.tensor([1.0, -2.0, 3.0, 0.5])
+        assert torch.equal(torch.compile(fn, backend="aot_eager")(x), fn(x))
+    first = ls(inspect, store_path)["compiles"][0]
+    if capture_flags:
+        # The op is traced: its output size or value becomes an unbacked symbol born at the user line.
+        shapes = show(inspect, store_path, first["compile_id"], "--shapes")["shapes"]
+        u0 = next(s for s in shapes if s["event"] == "create_unbacked_symbol" and s["symbol"] == "u0")
+        assert (u0["user_stack"][-1]["file"], u0["user_stack"][-1]["line"]) == (__file__, user_line)
+        assert not first["graph_breaks"]
+    else:
+        # Not traced: Dynamo breaks the graph there and says why.
+        assert first["graph_breaks"][0].startswith(f"Graph break in user code at {__file__}:{user_line}")
+
+
 def test_data_dependent_error_still_leaves_a_finished_store(store_path: Path) -> None:
     def branchy(x: torch.Tensor) -> torch.Tensor:
         if x.sum().item() > 0:  # Dynamo cannot trace a branch on data with fullgraph=True
