@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from types import CodeType, TracebackType
 from typing import Any, Callable, TypeVar
 
-from dynamo_replay._core import CodeObject, Manifest, Store, TraceEvent, __version__
+from dynamo_replay._core import Artifact, CodeObject, Manifest, Store, TraceEvent, __version__
 from dynamo_replay.fingerprint import environment_fingerprint
 
 __all__ = ["capture"]
@@ -111,6 +111,22 @@ class _Session:
             self.note_failure("bytecode hook")
         return None  # keep Dynamo's code
 
+    def save_mega_cache(self) -> None:
+        """Stores PyTorch's own cache artifacts (Mega-Cache: Inductor FX graphs, AOTAutograd
+        entries, autotuning, PGO and precompile packages) for replay to load later."""
+        try:
+            import torch.compiler
+
+            saved = torch.compiler.save_cache_artifacts()
+            if saved is None:
+                return
+            data, info = saved
+            counts = {kind: str(len(keys)) for kind, keys in sorted(info.artifacts.items())}
+            self.store.put(Artifact(name="torch/mega_cache.bin", media_type="application/x-torch-mega-cache",
+                                    blob_key=self.store.put_blob(data), size=len(data), attributes=counts))
+        except Exception:
+            self.note_failure("save_cache_artifacts")
+
     def note_failure(self, where: str) -> None:
         with self.lock:
             self.failures.append(f"{where}: {traceback.format_exc(limit=3)}")
@@ -178,6 +194,7 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
                 session.put_event("dynamo_replay.error", _NO_COMPILE,
                                   {"type": exc_type.__qualname__, "message": str(exc)},
                                   "".join(traceback.format_exception(exc_type, exc, tb)))
+            session.save_mega_cache()
             session.put_event("dynamo_replay.summary", _NO_COMPILE, _summary(session), None)
         finally:
             session.store.close()

@@ -47,12 +47,9 @@ def environment_fingerprint() -> dict[str, str]:
     import torch._inductor.config
 
 
-    try:
-        from torch._inductor.cpp_builder import get_cpp_compiler
-
-        cxx = get_cpp_compiler()
-    except Exception:  # a torch without a usable compiler still captures; replay will say so
-        cxx = "c++"
+    # The compiler Inductor would pick: the first name its config gives (cpp_builder, which
+    # resolves it fully, costs a second to import in a job that never uses Inductor).
+    cxx = next((c for c in torch._inductor.config.cpp.cxx if c), "c++")
     entries = {
         "torch.version": torch.__version__,
         "torch.git_version": torch.version.git_version,

@@ -206,6 +206,27 @@ def test_data_dependent_error_still_leaves_a_finished_store(store_path: Path) ->
     assert "branchy" in store.get_blob(errors[0].payload_key).decode()  # the traceback names the user function
 
 
+def test_inductor_compile_keeps_its_code_and_pytorch_cache_artifacts(store_path: Path, inspect, tmp_path: Path,
+                                                                    monkeypatch) -> None:
+    # One small Inductor graph (it runs g++): its generated code and PyTorch's Mega-Cache
+    # bytes, which replay will load, must be in the store.
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor-cache"))
+
+    def sin_relu(x: torch.Tensor) -> torch.Tensor:
+        return (x.sin() + 1).relu()
+
+    x = torch.randn(64)
+    with dr.capture(store_path):
+        out = torch.compile(sin_relu, backend="inductor")(x)
+    torch.testing.assert_close(out, sin_relu(x))
+    graphs = show(inspect, store_path, "0/0", "--graph")["graphs"]
+    assert "extern \"C\"" in graphs["inductor_output_code"] or "cpp_fused" in graphs["inductor_output_code"]
+    store = dr.Store.open(store_path)
+    (mega,) = [a for a in store.records(dr.Artifact) if a.name == "torch/mega_cache.bin"]
+    assert int(mega.attributes["inductor"]) >= 1 and int(mega.attributes["aot_autograd"]) >= 1
+    assert len(store.get_blob(mega.blob_key)) == mega.size
+
+
 def test_hooks_come_out_and_decorator_form(store_path: Path) -> None:
     trace_logger = logging.getLogger("torch.__trace")
     handlers, level, propagate = list(trace_logger.handlers), trace_logger.level, trace_logger.propagate

@@ -1,0 +1,116 @@
+"""Compile-time overhead of capture: each workload's first call (which compiles) is timed in a
+fresh process without and with dynamo_replay.capture, alternating, and the medians compared.
+
+Run: .venv/bin/python benchmarks/capture_overhead.py [--repeat 5] [--backend aot_eager] [--json]
+Target (issue 3): capture adds at most 5% to compile time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+# Each workload defines make() -> (callable, args); its first call is timed. Shapes change
+# once so the measurement includes a recompile, as real jobs do.
+WORKLOADS = {
+    "mlp": """
+        model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
+        def make(): return model, [(torch.randn(32, 256),), (torch.randn(48, 256),)]
+    """,
+    "gpt": """
+        class Block(torch.nn.Module):
+            def __init__(self, d=64, heads=4):
+                super().__init__()
+                self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+                self.qkv, self.proj = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+                self.mlp = torch.nn.Sequential(torch.nn.Linear(d, 4 * d), torch.nn.GELU(), torch.nn.Linear(4 * d, d))
+                self.heads = heads
+            def forward(self, x):
+                b, t, d = x.shape
+                q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+                q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+                att = (q @ k.transpose(-2, -1)) / (d // self.heads) ** 0.5
+                att = att.masked_fill(torch.ones(t, t, dtype=torch.bool).tril().logical_not(), float("-inf"))
+                x = x + self.proj((att.softmax(-1) @ v).transpose(1, 2).reshape(b, t, d))
+                return x + self.mlp(self.ln2(x))
+        class GPT(torch.nn.Module):
+            def __init__(self, vocab=100, d=64):
+                super().__init__()
+                self.emb = torch.nn.Embedding(vocab, d)
+                self.blocks = torch.nn.Sequential(Block(d), Block(d))
+                self.head = torch.nn.Linear(d, vocab)
+            def forward(self, idx):
+                return self.head(self.blocks(self.emb(idx)))
+        model = GPT().eval()
+        def make(): return model, [(torch.randint(0, 100, (2, 16)),), (torch.randint(0, 100, (3, 24)),)]
+    """,
+    "convnet": """
+        model = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
+            torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.BatchNorm2d(32), torch.nn.ReLU(),
+            torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(32, 10)).eval()
+        def make(): return model, [(torch.randn(4, 3, 32, 32),), (torch.randn(8, 3, 32, 32),)]
+    """,
+}
+
+RUNNER = """
+import sys, time, torch
+{workload}
+fn, calls = make()
+compiled = torch.compile(fn, backend={backend!r})
+path = sys.argv[1]
+start = time.perf_counter()
+if path:
+    import dynamo_replay
+    with dynamo_replay.capture(path):
+        for args in calls: compiled(*args)
+else:
+    for args in calls: compiled(*args)
+print(time.perf_counter() - start)
+"""
+
+
+def time_once(workload: str, backend: str, store: str) -> float:
+    code = RUNNER.format(workload=textwrap.dedent(WORKLOADS[workload]), backend=backend)
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=tempfile.mkdtemp(prefix="dynrep-bench-cache-"))
+    out = subprocess.run([sys.executable, "-c", code, store], capture_output=True, text=True, env=env, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--backend", default="aot_eager")
+    parser.add_argument("--workloads", nargs="*", default=list(WORKLOADS))
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="dynrep-capture-bench-") as tmp:
+        for name in args.workloads:
+            plain, captured = [], []
+            time_once(name, args.backend, "")  # warm the page cache and imports
+            for i in range(args.repeat):  # alternate, so drift hits both columns alike
+                plain.append(time_once(name, args.backend, ""))
+                captured.append(time_once(name, args.backend, os.path.join(tmp, f"{name}-{i}.dynrep")))
+            p, c = statistics.median(plain), statistics.median(captured)
+            results[name] = {"compile_s": p, "compile_with_capture_s": c, "overhead": c / p - 1,
+                             "runs_plain": plain, "runs_captured": captured}
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    print(f"backend {args.backend}, median of {args.repeat} fresh processes each\n")
+    print(f"{'workload':<10} {'compile (s)':>12} {'with capture (s)':>17} {'overhead':>9}  target <= 5%")
+    for name, r in results.items():
+        verdict = "pass" if r["overhead"] <= 0.05 else "MISS"
+        print(f"{name:<10} {r['compile_s']:>12.3f} {r['compile_with_capture_s']:>17.3f} {100 * r['overhead']:>8.1f}%  {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
