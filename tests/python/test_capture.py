@@ -15,6 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import dynamo_replay as dr  # noqa: E402
+from models import ConvNet, TinyGPT  # noqa: E402
 
 JOBS = Path(__file__).parent / "jobs"
 
@@ -97,6 +98,35 @@ def test_training_step_has_a_backward_graph(store_path: Path, inspect) -> None:
     backward = graphs["aot_backward_graph"]
     assert "torch.ops.aten.threshold_backward.default" in backward  # relu's gradient
     assert "torch.ops.aten.mse_loss_backward.default" in backward
+
+
+def test_gpt_with_dynamic_batch_and_sequence(store_path: Path, inspect) -> None:
+    model = TinyGPT().eval()
+    compiled = torch.compile(model, backend="aot_eager")
+    with dr.capture(store_path), torch.no_grad():
+        for batch, seq in ((2, 8), (3, 12), (4, 16)):
+            idx = torch.randint(0, 97, (batch, seq))
+            torch.testing.assert_close(compiled(idx), model(idx))
+    compiles = ls(inspect, store_path)["compiles"]
+    # The second shape makes both dimensions dynamic; the third fits the dynamic graph.
+    assert [c["compile_id"] for c in compiles] == ["0/0", "0/1"]
+    assert compiles[1]["reason"].startswith("0/0: tensor 'idx' size mismatch at index 0. expected 2, actual 3")
+    detail = show(inspect, store_path, "0/1", "--shapes", "--graph")
+    sources = {s["source"] for s in detail["shapes"] if s["event"] == "create_symbol"}
+    assert sources == {"L['idx'].size()[0]", "L['idx'].size()[1]"}
+    aten = detail["graphs"]["aot_inference_graph"]
+    assert "torch.ops.aten._softmax.default" in aten and "torch.ops.aten.native_layer_norm.default" in aten
+    assert "torch.ops.aten.embedding.default" in aten
+
+
+def test_convnet_with_batch_norm(store_path: Path, inspect) -> None:
+    model = ConvNet().eval()
+    x = torch.randn(2, 3, 16, 16)
+    with dr.capture(store_path), torch.no_grad():
+        torch.testing.assert_close(torch.compile(model, backend="aot_eager")(x), model(x))
+    aten = show(inspect, store_path, "0/0", "--graph")["graphs"]["aot_inference_graph"]
+    assert aten.count("torch.ops.aten.convolution.default") == 2
+    assert aten.count("torch.ops.aten._native_batch_norm_legit_no_training.default") == 2
 
 
 def test_recompile_ladder_reasons_through_the_cli(tmp_path: Path, inspect) -> None:
