@@ -114,20 +114,8 @@ std::string StoreReader::scan() {
   bool inBlob = false;
   std::string stop;  // where and why the scan ended early
   while (off < size_) {
-    const char* why = nullptr;
     format::Frame f;
-    if (size_ - off < format::kFrameSize) {
-      why = "truncated frame header";
-    } else {
-      f = format::decodeFrame(map_ + off);
-      if (f.flags != 0 || f.kind == 0 || f.payloadSize > format::kMaxPayload)
-        why = "damaged frame header";
-      else if (size_ - off - format::kFrameSize < f.payloadSize)
-        why = "truncated";
-      else if (format::frameChecksum(f.payloadSize, f.kind, f.flags, map_ + off + format::kFrameSize) != f.checksum)
-        why = "checksum mismatch";
-    }
-    if (why) {
+    if (const char* why = frameProblem(off, size_, &f)) {
       stop = at(off) + ": " + why + "; " + std::to_string(size_ - off) + " trailing bytes ignored";
       break;
     }
@@ -178,24 +166,25 @@ StoreStats StoreReader::stats() const {
   return s;
 }
 
+const char* StoreReader::frameProblem(uint64_t offset, uint64_t end, format::Frame* f) const {
+  if (offset > end || end - offset < format::kFrameSize) return "truncated frame header";
+  *f = format::decodeFrame(map_ + offset);
+  if (f->flags != 0 || f->kind == 0 || f->payloadSize > format::kMaxPayload) return "damaged frame header";
+  if (end - offset - format::kFrameSize < f->payloadSize) return "truncated";
+  if (format::frameChecksum(f->payloadSize, f->kind, f->flags, map_ + offset + format::kFrameSize) != f->checksum)
+    return "checksum mismatch";
+  return nullptr;
+}
+
 Result<std::string_view> StoreReader::framePayload(uint64_t offset, uint16_t expectKind) const {
-  if (offset > size_ || size_ - offset < format::kFrameSize)
-    return Status::corruption(path_ + ": " + at(offset) + ": lies past the end of the file");
-  format::Frame f = format::decodeFrame(map_ + offset);
-  if (f.payloadSize > format::kMaxPayload)
-    return Status::corruption(path_ + ": " + at(offset) + ": length is over the 1 GiB limit");
+  format::Frame f;
+  if (const char* why = frameProblem(offset, size_, &f))
+    return Status::corruption(path_ + ": " + at(offset) + ": " + why);
   if (f.kind != expectKind)
     return Status::corruption(path_ + ": " + at(offset) + ": kind is " + std::to_string(f.kind) + ", expected " +
                               std::to_string(expectKind));
-  if (f.flags != 0) return Status::corruption(path_ + ": " + at(offset) + ": reserved flags are not zero");
-  if (f.payloadSize > size_ - offset - format::kFrameSize)
-    return Status::corruption(path_ + ": " + at(offset) + ": truncated");
-  const uint8_t* payload = map_ + offset + format::kFrameSize;
-  if (format::frameChecksum(f.payloadSize, f.kind, f.flags, payload) != f.checksum)
-    return Status::corruption(path_ + ": " + at(offset) + ": checksum mismatch");
-  return std::string_view(reinterpret_cast<const char*>(payload), f.payloadSize);
+  return std::string_view(reinterpret_cast<const char*>(map_ + offset + format::kFrameSize), f.payloadSize);
 }
-
 Result<std::string_view> StoreReader::recordPayload(size_t i) const {
   if (i >= index_.records.size()) return Status::invalidArgument(path_ + ": no record " + std::to_string(i));
   const format::RecordEntry& r = index_.records[i];
@@ -234,50 +223,50 @@ Result<std::string_view> StoreReader::chunkData(const format::BlobEntry& blob, u
   return std::string_view(z, zSize);
 }
 
-Status StoreReader::decompressChunk(const format::BlobEntry& blob, uint32_t seq, char* out) const {
-  Result<std::string_view> z = chunkData(blob, seq);
-  if (!z.isOk()) return z.status();
-  uint32_t raw = index_.chunks[blob.firstChunk + seq].rawSize;
-  size_t n = ZSTD_decompressDCtx(threadDctx(), out, raw, z->data(), z->size());
-  if (ZSTD_isError(n) || n != raw) {
-    return Status::corruption(path_ + ": " + at(index_.chunks[blob.firstChunk + seq].offset) + ": blob " +
-                              blob.key.hex() + " chunk " + std::to_string(seq) + ": " +
-                              (ZSTD_isError(n) ? std::string("zstd: ") + ZSTD_getErrorName(n)
-                                               : "decompressed to " + std::to_string(n) + " bytes, expected " +
-                                                     std::to_string(raw)));
+Status StoreReader::decompressChunk(const format::BlobEntry& blob, uint32_t seq, std::string_view zstd,
+                                     char* out) const {
+  const format::ChunkEntry& c = index_.chunks[blob.firstChunk + seq];
+  size_t n = ZSTD_decompressDCtx(threadDctx(), out, c.rawSize, zstd.data(), zstd.size());
+  if (!ZSTD_isError(n) && n == c.rawSize) return Status::ok();
+  return Status::corruption(path_ + ": " + at(c.offset) + ": blob " + blob.key.hex() + " chunk " + std::to_string(seq) +
+                            ": " +
+                            (ZSTD_isError(n) ? std::string("zstd: ") + ZSTD_getErrorName(n)
+                                             : "decompressed to " + std::to_string(n) + " bytes, expected " +
+                                                   std::to_string(c.rawSize)));
+}
+Result<CheckedBlob> StoreReader::checkBlob(const format::BlobEntry& entry) const {
+  CheckedBlob checked{entry, {}};
+  checked.frames.reserve(entry.chunkCount);
+  for (uint32_t seq = 0; seq < entry.chunkCount; ++seq) {
+    Result<std::string_view> z = chunkData(entry, seq);
+    if (!z.isOk()) return z.status();
+    checked.frames.push_back(*z);
   }
-  return Status::ok();
+  return checked;
 }
-
-Status StoreReader::checkBlobChunks(const format::BlobEntry& entry) const {
-  for (uint32_t seq = 0; seq < entry.chunkCount; ++seq) DYNREP_RETURN_IF_ERROR(chunkData(entry, seq).status());
-  return Status::ok();
-}
-
-Status StoreReader::readBlobInto(const format::BlobEntry& entry, char* out) const {
+Status StoreReader::readBlobInto(const CheckedBlob& blob, char* out) const {
+  const format::BlobEntry& entry = blob.entry;
   const format::ChunkEntry& first = index_.chunks[entry.firstChunk];
   const format::ChunkEntry& lastc = index_.chunks[entry.firstChunk + entry.chunkCount - 1];
   ::madvise(const_cast<uint8_t*>(map_) + (first.offset & ~uint64_t(4095)),
             lastc.offset + format::kFrameSize + lastc.payloadSize - (first.offset & ~uint64_t(4095)), MADV_SEQUENTIAL);
+  // The index guarantees the chunks' raw sizes add up to entry.rawSize (format.md §6).
   BlobHasher hasher;
-  uint64_t pos = 0;
   for (uint32_t seq = 0; seq < entry.chunkCount; ++seq) {
+    DYNREP_RETURN_IF_ERROR(decompressChunk(entry, seq, blob.frames[seq], out));
     uint32_t n = index_.chunks[entry.firstChunk + seq].rawSize;
-    if (pos + n > entry.rawSize) return Status::corruption(path_ + ": blob " + entry.key.hex() + ": chunks exceed its size");
-    DYNREP_RETURN_IF_ERROR(decompressChunk(entry, seq, out + pos));
-    hasher.update(out + pos, n);
-    pos += n;
+    hasher.update(out, n);
+    out += n;
   }
-  if (pos != entry.rawSize) return Status::corruption(path_ + ": blob " + entry.key.hex() + ": chunks fall short of its size");
   if (hasher.finish() != entry.key)
     return Status::corruption(path_ + ": blob " + entry.key.hex() + ": content hash mismatch");
   return Status::ok();
 }
-
 Result<std::string> StoreReader::readBlob(const BlobKey& key) const {
   const format::BlobEntry* e = findBlob(key);
   if (!e) return Status::notFound(path_ + ": no blob " + key.hex());
-  DYNREP_RETURN_IF_ERROR(checkBlobChunks(*e));
+  Result<CheckedBlob> checked = checkBlob(*e);
+  if (!checked.isOk()) return checked.status();
   std::string out;
   try {
     out.resize(e->rawSize);
@@ -285,7 +274,7 @@ Result<std::string> StoreReader::readBlob(const BlobKey& key) const {
     return Status::ioError(path_ + ": blob " + key.hex() + ": cannot allocate " + std::to_string(e->rawSize) +
                            " bytes; read it as a stream");
   }
-  DYNREP_RETURN_IF_ERROR(readBlobInto(*e, out.data()));
+  DYNREP_RETURN_IF_ERROR(readBlobInto(*checked, out.data()));
   return out;
 }
 
@@ -302,22 +291,15 @@ Result<size_t> BlobStream::read(char* out, size_t size) {
   while (done < size) {
     if (chunkPos_ == chunk_.size()) {
       if (nextSeq_ == entry_.chunkCount) break;
-      uint32_t raw = reader_->index_.chunks[entry_.firstChunk + nextSeq_].rawSize;
-      produced_ += raw;
-      if (produced_ > entry_.rawSize)
-        return Status::corruption(reader_->path_ + ": blob " + entry_.key.hex() + ": chunks exceed its size");
       // Checked before the buffer grows, so a damaged size never becomes an allocation.
-      DYNREP_RETURN_IF_ERROR(reader_->chunkData(entry_, nextSeq_).status());
-      chunk_.resize(raw);
-      DYNREP_RETURN_IF_ERROR(reader_->decompressChunk(entry_, nextSeq_, chunk_.data()));
+      Result<std::string_view> z = reader_->chunkData(entry_, nextSeq_);
+      if (!z.isOk()) return z.status();
+      chunk_.resize(reader_->index_.chunks[entry_.firstChunk + nextSeq_].rawSize);
+      DYNREP_RETURN_IF_ERROR(reader_->decompressChunk(entry_, nextSeq_, *z, chunk_.data()));
       hasher_.update(chunk_.data(), chunk_.size());
       chunkPos_ = 0;
-      if (++nextSeq_ == entry_.chunkCount) {
-        if (produced_ != entry_.rawSize)
-          return Status::corruption(reader_->path_ + ": blob " + entry_.key.hex() + ": chunks fall short of its size");
-        if (hasher_.finish() != entry_.key)
-          return Status::corruption(reader_->path_ + ": blob " + entry_.key.hex() + ": content hash mismatch");
-      }
+      if (++nextSeq_ == entry_.chunkCount && hasher_.finish() != entry_.key)
+        return Status::corruption(reader_->path_ + ": blob " + entry_.key.hex() + ": content hash mismatch");
     }
     size_t n = std::min(size - done, chunk_.size() - chunkPos_);
     std::memcpy(out + done, chunk_.data() + chunkPos_, n);
@@ -334,20 +316,11 @@ bool StoreReader::verify(std::vector<std::string>* problems) const {
   // its scan, which stopped at the first bad frame and said so in the recovery note.
   uint64_t end = state_ == StoreState::Finished ? size_ - format::kTrailerSize : format::kHeaderSize;
   for (uint64_t off = format::kHeaderSize; off < end;) {
-    if (end - off < format::kFrameSize) {
-      problems->push_back(path_ + ": " + at(off) + ": truncated frame header");
-      break;
-    }
-    format::Frame f = format::decodeFrame(map_ + off);
-    if (f.payloadSize > end - off - format::kFrameSize) {
-      problems->push_back(path_ + ": " + at(off) + ": length runs past the end of the file");
-      break;
-    }
-    if (f.flags != 0) problems->push_back(path_ + ": " + at(off) + ": reserved flags are not zero");
-    if (f.kind == 0) problems->push_back(path_ + ": " + at(off) + ": kind 0 is not a valid kind");
-    if (f.payloadSize > format::kMaxPayload) problems->push_back(path_ + ": " + at(off) + ": length is over the 1 GiB limit");
-    if (format::frameChecksum(f.payloadSize, f.kind, f.flags, map_ + off + format::kFrameSize) != f.checksum)
-      problems->push_back(path_ + ": " + at(off) + ": checksum mismatch");
+    format::Frame f;
+    const char* why = frameProblem(off, end, &f);
+    if (why) problems->push_back(path_ + ": " + at(off) + ": " + why);
+    // A bad checksum or header field leaves the length usable; a truncation ends the walk.
+    if (why && (end - off < format::kFrameSize || f.payloadSize > end - off - format::kFrameSize)) break;
     off += format::kFrameSize + f.payloadSize;
   }
   size_t walked = problems->size();

@@ -151,21 +151,18 @@ class PyStore {
     }
     // Decompress straight into the bytes object: no intermediate copy. The chunks are checked
     // first, so a damaged size cannot turn into a huge allocation.
-    {
-      Status s;
-      {
-        py::gil_scoped_release nogil;
-        s = r->checkBlobChunks(*e);
-      }
-      check(s, Doing::Reading);
-    }
+    Result<CheckedBlob> checked = [&] {
+      py::gil_scoped_release nogil;
+      return r->checkBlob(*e);
+    }();
+    check(checked.status(), Doing::Reading);
     PyObject* bytes = PyBytes_FromStringAndSize(nullptr, Py_ssize_t(e->rawSize));
     if (!bytes) throw py::error_already_set();
     py::object owned = py::reinterpret_steal<py::object>(bytes);
     Status s;
     {
       py::gil_scoped_release nogil;
-      s = r->readBlobInto(*e, PyBytes_AS_STRING(bytes));
+      s = r->readBlobInto(*checked, PyBytes_AS_STRING(bytes));
     }
     check(s, Doing::Reading);
     return owned;

@@ -35,6 +35,13 @@ struct StoreStats {
 
 class BlobStream;
 
+// A blob whose chunks passed StoreReader::checkBlob: their zstd frames, in order. The views
+// point into the reader's mapping and live as long as the reader.
+struct CheckedBlob {
+  format::BlobEntry entry;
+  std::vector<std::string_view> frames;
+};
+
 class StoreReader {
  public:
   static Result<std::unique_ptr<StoreReader>> open(const std::string& path);
@@ -55,12 +62,13 @@ class StoreReader {
   Result<std::string_view> recordPayload(size_t i) const;
 
   const format::BlobEntry* findBlob(const BlobKey& key) const;
-  // Decompresses the whole blob into `out`, which must hold exactly entry.rawSize bytes,
-  // and checks its content hash.
-  Status readBlobInto(const format::BlobEntry& entry, char* out) const;
-  // Checks every chunk's frame and declared size without decompressing: call it before
-  // allocating entry.rawSize bytes, so a damaged size is an error rather than an allocation.
-  Status checkBlobChunks(const format::BlobEntry& entry) const;
+  // Checks every chunk of a blob (frame, header against the index, one zstd frame declaring
+  // its raw size) without decompressing. Call it before allocating entry.rawSize bytes, so a
+  // damaged size is an error rather than an allocation.
+  Result<CheckedBlob> checkBlob(const format::BlobEntry& entry) const;
+  // Decompresses a checked blob into `out`, which must hold exactly entry.rawSize bytes, and
+  // checks its content hash.
+  Status readBlobInto(const CheckedBlob& blob, char* out) const;
   Result<std::string> readBlob(const BlobKey& key) const;
   // Streams a blob chunk by chunk; the hash is checked when the last byte is read.
   Result<std::unique_ptr<BlobStream>> openBlob(const BlobKey& key) const;
@@ -71,17 +79,22 @@ class StoreReader {
 
  private:
   friend class BlobStream;
+
   StoreReader() = default;
   Status load();
   Status loadIndex(const format::Trailer& trailer);
   // Rebuilds the index from the frames; returns where and why it stopped.
   std::string scan();
+  // Why the frame at `offset`, which must end by `end`, is unusable (truncated, damaged
+  // header, checksum mismatch), or nullptr; fills *f once the header is readable.
+  const char* frameProblem(uint64_t offset, uint64_t end, format::Frame* f) const;
   // Checks the frame at `offset` (kind and checksum) and returns its payload.
   Result<std::string_view> framePayload(uint64_t offset, uint16_t expectKind) const;
   // Checks chunk `seq` of `blob` (frame, header against the index, one zstd frame declaring
   // the raw size) and returns its zstd bytes.
   Result<std::string_view> chunkData(const format::BlobEntry& blob, uint32_t seq) const;
-  Status decompressChunk(const format::BlobEntry& blob, uint32_t seq, char* out) const;
+  // Decompresses chunk `seq`, whose zstd frame chunkData() returned, into `out`.
+  Status decompressChunk(const format::BlobEntry& blob, uint32_t seq, std::string_view zstd, char* out) const;
 
   std::string path_;
   int fd_ = -1;
@@ -107,7 +120,6 @@ class BlobStream {
   uint32_t nextSeq_ = 0;
   std::string chunk_;
   size_t chunkPos_ = 0;
-  uint64_t produced_ = 0;
   BlobHasher hasher_;
 };
 
