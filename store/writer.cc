@@ -123,6 +123,13 @@ struct StoreWriter::Impl {
   // REQUIRES: putMu held. With `owned` (holding `data`), a one-chunk blob moves its bytes
   // into the queue instead of copying them.
   Result<BlobKey> putBytes(std::string_view data, std::string* owned = nullptr);
+  // REQUIRES: putMu held. True when `key` is new and its chunks must be queued, false when
+  // the store has it already.
+  Result<bool> claimKey(const BlobKey& key);
+  // REQUIRES: putMu held. Queues `size` bytes of blob `key` as chunks; fill(job, pos, n)
+  // sets where each chunk's bytes come from.
+  template <typename Fill>
+  Status enqueueChunks(const BlobKey& key, uint64_t size, Fill fill);
   Status finish();
 };
 
@@ -193,26 +200,37 @@ Result<BlobKey> StoreWriter::putBlob(std::string_view data) {
   return impl_->putBytes(data);
 }
 
-Result<BlobKey> StoreWriter::Impl::putBytes(std::string_view data, std::string* owned) {
-  Impl& d = *this;
-  BlobKey key = BlobKey::of(data);
-  {
-    std::lock_guard<std::mutex> lock(d.mu);
-    if (d.closed) return Status::invalidArgument(d.path + ": store is closed");
-    if (!d.error.isOk()) return d.error;
-    if (!d.keys.insert(key).second) return key;
-  }
-  size_t pos = 0;
+Result<bool> StoreWriter::Impl::claimKey(const BlobKey& key) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (closed) return Status::invalidArgument(path + ": store is closed");
+  if (!error.isOk()) return error;
+  return keys.insert(key).second;
+}
+
+template <typename Fill>
+Status StoreWriter::Impl::enqueueChunks(const BlobKey& key, uint64_t size, Fill fill) {
+  uint64_t pos = 0;
   uint32_t seq = 0;
-  do {
-    size_t n = std::min(d.options.chunkSize, data.size() - pos);
+  do {  // an empty blob is one empty chunk
+    size_t n = size_t(std::min<uint64_t>(options.chunkSize, size - pos));
     Job job(Job::Type::Chunk);
-    job.chunk = format::ChunkHeader{key, seq++, uint32_t(n), pos + n == data.size() ? format::kChunkFlagLast : 0};
+    job.chunk = format::ChunkHeader{key, seq++, uint32_t(n), pos + n == size ? format::kChunkFlagLast : 0};
+    fill(job, pos, n);
+    DYNREP_RETURN_IF_ERROR(enqueue(std::move(job), n));
+    pos += n;
+  } while (pos < size);
+  return Status::ok();
+}
+
+Result<BlobKey> StoreWriter::Impl::putBytes(std::string_view data, std::string* owned) {
+  BlobKey key = BlobKey::of(data);
+  Result<bool> isNew = claimKey(key);
+  if (!isNew.isOk()) return isNew.status();
+  if (!*isNew) return key;
+  DYNREP_RETURN_IF_ERROR(enqueueChunks(key, data.size(), [&](Job& job, uint64_t pos, size_t n) {
     if (owned && n == data.size()) job.bytes = std::move(*owned);
     else job.bytes.assign(data.data() + pos, n);
-    DYNREP_RETURN_IF_ERROR(d.enqueue(std::move(job), n));
-    pos += n;
-  } while (pos < data.size());
+  }));
   return key;
 }
 
@@ -238,26 +256,16 @@ Result<BlobKey> StoreWriter::putBlobFromFile(int fd, uint64_t offset) {
     pos += n;
   }
   BlobKey key = hasher.finish();
-  {
-    std::lock_guard<std::mutex> lock(d.mu);
-    if (d.closed) return Status::invalidArgument(d.path + ": store is closed");
-    if (!d.error.isOk()) return d.error;
-    if (!d.keys.insert(key).second) return key;
-  }
+  Result<bool> isNew = d.claimKey(key);
+  if (!isNew.isOk()) return isNew.status();
+  if (!*isNew) return key;
   int own = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (own < 0) return Status::ioError(d.path + ": dup of blob source failed: " + io::errnoText(errno));
   auto shared = std::make_shared<SharedFd>(own);
-  uint64_t pos = 0;
-  uint32_t seq = 0;
-  do {
-    size_t n = size_t(std::min<uint64_t>(d.options.chunkSize, size - pos));
-    Job job(Job::Type::Chunk);
-    job.chunk = format::ChunkHeader{key, seq++, uint32_t(n), pos + n == size ? format::kChunkFlagLast : 0};
+  DYNREP_RETURN_IF_ERROR(d.enqueueChunks(key, size, [&](Job& job, uint64_t pos, size_t) {
     job.file = shared;
     job.fileOffset = offset + pos;
-    DYNREP_RETURN_IF_ERROR(d.enqueue(std::move(job), n));
-    pos += n;
-  } while (pos < size);
+  }));
   return key;
 }
 
