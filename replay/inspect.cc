@@ -51,11 +51,17 @@ double ratio(const StoreStats& s) {
   return s.storedBlobBytes ? double(s.rawBlobBytes) / double(s.storedBlobBytes) : 1.0;
 }
 
+// Prints "error: MESSAGE" on err and returns exit code 1 (a problem in the data).
+int reportError(const InspectOptions& o, std::ostream& err, const std::string& message) {
+  fmt::print(err, "{}: {}\n", paint(o, "31", "error"), message);
+  return 1;
+}
+
 // Opens the store or reports why not; the message already names the path.
 std::unique_ptr<StoreReader> openOrReport(const std::string& path, const InspectOptions& o, std::ostream& err) {
   Result<std::unique_ptr<StoreReader>> r = StoreReader::open(path);
   if (r.isOk()) return std::move(*r);
-  fmt::print(err, "{}: {}\n", paint(o, "31", "error"), r.status().message());
+  reportError(o, err, r.status().message());
   return nullptr;
 }
 
@@ -127,13 +133,11 @@ int inspectShow(const std::string& path, const std::string& compileId, ShowSecti
   if (!r) return 1;
   Result<Job> job = Job::load(*r);
   if (!job.isOk()) {
-    fmt::print(err, "{}: {}\n", paint(o, "31", "error"), job.status().message());
-    return 1;
+    return reportError(o, err, job.status().message());
   }
   const Compile* c = job->find(compileId);
   if (!c) {
-    fmt::print(err, "{}: {}: no compile {} (replay-inspect ls lists them)\n", paint(o, "31", "error"), path, compileId);
-    return 1;
+    return reportError(o, err, fmt::format("{}: no compile {} (replay-inspect ls lists them)", path, compileId));
   }
   if (!s.any()) s = ShowSections{true, true, true, true};
   if (o.json) {
@@ -254,8 +258,7 @@ int inspectLs(const std::string& path, LsWhat what, const InspectOptions& o, std
   if (what == LsWhat::Default) {
     Result<Job> job = Job::load(*r);
     if (!job.isOk()) {
-      fmt::print(err, "{}: {}\n", paint(o, "31", "error"), job.status().message());
-      return 1;
+      return reportError(o, err, job.status().message());
     }
     if (!job->compiles().empty()) {
       printCompiles(path, *job, o, out);
@@ -328,7 +331,7 @@ int inspectVerify(const std::string& path, const InspectOptions& o, std::ostream
         << "\n";
     return sound ? 0 : 1;
   }
-  for (const std::string& p : problems) fmt::print(err, "{}: {}\n", paint(o, "31", "error"), p);
+  for (const std::string& p : problems) reportError(o, err, p);
   if (sound) {
     fmt::print(out, "{}: {} ({} records, {} blobs, {} checked)\n", path, paint(o, "32", "ok"), r->recordCount(),
                s.blobCount, humanBytes(s.rawBlobBytes));

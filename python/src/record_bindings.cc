@@ -1,4 +1,6 @@
 // Typed records as Python classes with keyword-only constructors and read-only fields.
+#include <optional>
+
 #include <pybind11/stl.h>
 
 #include "bindings.h"
@@ -15,48 +17,61 @@ struct UnknownRecord {
   std::string payload;
 };
 
-template <typename T>
+// Every typed record class the bindings know: encode, decode and kind lookup all fold over
+// this list, so a new record kind is added here once.
+template <typename... Records>
+struct RecordList {};
+using TypedRecords = RecordList<capture::Manifest, capture::Artifact, capture::TraceEvent, capture::CodeObject>;
+
+template <typename... R>
+std::optional<EncodedRecord> encodeTyped(py::handle record, RecordList<R...>) {
+  std::optional<EncodedRecord> out;
+  ((out || !py::isinstance<R>(record) ? void() : void(out = EncodedRecord{uint16_t(R::kKind),
+                                                                          capture::encode(record.cast<const R&>())})),
+   ...);
+  return out;
+}
+
+template <typename R>
 py::object decodeAs(std::string_view payload) {
-  T record;
+  R record;
   check(capture::decode(payload, &record), Doing::Reading);
   return py::cast(std::move(record));
+}
+
+template <typename... R>
+py::object decodeTyped(uint16_t kind, std::string_view payload, RecordList<R...>) {
+  py::object out;
+  ((out || kind != uint16_t(R::kKind) ? void() : void(out = decodeAs<R>(payload))), ...);
+  return out;
+}
+
+template <typename... R>
+std::optional<uint16_t> kindOfClass(py::handle cls, RecordList<R...>) {
+  std::optional<uint16_t> out;
+  ((out || !cls.is(py::type::of<R>()) ? void() : void(out = uint16_t(R::kKind))), ...);
+  return out;
 }
 
 }  // namespace
 
 EncodedRecord encodeRecord(py::handle record) {
-  if (py::isinstance<capture::Manifest>(record))
-    return {uint16_t(capture::RecordKind::Manifest), capture::encode(record.cast<const capture::Manifest&>())};
-  if (py::isinstance<capture::Artifact>(record))
-    return {uint16_t(capture::RecordKind::Artifact), capture::encode(record.cast<const capture::Artifact&>())};
-  if (py::isinstance<capture::TraceEvent>(record))
-    return {uint16_t(capture::RecordKind::TraceEvent), capture::encode(record.cast<const capture::TraceEvent&>())};
-  if (py::isinstance<capture::CodeObject>(record))
-    return {uint16_t(capture::RecordKind::CodeObject), capture::encode(record.cast<const capture::CodeObject&>())};
+  if (std::optional<EncodedRecord> e = encodeTyped(record, TypedRecords{})) return std::move(*e);
   if (py::isinstance<UnknownRecord>(record)) {
     const auto& u = record.cast<const UnknownRecord&>();
     return {u.kind, u.payload};
   }
-  throw py::type_error("put() takes a record (Manifest, Artifact), not " +
+  throw py::type_error("put() takes a record (Manifest, Artifact, TraceEvent, CodeObject, UnknownRecord), not " +
                        std::string(py::str(py::type::handle_of(record).attr("__name__"))));
 }
 
 py::object decodeRecord(uint16_t kind, std::string_view payload) {
-  switch (static_cast<capture::RecordKind>(kind)) {
-    case capture::RecordKind::Manifest: return decodeAs<capture::Manifest>(payload);
-    case capture::RecordKind::Artifact: return decodeAs<capture::Artifact>(payload);
-    case capture::RecordKind::TraceEvent: return decodeAs<capture::TraceEvent>(payload);
-    case capture::RecordKind::CodeObject: return decodeAs<capture::CodeObject>(payload);
-  }
+  if (py::object typed = decodeTyped(kind, payload, TypedRecords{})) return typed;
   return py::cast(UnknownRecord{kind, std::string(payload)});
 }
 
 uint16_t recordKindOf(py::handle kind) {
-  py::module_ core = py::module_::import("dynamo_replay._core");
-  if (kind.is(core.attr("Manifest"))) return uint16_t(capture::RecordKind::Manifest);
-  if (kind.is(core.attr("Artifact"))) return uint16_t(capture::RecordKind::Artifact);
-  if (kind.is(core.attr("TraceEvent"))) return uint16_t(capture::RecordKind::TraceEvent);
-  if (kind.is(core.attr("CodeObject"))) return uint16_t(capture::RecordKind::CodeObject);
+  if (std::optional<uint16_t> k = kindOfClass(kind, TypedRecords{})) return *k;
   if (py::isinstance<py::int_>(kind)) {
     int k = kind.cast<int>();
     if (k >= format::kFirstTypedKind && k <= 0xFFFF) return uint16_t(k);

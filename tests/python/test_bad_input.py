@@ -49,7 +49,7 @@ def test_newer_minor_version_loads_and_keeps_unknown_kinds(data_dir: Path) -> No
 # name -> (exception class raised by Store.open, message fragment); None: opens, see below.
 OPEN_ERRORS = {
     "empty": (dr.CorruptStoreError, "empty file (not a dynamo-replay store)"),
-    "truncated-header": (dr.CorruptStoreError, "file is 40 bytes, shorter than a store header"),
+    "truncated-header": (dr.CorruptStoreError, "file is 40 bytes, shorter than a store header (truncated?)"),
     "flipped-header": (dr.CorruptStoreError, "file header: checksum mismatch"),
     "wrong-magic": (dr.CorruptStoreError, "not a dynamo-replay store (bad magic number)"),
     "newer-major": (dr.UnsupportedVersionError, "format version 2.0 is not supported (this reader reads 1.x)"),
@@ -62,8 +62,7 @@ def test_unreadable_store_is_refused_with_its_reason(data_dir: Path, inspect, na
     cls, message = OPEN_ERRORS[name]
     with pytest.raises(cls) as excinfo:
         dr.Store.open(path)
-    assert str(excinfo.value) == f"{path}: {message}" or message in str(excinfo.value)
-    assert str(path) in str(excinfo.value)
+    assert str(excinfo.value) == f"{path}: {message}"
     for command in ("info", "ls", "verify"):
         result = inspect(command, str(path))
         assert result.returncode == 1, (command, result.stderr)
