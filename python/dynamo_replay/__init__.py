@@ -18,9 +18,13 @@ from dynamo_replay._core import (
     __version__,
 )
 from dynamo_replay.capture import capture
+from dynamo_replay.replay import ReplaySummary, replay
 from dynamo_replay.errors import (
     CorruptStoreError,
     MissingKeyError,
+    ReplayError,
+    ReplayRefusedError,
+    ReplayWarning,
     StoreError,
     StoreExistsError,
     StoreLockedError,
@@ -35,6 +39,10 @@ __all__ = [
     "CorruptStoreError",
     "Manifest",
     "MissingKeyError",
+    "ReplayError",
+    "ReplayRefusedError",
+    "ReplaySummary",
+    "ReplayWarning",
     "Store",
     "StoreError",
     "StoreExistsError",
@@ -46,4 +54,5 @@ __all__ = [
     "UnsupportedVersionError",
     "__version__",
     "capture",
+    "replay",
 ]

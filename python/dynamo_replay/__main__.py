@@ -30,27 +30,45 @@ def _demo(args: argparse.Namespace) -> int:
     return status
 
 
-def _capture(args: argparse.Namespace) -> int:
-    from dynamo_replay.capture import capture
-
-    # The job sees its own argv, as if run directly; its exit status passes through.
+def _run_job(args: argparse.Namespace) -> int:
+    """Runs the script or module as if it were run directly: it sees its own argv and its exit
+    status passes through."""
     target = args.module if args.module else args.script
     sys.argv = [target, *args.args]
     if not args.module:
         sys.path.insert(0, str(Path(args.script).resolve().parent))
-    with capture(args.output, level=args.level):
-        try:
-            if args.module:
-                runpy.run_module(args.module, run_name="__main__", alter_sys=True)
-            else:
-                runpy.run_path(args.script, run_name="__main__")
-        except SystemExit as exit_:
-            code = exit_.code
-            if code is None or isinstance(code, int):
-                return code or 0
-            print(code, file=sys.stderr)
-            return 1
+    try:
+        if args.module:
+            runpy.run_module(args.module, run_name="__main__", alter_sys=True)
+        else:
+            runpy.run_path(args.script, run_name="__main__")
+    except SystemExit as exit_:
+        code = exit_.code
+        if code is None or isinstance(code, int):
+            return code or 0
+        print(code, file=sys.stderr)
+        return 1
     return 0
+
+
+def _capture(args: argparse.Namespace) -> int:
+    from dynamo_replay.capture import capture
+
+    with capture(args.output, level=args.level):
+        return _run_job(args)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from dynamo_replay.replay import replay
+
+    with replay(args.store, strict=args.strict, verbose=not args.quiet):
+        return _run_job(args)
+
+
+def _add_job_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-m", dest="module", help="run a module, like python -m")
+    parser.add_argument("script", nargs="?", help="the script to run")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="the job's own arguments")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,19 +80,24 @@ def main(argv: list[str] | None = None) -> int:
     cap = sub.add_parser("capture", help="run a script or module and record its torch.compile work")
     cap.add_argument("-o", "--output", required=True, help="store file to write (replaced if it exists)")
     cap.add_argument("--level", type=int, default=3, help="zstd level (default 3)")
-    cap.add_argument("-m", dest="module", help="run a module, like python -m")
-    cap.add_argument("script", nargs="?", help="the script to run")
-    cap.add_argument("args", nargs=argparse.REMAINDER, help="the job's own arguments")
+    _add_job_arguments(cap)
     cap.set_defaults(run=_capture)
+    rep = sub.add_parser("replay", help="run a script or module with its compiled code from a store")
+    rep.add_argument("--strict", action="store_true", help="fail instead of compiling, or when the store is refused")
+    rep.add_argument("-q", "--quiet", action="store_true", help="do not print the replay summary")
+    rep.add_argument("store", help="store file written by capture")
+    _add_job_arguments(rep)
+    rep.set_defaults(run=_replay)
     sub.add_parser("inspect-path", help="print where replay-inspect is installed").set_defaults(
         run=lambda _: print(inspect_executable()) or 0
     )
     args = parser.parse_args(argv)
-    if args.command == "capture" and args.module and args.script:
-        args.args.insert(0, args.script)  # with -m, everything after it is the job's
-        args.script = None
-    if args.command == "capture" and not (args.module or args.script):
-        parser.error("capture needs a script or -m module")
+    if args.command in ("capture", "replay"):
+        if args.module and args.script:
+            args.args.insert(0, args.script)  # with -m, everything after it is the job's
+            args.script = None
+        if not (args.module or args.script):
+            parser.error(f"{args.command} needs a script or -m module")
     return args.run(args)
 
 

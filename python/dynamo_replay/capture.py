@@ -4,13 +4,21 @@ Hooks go in only through PyTorch's own hook points and all come out when capture
 on an exception: a handler on the structured-trace logger (torch.__trace), which carries
 compile ids, guards, graphs, symbolic-shape events and metrics; and Dynamo's bytecode hook,
 which sees each original and transformed code object. No PyTorch function is replaced.
+
+For replay, capture turns on two settings while it runs, and puts them back after:
+Dynamo's caching precompile, so PyTorch packages each frame's guards and transformed bytecode
+(it applies to functions passed to torch.compile inside the block), and Inductor header
+precompilation off, since a precompiled header is re-made by the C++ preprocessor in every new
+process, cached or not.
 """
 
 from __future__ import annotations
 
 import dis
 import functools
+import hashlib
 import json
+import linecache
 import logging
 import sys
 import threading
@@ -21,6 +29,7 @@ from types import CodeType, TracebackType
 from typing import Any, Callable, TypeVar
 
 from dynamo_replay._core import Artifact, CodeObject, Manifest, Store, TraceEvent, __version__
+from dynamo_replay import kernels, signing
 from dynamo_replay.fingerprint import environment_fingerprint
 
 __all__ = ["capture"]
@@ -31,6 +40,31 @@ _NOT_NAMES = {*_ID_KEYS, "has_payload"}
 _NO_COMPILE = (-1, -1, -1)
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+MEGA_CACHE_NAME = "torch/mega_cache.bin"
+MEGA_CACHE_MEDIA_TYPE = "application/x-torch-mega-cache"
+# Config values capture sets for the job (see the module docstring); replay sets the same.
+REPLAY_SETTINGS = (
+    ("torch._dynamo.config", "caching_precompile", True),
+    ("torch._inductor.config", "cpp_cache_precompile_headers", False),
+)
+
+
+def apply_settings(settings: tuple[tuple[str, str, Any], ...]) -> Callable[[], None]:
+    """Sets each module.attribute to its value; returns a function that puts the old values back."""
+    import importlib
+
+    old = []
+    for module_name, attr, value in settings:
+        module = importlib.import_module(module_name)
+        old.append((module, attr, getattr(module, attr)))
+        setattr(module, attr, value)
+
+    def restore() -> None:
+        for module, attr, value in reversed(old):
+            setattr(module, attr, value)
+
+    return restore
 
 
 def _compile_id(metadata: dict[str, Any]) -> tuple[int, int, int]:
@@ -62,7 +96,20 @@ def _code_fields(code: CodeType) -> str:
     fields["co_linetable"] = code.co_linetable.hex()
     fields["co_exceptiontable"] = code.co_exceptiontable.hex()
     fields["co_lines"] = [list(t) for t in code.co_lines()]
+    fields["source_lines"], fields["source_sha256"] = source_hash(code.co_filename, code)
     return json.dumps(fields, default=repr)
+
+
+def source_hash(filename: str, code: CodeType | None = None, lines: list[int] | None = None) -> tuple[list[int], str]:
+    """([first, last], sha256 of those source lines) of a function, as the file reads now;
+    ([], "") when the file cannot be read (code made by exec, a deleted file)."""
+    if lines is None and code is not None:
+        numbers = [line for *_, line in code.co_lines() if line is not None] + [code.co_firstlineno]
+        lines = [min(numbers), max(numbers)]
+    text = linecache.getlines(filename)
+    if not lines or not text or lines[1] > len(text):
+        return [], ""
+    return lines, hashlib.sha256("".join(text[lines[0] - 1:lines[1]]).encode()).hexdigest()
 
 
 class _TraceHandler(logging.Handler):
@@ -82,8 +129,10 @@ class _TraceHandler(logging.Handler):
 class _Session:
     def __init__(self, path: str, level: int) -> None:
         self.store = Store.create(path, level=level, overwrite=True)
+        self.cache = kernels.PrivateCacheDir()
         self.lock = threading.Lock()
         self.failures: list[str] = []
+        self.signed: dict[str, tuple[str, bytes]] = {}
 
     def put_event(self, name: str, compile_id: tuple[int, int, int], metadata: Any, payload: str | bytes | None) -> None:
         key, size = "", 0
@@ -111,6 +160,11 @@ class _Session:
             self.note_failure("bytecode hook")
         return None  # keep Dynamo's code
 
+    def put_artifact(self, name: str, media_type: str, data: bytes, attributes: dict[str, str] | None = None) -> None:
+        self.store.put(Artifact(name=name, media_type=media_type, blob_key=self.store.put_blob(data),
+                                size=len(data), attributes=attributes or {}))
+        self.signed[name] = (media_type, data)
+
     def save_mega_cache(self) -> None:
         """Stores PyTorch's own cache artifacts (Mega-Cache: Inductor FX graphs, AOTAutograd
         entries, autotuning, PGO and precompile packages) for replay to load later."""
@@ -122,10 +176,28 @@ class _Session:
                 return
             data, info = saved
             counts = {kind: str(len(keys)) for kind, keys in sorted(info.artifacts.items())}
-            self.store.put(Artifact(name="torch/mega_cache.bin", media_type="application/x-torch-mega-cache",
-                                    blob_key=self.store.put_blob(data), size=len(data), attributes=counts))
+            self.put_artifact(MEGA_CACHE_NAME, MEGA_CACHE_MEDIA_TYPE, data, counts)
         except Exception:
             self.note_failure("save_cache_artifacts")
+
+    def save_kernels(self) -> None:
+        """Stores the kernel libraries Inductor built or loaded, and the compiler's identity."""
+        if not kernels.inductor_used():
+            return
+        try:
+            for name, path in self.cache.kernel_libraries().items():
+                self.put_artifact(name, kernels.KERNEL_MEDIA_TYPE, path.read_bytes())
+            identity = kernels.compiler_identity()
+            self.put_artifact(kernels.TOOLCHAIN_NAME, kernels.TOOLCHAIN_MEDIA_TYPE, json.dumps(identity).encode(),
+                              {"name": identity["name"]})
+        except Exception:
+            self.note_failure("kernel libraries")
+
+    def sign(self, key: bytes) -> None:
+        signature = signing.sign(key, self.signed)
+        self.store.put(Artifact(name=signing.SIGNATURE_NAME, media_type=signing.SIGNATURE_MEDIA_TYPE,
+                                blob_key=self.store.put_blob(signature.encode()), size=len(signature),
+                                attributes={"algorithm": signing.ALGORITHM, "covers": str(len(self.signed))}))
 
     def note_failure(self, where: str) -> None:
         with self.lock:
@@ -140,11 +212,13 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
     the exception itself.
     """
 
-    def __init__(self, path: str, *, level: int = 3) -> None:
+    def __init__(self, path: str, *, level: int = 3, key: str | bytes | None = None) -> None:
         self.path = str(path)
         self.level = level
+        self.key = key
         self._session: _Session | None = None
         self._undo: list[Callable[[], None]] = []
+        self._restore_settings: Callable[[], None] = lambda: None
 
     def __enter__(self) -> capture:
         import torch._dynamo.convert_frame
@@ -152,6 +226,7 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         session = _Session(self.path, self.level)
         self._session = session
         try:
+            self._restore_settings = apply_settings(REPLAY_SETTINGS)
             session.store.put(Manifest(
                 tool=f"dynamo-replay {__version__}",
                 created_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -189,20 +264,29 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         session, self._session = self._session, None
         if session is None:
             return
+        # The settings stay until the artifacts are saved: PyTorch only writes its precompile
+        # packages into the Mega-Cache while caching_precompile is on.
         try:
             if exc is not None and not (isinstance(exc, SystemExit) and not exc.code):
                 session.put_event("dynamo_replay.error", _NO_COMPILE,
                                   {"type": exc_type.__qualname__, "message": str(exc)},
                                   "".join(traceback.format_exception(exc_type, exc, tb)))
             session.save_mega_cache()
+            session.save_kernels()
+            key = signing.resolve_key(self.key)
+            if key:
+                session.sign(key)
             session.put_event("dynamo_replay.summary", _NO_COMPILE, _summary(session), None)
         finally:
+            self._restore_settings()
+            self._restore_settings = lambda: None
+            session.cache.restore()
             session.store.close()
 
     def __call__(self, fn: F) -> F:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with capture(self.path, level=self.level):
+            with capture(self.path, level=self.level, key=self.key):
                 return fn(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]

@@ -14,6 +14,9 @@ __all__ = [
     "NotAStoreError",
     "StoreUsageError",
     "StoreIOError",
+    "ReplayError",
+    "ReplayRefusedError",
+    "ReplayWarning",
 ]
 
 
@@ -58,3 +61,15 @@ class StoreUsageError(StoreError, ValueError):
 
 class StoreIOError(StoreError, OSError):
     """The operating system refused a read or write."""
+
+
+class ReplayError(Exception):
+    """Base class of replay's errors."""
+
+
+class ReplayRefusedError(ReplayError):
+    """Strict replay could not use the store; the message names every reason."""
+
+
+class ReplayWarning(UserWarning):
+    """Replay did not load a store and the job compiles as usual; the message says why."""

@@ -1,0 +1,206 @@
+"""Inductor's kernel libraries and C++ compiler identity, saved at capture and put back at replay.
+
+On CPU, a graph loaded from PyTorch's caches still needs the shared libraries Inductor built
+for it: they are looked up in Inductor's cache directory under a key made of the kernel source
+and the compile command, and compiled again when missing. The command includes the compiler's
+own `-v` output, and picking the CPU vector ISA dlopens small probe libraries built the same
+way. So capture saves the kernel libraries this process loaded, the ISA probe libraries and
+the compiler's version answers; replay writes the libraries back under the same names, and on
+a host with no compiler puts a stand-in on PATH that gives the recorded answers and refuses to
+compile.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path, PurePosixPath
+
+KERNEL_PREFIX = "inductor/"
+KERNEL_MEDIA_TYPE = "application/x-sharedlib"
+TOOLCHAIN_NAME = "toolchain/cxx"
+TOOLCHAIN_MEDIA_TYPE = "application/json"
+_VERSION_FLAGS = ("-v", "--version")
+
+
+def inductor_used() -> bool:
+    """Whether this process generated or loaded any C++ through Inductor."""
+    return "torch._inductor.codecache" in sys.modules
+
+
+def cache_dir() -> Path:
+    from torch._inductor.runtime.cache_dir_utils import cache_dir as inductor_cache_dir
+
+    return Path(inductor_cache_dir())
+
+
+def _mapped_libraries(root: Path) -> set[Path]:
+    """Shared libraries under root that this process has mapped (Inductor dlopens each kernel)."""
+    found = set()
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            for line in maps:
+                path = line.rstrip("\n").split(maxsplit=5)[-1]
+                if path.endswith(".so") and path.startswith(str(root) + os.sep):
+                    found.add(Path(path))
+    except OSError:
+        pass
+    return found
+
+
+def _isa_probe_libraries(root: Path) -> set[Path]:
+    """The libraries Inductor's CPU vector ISA check builds: it dlopens them in a child process,
+    so they never show in our maps. They sit next to a .cpp holding one of the probe sources
+    the ISA classes carry (class attributes named *_code)."""
+    from torch._inductor import cpu_vec_isa
+
+    probes = {
+        value.strip()
+        for cls in vars(cpu_vec_isa).values() if isinstance(cls, type) and issubclass(cls, cpu_vec_isa.VecISA)
+        for name, value in vars(cls).items() if name.endswith("_code") and isinstance(value, str)
+    }
+    longest = max(map(len, probes), default=0) + 64
+    found = set()
+    for source in root.glob("??/*.cpp"):
+        library = source.with_suffix(".so")
+        if library.exists() and source.stat().st_size <= longest and source.read_text(errors="replace").strip() in probes:
+            found.add(library)
+    return found
+
+
+class PrivateCacheDir:
+    """Points Inductor at a fresh, empty cache directory while capture runs.
+
+    So the capture sees a whole compile (a package left in the job's own cache by an earlier
+    run would otherwise skip it), every library built for it lands in one place, and the job's
+    own cache is left as it was. The directory is removed when the process exits: compiled
+    code may still load files from it until then.
+    """
+
+    def __init__(self) -> None:
+        self.original = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+        self.original_root = cache_dir() if inductor_used() else None
+        self.path = Path(tempfile.mkdtemp(prefix="dynrep-capture-"))
+        atexit.register(shutil.rmtree, self.path, ignore_errors=True)
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(self.path)
+        _clear_inductor_caches()
+
+    def restore(self) -> None:
+        if self.original is None:
+            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+        else:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = self.original
+        _clear_inductor_caches()
+
+    def kernel_libraries(self) -> dict[str, Path]:
+        """Relative name (inductor/<dir>/<file>.so) -> path, for every library replay needs:
+        all built during capture, and any that capture's compiles found already loaded or
+        ISA-probed in the job's own cache."""
+        found = {lib.relative_to(self.path).as_posix(): lib for lib in self.path.glob("??/*.so")}
+        if self.original_root is not None:
+            root = self.original_root
+            for lib in _mapped_libraries(root) | _isa_probe_libraries(root):
+                found.setdefault(lib.relative_to(root).as_posix(), lib)
+        return {KERNEL_PREFIX + name: found[name] for name in sorted(found)}
+
+
+def _clear_inductor_caches() -> None:
+    # Inductor keeps in-memory maps from keys to files; they must not outlive a directory
+    # switch. Not loaded yet means nothing to clear (and importing it would cost a second).
+    if "torch._inductor.utils" in sys.modules:
+        sys.modules["torch._inductor.utils"].clear_caches()
+
+
+def compiler_identity() -> dict[str, str]:
+    """The compiler name Inductor uses and its answers to the version queries Inductor asks."""
+    from torch._inductor.cpp_builder import get_cpp_compiler
+
+    name = get_cpp_compiler()
+    env = {**os.environ, "LC_ALL": "C"}
+    answers = {"name": name}
+    for flag in _VERSION_FLAGS:
+        run = subprocess.run([name, flag], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, timeout=30)
+        answers[flag] = run.stdout.decode(errors="replace")
+    return answers
+
+
+def _safe_relative(name: str) -> PurePosixPath:
+    """The path under the cache directory for an artifact name; refuses anything that could
+    land outside it, since a store may come from elsewhere."""
+    relative = PurePosixPath(name[len(KERNEL_PREFIX):])
+    if (not name.startswith(KERNEL_PREFIX) or relative.is_absolute() or ".." in relative.parts
+            or relative.suffix != ".so" or len(relative.parts) != 2):
+        raise ValueError(f"kernel library name {name!r} is not <dir>/<file>.so under the Inductor cache")
+    return relative
+
+
+def check_kernel_names(names: list[str]) -> None:
+    for name in names:
+        _safe_relative(name)
+
+
+def restore_kernel_libraries(libraries: dict[str, bytes]) -> int:
+    """Writes each library into Inductor's cache directory unless it is already there; returns
+    how many were written. Each is written to a temporary file and renamed into place, so a
+    concurrent process never sees half a library."""
+    root = cache_dir()
+    written = 0
+    for name, data in libraries.items():
+        target = root / _safe_relative(name)
+        if target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".dynrep-", suffix=".so")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+            os.chmod(temp, 0o755)
+            os.replace(temp, target)
+            written += 1
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+    return written
+
+
+class CompilerStandIn:
+    """A directory put first on PATH holding an executable named like the captured compiler.
+    It answers the version queries with the recorded text and fails every other call, naming
+    dynamo-replay, so Inductor can find its cached kernels on a host without a compiler."""
+
+    def __init__(self, identity: dict[str, str]) -> None:
+        self.name = identity["name"]
+        self._dir = tempfile.mkdtemp(prefix="dynrep-cxx-")
+        answers = Path(self._dir) / "answers.json"
+        answers.write_text(json.dumps({flag: identity.get(flag, "") for flag in _VERSION_FLAGS}))
+        script = Path(self._dir) / os.path.basename(self.name)
+        script.write_text(
+            f"#!{sys.executable}\n"
+            "import json, sys\n"
+            f"answers = json.load(open({str(answers)!r}))\n"
+            "if len(sys.argv) == 2 and sys.argv[1] in answers:\n"
+            "    sys.stdout.write(answers[sys.argv[1]]); sys.exit(0)\n"
+            "sys.exit('dynamo-replay: no C++ compiler on this host and a kernel library missing from the store '\n"
+            "         'was requested: ' + ' '.join(sys.argv[1:3]))\n"
+        )
+        script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        self._old_path = os.environ.get("PATH")
+        os.environ["PATH"] = self._dir + os.pathsep + (self._old_path or "")
+
+    def remove(self) -> None:
+        if self._old_path is None:
+            os.environ.pop("PATH", None)
+        else:
+            os.environ["PATH"] = self._old_path
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def compiler_missing(identity: dict[str, str]) -> bool:
+    name = identity.get("name", "")
+    return bool(name) and shutil.which(name) is None

@@ -1,0 +1,100 @@
+"""Jobs for the replay tests, each run once under capture and again under replay, every time
+in a fresh process. Usage: replay_jobs.py WORKLOAD OUT_DIR [--new-shape]
+
+Writes OUT_DIR/outputs.pt (every output, for a bitwise comparison) and OUT_DIR/compiler.json
+(what Dynamo, AOTAutograd and Inductor did in this process: frames traced, compile callbacks,
+cache hits and misses), so the test can prove what did and did not compile.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import torch
+import torch._dynamo.convert_frame
+from torch._dynamo.utils import counters
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from models import TinyGPT  # noqa: E402
+
+compile_starts: list[str] = []
+traced: list[str] = []
+torch._dynamo.callback.on_compile_start(lambda args: compile_starts.append(f"{args.callback_trigger.name} {args.compile_id}"))
+torch._dynamo.convert_frame.register_bytecode_hook(lambda code, new_code: traced.append(code.co_name))
+
+
+def gpt(new_shape: bool) -> list[torch.Tensor]:
+    """Inference with Inductor, batch and sequence length dynamic."""
+    torch.manual_seed(0)
+    model = TinyGPT().eval()
+    compiled = torch.compile(model, dynamic=True)
+    shapes = [(2, 16), (3, 24)] + ([(1, 40)] if new_shape else [])
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        return [compiled(torch.randint(0, 97, shape, generator=generator)) for shape in shapes]
+
+
+def train(new_shape: bool) -> list[torch.Tensor]:
+    """Two training steps: forward and backward compiled, the optimizer step eager."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        return loss
+
+    compiled = torch.compile(step)
+    generator = torch.Generator().manual_seed(1)
+    outputs = []
+    for _ in range(2):
+        optimizer.zero_grad()
+        outputs.append(compiled(torch.randn(4, 8, generator=generator), torch.randn(4, 1, generator=generator)).detach())
+        optimizer.step()
+    return outputs + [p.detach().clone() for p in model.parameters()]
+
+
+def graph_break(new_shape: bool) -> list[torch.Tensor]:
+    """A function with a graph break in the middle: two graphs and a resume function."""
+
+    def scaled(x: torch.Tensor) -> torch.Tensor:
+        y = torch.sin(x) * 2
+        torch._dynamo.graph_break()
+        return torch.cos(y) + 1
+
+    compiled = torch.compile(scaled)
+    return [compiled(torch.linspace(-1, 1, 12))]
+
+
+def ladder(new_shape: bool) -> list[torch.Tensor]:
+    """The recompile ladder: changing shapes, then a changed Python float."""
+
+    def scale_and_shift(x: torch.Tensor, factor: float) -> torch.Tensor:
+        return torch.relu(x * factor) + x.sum()
+
+    compiled = torch.compile(scale_and_shift)
+    calls = [(torch.linspace(-1, 1, n), 2.0) for n in (4, 8, 16)] + [(torch.linspace(-1, 1, 16), 3.0)]
+    if new_shape:
+        calls.append((torch.linspace(-1, 1, 32).reshape(4, 8), 3.0))
+    return [compiled(x, factor) for x, factor in calls]
+
+
+WORKLOADS = {"gpt": gpt, "train": train, "graph_break": graph_break, "ladder": ladder}
+
+if __name__ == "__main__":
+    workload, out_dir = sys.argv[1], Path(sys.argv[2])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    outputs = WORKLOADS[workload]("--new-shape" in sys.argv)
+    torch.save(outputs, out_dir / "outputs.pt")
+    (out_dir / "compiler.json").write_text(json.dumps({
+        "compile_starts": compile_starts,
+        "frames_traced": traced,
+        "unique_graphs": counters["stats"]["unique_graphs"],
+        "fxgraph_cache_miss": counters["inductor"]["fxgraph_cache_miss"],
+        "fxgraph_cache_hit": counters["inductor"]["fxgraph_cache_hit"],
+        "autograd_cache_miss": counters["aot_autograd"]["autograd_cache_miss"],
+        "dynamo_cache_hit": counters["dynamo_cache"]["dynamo_cache_hit"],
+    }, indent=1))
