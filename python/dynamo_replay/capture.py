@@ -293,9 +293,12 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
 
 
 def _summary(session: _Session) -> dict[str, Any]:
+    from torch._dynamo import bytecode_transformation
     from torch._dynamo.utils import counters
 
     return {
         "counters": {group: dict(values) for group, values in counters.items()},
+        # Replay needs it to keep new globals clear of those the saved frames install.
+        "dynamo_unique_ids": next(bytecode_transformation._unique_id_counter),
         "capture_failures": session.failures,
     }

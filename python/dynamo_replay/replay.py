@@ -56,7 +56,7 @@ class ReplaySummary:
     loaded: bool = False
     refused: str | None = None
     differences: list[str] = field(default_factory=list)
-    frames_installed: int = 0
+    functions_installed: int = 0
     kernel_libraries: int = 0
     captured_compiles: int = 0
     captured_compile_seconds: float = 0.0
@@ -78,7 +78,7 @@ class ReplaySummary:
     def as_dict(self) -> dict[str, Any]:
         return {
             "store": self.store, "loaded": self.loaded, "refused": self.refused, "differences": self.differences,
-            "frames_installed": self.frames_installed, "kernel_libraries": self.kernel_libraries,
+            "functions_installed": self.functions_installed, "kernel_libraries": self.kernel_libraries,
             "captured_compiles": self.captured_compiles, "captured_compile_seconds": self.captured_compile_seconds,
             "not_packaged": self.not_packaged, "compiled": [vars(frame) for frame in self.compiled],
             "load_seconds": self.load_seconds, "compile_seconds_saved": self.compile_seconds_saved,
@@ -91,7 +91,7 @@ class ReplaySummary:
             return "\n".join(lines)
         lines = [
             f"dynamo-replay: {self.store}",
-            f"  loaded in {self.load_seconds:.2f} s: {self.frames_installed} frames, "
+            f"  loaded in {self.load_seconds:.2f} s: {self.functions_installed} compiled functions, "
             f"{self.kernel_libraries} kernel libraries",
             f"  captured: {self.captured_compiles} compiles, {self.captured_compile_seconds:.2f} s",
             f"  compiled anyway: {len(self.compiled)} ({self.compile_seconds:.2f} s)",
@@ -119,6 +119,7 @@ class _Loaded:
     source_checks: list[tuple[str, str, list[int], str]]  # name, file, [first, last], sha256
     metrics: list[dict[str, Any]]
     bypasses: list[str]
+    unique_ids: int
 
 
 def _read_store(path: str) -> _Loaded:
@@ -136,15 +137,17 @@ def _read_store(path: str) -> _Loaded:
                 fields = json.loads(code.fields_json)
                 if code.role == "original" and fields.get("source_sha256"):
                     checks.append((code.name, code.filename, fields["source_lines"], fields["source_sha256"]))
-            metrics, bypasses = [], []
+            metrics, bypasses, unique_ids = [], [], 0
             for event in store.records(TraceEvent):
-                if event.name == "compilation_metrics":
+                if event.name == "dynamo_replay.summary":
+                    unique_ids = int((json.loads(event.metadata_json) or {}).get("dynamo_unique_ids", 0))
+                elif event.name == "compilation_metrics":
                     metrics.append(json.loads(event.metadata_json) or {})
                 elif event.name == "artifact" and "precompile_cache_bypass" in event.metadata_json and event.payload_key:
                     bypasses.append(_bypass_line(store.get_blob(event.payload_key)))
     except StoreError as error:
         raise _Refused(str(error)) from None
-    return _Loaded(manifests[0].environment, artifacts, checks, metrics, bypasses)
+    return _Loaded(manifests[0].environment, artifacts, checks, metrics, bypasses, unique_ids)
 
 
 def _bypass_line(payload: bytes) -> str:
@@ -179,6 +182,21 @@ def source_differences(checks: list[tuple[str, str, list[int], str]]) -> list[st
     return differences
 
 
+def _skip_unique_ids(captured: int) -> None:
+    """Moves Dynamo's counter for generated global names past the capture's last one.
+
+    Saved frames install globals under the names the capture process gave them (such as
+    `__builtins_dict___0`); a frame that compiles under replay would draw the same names from a
+    fresh counter and Dynamo fails on the clash (PyTorch 2.13).
+    """
+    import itertools
+
+    from torch._dynamo import bytecode_transformation
+
+    current = next(bytecode_transformation._unique_id_counter)
+    bytecode_transformation._unique_id_counter = itertools.count(max(current, captured + 1))
+
+
 class replay:  # noqa: N801 - a context manager, like capture
     """Run the torch.compile work in this block from the store at `path` instead of compiling.
 
@@ -198,6 +216,7 @@ class replay:  # noqa: N801 - a context manager, like capture
         self._active = False
         self._undo: list[Callable[[], None]] = []
         self._metrics_before = 0
+        self._captured_frames: set[tuple[str, int]] = set()
 
     @property
     def summary(self) -> ReplaySummary:
@@ -264,11 +283,13 @@ class replay:  # noqa: N801 - a context manager, like capture
             info = torch.compiler.load_cache_artifacts(artifacts[MEGA_CACHE_NAME][1])
         except Exception as error:  # PyTorch's own loader: any failure means nothing usable
             raise _Refused(f"PyTorch could not load the store's cache artifacts: {error!r}") from None
-        self.summary.frames_installed = len(info.artifacts.get("precompile", [])) if info else 0
+        self.summary.functions_installed = len(info.artifacts.get("precompile", [])) if info else 0
         done = [m for m in loaded.metrics if not m.get("fail_type")]
         self.summary.captured_compiles = len(done)
         self.summary.captured_compile_seconds = sum(m.get("entire_frame_compile_time_s") or 0.0 for m in done)
         self.summary.not_packaged = loaded.bypasses
+        self._captured_frames = {(filename, lines[0]) for _, filename, lines, _ in loaded.source_checks}
+        _skip_unique_ids(loaded.unique_ids)
         self._observe(torch)
 
     def _check_signature(self, artifacts: dict[str, tuple[str, bytes]]) -> None:
@@ -291,13 +312,18 @@ class replay:  # noqa: N801 - a context manager, like capture
             torch.compiler.set_stance("fail_on_recompile")
             self._undo.append(lambda: eval_frame._set_stance(prior))
 
+    def _why_compiled(self, filename: str | None, line: int | None) -> str:
+        if (filename, line) in self._captured_frames:
+            return "the call failed the guards of every saved entry (strict=True names the failing guard)"
+        return "this frame was not compiled during capture"
+
     def _collect_compiles(self) -> None:
         from torch._dynamo.utils import get_compilation_metrics
 
         self._summary.compiled = [
             CompiledFrame(
                 function=metrics.co_name or "?", filename=metrics.co_filename or "?", line=metrics.co_firstlineno or 0,
-                reason=metrics.recompile_reason or metrics.fail_reason or "no saved entry for this frame",
+                reason=metrics.recompile_reason or self._why_compiled(metrics.co_filename, metrics.co_firstlineno),
                 seconds=metrics.entire_frame_compile_time_s or 0.0,
             )
             for metrics in get_compilation_metrics()[self._metrics_before:]
