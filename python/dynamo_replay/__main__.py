@@ -30,13 +30,16 @@ def _demo(args: argparse.Namespace) -> int:
     return status
 
 
-def _run_job(args: argparse.Namespace) -> int:
-    """Runs the script or module as if it were run directly: it sees its own argv and its exit
-    status passes through."""
+def _prepare_job(args: argparse.Namespace) -> None:
+    """Gives the job its own argv (recorded by capture) and, for a script, its directory on sys.path."""
     target = args.module if args.module else args.script
     sys.argv = [target, *args.args]
     if not args.module:
         sys.path.insert(0, str(Path(args.script).resolve().parent))
+
+
+def _run_job(args: argparse.Namespace) -> int:
+    """Runs the script or module as if it were run directly; its exit status passes through."""
     try:
         if args.module:
             runpy.run_module(args.module, run_name="__main__", alter_sys=True)
@@ -54,6 +57,7 @@ def _run_job(args: argparse.Namespace) -> int:
 def _capture(args: argparse.Namespace) -> int:
     from dynamo_replay.capture import capture
 
+    _prepare_job(args)
     with capture(args.output, level=args.level):
         return _run_job(args)
 
@@ -61,6 +65,7 @@ def _capture(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     from dynamo_replay.replay import replay
 
+    _prepare_job(args)
     with replay(args.store, strict=args.strict, verbose=not args.quiet):
         return _run_job(args)
 
