@@ -125,6 +125,20 @@ void printCompiles(const std::string& path, const Job& job, const InspectOptions
   fmt::print(out, "total: {} frames, {} compiles, {} recompiles\n", job.frameCount(), job.compiles().size(), recompiles);
 }
 
+// "graph IR: N nodes; operators: aten::addmm.default x2, ..." from a graph IR document.
+std::string operatorSummary(const std::string& irText) {
+  json ir = json::parse(irText, nullptr, false);
+  if (!ir.is_object() || !ir.contains("nodes") || !ir["nodes"].is_array()) return "graph IR: unreadable\n";
+  std::map<std::string, int> counts;
+  for (const json& node : ir["nodes"]) {
+    if (node.is_object() && node.value("op", "") == "call_function") counts[node.value("target", "?")]++;
+  }
+  std::string ops;
+  for (const auto& [target, n] : counts) ops += fmt::format("{}{}{}", ops.empty() ? "" : ", ", target, n > 1 ? fmt::format(" x{}", n) : "");
+  size_t schemas = ir.contains("schemas") && ir["schemas"].is_object() ? ir["schemas"].size() : 0;
+  return fmt::format("graph IR: {} nodes, {} operator schemas; operators: {}\n", ir["nodes"].size(), schemas, ops);
+}
+
 }  // namespace
 
 int inspectShow(const std::string& path, const std::string& compileId, ShowSections s, const InspectOptions& o,
@@ -149,6 +163,9 @@ int inspectShow(const std::string& path, const std::string& compileId, ShowSecti
       json graphs = json::object();
       for (const auto& [name, key] : c->graphs) graphs[name] = job->text(key);
       j["graphs"] = graphs;
+      json irs = json::object();
+      for (const auto& [name, key] : c->graphIrs) irs[name] = json::parse(job->text(key), nullptr, false);
+      j["graph_ir"] = irs;
     }
     if (s.code) {
       json code = json::array();
@@ -194,6 +211,7 @@ int inspectShow(const std::string& path, const std::string& compileId, ShowSecti
     for (const auto& [name, key] : c->graphs) {
       heading("graph: " + name);
       out << job->text(key) << "\n";
+      if (auto ir = c->graphIrs.find(name); ir != c->graphIrs.end()) out << operatorSummary(job->text(ir->second));
     }
   }
   if (s.shapes) {

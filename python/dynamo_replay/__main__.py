@@ -3,31 +3,41 @@
 from __future__ import annotations
 
 import argparse
+import os
 import runpy
+import subprocess
+import tempfile
 import sys
 import time
 from pathlib import Path
 
-from dynamo_replay.sample import write_sample_store
 from dynamo_replay.tools import inspect_executable, run_inspect
 
 
 def _demo(args: argparse.Namespace) -> int:
+    """Captures the demo GPT job in one process, replays it in a fresh one with an empty
+    Inductor cache, and shows what the store holds."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    store = out / "sample.dynrep"
-    start = time.perf_counter()
-    artifacts = write_sample_store(store, overwrite=True)
-    print(f"wrote {store} ({len(artifacts)} sample artifacts) in {1e3 * (time.perf_counter() - start):.1f} ms\n")
-    status = 0
-    for command in (["info"], ["ls"], ["ls", "--blobs"], ["verify"]):
-        print(f"$ replay-inspect {' '.join(command)} {store}")
-        result = run_inspect(*command, str(store))
-        sys.stdout.write(result.stdout)
-        sys.stderr.write(result.stderr)
-        print()
-        status |= result.returncode
-    return status
+    store = out / "gpt.dynrep"
+    steps = [
+        ("capture (compiles from scratch)", ["capture", "-o", str(store), "-m", "dynamo_replay.demo_job"]),
+        ("replay (fresh process, empty Inductor cache)", ["replay", str(store), "-m", "dynamo_replay.demo_job"]),
+    ]
+    for title, command in steps:
+        print(f"== {title}\n$ python -m dynamo_replay {' '.join(command)}", flush=True)
+        with tempfile.TemporaryDirectory(prefix="dynrep-demo-cache-") as cache:
+            start = time.perf_counter()
+            result = subprocess.run([sys.executable, "-m", "dynamo_replay", *command],
+                                    env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache})
+            print(f"(whole process: {time.perf_counter() - start:.2f} s)\n", flush=True)
+        if result.returncode != 0:
+            return result.returncode
+    print(f"$ replay-inspect ls {store}", flush=True)
+    listing = run_inspect("ls", str(store))
+    sys.stdout.write(listing.stdout)
+    sys.stderr.write(listing.stderr)
+    return listing.returncode
 
 
 def _prepare_job(args: argparse.Namespace) -> None:
@@ -79,7 +89,7 @@ def _add_job_arguments(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dynamo_replay", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="write a store of sample artifacts and inspect it")
+    demo = sub.add_parser("demo", help="capture a small GPT job, replay it in a fresh process, inspect the store")
     demo.add_argument("--out", default="demo-out", help="directory for the store (default: demo-out)")
     demo.set_defaults(run=_demo)
     cap = sub.add_parser("capture", help="run a script or module and record its torch.compile work")

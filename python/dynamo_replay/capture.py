@@ -29,7 +29,7 @@ from types import CodeType, TracebackType
 from typing import Any, Callable, TypeVar
 
 from dynamo_replay._core import Artifact, CodeObject, Manifest, Store, TraceEvent, __version__
-from dynamo_replay import kernels, signing
+from dynamo_replay import graph_ir, kernels, signing
 from dynamo_replay.fingerprint import environment_fingerprint
 
 __all__ = ["capture"]
@@ -133,6 +133,7 @@ class _Session:
         self.lock = threading.Lock()
         self.failures: list[str] = []
         self.signed: dict[str, tuple[str, bytes]] = {}
+        self.aten_graphs: list[tuple[tuple[int, int, int], str, str]] = []  # compile id, event, text
 
     def put_event(self, name: str, compile_id: tuple[int, int, int], metadata: Any, payload: str | bytes | None) -> None:
         key, size = "", 0
@@ -145,6 +146,18 @@ class _Session:
     def trace_event(self, metadata: dict[str, Any], payload: str | None) -> None:
         name = next((k for k in metadata if k not in _NOT_NAMES), "unknown")
         self.put_event(name, _compile_id(metadata), metadata.get(name), payload)
+        if name in graph_ir.ATEN_GRAPHS and isinstance(payload, str):
+            self.aten_graphs.append((_compile_id(metadata), name, payload))
+
+    def save_graph_irs(self) -> None:
+        """Adds the torch-free IR of each aten graph, parsed after the job so as not to slow it."""
+        for compile_id, name, text in self.aten_graphs:
+            try:
+                ir = graph_ir.graph_ir(text)
+                self.put_event("dynamo_replay.graph_ir", compile_id, {"graph": name, "nodes": len(ir["nodes"])},
+                               json.dumps(ir))
+            except Exception:
+                self.note_failure(f"graph IR of {name}")
 
     def bytecode_hook(self, code: CodeType, new_code: CodeType) -> None:
         try:
@@ -271,6 +284,7 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
                 session.put_event("dynamo_replay.error", _NO_COMPILE,
                                   {"type": exc_type.__qualname__, "message": str(exc)},
                                   "".join(traceback.format_exception(exc_type, exc, tb)))
+            session.save_graph_irs()
             session.save_mega_cache()
             session.save_kernels()
             key = signing.resolve_key(self.key)

@@ -68,6 +68,20 @@ def test_mlp_aten_graph_guards_and_code(store_path: Path, inspect) -> None:
     assert aten.count("torch.ops.aten.addmm.default") == 2
     assert '"f32[8, 32]' in aten and '"f32[8, 4]' in aten  # the hidden and output activations
     assert "torch.ops.aten.relu.default" in aten
+    # The same graph as torch-free IR: operators with overloads, output metadata and schemas.
+    ir = detail["graph_ir"]["aot_inference_graph"]
+    addmms = [n for n in ir["nodes"] if n.get("target") == "aten::addmm.default"]
+    assert [n["outputs"][0]["shape"] for n in addmms] == [[8, 32], [8, 4]]
+    assert addmms[0]["outputs"][0] | {"shape": None} == {"dtype": "float32", "shape": None, "stride": [32, 1], "device": "cpu"}
+    assert all(arg.keys() == {"ref"} for arg in addmms[0]["args"])
+    relu = next(n for n in ir["nodes"] if n.get("target") == "aten::relu.default")
+    assert relu["args"] == [{"ref": addmms[0]["name"]}]
+    schema = ir["schemas"]["aten::addmm.default"]
+    assert [a["name"] for a in schema["arguments"]] == ["self", "mat1", "mat2", "beta", "alpha"]
+    assert schema["arguments"][3] == {"name": "beta", "type": "Scalar", "kwarg_only": True, "default": "1"}
+    assert schema["returns"] == [{"name": "", "type": "Tensor"}]
+    placeholders = [n for n in ir["nodes"] if n["op"] == "placeholder"]
+    assert {"dtype": "float32", "shape": [8, 16], "stride": [16, 1], "device": "cpu"} in [p["outputs"][0] for p in placeholders]
     assert "TENSOR_MATCH" in detail["guards"] and "L['x']" in detail["guards"]
     roles = {(code["role"], code["name"]) for code in detail["code"]}
     assert roles == {("original", "MLP.forward"), ("transformed", "MLP.forward")}
@@ -98,6 +112,11 @@ def test_training_step_has_a_backward_graph(store_path: Path, inspect) -> None:
     backward = graphs["aot_backward_graph"]
     assert "torch.ops.aten.threshold_backward.default" in backward  # relu's gradient
     assert "torch.ops.aten.mse_loss_backward.default" in backward
+    backward_ir = next(show(inspect, store_path, c["compile_id"], "--graph")["graph_ir"]["aot_backward_graph"]
+                       for c in ls(inspect, store_path)["compiles"]
+                       if "aot_backward_graph" in show(inspect, store_path, c["compile_id"], "--graph")["graph_ir"])
+    assert "aten::threshold_backward.default" in backward_ir["schemas"]
+    assert {n.get("target") for n in backward_ir["nodes"]} >= {"aten::mse_loss_backward.default", "aten::mm.default"}
 
 
 def test_gpt_with_dynamic_batch_and_sequence(store_path: Path, inspect) -> None:

@@ -40,6 +40,7 @@ struct Compile {
   uint64_t guardCount = 0;
   std::string guardTreeKey;                  // blob: the guard tree as PyTorch renders it
   std::map<std::string, std::string> graphs;  // trace event name -> blob key of its code
+  std::map<std::string, std::string> graphIrs;  // aten graph event name -> blob key of its IR (JSON)
   std::vector<ShapeEvent> shapes;
   std::vector<std::string> graphBreaks;
   std::map<std::string, double> phaseSeconds;  // from compilation_metrics "*_time_s"
