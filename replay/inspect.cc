@@ -158,7 +158,10 @@ int inspectShow(const std::string& path, const std::string& compileId, ShowSecti
     json j = {{"compile_id", c->id.str()}, {"function", c->function}, {"file", c->file}, {"line", c->firstLine},
               {"reason", c->reason}, {"status", c->status}, {"guard_count", c->guardCount},
               {"phase_seconds", c->phaseSeconds}, {"graph_breaks", c->graphBreaks}};
-    if (s.guards) j["guards"] = job->text(c->guardTreeKey);
+    if (s.guards) {
+      j["guards"] = job->text(c->guardTreeKey);
+      j["guard_list"] = c->guardListKey.empty() ? json::array() : json::parse(job->text(c->guardListKey), nullptr, false);
+    }
     if (s.graph) {
       json graphs = json::object();
       for (const auto& [name, key] : c->graphs) graphs[name] = job->text(key);

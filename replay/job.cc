@@ -113,6 +113,8 @@ Result<Job> Job::load(const StoreReader& reader) {
       c.guardTreeKey = e.payloadKey;
     } else if (isGraphEvent(e.name)) {
       c.graphs[e.name] = e.payloadKey;
+    } else if (e.name == "dynamo_replay.guards") {
+      c.guardListKey = e.payloadKey;
     } else if (e.name == "dynamo_replay.graph_ir" && md.is_object()) {
       c.graphIrs[str(md, "graph")] = e.payloadKey;
     } else if (e.name == "artifact" && md.is_object() && str(md, "name") == "recompile_reasons") {

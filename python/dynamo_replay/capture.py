@@ -29,7 +29,7 @@ from types import CodeType, TracebackType
 from typing import Any, Callable, TypeVar
 
 from dynamo_replay._core import Artifact, CodeObject, Manifest, Store, TraceEvent, __version__
-from dynamo_replay import graph_ir, kernels, signing
+from dynamo_replay import graph_ir, guards, kernels, signing
 from dynamo_replay.fingerprint import environment_fingerprint
 
 __all__ = ["capture"]
@@ -134,6 +134,7 @@ class _Session:
         self.failures: list[str] = []
         self.signed: dict[str, tuple[str, bytes]] = {}
         self.aten_graphs: list[tuple[tuple[int, int, int], str, str]] = []  # compile id, event, text
+        self.guard_trees: list[tuple[tuple[int, int, int], str]] = []  # compile id, text
 
     def put_event(self, name: str, compile_id: tuple[int, int, int], metadata: Any, payload: str | bytes | None) -> None:
         key, size = "", 0
@@ -148,9 +149,21 @@ class _Session:
         self.put_event(name, _compile_id(metadata), metadata.get(name), payload)
         if name in graph_ir.ATEN_GRAPHS and isinstance(payload, str):
             self.aten_graphs.append((_compile_id(metadata), name, payload))
+        elif name == "dynamo_cpp_guards_str" and isinstance(payload, str):
+            self.guard_trees.append((_compile_id(metadata), payload))
+
+    def save_structured(self) -> None:
+        """Adds the structured forms of what the trace gave as text: each aten graph's IR and
+        each compile's guard list. Parsed after the job, so as not to slow its compiles."""
+        self.save_graph_irs()
+        for compile_id, text in self.guard_trees:
+            try:
+                parsed = guards.parse_guard_tree(text)
+                self.put_event("dynamo_replay.guards", compile_id, {"count": len(parsed)}, json.dumps(parsed))
+            except Exception:
+                self.note_failure("guard list")
 
     def save_graph_irs(self) -> None:
-        """Adds the torch-free IR of each aten graph, parsed after the job so as not to slow it."""
         for compile_id, name, text in self.aten_graphs:
             try:
                 ir = graph_ir.graph_ir(text)
@@ -284,7 +297,7 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
                 session.put_event("dynamo_replay.error", _NO_COMPILE,
                                   {"type": exc_type.__qualname__, "message": str(exc)},
                                   "".join(traceback.format_exception(exc_type, exc, tb)))
-            session.save_graph_irs()
+            session.save_structured()
             session.save_mega_cache()
             session.save_kernels()
             key = signing.resolve_key(self.key)

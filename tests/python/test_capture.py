@@ -83,6 +83,11 @@ def test_mlp_aten_graph_guards_and_code(store_path: Path, inspect) -> None:
     placeholders = [n for n in ir["nodes"] if n["op"] == "placeholder"]
     assert {"dtype": "float32", "shape": [8, 16], "stride": [16, 1], "device": "cpu"} in [p["outputs"][0] for p in placeholders]
     assert "TENSOR_MATCH" in detail["guards"] and "L['x']" in detail["guards"]
+    (tensor_match,) = [g for g in detail["guard_list"] if g["kind"] == "TENSOR_MATCH" and g["source"] == "L['x']"]
+    assert "torch.float32" in tensor_match["code"] and "size=[8, 16]" in tensor_match["code"]
+    # PyTorch names the innermost user frame that first used x: nn.Linear.forward.
+    assert tensor_match["file"].endswith("nn/modules/linear.py") and tensor_match["function"] == "forward"
+    assert "F.linear(input, self.weight, self.bias)" in tensor_match["user_code"]
     roles = {(code["role"], code["name"]) for code in detail["code"]}
     assert roles == {("original", "MLP.forward"), ("transformed", "MLP.forward")}
     original = next(code for code in detail["code"] if code["role"] == "original")
@@ -160,6 +165,12 @@ def test_recompile_ladder_reasons_through_the_cli(tmp_path: Path, inspect) -> No
     assert list(compiles) == ["0/0", "0/1", "0/2"]
     assert compiles["0/1"]["reason"].startswith("0/0: tensor 'x' size mismatch at index 0. expected 4, actual 8")
     assert compiles["0/2"]["reason"].startswith("0/1: factor == 2.0")
+    # The guard that failed, as structured data: the Python float specialized at 2.0.
+    guard_list = show(inspect, store, "0/1", "--guards")["guard_list"]
+    (factor,) = [g for g in guard_list if g["source"] == "L['factor']" and g["kind"] == "EQUALS_MATCH"]
+    assert factor["code"] == "L['factor'] == 2.0"
+    assert (Path(factor["file"]).name, factor["function"]) == ("recompile_ladder.py", "scale_and_shift")
+    assert factor["user_code"] == "return torch.relu(x * factor) + x.sum()"
     shapes = show(inspect, store, "0/1", "--shapes")["shapes"]
     backed = [s for s in shapes if s["event"] == "create_symbol"]
     assert backed and backed[0]["source"] == "L['x'].size()[0]" and backed[0]["value"] == "8"

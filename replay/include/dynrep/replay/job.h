@@ -39,6 +39,7 @@ struct Compile {
   std::string status;  // "ok", or the failure type and reason
   uint64_t guardCount = 0;
   std::string guardTreeKey;                  // blob: the guard tree as PyTorch renders it
+  std::string guardListKey;                  // blob: JSON list of {kind, source, code, file, line, ...}
   std::map<std::string, std::string> graphs;  // trace event name -> blob key of its code
   std::map<std::string, std::string> graphIrs;  // aten graph event name -> blob key of its IR (JSON)
   std::vector<ShapeEvent> shapes;
