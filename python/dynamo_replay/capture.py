@@ -5,11 +5,12 @@ on an exception: a handler on the structured-trace logger (torch.__trace), which
 compile ids, guards, graphs, symbolic-shape events and metrics; and Dynamo's bytecode hook,
 which sees each original and transformed code object. No PyTorch function is replaced.
 
-For replay, capture turns on two settings while it runs, and puts them back after:
-Dynamo's caching precompile, so PyTorch packages each frame's guards and transformed bytecode
-(it applies to functions passed to torch.compile inside the block), and Inductor header
-precompilation off, since a precompiled header is re-made by the C++ preprocessor in every new
-process, cached or not.
+For replay, capture changes two settings: it turns on Dynamo's caching precompile, so PyTorch
+packages each frame's guards and transformed bytecode (it applies to functions passed to
+torch.compile inside the block; it stays on afterwards, see REPLAY_SETTINGS), and turns off
+Inductor's header precompilation while it runs, since a precompiled header is re-made by the
+C++ preprocessor in every new process, cached or not. Caching precompile drops identity guards
+it cannot save (on modules and builtins such as torch.nn.functional.linear), as PyTorch warns.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from types import CodeType, TracebackType
 from typing import Any, Callable, TypeVar
 
 from dynamo_replay._core import Artifact, CodeObject, Manifest, Store, TraceEvent, __version__
-from dynamo_replay import graph_ir, guards, kernels, signing
+from dynamo_replay import graph_ir, guards, kernels, signing, tensor_samples
 from dynamo_replay.fingerprint import environment_fingerprint
 
 __all__ = ["capture"]
@@ -44,20 +45,25 @@ F = TypeVar("F", bound=Callable[..., Any])
 MEGA_CACHE_NAME = "torch/mega_cache.bin"
 MEGA_CACHE_MEDIA_TYPE = "application/x-torch-mega-cache"
 # Config values capture sets for the job (see the module docstring); replay sets the same.
+# (module, name, value, put back at the end). caching_precompile stays on for the rest of the
+# process: a function compiled with it on keeps a package, and in PyTorch 2.13 its next
+# recompile with the setting off fails an assertion when a guard cannot be saved.
 REPLAY_SETTINGS = (
-    ("torch._dynamo.config", "caching_precompile", True),
-    ("torch._inductor.config", "cpp_cache_precompile_headers", False),
+    ("torch._dynamo.config", "caching_precompile", True, False),
+    ("torch._inductor.config", "cpp_cache_precompile_headers", False, True),
 )
 
 
-def apply_settings(settings: tuple[tuple[str, str, Any], ...]) -> Callable[[], None]:
-    """Sets each module.attribute to its value; returns a function that puts the old values back."""
+def apply_settings(settings: tuple[tuple[str, str, Any, bool], ...]) -> Callable[[], None]:
+    """Sets each module.attribute to its value; returns a function that puts back the old
+    values of those marked to be put back."""
     import importlib
 
     old = []
-    for module_name, attr, value in settings:
+    for module_name, attr, value, put_back in settings:
         module = importlib.import_module(module_name)
-        old.append((module, attr, getattr(module, attr)))
+        if put_back:
+            old.append((module, attr, getattr(module, attr)))
         setattr(module, attr, value)
 
     def restore() -> None:
@@ -127,7 +133,7 @@ class _TraceHandler(logging.Handler):
 
 
 class _Session:
-    def __init__(self, path: str, level: int) -> None:
+    def __init__(self, path: str, level: int, sample_limit: int) -> None:
         self.store = Store.create(path, level=level, overwrite=True)
         self.cache = kernels.PrivateCacheDir()
         self.lock = threading.Lock()
@@ -135,6 +141,8 @@ class _Session:
         self.signed: dict[str, tuple[str, bytes]] = {}
         self.aten_graphs: list[tuple[tuple[int, int, int], str, str]] = []  # compile id, event, text
         self.guard_trees: list[tuple[tuple[int, int, int], str]] = []  # compile id, text
+        self.sample_limit = sample_limit  # bytes per graph call; 0: no samples
+        self.recorders: list[tensor_samples.FirstCallRecorder] = []
 
     def put_event(self, name: str, compile_id: tuple[int, int, int], metadata: Any, payload: str | bytes | None) -> None:
         key, size = "", 0
@@ -182,9 +190,29 @@ class _Session:
                     bytecode_key=self.store.put_blob(c.co_code),
                     disassembly_key=self.store.put_blob(dis.Bytecode(c).dis().encode()),
                 ))
+            if self.sample_limit:
+                self.record_samples(compile_id)
         except Exception:
             self.note_failure("bytecode hook")
         return None  # keep Dynamo's code
+
+    def record_samples(self, compile_id: tuple[int, int, int]) -> None:
+        found = tensor_samples.compiled_graph_globals(depth=3)
+        if found is None:
+            self.note_failure("samples: could not find the compiled graphs")
+            return
+        scope, names = found
+        taken = {id(r.stand_in) for r in self.recorders}
+        for name in names:
+            if id(scope.get(name)) in taken:
+                continue
+
+            def record(inputs: list, outputs: list, name: str = name) -> None:
+                self.put_event("dynamo_replay.sample", compile_id, {"graph": name, "inputs": inputs, "outputs": outputs}, None)
+
+            recorder = tensor_samples.FirstCallRecorder(scope, name, self.sample_limit, self.store.put_blob, record)
+            recorder.install()
+            self.recorders.append(recorder)
 
     def put_artifact(self, name: str, media_type: str, data: bytes, attributes: dict[str, str] | None = None) -> None:
         self.store.put(Artifact(name=name, media_type=media_type, blob_key=self.store.put_blob(data),
@@ -236,12 +264,19 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
     `with dynamo_replay.capture("job.dynrep"): ...` or `@dynamo_replay.capture("job.dynrep")`.
     An exception in the job still leaves a finished store holding everything up to it, and
     the exception itself.
+
+    `samples` (default on) stores each compiled graph's inputs and outputs from its first
+    call, up to `sample_limit_bytes` per call; `level` is the zstd level; with `key` (or
+    DYNAMO_REPLAY_KEY) the store is signed for replay. Functions must be passed to
+    torch.compile inside the block for replay to skip their compilation later.
     """
 
-    def __init__(self, path: str, *, level: int = 3, key: str | bytes | None = None) -> None:
+    def __init__(self, path: str, *, level: int = 3, key: str | bytes | None = None, samples: bool = True,
+                 sample_limit_bytes: int = tensor_samples.DEFAULT_LIMIT_BYTES) -> None:
         self.path = str(path)
         self.level = level
         self.key = key
+        self.sample_limit = sample_limit_bytes if samples else 0
         self._session: _Session | None = None
         self._undo: list[Callable[[], None]] = []
         self._restore_settings: Callable[[], None] = lambda: None
@@ -249,7 +284,7 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
     def __enter__(self) -> capture:
         import torch._dynamo.convert_frame
 
-        session = _Session(self.path, self.level)
+        session = _Session(self.path, self.level, self.sample_limit)
         self._session = session
         try:
             self._restore_settings = apply_settings(REPLAY_SETTINGS)
@@ -290,6 +325,8 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         session, self._session = self._session, None
         if session is None:
             return
+        for recorder in session.recorders:  # graphs never called inside the block
+            recorder.restore()
         # The settings stay until the artifacts are saved: PyTorch only writes its precompile
         # packages into the Mega-Cache while caching_precompile is on.
         try:
@@ -313,7 +350,8 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
     def __call__(self, fn: F) -> F:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with capture(self.path, level=self.level, key=self.key):
+            with capture(self.path, level=self.level, key=self.key, samples=bool(self.sample_limit),
+                         sample_limit_bytes=self.sample_limit):
                 return fn(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +14,11 @@ import pytest
 from dynamo_replay.tools import inspect_executable
 
 DATA = Path(__file__).resolve().parent.parent / "data"
+
+# Every test process, and the jobs it starts, get an empty Inductor cache: what an earlier run
+# left in the shared one (compiled graphs, Dynamo packages) must not decide what compiles here.
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="dynrep-test-inductor-")
+atexit.register(shutil.rmtree, os.environ["TORCHINDUCTOR_CACHE_DIR"], ignore_errors=True)
 
 
 @pytest.fixture

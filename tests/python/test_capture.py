@@ -95,6 +95,49 @@ def test_mlp_aten_graph_guards_and_code(store_path: Path, inspect) -> None:
     assert original["fields"]["co_varnames"] == ["self", "x"]
 
 
+def stored_samples(store: Path) -> list[dict]:
+    with dr.Store.open(store) as s:
+        return [json.loads(e.metadata_json) for e in s.records(dr.TraceEvent) if e.name == "dynamo_replay.sample"]
+
+
+def tensor_from(store: Path, entry: dict) -> torch.Tensor:
+    """A stored sample tensor, rebuilt from its raw bytes, dtype and shape."""
+    with dr.Store.open(store) as s:
+        raw = bytearray(s.get_blob(entry["blob"]))
+    return torch.frombuffer(raw, dtype=getattr(torch, entry["dtype"])).reshape(entry["shape"])
+
+
+def test_samples_hold_first_call_inputs_and_outputs(store_path: Path) -> None:
+    model = MLP()
+    x = torch.randn(8, 16)
+    with dr.capture(store_path), torch.no_grad():
+        compiled = torch.compile(model, backend="aot_eager")
+        compiled(x)
+        compiled(x + 1)  # a second call is not sampled
+    (sample,) = stored_samples(store_path)
+    assert sample["graph"].startswith("__compiled_fn")
+    with torch.no_grad():
+        torch.testing.assert_close(tensor_from(store_path, sample["outputs"][0]), model(x), rtol=0, atol=0)
+    inputs = [tensor_from(store_path, entry) for entry in sample["inputs"]]
+    assert any(torch.equal(t, x) for t in inputs) and any(torch.equal(t, model.fc1.weight) for t in inputs)
+    assert model(x).shape == (8, 4) and compiled(x).shape == (8, 4)  # the graph was put back and still runs
+
+
+def test_sample_size_cap_and_opt_out(tmp_path: Path) -> None:
+    model, x = MLP(), torch.randn(8, 16)
+    capped, off = tmp_path / "capped.dynrep", tmp_path / "off.dynrep"
+    with dr.capture(capped, sample_limit_bytes=600), torch.no_grad():
+        torch.compile(model, backend="aot_eager")(x)  # x is 512 bytes; fc1's weight 2048
+    (sample,) = stored_samples(capped)
+    stored = [e for e in sample["inputs"] + sample["outputs"] if "blob" in e]
+    assert sum(e["bytes"] for e in stored) <= 600
+    assert any(e.get("skipped", "").endswith("over the sample size cap") for e in sample["inputs"])
+    torch._dynamo.reset()
+    with dr.capture(off, samples=False), torch.no_grad():
+        torch.compile(model, backend="aot_eager")(x)
+    assert stored_samples(off) == []
+
+
 def test_training_step_has_a_backward_graph(store_path: Path, inspect) -> None:
     model = MLP()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)

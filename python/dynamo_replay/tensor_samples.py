@@ -1,0 +1,93 @@
+"""The real inputs and outputs of each compiled graph's first call, for numeric checks later.
+
+Dynamo installs each compiled graph as a global of the user's module (`__compiled_fn_*`) and
+the transformed bytecode calls it by name. When Dynamo hands capture the transformed code (the
+bytecode hook), capture finds that global through the compile that is running (the hook's
+caller holds its OutputGraph) and puts a recorder in its place. On the first call the recorder
+puts the graph back, copies the inputs, runs the graph, copies the outputs and stores them.
+
+Tensors are stored torch-free: raw contiguous bytes (little-endian) as a blob, with dtype and
+shape in the event's JSON; anything over the size cap is named but not stored.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+DEFAULT_LIMIT_BYTES = 64 << 20  # per graph call, inputs and outputs together
+
+
+def compiled_graph_globals(depth: int = 2) -> tuple[dict[str, Any], list[str]] | None:
+    """(module globals, names of compiled graphs) of the compile that called the bytecode hook,
+    or None when PyTorch's frames are not laid out as expected."""
+    frame = sys._getframe(depth)
+    while frame is not None:
+        output = frame.f_locals.get("output")
+        scope = getattr(output, "global_scope", None)
+        installed = getattr(output, "installed_globals", None)
+        if isinstance(scope, dict) and installed is not None:
+            return scope, sorted(name for name in installed if name.startswith("__compiled_fn"))
+        frame = frame.f_back
+    return None
+
+
+def describe_value(value: Any, budget: list[int], put_blob: Callable[[bytes], str]) -> dict[str, Any]:
+    """One input or output: a tensor's dtype, shape and data blob; a scalar's value."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        entry: dict[str, Any] = {"dtype": str(value.dtype).removeprefix("torch."), "shape": list(value.shape),
+                                 "device": str(value.device)}
+        size = value.numel() * value.element_size()
+        if size > budget[0]:
+            return entry | {"skipped": f"{size} bytes, over the sample size cap"}
+        budget[0] -= size
+        data = value.detach().to("cpu").contiguous()
+        raw = data.view(torch.uint8).numpy().tobytes() if data.numel() else b""
+        return entry | {"blob": put_blob(raw), "bytes": len(raw)}
+    if isinstance(value, (bool, int, float)) or value is None:
+        return {"value": value}
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return {"value": str(value)}
+    return {"unsupported": type(value).__qualname__}
+
+
+class FirstCallRecorder:
+    """Stands in for one compiled graph until its first call, then puts it back.
+
+    `record(inputs, outputs)` gets the described values; inputs are read before the call,
+    since a graph may update them in place (batch-norm statistics, optimizer state)."""
+
+    def __init__(self, scope: dict[str, Any], name: str, limit: int, put_blob: Callable[[bytes], str],
+                 record: Callable[[list, list], None]) -> None:
+        import torch
+
+        self.scope, self.name, self.graph = scope, name, scope[name]
+        self.limit, self.put_blob, self.record = limit, put_blob, record
+        # What goes into the scope: the transformed code calls it from inside the compiled
+        # region, so it must be a function Dynamo does not trace.
+        self.stand_in = torch.compiler.disable(self._first_call)
+
+    def install(self) -> None:
+        self.scope[self.name] = self.stand_in
+
+    def _first_call(self, *args: Any) -> Any:
+        self.restore()
+        budget = [self.limit]
+        try:
+            inputs = [describe_value(a, budget, self.put_blob) for a in args]
+        except Exception:  # a sample is never worth failing the job for
+            inputs = None
+        result = self.graph(*args)
+        if inputs is not None:
+            try:
+                outputs = result if isinstance(result, (list, tuple)) else [result]
+                self.record(inputs, [describe_value(o, budget, self.put_blob) for o in outputs])
+            except Exception:
+                pass
+        return result
+
+    def restore(self) -> None:
+        if self.scope.get(self.name) is self.stand_in:
+            self.scope[self.name] = self.graph
