@@ -68,7 +68,7 @@ def _capture(args: argparse.Namespace) -> int:
     from dynamo_replay.capture import capture
 
     _prepare_job(args)
-    with capture(args.output, level=args.level):
+    with capture(args.output, level=args.level, samples=not args.no_samples, precompile=not args.no_precompile):
         return _run_job(args)
 
 
@@ -95,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     cap = sub.add_parser("capture", help="run a script or module and record its torch.compile work")
     cap.add_argument("-o", "--output", required=True, help="store file to write (replaced if it exists)")
     cap.add_argument("--level", type=int, default=3, help="zstd level (default 3)")
+    cap.add_argument("--no-samples", action="store_true", help="do not store graphs' first-call inputs and outputs")
+    cap.add_argument("--no-precompile", action="store_true",
+                     help="leave Dynamo's caching precompile off (replay then traces with Dynamo again)")
     _add_job_arguments(cap)
     cap.set_defaults(run=_capture)
     rep = sub.add_parser("replay", help="run a script or module with its compiled code from a store")

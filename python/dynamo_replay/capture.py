@@ -7,7 +7,7 @@ which sees each original and transformed code object. No PyTorch function is rep
 
 For replay, capture changes two settings: it turns on Dynamo's caching precompile, so PyTorch
 packages each frame's guards and transformed bytecode (it applies to functions passed to
-torch.compile inside the block; it stays on afterwards, see REPLAY_SETTINGS), and turns off
+torch.compile inside the block; it stays on afterwards, see apply_settings), and turns off
 Inductor's header precompilation while it runs, since a precompiled header is re-made by the
 C++ preprocessor in every new process, cached or not. Caching precompile drops identity guards
 it cannot save (on modules and builtins such as torch.nn.functional.linear), as PyTorch warns.
@@ -44,14 +44,15 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 MEGA_CACHE_NAME = "torch/mega_cache.bin"
 MEGA_CACHE_MEDIA_TYPE = "application/x-torch-mega-cache"
-# Config values capture sets for the job (see the module docstring); replay sets the same.
-# (module, name, value, put back at the end). caching_precompile stays on for the rest of the
-# process: a function compiled with it on keeps a package, and in PyTorch 2.13 its next
-# recompile with the setting off fails an assertion when a guard cannot be saved.
-REPLAY_SETTINGS = (
-    ("torch._dynamo.config", "caching_precompile", True, False),
-    ("torch._inductor.config", "cpp_cache_precompile_headers", False, True),
-)
+# Config values capture sets for the job (see the module docstring); replay sets what the
+# store records. (module, name, value, put back at the end). caching_precompile stays on for
+# the rest of the process: a function compiled with it on keeps a package, and in PyTorch 2.13
+# its next recompile with the setting off fails an assertion when a guard cannot be saved.
+PRECOMPILE_SETTING = ("torch._dynamo.config", "caching_precompile", True, False)
+HEADER_SETTING = ("torch._inductor.config", "cpp_cache_precompile_headers", False, True)
+# PyTorch 2.13's caching precompile fails a compile outright (instead of leaving the frame out
+# of its package) when a guard names a class that is not at module level.
+_PRECOMPILE_LIMIT = "cannot be saved into torch.compile() package"
 
 
 def apply_settings(settings: tuple[tuple[str, str, Any, bool], ...]) -> Callable[[], None]:
@@ -269,11 +270,14 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
     call, up to `sample_limit_bytes` per call; `level` is the zstd level; with `key` (or
     DYNAMO_REPLAY_KEY) the store is signed for replay. Functions must be passed to
     torch.compile inside the block for replay to skip their compilation later.
+    `precompile=False` leaves Dynamo's caching precompile off: replay then skips AOTAutograd,
+    Inductor and the C++ compiler but Dynamo traces again (see _PRECOMPILE_LIMIT for why).
     """
 
     def __init__(self, path: str, *, level: int = 3, key: str | bytes | None = None, samples: bool = True,
-                 sample_limit_bytes: int = tensor_samples.DEFAULT_LIMIT_BYTES) -> None:
+                 sample_limit_bytes: int = tensor_samples.DEFAULT_LIMIT_BYTES, precompile: bool = True) -> None:
         self.path = str(path)
+        self.precompile = precompile
         self.level = level
         self.key = key
         self.sample_limit = sample_limit_bytes if samples else 0
@@ -287,7 +291,8 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         session = _Session(self.path, self.level, self.sample_limit)
         self._session = session
         try:
-            self._restore_settings = apply_settings(REPLAY_SETTINGS)
+            self._restore_settings = apply_settings((PRECOMPILE_SETTING, HEADER_SETTING) if self.precompile
+                                                    else (HEADER_SETTING,))
             session.store.put(Manifest(
                 tool=f"dynamo-replay {__version__}",
                 created_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -330,6 +335,10 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         # The settings stay until the artifacts are saved: PyTorch only writes its precompile
         # packages into the Mega-Cache while caching_precompile is on.
         try:
+            if exc is not None and _PRECOMPILE_LIMIT in str(exc):
+                print("dynamo-replay: this error comes from PyTorch's caching precompile, which capture turns on;\n"
+                      "  move the class it names to module level, or capture with precompile=False "
+                      "(--no-precompile)", file=sys.stderr)
             if exc is not None and not (isinstance(exc, SystemExit) and not exc.code):
                 session.put_event("dynamo_replay.error", _NO_COMPILE,
                                   {"type": exc_type.__qualname__, "message": str(exc)},
@@ -351,7 +360,7 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             with capture(self.path, level=self.level, key=self.key, samples=bool(self.sample_limit),
-                         sample_limit_bytes=self.sample_limit):
+                         sample_limit_bytes=self.sample_limit, precompile=self.precompile):
                 return fn(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]

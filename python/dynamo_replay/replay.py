@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from dynamo_replay import kernels, signing
 from dynamo_replay._core import Artifact, CodeObject, Manifest, Store, TraceEvent
-from dynamo_replay.capture import MEGA_CACHE_NAME, REPLAY_SETTINGS, apply_settings, source_hash
+from dynamo_replay.capture import HEADER_SETTING, MEGA_CACHE_NAME, PRECOMPILE_SETTING, apply_settings, source_hash
 from dynamo_replay.errors import ReplayRefusedError, ReplayWarning, StoreError
 from dynamo_replay.fingerprint import environment_fingerprint
 
@@ -144,10 +144,23 @@ def _read_store(path: str) -> _Loaded:
                 elif event.name == "compilation_metrics":
                     metrics.append(json.loads(event.metadata_json) or {})
                 elif event.name == "artifact" and "precompile_cache_bypass" in event.metadata_json and event.payload_key:
-                    bypasses.append(_bypass_line(store.get_blob(event.payload_key)))
+                    bypasses.append((event.compile_id, _bypass_line(store.get_blob(event.payload_key))))
     except StoreError as error:
         raise _Refused(str(error)) from None
-    return _Loaded(manifests[0].environment, artifacts, checks, metrics, bypasses, unique_ids)
+    return _Loaded(manifests[0].environment, artifacts, checks, metrics, _name_bypasses(bypasses, metrics), unique_ids)
+
+
+def _name_bypasses(bypasses: list[tuple[tuple[int, int, int], str]], metrics: list[dict[str, Any]]) -> list[str]:
+    """'fn (file:line): reason' for each compile PyTorch left out of its package."""
+    where = {}
+    for m in metrics:
+        if isinstance(m.get("compile_id"), str):
+            where[m["compile_id"]] = f"{m.get('co_name')} ({m.get('co_filename')}:{m.get('co_firstlineno')})"
+    lines = []
+    for (frame, compile_, attempt), reason in bypasses:
+        key = f"{frame}/{compile_}" + (f"_{attempt}" if attempt else "")
+        lines.append(f"{where.get(key, 'compile ' + key)}: {reason}")
+    return lines
 
 
 def _bypass_line(payload: bytes) -> str:
@@ -180,6 +193,15 @@ def source_differences(checks: list[tuple[str, str, list[int], str]]) -> list[st
         if source_hash(filename, lines=lines)[1] != digest:
             differences.append(f"source of {name} ({filename}:{lines[0]}-{lines[1]}) changed since capture")
     return differences
+
+
+def _captured_settings(environment: dict[str, str]) -> tuple[tuple[str, str, Any, bool], ...]:
+    """The settings capture may have changed, with the values this store was captured with."""
+    settings = []
+    for module, name, value, put_back in (PRECOMPILE_SETTING, HEADER_SETTING):
+        recorded = environment.get(f"config.{module.split('.')[1].lstrip('_')}.{name}")
+        settings.append((module, name, recorded == "True" if recorded in ("True", "False") else value, put_back))
+    return tuple(settings)
 
 
 def _skip_unique_ids(captured: int) -> None:
@@ -267,7 +289,7 @@ class replay:  # noqa: N801 - a context manager, like capture
 
         import torch.compiler
 
-        self._undo.append(apply_settings(REPLAY_SETTINGS))
+        self._undo.append(apply_settings(_captured_settings(loaded.environment)))
         if kernels.TOOLCHAIN_NAME in artifacts:
             identity = json.loads(artifacts[kernels.TOOLCHAIN_NAME][1])
             if kernels.compiler_missing(identity):

@@ -162,3 +162,41 @@ def test_changed_source_is_refused(tmp_path: Path) -> None:
     result = run("-m", "dynamo_replay", "replay", "--strict", str(store), str(script), env=job_env(tmp_path / "c2", compiler=False))
     assert result.returncode != 0
     assert f"source of double ({script}:2-3) changed since capture" in result.stderr
+
+
+LOCAL_CLASS_JOB = """\
+import sys
+import torch
+
+
+def main():
+    class Scale:  # not at module level: PyTorch 2.13 cannot save guards that name it
+        factor = 3.0
+
+    scale = Scale()
+    compiled = torch.compile(lambda x: x * scale.factor)
+    torch.save(compiled(torch.arange(4.0)), sys.argv[1])
+
+
+main()
+"""
+
+
+def test_job_precompile_cannot_save_still_replays_without_inductor(tmp_path: Path) -> None:
+    """Capture's default fails such a job the way PyTorch's precompile does, and says what to do;
+    with --no-precompile, replay skips AOTAutograd, Inductor and the C++ compiler (Dynamo
+    traces again) and gives the same output."""
+    script = tmp_path / "job.py"
+    script.write_text(LOCAL_CLASS_JOB)
+    store = tmp_path / "job.dynrep"
+    failed = run("-m", "dynamo_replay", "capture", "-o", str(store), str(script), str(tmp_path / "a.pt"),
+                 env=job_env(tmp_path / "c0", compiler=True))
+    assert failed.returncode != 0 and "capture with precompile=False (--no-precompile)" in failed.stderr
+    captured = run("-m", "dynamo_replay", "capture", "--no-precompile", "-o", str(store), str(script),
+                   str(tmp_path / "b.pt"), env=job_env(tmp_path / "c1", compiler=True))
+    assert captured.returncode == 0, captured.stderr[-3000:]
+    replayed = run("-m", "dynamo_replay", "replay", str(store), str(script), str(tmp_path / "c.pt"),
+                   env=job_env(tmp_path / "c2", compiler=False))
+    assert replayed.returncode == 0, replayed.stderr[-3000:]
+    assert torch.equal(torch.load(tmp_path / "c.pt"), torch.arange(4.0) * 3.0)
+    assert "0 compiled functions" in replayed.stderr and "compiled anyway: 1" in replayed.stderr
