@@ -24,15 +24,24 @@ def _demo(args: argparse.Namespace) -> int:
         ("capture (compiles from scratch)", ["capture", "-o", str(store), "-m", "dynamo_replay.demo_job"]),
         ("replay (fresh process, empty Inductor cache)", ["replay", str(store), "-m", "dynamo_replay.demo_job"]),
     ]
+    seconds, checksums = [], []
     for title, command in steps:
         print(f"== {title}\n$ python -m dynamo_replay {' '.join(command)}", flush=True)
         with tempfile.TemporaryDirectory(prefix="dynrep-demo-cache-") as cache:
             start = time.perf_counter()
-            result = subprocess.run([sys.executable, "-m", "dynamo_replay", *command],
-                                    env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache})
-            print(f"(whole process: {time.perf_counter() - start:.2f} s)\n", flush=True)
+            result = subprocess.run([sys.executable, "-m", "dynamo_replay", *command], stdout=subprocess.PIPE,
+                                    text=True, env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache})
+            seconds.append(time.perf_counter() - start)
+            sys.stdout.write(result.stdout)
+            checksums.append(next((line for line in result.stdout.splitlines() if "checksum" in line), None))
+            print(f"(whole process: {seconds[-1]:.2f} s)\n", flush=True)
         if result.returncode != 0:
             return result.returncode
+    same = checksums[0] is not None and checksums[0] == checksums[1]
+    print(f"cold compile (captured): {seconds[0]:.2f} s; replayed: {seconds[1]:.2f} s "
+          f"({seconds[0] / seconds[1]:.1f}x faster); outputs {'identical' if same else 'DIFFER'}\n", flush=True)
+    if not same:
+        return 1
     print(f"$ replay-inspect ls {store}", flush=True)
     listing = run_inspect("ls", str(store))
     sys.stdout.write(listing.stdout)
@@ -111,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.command in ("capture", "replay"):
+        if args.module is None and args.script == "-m" and args.args:  # `replay STORE -m module ...`
+            args.module, args.script, args.args = args.args[0], None, args.args[1:]
+        elif args.module is None and args.script is None and args.args[:1] == ["-m"] and len(args.args) > 1:
+            args.module, args.args = args.args[1], args.args[2:]
         if args.module and args.script:
             args.args.insert(0, args.script)  # with -m, everything after it is the job's
             args.script = None

@@ -1,6 +1,6 @@
 """A store of sample artifacts, the kinds a torch.compile job produces (generated C++,
-Python source, pickled objects, float32 tensors, a shared library). `make demo` shows one
-until capture exists; tests/data/make_data.py keeps one per format version."""
+Python source, pickled objects, float32 tensors, a shared library), written without PyTorch.
+tests/data/make_data.py keeps one per format version; the store tests use it."""
 
 from __future__ import annotations
 
