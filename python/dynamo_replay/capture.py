@@ -140,7 +140,7 @@ class _Session:
         self.lock = threading.Lock()
         self.failures: list[str] = []
         self.signed: dict[str, tuple[str, bytes]] = {}
-        self.aten_graphs: list[tuple[tuple[int, int, int], str, str]] = []  # compile id, event, text
+        self.ir_graphs: list[tuple[tuple[int, int, int], str, str]] = []  # compile id, event, text
         self.guard_trees: list[tuple[tuple[int, int, int], str]] = []  # compile id, text
         self.sample_limit = sample_limit  # bytes per graph call; 0: no samples
         self.recorders: list[tensor_samples.FirstCallRecorder] = []
@@ -156,13 +156,13 @@ class _Session:
     def trace_event(self, metadata: dict[str, Any], payload: str | None) -> None:
         name = next((k for k in metadata if k not in _NOT_NAMES), "unknown")
         self.put_event(name, _compile_id(metadata), metadata.get(name), payload)
-        if name in graph_ir.ATEN_GRAPHS and isinstance(payload, str):
-            self.aten_graphs.append((_compile_id(metadata), name, payload))
+        if name in graph_ir.IR_GRAPHS and isinstance(payload, str):
+            self.ir_graphs.append((_compile_id(metadata), name, payload))
         elif name == "dynamo_cpp_guards_str" and isinstance(payload, str):
             self.guard_trees.append((_compile_id(metadata), payload))
 
     def save_structured(self) -> None:
-        """Adds the structured forms of what the trace gave as text: each aten graph's IR and
+        """Adds the structured forms of what the trace gave as text: each graph's IR and
         each compile's guard list. Parsed after the job, so as not to slow its compiles."""
         self.save_graph_irs()
         for compile_id, text in self.guard_trees:
@@ -173,7 +173,7 @@ class _Session:
                 self.note_failure("guard list")
 
     def save_graph_irs(self) -> None:
-        for compile_id, name, text in self.aten_graphs:
+        for compile_id, name, text in self.ir_graphs:
             try:
                 ir = graph_ir.graph_ir(text)
                 self.put_event("dynamo_replay.graph_ir", compile_id, {"graph": name, "nodes": len(ir["nodes"])},

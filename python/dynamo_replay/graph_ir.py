@@ -1,4 +1,4 @@
-"""The aten-level graphs AOTAutograd produced, as a torch-free graph IR (JSON).
+"""The graphs Dynamo and AOTAutograd produced, as a torch-free graph IR (JSON).
 
 PyTorch's structured trace carries each forward, backward and inference graph as readable
 Python (`print_readable` with shape annotations). Capture turns that text into data: per node
@@ -18,7 +18,8 @@ import re
 from typing import Any
 
 FORMAT = 1
-ATEN_GRAPHS = ("aot_forward_graph", "aot_backward_graph", "aot_inference_graph")
+# The graphs capture turns into IR: Dynamo's (torch-level calls, no schemas) and AOTAutograd's.
+IR_GRAPHS = ("dynamo_output_graph", "aot_forward_graph", "aot_backward_graph", "aot_inference_graph")
 
 _DTYPES = {
     "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64", "c64": "complex64",

@@ -80,6 +80,8 @@ def test_mlp_aten_graph_guards_and_code(store_path: Path, inspect) -> None:
     assert [a["name"] for a in schema["arguments"]] == ["self", "mat1", "mat2", "beta", "alpha"]
     assert schema["arguments"][3] == {"name": "beta", "type": "Scalar", "kwarg_only": True, "default": "1"}
     assert schema["returns"] == [{"name": "", "type": "Tensor"}]
+    dynamo_ir = detail["graph_ir"]["dynamo_output_graph"]  # torch-level: calls as Dynamo recorded them
+    assert [n["target"] for n in dynamo_ir["nodes"] if n["op"] == "call_function"].count("torch._C._nn.linear") == 2
     placeholders = [n for n in ir["nodes"] if n["op"] == "placeholder"]
     assert {"dtype": "float32", "shape": [8, 16], "stride": [16, 1], "device": "cpu"} in [p["outputs"][0] for p in placeholders]
     assert "TENSOR_MATCH" in detail["guards"] and "L['x']" in detail["guards"]
