@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dis
 import functools
+import gc
 import hashlib
 import json
 import linecache
@@ -163,7 +164,18 @@ class _Session:
 
     def save_structured(self) -> None:
         """Adds the structured forms of what the trace gave as text: each graph's IR and
-        each compile's guard list. Parsed after the job, so as not to slow its compiles."""
+        each compile's guard list. Parsed after the job, so as not to slow its compiles.
+        The parse makes many small objects in a process that holds millions (torch, sympy,
+        Dynamo's caches): with the collector on, full collections cost ten times the parse."""
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self._save_structured()
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _save_structured(self) -> None:
         self.save_graph_irs()
         for compile_id, text in self.guard_trees:
             try:
@@ -236,15 +248,18 @@ class _Session:
             self.note_failure("save_cache_artifacts")
 
     def save_kernels(self) -> None:
-        """Stores the kernel libraries Inductor built or loaded, and the compiler's identity."""
+        """Stores the kernel libraries Inductor built or loaded and, when there are any, the
+        compiler's identity (asking it costs an import and two processes)."""
         if not kernels.inductor_used():
             return
         try:
-            for name, path in self.cache.kernel_libraries().items():
+            libraries = self.cache.kernel_libraries()
+            for name, path in libraries.items():
                 self.put_artifact(name, kernels.KERNEL_MEDIA_TYPE, path.read_bytes())
-            identity = kernels.compiler_identity()
-            self.put_artifact(kernels.TOOLCHAIN_NAME, kernels.TOOLCHAIN_MEDIA_TYPE, json.dumps(identity).encode(),
-                              {"name": identity["name"]})
+            if libraries:
+                identity = kernels.compiler_identity()
+                self.put_artifact(kernels.TOOLCHAIN_NAME, kernels.TOOLCHAIN_MEDIA_TYPE, json.dumps(identity).encode(),
+                                  {"name": identity["name"]})
         except Exception:
             self.note_failure("kernel libraries")
 
