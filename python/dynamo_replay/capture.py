@@ -135,11 +135,12 @@ class _TraceHandler(logging.Handler):
 
 
 class _Session:
-    def __init__(self, path: str, level: int, sample_limit: int) -> None:
+    def __init__(self, path: str, level: int, sample_limit: int, signing_key: bytes | None) -> None:
         self.store = Store.create(path, level=level, overwrite=True)
         self.cache = kernels.PrivateCacheDir()
         self.lock = threading.Lock()
         self.failures: list[str] = []
+        self.signing_key = signing_key
         self.signed: dict[str, tuple[str, bytes]] = {}
         self.ir_graphs: list[tuple[tuple[int, int, int], str, str]] = []  # compile id, event, text
         self.guard_trees: list[tuple[tuple[int, int, int], str]] = []  # compile id, text
@@ -230,7 +231,8 @@ class _Session:
     def put_artifact(self, name: str, media_type: str, data: bytes, attributes: dict[str, str] | None = None) -> None:
         self.store.put(Artifact(name=name, media_type=media_type, blob_key=self.store.put_blob(data),
                                 size=len(data), attributes=attributes or {}))
-        self.signed[name] = (media_type, data)
+        if self.signing_key:  # the bytes are kept only when they will be signed
+            self.signed[name] = (media_type, data)
 
     def save_mega_cache(self) -> None:
         """Stores PyTorch's own cache artifacts (Mega-Cache: Inductor FX graphs, AOTAutograd
@@ -263,11 +265,11 @@ class _Session:
         except Exception:
             self.note_failure("kernel libraries")
 
-    def sign(self, key: bytes) -> None:
-        signature = signing.sign(key, self.signed)
-        self.store.put(Artifact(name=signing.SIGNATURE_NAME, media_type=signing.SIGNATURE_MEDIA_TYPE,
-                                blob_key=self.store.put_blob(signature.encode()), size=len(signature),
-                                attributes={"algorithm": signing.ALGORITHM, "covers": str(len(self.signed))}))
+    def sign(self) -> None:
+        """Adds the signature over every artifact put so far (none may follow it)."""
+        signature = signing.sign(self.signing_key, self.signed).encode()
+        self.put_artifact(signing.SIGNATURE_NAME, signing.SIGNATURE_MEDIA_TYPE, signature,
+                          {"algorithm": signing.ALGORITHM, "covers": str(len(self.signed))})
 
     def note_failure(self, where: str) -> None:
         with self.lock:
@@ -303,7 +305,7 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
     def __enter__(self) -> capture:
         import torch._dynamo.convert_frame
 
-        session = _Session(self.path, self.level, self.sample_limit)
+        session = _Session(self.path, self.level, self.sample_limit, signing.resolve_key(self.key))
         self._session = session
         try:
             self._restore_settings = apply_settings((PRECOMPILE_SETTING, HEADER_SETTING) if self.precompile
@@ -361,9 +363,8 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
             session.save_structured()
             session.save_mega_cache()
             session.save_kernels()
-            key = signing.resolve_key(self.key)
-            if key:
-                session.sign(key)
+            if session.signing_key:
+                session.sign()
             session.put_event("dynamo_replay.summary", _NO_COMPILE, _summary(session), None)
         finally:
             self._restore_settings()

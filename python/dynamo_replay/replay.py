@@ -237,6 +237,7 @@ class replay:  # noqa: N801 - a context manager, like capture
         self._summary = ReplaySummary(store=self.path)
         self._active = False
         self._undo: list[Callable[[], None]] = []
+        self._undo_if_refused: Callable[[], None] = lambda: None
         self._metrics_before = 0
         self._captured_frames: set[tuple[str, int]] = set()
 
@@ -252,6 +253,7 @@ class replay:  # noqa: N801 - a context manager, like capture
         try:
             self._activate()
         except _Refused as refusal:
+            self._undo_if_refused()
             self._undo_all()
             self.summary.refused, self.summary.differences = str(refusal), refusal.differences
             message = str(self.summary)
@@ -289,7 +291,11 @@ class replay:  # noqa: N801 - a context manager, like capture
 
         import torch.compiler
 
-        self._undo.append(apply_settings(_captured_settings(loaded.environment)))
+        # Every setting is put back if the store is refused; after a successful load, only
+        # those apply_settings would put back (caching precompile stays, see capture.py).
+        settings = _captured_settings(loaded.environment)
+        self._undo.append(apply_settings(tuple(s for s in settings if s[3])))
+        self._undo_if_refused = apply_settings(tuple((m, n, v, True) for m, n, v, put_back in settings if not put_back))
         if kernels.TOOLCHAIN_NAME in artifacts:
             identity = json.loads(artifacts[kernels.TOOLCHAIN_NAME][1])
             if kernels.compiler_missing(identity):

@@ -91,11 +91,15 @@ def test_tampered_artifact_fails_the_signature(tmp_path: Path) -> None:
     assert "signature does not verify" in refusal(path, key="k")
 
 
-def test_good_signature_passes_and_the_environment_check_follows(tmp_path: Path) -> None:
+def test_good_signature_passes_and_the_environment_check_follows(tmp_path: Path, monkeypatch) -> None:
     """A correctly signed store gets past the signature to the next check, which refuses this
     synthetic one for its environment, naming each difference."""
+    import torch._dynamo.config
+
+    monkeypatch.setattr(torch._dynamo.config, "caching_precompile", False)
     path = write_store(tmp_path / "signed.dynrep", MEGA, key=b"k")
     message = refusal(path, key="k")
+    assert torch._dynamo.config.caching_precompile is False  # refused: no setting left changed
     assert "does not verify" not in message and "not signed" not in message
     assert "this process differs from the one captured" in message
     assert "torch.version: captured 0.0-test, now 2.13.0" in message
