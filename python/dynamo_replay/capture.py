@@ -5,12 +5,11 @@ on an exception: a handler on the structured-trace logger (torch.__trace), which
 compile ids, guards, graphs, symbolic-shape events and metrics; and Dynamo's bytecode hook,
 which sees each original and transformed code object. No PyTorch function is replaced.
 
-For replay, capture changes two settings: it turns on Dynamo's caching precompile, so PyTorch
-packages each frame's guards and transformed bytecode (it applies to functions passed to
-torch.compile inside the block; it stays on afterwards, see apply_settings), and turns off
-Inductor's header precompilation while it runs, since a precompiled header is re-made by the
-C++ preprocessor in every new process, cached or not. Caching precompile drops identity guards
-it cannot save (on modules and builtins such as torch.nn.functional.linear), as PyTorch warns.
+For replay, capture turns on Dynamo's caching precompile, so PyTorch packages each frame's
+guards and transformed bytecode (it applies to functions passed to torch.compile inside the
+block; it stays on afterwards, see apply_settings). Caching precompile drops identity guards it
+cannot save (on modules and builtins such as torch.nn.functional.linear), as PyTorch warns.
+Every other setting is the job's own, so the compile costs what it costs without capture.
 """
 
 from __future__ import annotations
@@ -45,12 +44,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 MEGA_CACHE_NAME = "torch/mega_cache.bin"
 MEGA_CACHE_MEDIA_TYPE = "application/x-torch-mega-cache"
-# Config values capture sets for the job (see the module docstring); replay sets what the
+# The config value capture sets for the job (see the module docstring); replay sets what the
 # store records. (module, name, value, put back at the end). caching_precompile stays on for
 # the rest of the process: a function compiled with it on keeps a package, and in PyTorch 2.13
 # its next recompile with the setting off fails an assertion when a guard cannot be saved.
 PRECOMPILE_SETTING = ("torch._dynamo.config", "caching_precompile", True, False)
-HEADER_SETTING = ("torch._inductor.config", "cpp_cache_precompile_headers", False, True)
 # PyTorch 2.13's caching precompile fails a compile outright (instead of leaving the frame out
 # of its package) when a guard names a class that is not at module level.
 _PRECOMPILE_LIMIT = "cannot be saved into torch.compile() package"
@@ -308,8 +306,7 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         session = _Session(self.path, self.level, self.sample_limit, signing.resolve_key(self.key))
         self._session = session
         try:
-            self._restore_settings = apply_settings((PRECOMPILE_SETTING, HEADER_SETTING) if self.precompile
-                                                    else (HEADER_SETTING,))
+            self._restore_settings = apply_settings((PRECOMPILE_SETTING,) if self.precompile else ())
             session.store.put(Manifest(
                 tool=f"dynamo-replay {__version__}",
                 created_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),

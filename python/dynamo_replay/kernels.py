@@ -5,14 +5,15 @@ for it: they are looked up in Inductor's cache directory under a key made of the
 and the compile command, and compiled again when missing. The command includes the compiler's
 own `-v` output, and picking the CPU vector ISA dlopens small probe libraries built the same
 way. So capture saves the kernel libraries this process loaded, the ISA probe libraries and
-the compiler's version answers; replay writes the libraries back under the same names, and on
-a host with no compiler puts a stand-in on PATH that gives the recorded answers and refuses to
-compile.
+the compiler's version answers. Replay writes the libraries back under the same names and
+enters them into Inductor's in-memory kernel maps (so no header is preprocessed), and on a host
+with no compiler puts a stand-in on PATH that gives the recorded answers and refuses to compile.
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import shutil
@@ -167,6 +168,33 @@ def restore_kernel_libraries(libraries: dict[str, bytes]) -> int:
             Path(temp).unlink(missing_ok=True)
             raise
     return written
+
+
+def register_kernel_libraries(names: list[str]) -> int:
+    """Enters each kernel library into Inductor's in-memory maps from kernel key to loader, as
+    if this process had built it; returns how many kernels it entered.
+
+    Inductor looks a kernel up in these maps first, and only on a miss rebuilds its command
+    line, which with header precompilation on (the default) runs the C++ preprocessor over
+    Inductor's headers in every new process and compiles them once per host. The library is
+    loaded by the class that asks for it, with that class's own loader, on first use.
+    Libraries Inductor builds in a compile-and-link step are named <key>.main.so.
+    """
+    from torch._inductor import codecache
+
+    owners = (codecache.CppCodeCache, codecache.CppPythonBindingsCodeCache, codecache.CppWrapperCodeCache)
+    root = cache_dir()
+    kernels = 0
+    for name in names:
+        relative = _safe_relative(name)
+        key = relative.name.removesuffix(".main.so")
+        if key == relative.name:
+            continue  # not a kernel (an ISA probe, found by its path instead)
+        path = str(root / relative)
+        for owner in owners:
+            owner.cache.setdefault(key, functools.cache(functools.partial(owner._load_library, path, key)))
+        kernels += 1
+    return kernels
 
 
 class CompilerStandIn:

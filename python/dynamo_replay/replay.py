@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from dynamo_replay import kernels, signing
 from dynamo_replay._core import Artifact, CodeObject, Manifest, Store, TraceEvent
-from dynamo_replay.capture import HEADER_SETTING, MEGA_CACHE_NAME, PRECOMPILE_SETTING, apply_settings, source_hash
+from dynamo_replay.capture import MEGA_CACHE_NAME, PRECOMPILE_SETTING, apply_settings, source_hash
 from dynamo_replay.errors import ReplayRefusedError, ReplayWarning, StoreError
 from dynamo_replay.fingerprint import environment_fingerprint
 
@@ -195,13 +195,11 @@ def source_differences(checks: list[tuple[str, str, list[int], str]]) -> list[st
     return differences
 
 
-def _captured_settings(environment: dict[str, str]) -> tuple[tuple[str, str, Any, bool], ...]:
-    """The settings capture may have changed, with the values this store was captured with."""
-    settings = []
-    for module, name, value, put_back in (PRECOMPILE_SETTING, HEADER_SETTING):
-        recorded = environment.get(f"config.{module.split('.')[1].lstrip('_')}.{name}")
-        settings.append((module, name, recorded == "True" if recorded in ("True", "False") else value, put_back))
-    return tuple(settings)
+def _captured_setting(environment: dict[str, str]) -> tuple[str, str, Any, bool]:
+    """Caching precompile as the store was captured with (capture may have turned it on)."""
+    module, name, value, put_back = PRECOMPILE_SETTING
+    recorded = environment.get(f"config.{module.split('.')[1].lstrip('_')}.{name}")
+    return module, name, recorded == "True" if recorded in ("True", "False") else value, put_back
 
 
 def _skip_unique_ids(captured: int) -> None:
@@ -291,11 +289,10 @@ class replay:  # noqa: N801 - a context manager, like capture
 
         import torch.compiler
 
-        # Every setting is put back if the store is refused; after a successful load, only
-        # those apply_settings would put back (caching precompile stays, see capture.py).
-        settings = _captured_settings(loaded.environment)
-        self._undo.append(apply_settings(tuple(s for s in settings if s[3])))
-        self._undo_if_refused = apply_settings(tuple((m, n, v, True) for m, n, v, put_back in settings if not put_back))
+        # The setting is put back if the store is refused; after a successful load it stays
+        # (see PRECOMPILE_SETTING in capture.py).
+        module, name, value, _ = _captured_setting(loaded.environment)
+        self._undo_if_refused = apply_settings(((module, name, value, True),))
         if kernels.TOOLCHAIN_NAME in artifacts:
             identity = json.loads(artifacts[kernels.TOOLCHAIN_NAME][1])
             if kernels.compiler_missing(identity):
@@ -307,6 +304,7 @@ class replay:  # noqa: N801 - a context manager, like capture
 
         self.summary.kernel_libraries = len(libraries)
         kernels.restore_kernel_libraries(libraries)
+        kernels.register_kernel_libraries(libraries)
         try:
             info = torch.compiler.load_cache_artifacts(artifacts[MEGA_CACHE_NAME][1])
         except Exception as error:  # PyTorch's own loader: any failure means nothing usable
