@@ -14,6 +14,7 @@ a graph pass registered there would enter Inductor's cache keys and change what 
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from typing import Any
 
@@ -142,8 +143,10 @@ def parse_readable(text: str) -> dict[str, Any]:
     return {"format": FORMAT, "nodes": nodes, "schemas": {}}
 
 
+@functools.lru_cache(maxsize=None)
 def schema_of(target: str) -> dict[str, Any] | None:
-    """The operator's schema from the running PyTorch: arguments with types and defaults, returns."""
+    """The operator's schema from the running PyTorch: arguments with types and defaults, returns.
+    Cached: graphs share most operators, and schemas do not change within a process."""
     if "::" not in target:
         return None
     import torch
