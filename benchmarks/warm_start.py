@@ -75,7 +75,7 @@ if mode == "replay":
     session = dynamo_replay.replay(artifact, strict=True, verbose=False).__enter__()
 if mode == "capture":
     import dynamo_replay
-    session = dynamo_replay.capture(artifact).__enter__()
+    session = dynamo_replay.capture(artifact, precompile=True).__enter__()
 fn = model if mode == "eager" else torch.compile(model, dynamic=dynamic)
 out = first_output(fn)
 print("FIRST_OUTPUT", flush=True)

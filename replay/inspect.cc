@@ -139,6 +139,77 @@ std::string operatorSummary(const std::string& irText) {
   return fmt::format("graph IR: {} nodes, {} operator schemas; operators: {}\n", ir["nodes"].size(), schemas, ops);
 }
 
+// One sampled value: "float32[8, 16] l_x_", "float32[32, 16] parameter l_self_..._weight_", "3".
+std::string sampleValue(const json& v, const std::string& name) {
+  if (!v.is_object()) return "?";
+  std::string text;
+  if (v.contains("value")) {
+    text = v["value"].dump();
+  } else if (v.contains("unsupported")) {
+    text = "<" + v.value("unsupported", "?") + ">";
+  } else {
+    std::string shape;
+    for (const json& d : v.value("shape", json::array())) shape += (shape.empty() ? "" : ", ") + d.dump();
+    text = fmt::format("{}[{}]", v.value("dtype", "?"), shape);
+    if (v.value("parameter", false)) text += " parameter";
+  }
+  if (!name.empty()) text += " " + name;
+  if (v.contains("skipped")) text += " (not stored: " + v.value("skipped", "") + ")";
+  return text;
+}
+
+// The Dynamo graph's placeholder names, in the order its compiled function takes its inputs.
+std::vector<std::string> placeholderNames(const std::string& irText) {
+  std::vector<std::string> names;
+  json ir = json::parse(irText, nullptr, false);
+  if (!ir.is_object() || !ir.contains("nodes") || !ir["nodes"].is_array()) return names;
+  for (const json& node : ir["nodes"]) {
+    if (node.is_object() && node.value("op", "") == "placeholder") names.push_back(node.value("name", ""));
+  }
+  return names;
+}
+
+// A first-call sample with each input named by the Dynamo graph's placeholder, when the counts
+// agree (a compile that made more than one graph leaves them unnamed).
+json namedSample(const std::string& sampleJson, const std::vector<std::string>& names) {
+  json sample = json::parse(sampleJson, nullptr, false);
+  if (!sample.is_object() || !sample.contains("inputs") || !sample["inputs"].is_array()) return sample;
+  json& inputs = sample["inputs"];
+  if (inputs.size() != names.size()) return sample;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (inputs[i].is_object()) inputs[i]["name"] = names[i];
+  }
+  return sample;
+}
+
+// "sample of __compiled_fn_1 (first call): 5 inputs, 1 outputs, 3216 bytes stored" and a line a value.
+std::string sampleSummary(const json& sample) {
+  if (!sample.is_object()) return "sample: unreadable\n";
+  uint64_t stored = 0;
+  std::string lines;
+  for (const auto& [side, label] : {std::pair{"inputs", "in "}, std::pair{"outputs", "out"}}) {
+    const json values = sample.value(side, json::array());
+    for (size_t i = 0; i < values.size(); ++i) {
+      const json& v = values[i];
+      if (v.is_object() && v.contains("bytes") && v["bytes"].is_number()) stored += v["bytes"].get<uint64_t>();
+      lines += fmt::format("    {} {}: {}\n", label, i, sampleValue(v, v.is_object() ? v.value("name", "") : ""));
+    }
+  }
+  return fmt::format("sample of {} (first call): {} inputs, {} outputs, {} bytes stored\n{}", sample.value("graph", "?"),
+                     sample.value("inputs", json::array()).size(), sample.value("outputs", json::array()).size(),
+                     stored, lines);
+}
+
+// The compile's samples, inputs named (see namedSample).
+std::vector<json> samplesOf(const Job& job, const Compile& c) {
+  auto ir = c.graphIrs.find("dynamo_output_graph");
+  std::vector<std::string> names = ir == c.graphIrs.end() || c.samples.size() != 1 ? std::vector<std::string>{}
+                                                                                    : placeholderNames(job.text(ir->second));
+  std::vector<json> samples;
+  for (const std::string& sample : c.samples) samples.push_back(namedSample(sample, names));
+  return samples;
+}
+
 }  // namespace
 
 int inspectShow(const std::string& path, const std::string& compileId, ShowSections s, const InspectOptions& o,
@@ -169,6 +240,7 @@ int inspectShow(const std::string& path, const std::string& compileId, ShowSecti
       json irs = json::object();
       for (const auto& [name, key] : c->graphIrs) irs[name] = json::parse(job->text(key), nullptr, false);
       j["graph_ir"] = irs;
+      j["samples"] = samplesOf(*job, *c);
     }
     if (s.code) {
       json code = json::array();
@@ -216,6 +288,7 @@ int inspectShow(const std::string& path, const std::string& compileId, ShowSecti
       out << job->text(key) << "\n";
       if (auto ir = c->graphIrs.find(name); ir != c->graphIrs.end()) out << operatorSummary(job->text(ir->second));
     }
+    for (const json& sample : samplesOf(*job, *c)) out << sampleSummary(sample);
   }
   if (s.shapes) {
     heading("symbolic shapes");

@@ -117,6 +117,8 @@ Result<Job> Job::load(const StoreReader& reader) {
       c.guardListKey = e.payloadKey;
     } else if (e.name == "dynamo_replay.graph_ir" && md.is_object()) {
       c.graphIrs[str(md, "graph")] = e.payloadKey;
+    } else if (e.name == "dynamo_replay.sample" && md.is_object()) {
+      c.samples.push_back(e.metadataJson);
     } else if (e.name == "artifact" && md.is_object() && str(md, "name") == "recompile_reasons") {
       c.reason = reasonsText(job.text(e.payloadKey));
     } else if (e.name == "artifact" && md.is_object() && str(md, "name") == "dynamo_graph_break_reason") {

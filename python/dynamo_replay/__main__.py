@@ -21,7 +21,7 @@ def _demo(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     store = out / "gpt.dynrep"
     steps = [
-        ("capture (compiles from scratch)", ["capture", "-o", str(store), "-m", "dynamo_replay.demo_job"]),
+        ("capture (compiles from scratch)", ["capture", "--precompile", "-o", str(store), "-m", "dynamo_replay.demo_job"]),
         ("replay (fresh process, empty Inductor cache)", ["replay", str(store), "-m", "dynamo_replay.demo_job"]),
     ]
     seconds, checksums = [], []
@@ -77,7 +77,7 @@ def _capture(args: argparse.Namespace) -> int:
     from dynamo_replay.capture import capture
 
     _prepare_job(args)
-    with capture(args.output, level=args.level, samples=not args.no_samples, precompile=not args.no_precompile):
+    with capture(args.output, level=args.level, samples=not args.no_samples, precompile=args.precompile):
         return _run_job(args)
 
 
@@ -105,8 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     cap.add_argument("-o", "--output", required=True, help="store file to write (replaced if it exists)")
     cap.add_argument("--level", type=int, default=3, help="zstd level (default 3)")
     cap.add_argument("--no-samples", action="store_true", help="do not store graphs' first-call inputs and outputs")
-    cap.add_argument("--no-precompile", action="store_true",
-                     help="leave Dynamo's caching precompile off (replay then traces with Dynamo again)")
+    cap.add_argument("--precompile", action="store_true",
+                     help="turn on PyTorch's caching precompile, so replay skips Dynamo tracing too "
+                          "(PyTorch 2.13 fails some jobs under it)")
     _add_job_arguments(cap)
     cap.set_defaults(run=_capture)
     rep = sub.add_parser("replay", help="run a script or module with its compiled code from a store")

@@ -5,11 +5,14 @@ on an exception: a handler on the structured-trace logger (torch.__trace), which
 compile ids, guards, graphs, symbolic-shape events and metrics; and Dynamo's bytecode hook,
 which sees each original and transformed code object. No PyTorch function is replaced.
 
-For replay, capture turns on Dynamo's caching precompile, so PyTorch packages each frame's
-guards and transformed bytecode (it applies to functions passed to torch.compile inside the
-block; it stays on afterwards, see apply_settings). Caching precompile drops identity guards it
-cannot save (on modules and builtins such as torch.nn.functional.linear), as PyTorch warns.
-Every other setting is the job's own, so the compile costs what it costs without capture.
+Capture compiles with the job's own settings, so the compile costs what it costs without
+capture. With precompile=True it also turns on Dynamo's caching precompile, so PyTorch packages
+each frame's guards and transformed bytecode and replay skips Dynamo too (it applies to
+functions passed to torch.compile inside the block; it stays on afterwards, see
+PRECOMPILE_SETTINGS). It is off by default because PyTorch 2.13 fails some ordinary compiles
+under it (see _PRECOMPILE_LIMITS), and capture must never break a job that runs without it.
+Caching precompile also drops identity guards it cannot save (on modules and builtins such as
+torch.nn.functional.linear), as PyTorch warns.
 """
 
 from __future__ import annotations
@@ -44,14 +47,22 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 MEGA_CACHE_NAME = "torch/mega_cache.bin"
 MEGA_CACHE_MEDIA_TYPE = "application/x-torch-mega-cache"
-# The config value capture sets for the job (see the module docstring); replay sets what the
-# store records. (module, name, value, put back at the end). caching_precompile stays on for
-# the rest of the process: a function compiled with it on keeps a package, and in PyTorch 2.13
+# The config values capture sets for the job (see the module docstring); replay sets what the
+# store records. (module, name, value, put back at the end). They stay on for the rest of the
+# process: a function compiled with caching precompile keeps a package, and in PyTorch 2.13
 # its next recompile with the setting off fails an assertion when a guard cannot be saved.
-PRECOMPILE_SETTING = ("torch._dynamo.config", "caching_precompile", True, False)
-# PyTorch 2.13's caching precompile fails a compile outright (instead of leaving the frame out
-# of its package) when a guard names a class that is not at module level.
-_PRECOMPILE_LIMIT = "cannot be saved into torch.compile() package"
+# The bundled AOTAutograd cache is what caching precompile uses anyway; it is set as well
+# because Inductor checks only it before compiling a graph that calls nothing (such as
+# optimizer.zero_grad()), and without it PyTorch 2.13 fails that compile under precompile.
+PRECOMPILE_SETTINGS = (
+    ("torch._dynamo.config", "caching_precompile", True, False),
+    ("torch._functorch.config", "bundled_autograd_cache", True, False),
+)
+# How PyTorch 2.13's caching precompile fails a compile outright where it should leave the
+# frame out of its package: a guard names a class that is not at module level; a frame it
+# decides not to package (a compiled optimizer step: "named parameters due to static
+# addresses") then trips an assertion.
+_PRECOMPILE_LIMITS = ("cannot be saved into torch.compile() package", "check_fn.guards_state must not be None")
 
 
 def apply_settings(settings: tuple[tuple[str, str, Any, bool], ...]) -> Callable[[], None]:
@@ -285,12 +296,13 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
     call, up to `sample_limit_bytes` per call; `level` is the zstd level; with `key` (or
     DYNAMO_REPLAY_KEY) the store is signed for replay. Functions must be passed to
     torch.compile inside the block for replay to skip their compilation later.
-    `precompile=False` leaves Dynamo's caching precompile off: replay then skips AOTAutograd,
-    Inductor and the C++ compiler but Dynamo traces again (see _PRECOMPILE_LIMIT for why).
+    Replay of the store skips AOTAutograd, Inductor and the C++ compiler; Dynamo traces again.
+    `precompile=True` turns on PyTorch's caching precompile so replay skips Dynamo as well, for
+    jobs PyTorch 2.13 can package (see the module docstring).
     """
 
     def __init__(self, path: str, *, level: int = 3, key: str | bytes | None = None, samples: bool = True,
-                 sample_limit_bytes: int = tensor_samples.DEFAULT_LIMIT_BYTES, precompile: bool = True) -> None:
+                 sample_limit_bytes: int = tensor_samples.DEFAULT_LIMIT_BYTES, precompile: bool = False) -> None:
         self.path = str(path)
         self.precompile = precompile
         self.level = level
@@ -306,7 +318,7 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         session = _Session(self.path, self.level, self.sample_limit, signing.resolve_key(self.key))
         self._session = session
         try:
-            self._restore_settings = apply_settings((PRECOMPILE_SETTING,) if self.precompile else ())
+            self._restore_settings = apply_settings(PRECOMPILE_SETTINGS if self.precompile else ())
             session.store.put(Manifest(
                 tool=f"dynamo-replay {__version__}",
                 created_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -349,10 +361,9 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         # The settings stay until the artifacts are saved: PyTorch only writes its precompile
         # packages into the Mega-Cache while caching_precompile is on.
         try:
-            if exc is not None and _PRECOMPILE_LIMIT in str(exc):
-                print("dynamo-replay: this error comes from PyTorch's caching precompile, which capture turns on;\n"
-                      "  move the class it names to module level, or capture with precompile=False "
-                      "(--no-precompile)", file=sys.stderr)
+            if self.precompile and exc is not None and any(limit in str(exc) for limit in _PRECOMPILE_LIMITS):
+                print("dynamo-replay: this error comes from PyTorch 2.13's caching precompile, which capture turned on\n"
+                      "  for precompile=True (--precompile); capture without it", file=sys.stderr)
             if exc is not None and not (isinstance(exc, SystemExit) and not exc.code):
                 session.put_event("dynamo_replay.error", _NO_COMPILE,
                                   {"type": exc_type.__qualname__, "message": str(exc)},

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from dynamo_replay import kernels, signing
 from dynamo_replay._core import Artifact, CodeObject, Manifest, Store, TraceEvent
-from dynamo_replay.capture import MEGA_CACHE_NAME, PRECOMPILE_SETTING, apply_settings, source_hash
+from dynamo_replay.capture import MEGA_CACHE_NAME, PRECOMPILE_SETTINGS, apply_settings, source_hash
 from dynamo_replay.errors import ReplayRefusedError, ReplayWarning, StoreError
 from dynamo_replay.fingerprint import environment_fingerprint
 
@@ -63,6 +63,7 @@ class ReplaySummary:
     not_packaged: list[str] = field(default_factory=list)
     compiled: list[CompiledFrame] = field(default_factory=list)
     load_seconds: float = 0.0
+    precompiled: bool = False  # captured with precompile: Dynamo's frames are in the store too
 
     @property
     def compile_seconds(self) -> float:
@@ -82,6 +83,7 @@ class ReplaySummary:
             "captured_compiles": self.captured_compiles, "captured_compile_seconds": self.captured_compile_seconds,
             "not_packaged": self.not_packaged, "compiled": [vars(frame) for frame in self.compiled],
             "load_seconds": self.load_seconds, "compile_seconds_saved": self.compile_seconds_saved,
+            "precompiled": self.precompiled,
         }
 
     def __str__(self) -> str:
@@ -94,7 +96,9 @@ class ReplaySummary:
             f"  loaded in {self.load_seconds:.2f} s: {self.functions_installed} compiled functions, "
             f"{self.kernel_libraries} kernel libraries",
             f"  captured: {self.captured_compiles} compiles, {self.captured_compile_seconds:.2f} s",
-            f"  compiled anyway: {len(self.compiled)} ({self.compile_seconds:.2f} s)",
+            f"  compiled anyway: {len(self.compiled)} ({self.compile_seconds:.2f} s)"
+            + ("" if self.precompiled else "; captured without --precompile, so Dynamo traces each frame"
+               " again and takes its graphs from the store"),
         ]
         lines += [f"    {frame}" for frame in self.compiled]
         if self.not_packaged:
@@ -195,11 +199,14 @@ def source_differences(checks: list[tuple[str, str, list[int], str]]) -> list[st
     return differences
 
 
-def _captured_setting(environment: dict[str, str]) -> tuple[str, str, Any, bool]:
-    """Caching precompile as the store was captured with (capture may have turned it on)."""
-    module, name, value, put_back = PRECOMPILE_SETTING
-    recorded = environment.get(f"config.{module.split('.')[1].lstrip('_')}.{name}")
-    return module, name, recorded == "True" if recorded in ("True", "False") else value, put_back
+def _captured_settings(environment: dict[str, str]) -> tuple[tuple[str, str, Any, bool], ...]:
+    """The settings capture may have changed, as this store was captured with, each marked to be
+    put back (replay keeps them only once the store is loaded)."""
+    settings = []
+    for module, name, value, _ in PRECOMPILE_SETTINGS:
+        recorded = environment.get(f"config.{module.split('.')[1].lstrip('_')}.{name}")
+        settings.append((module, name, recorded == "True" if recorded in ("True", "False") else value, True))
+    return tuple(settings)
 
 
 def _skip_unique_ids(captured: int) -> None:
@@ -222,7 +229,8 @@ class replay:  # noqa: N801 - a context manager, like capture
 
     Functions must be passed to torch.compile inside the block (PyTorch attaches its saved
     frames to the compiled wrapper when it is made). `strict=True` raises ReplayRefusedError
-    when the store cannot be used and turns any compile into an error naming the reason.
+    when the store cannot be used and, for a store captured with precompile, turns any compile
+    into an error naming the reason.
     `key` (or DYNAMO_REPLAY_KEY) makes replay refuse a store whose signature does not verify.
     The summary is printed to stderr at the end unless `verbose=False`; it is `.summary`.
     """
@@ -289,10 +297,9 @@ class replay:  # noqa: N801 - a context manager, like capture
 
         import torch.compiler
 
-        # The setting is put back if the store is refused; after a successful load it stays
-        # (see PRECOMPILE_SETTING in capture.py).
-        module, name, value, _ = _captured_setting(loaded.environment)
-        self._undo_if_refused = apply_settings(((module, name, value, True),))
+        # The settings are put back if the store is refused; after a successful load they stay
+        # (see PRECOMPILE_SETTINGS in capture.py).
+        self._undo_if_refused = apply_settings(_captured_settings(loaded.environment))
         if kernels.TOOLCHAIN_NAME in artifacts:
             identity = json.loads(artifacts[kernels.TOOLCHAIN_NAME][1])
             if kernels.compiler_missing(identity):
@@ -310,6 +317,7 @@ class replay:  # noqa: N801 - a context manager, like capture
         except Exception as error:  # PyTorch's own loader: any failure means nothing usable
             raise _Refused(f"PyTorch could not load the store's cache artifacts: {error!r}") from None
         self.summary.functions_installed = len(info.artifacts.get("precompile", [])) if info else 0
+        self.summary.precompiled = loaded.environment.get("config.dynamo.caching_precompile") == "True"
         done = [m for m in loaded.metrics if not m.get("fail_type")]
         self.summary.captured_compiles = len(done)
         self.summary.captured_compile_seconds = sum(m.get("entire_frame_compile_time_s") or 0.0 for m in done)
@@ -333,13 +341,15 @@ class replay:  # noqa: N801 - a context manager, like capture
         from torch._dynamo.utils import get_compilation_metrics
 
         self._metrics_before = len(get_compilation_metrics())
-        if self.strict:
+        if self.strict and self._summary.precompiled:  # otherwise Dynamo has to trace every frame
             prior = eval_frame._stance
             torch.compiler.set_stance("fail_on_recompile")
             self._undo.append(lambda: eval_frame._set_stance(prior))
 
     def _why_compiled(self, filename: str | None, line: int | None) -> str:
         if (filename, line) in self._captured_frames:
+            if not self._summary.precompiled:
+                return "traced again (captured without --precompile)"
             return "the call failed the guards of every saved entry (strict=True names the failing guard)"
         return "this frame was not compiled during capture"
 

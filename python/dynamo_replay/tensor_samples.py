@@ -39,6 +39,8 @@ def describe_value(value: Any, budget: list[int], put_blob: Callable[[bytes], st
     if isinstance(value, torch.Tensor):
         entry: dict[str, Any] = {"dtype": str(value.dtype).removeprefix("torch."), "shape": list(value.shape),
                                  "device": str(value.device)}
+        if isinstance(value, torch.nn.Parameter):
+            entry["parameter"] = True
         size = value.numel() * value.element_size()
         if size > budget[0]:
             return entry | {"skipped": f"{size} bytes, over the sample size cap"}

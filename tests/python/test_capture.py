@@ -3,6 +3,7 @@ graphs, code and symbols, and capture leaves PyTorch as it found it."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect as pyinspect
 import json
 import logging
@@ -109,7 +110,7 @@ def tensor_from(store: Path, entry: dict) -> torch.Tensor:
     return torch.frombuffer(raw, dtype=getattr(torch, entry["dtype"])).reshape(entry["shape"])
 
 
-def test_samples_hold_first_call_inputs_and_outputs(store_path: Path) -> None:
+def test_samples_hold_first_call_inputs_and_outputs(store_path: Path, inspect) -> None:
     model = MLP()
     x = torch.randn(8, 16)
     with dr.capture(store_path), torch.no_grad():
@@ -120,8 +121,15 @@ def test_samples_hold_first_call_inputs_and_outputs(store_path: Path) -> None:
     assert sample["graph"].startswith("__compiled_fn")
     with torch.no_grad():
         torch.testing.assert_close(tensor_from(store_path, sample["outputs"][0]), model(x), rtol=0, atol=0)
-    inputs = [tensor_from(store_path, entry) for entry in sample["inputs"]]
-    assert any(torch.equal(t, x) for t in inputs) and any(torch.equal(t, model.fc1.weight) for t in inputs)
+    # replay-inspect names each input by the Dynamo graph's placeholder; parameters are marked.
+    (shown,) = show(inspect, store_path, "0/0", "--graph")["samples"]
+    by_name = {entry["name"]: entry for entry in shown["inputs"]}
+    weight = by_name["L_self_modules_fc1_parameters_weight_"]
+    assert weight["parameter"] is True and "parameter" not in by_name["L_x_"]
+    torch.testing.assert_close(tensor_from(store_path, weight), model.fc1.weight, rtol=0, atol=0)
+    torch.testing.assert_close(tensor_from(store_path, by_name["L_x_"]), x, rtol=0, atol=0)
+    text = inspect("show", str(store_path), "0/0", "--graph").stdout
+    assert "in  0: float32[32, 16] parameter L_self_modules_fc1_parameters_weight_" in text
     with torch.no_grad():  # the graph was put back: later calls run it and are right
         torch.testing.assert_close(compiled(x + 2), model(x + 2), rtol=0, atol=0)
     assert len(stored_samples(store_path)) == 1
@@ -313,17 +321,23 @@ def test_data_dependent_error_still_leaves_a_finished_store(store_path: Path) ->
     assert "branchy" in store.get_blob(errors[0].payload_key).decode()  # the traceback names the user function
 
 
+@pytest.mark.parametrize("precompile", [False, True])
 def test_inductor_compile_keeps_its_code_and_pytorch_cache_artifacts(store_path: Path, inspect, tmp_path: Path,
-                                                                    monkeypatch) -> None:
+                                                                    monkeypatch, request, precompile: bool) -> None:
     # One small Inductor graph (it runs g++): its generated code and PyTorch's Mega-Cache
     # bytes, which replay will load, must be in the store.
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor-cache"))
+    # Capture leaves caching precompile on for the rest of the process: put it back for later tests.
+    settings = contextlib.ExitStack()
+    settings.enter_context(torch._dynamo.config.patch(caching_precompile=False))
+    settings.enter_context(torch._functorch.config.patch(bundled_autograd_cache=False))
+    request.addfinalizer(settings.close)
 
     def sin_relu(x: torch.Tensor) -> torch.Tensor:
         return (x.sin() + 1).relu()
 
     x = torch.randn(64)
-    with dr.capture(store_path):
+    with dr.capture(store_path, precompile=precompile):
         out = torch.compile(sin_relu, backend="inductor")(x)
     torch.testing.assert_close(out, sin_relu(x))
     graphs = show(inspect, store_path, "0/0", "--graph")["graphs"]
@@ -331,8 +345,14 @@ def test_inductor_compile_keeps_its_code_and_pytorch_cache_artifacts(store_path:
     assert "cpp_fused_add_relu_sin_0" in graphs["inductor_output_code"]
     store = dr.Store.open(store_path)
     (mega,) = [a for a in store.records(dr.Artifact) if a.name == "torch/mega_cache.bin"]
-    assert int(mega.attributes["inductor"]) >= 1 and int(mega.attributes["aot_autograd"]) >= 1
     assert len(store.get_blob(mega.blob_key)) == mega.size
+    kernels = [a.name for a in store.records(dr.Artifact) if a.name.endswith(".main.so")]
+    assert len(kernels) == 1  # the fused kernel's library
+    if precompile:  # Inductor's graph is bundled into the AOTAutograd entry the frame's package names
+        assert int(mega.attributes["aot_autograd"]) >= 1 and int(mega.attributes["precompile"]) == 1
+    else:
+        assert int(mega.attributes["inductor"]) >= 1 and int(mega.attributes["aot_autograd"]) >= 1
+        assert "precompile" not in mega.attributes
 
 
 def test_hooks_come_out_and_decorator_form(store_path: Path) -> None:

@@ -37,23 +37,24 @@ def gpt(new_shape: bool) -> list[torch.Tensor]:
 
 
 def train(new_shape: bool) -> list[torch.Tensor]:
-    """Two training steps: forward and backward compiled, the optimizer step eager."""
+    """Two training steps, each compiled whole as users write it: zero_grad (a graph that calls
+    nothing), forward, backward (a graph break) and the optimizer step (a resume function)."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 
     def step(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        optimizer.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x), y)
         loss.backward()
-        return loss
+        optimizer.step()
+        return loss.detach()
 
     compiled = torch.compile(step)
     generator = torch.Generator().manual_seed(1)
     outputs = []
     for _ in range(2):
-        optimizer.zero_grad()
-        outputs.append(compiled(torch.randn(4, 8, generator=generator), torch.randn(4, 1, generator=generator)).detach())
-        optimizer.step()
+        outputs.append(compiled(torch.randn(4, 8, generator=generator), torch.randn(4, 1, generator=generator)))
     return outputs + [p.detach().clone() for p in model.parameters()]
 
 
@@ -96,5 +97,6 @@ if __name__ == "__main__":
         "fxgraph_cache_miss": counters["inductor"]["fxgraph_cache_miss"],
         "fxgraph_cache_hit": counters["inductor"]["fxgraph_cache_hit"],
         "autograd_cache_miss": counters["aot_autograd"]["autograd_cache_miss"],
+        "autograd_cache_hit": counters["aot_autograd"]["autograd_cache_hit"],
         "dynamo_cache_hit": counters["dynamo_cache"]["dynamo_cache_hit"],
     }, indent=1))

@@ -42,6 +42,9 @@ struct Compile {
   std::string guardListKey;                  // blob: JSON list of {kind, source, code, file, line, ...}
   std::map<std::string, std::string> graphs;  // trace event name -> blob key of its code
   std::map<std::string, std::string> graphIrs;  // aten graph event name -> blob key of its IR (JSON)
+  // First-call samples, one JSON object per compiled graph: {graph, inputs, outputs}, each value
+  // {dtype, shape, device, blob, bytes, source, parameter} or {value}; "skipped" when over the cap.
+  std::vector<std::string> samples;
   std::vector<ShapeEvent> shapes;
   std::vector<std::string> graphBreaks;
   std::map<std::string, double> phaseSeconds;  // from compilation_metrics "*_time_s"
