@@ -140,7 +140,7 @@ std::string operatorSummary(const std::string& irText) {
 }
 
 // One sampled value: "float32[8, 16] l_x_", "float32[32, 16] parameter l_self_..._weight_", "3".
-std::string sampleValue(const json& v, const std::string& name) {
+std::string sampleValue(const json& v) {
   if (!v.is_object()) return "?";
   std::string text;
   if (v.contains("value")) {
@@ -153,7 +153,7 @@ std::string sampleValue(const json& v, const std::string& name) {
     text = fmt::format("{}[{}]", v.value("dtype", "?"), shape);
     if (v.value("parameter", false)) text += " parameter";
   }
-  if (!name.empty()) text += " " + name;
+  if (!v.value("name", "").empty()) text += " " + v.value("name", "");
   if (v.contains("skipped")) text += " (not stored: " + v.value("skipped", "") + ")";
   return text;
 }
@@ -192,7 +192,7 @@ std::string sampleSummary(const json& sample) {
     for (size_t i = 0; i < values.size(); ++i) {
       const json& v = values[i];
       if (v.is_object() && v.contains("bytes") && v["bytes"].is_number()) stored += v["bytes"].get<uint64_t>();
-      lines += fmt::format("    {} {}: {}\n", label, i, sampleValue(v, v.is_object() ? v.value("name", "") : ""));
+      lines += fmt::format("    {} {}: {}\n", label, i, sampleValue(v));
     }
   }
   return fmt::format("sample of {} (first call): {} inputs, {} outputs, {} bytes stored\n{}", sample.value("graph", "?"),

@@ -47,16 +47,16 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 MEGA_CACHE_NAME = "torch/mega_cache.bin"
 MEGA_CACHE_MEDIA_TYPE = "application/x-torch-mega-cache"
-# The config values capture sets for the job (see the module docstring); replay sets what the
-# store records. (module, name, value, put back at the end). They stay on for the rest of the
+# The config values capture sets for a precompile capture (see the module docstring); replay
+# sets what the store records. (module, name, value). They stay set for the rest of the
 # process: a function compiled with caching precompile keeps a package, and in PyTorch 2.13
 # its next recompile with the setting off fails an assertion when a guard cannot be saved.
 # The bundled AOTAutograd cache is what caching precompile uses anyway; it is set as well
 # because Inductor checks only it before compiling a graph that calls nothing (such as
 # optimizer.zero_grad()), and without it PyTorch 2.13 fails that compile under precompile.
 PRECOMPILE_SETTINGS = (
-    ("torch._dynamo.config", "caching_precompile", True, False),
-    ("torch._functorch.config", "bundled_autograd_cache", True, False),
+    ("torch._dynamo.config", "caching_precompile", True),
+    ("torch._functorch.config", "bundled_autograd_cache", True),
 )
 # How PyTorch 2.13's caching precompile fails a compile outright where it should leave the
 # frame out of its package: a guard names a class that is not at module level; a frame it
@@ -65,16 +65,14 @@ PRECOMPILE_SETTINGS = (
 _PRECOMPILE_LIMITS = ("cannot be saved into torch.compile() package", "check_fn.guards_state must not be None")
 
 
-def apply_settings(settings: tuple[tuple[str, str, Any, bool], ...]) -> Callable[[], None]:
-    """Sets each module.attribute to its value; returns a function that puts back the old
-    values of those marked to be put back."""
+def apply_settings(settings: tuple[tuple[str, str, Any], ...]) -> Callable[[], None]:
+    """Sets each module.attribute to its value; returns a function that puts the old values back."""
     import importlib
 
     old = []
-    for module_name, attr, value, put_back in settings:
+    for module_name, attr, value in settings:
         module = importlib.import_module(module_name)
-        if put_back:
-            old.append((module, attr, getattr(module, attr)))
+        old.append((module, attr, getattr(module, attr)))
         setattr(module, attr, value)
 
     def restore() -> None:
@@ -310,7 +308,6 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         self.sample_limit = sample_limit_bytes if samples else 0
         self._session: _Session | None = None
         self._undo: list[Callable[[], None]] = []
-        self._restore_settings: Callable[[], None] = lambda: None
 
     def __enter__(self) -> capture:
         import torch._dynamo.convert_frame
@@ -318,7 +315,8 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         session = _Session(self.path, self.level, self.sample_limit, signing.resolve_key(self.key))
         self._session = session
         try:
-            self._restore_settings = apply_settings(PRECOMPILE_SETTINGS if self.precompile else ())
+            if self.precompile:
+                apply_settings(PRECOMPILE_SETTINGS)  # not put back, see PRECOMPILE_SETTINGS
             session.store.put(Manifest(
                 tool=f"dynamo-replay {__version__}",
                 created_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -358,8 +356,6 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
             return
         for recorder in session.recorders:  # graphs never called inside the block
             recorder.restore()
-        # The settings stay until the artifacts are saved: PyTorch only writes its precompile
-        # packages into the Mega-Cache while caching_precompile is on.
         try:
             if self.precompile and exc is not None and any(limit in str(exc) for limit in _PRECOMPILE_LIMITS):
                 print("dynamo-replay: this error comes from PyTorch 2.13's caching precompile, which capture turned on\n"
@@ -375,8 +371,6 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
                 session.sign()
             session.put_event("dynamo_replay.summary", _NO_COMPILE, _summary(session), None)
         finally:
-            self._restore_settings()
-            self._restore_settings = lambda: None
             session.cache.restore()
             session.store.close()
 

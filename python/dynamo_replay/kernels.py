@@ -146,55 +146,45 @@ def check_kernel_names(names: list[str]) -> None:
         _safe_relative(name)
 
 
-def restore_kernel_libraries(libraries: dict[str, bytes]) -> int:
-    """Writes each library into Inductor's cache directory unless it is already there; returns
-    how many were written. Each is written to a temporary file and renamed into place, so a
-    concurrent process never sees half a library."""
-    root = cache_dir()
-    written = 0
-    for name, data in libraries.items():
-        target = root / _safe_relative(name)
-        if target.exists():
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".dynrep-", suffix=".so")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.chmod(temp, 0o755)
-            os.replace(temp, target)
-            written += 1
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
-    return written
+def restore_kernel_libraries(libraries: dict[str, bytes]) -> None:
+    """Puts each library back as if this process had built it: writes it into Inductor's cache
+    directory unless it is already there, and enters each kernel into Inductor's in-memory
+    maps from kernel key to loader.
 
-
-def register_kernel_libraries(names: list[str]) -> int:
-    """Enters each kernel library into Inductor's in-memory maps from kernel key to loader, as
-    if this process had built it; returns how many kernels it entered.
-
-    Inductor looks a kernel up in these maps first, and only on a miss rebuilds its command
-    line, which with header precompilation on (the default) runs the C++ preprocessor over
-    Inductor's headers in every new process and compiles them once per host. The library is
-    loaded by the class that asks for it, with that class's own loader, on first use.
-    Libraries Inductor builds in a compile-and-link step are named <key>.main.so.
+    Files are written to a temporary name and renamed into place, so a concurrent process
+    never sees half a library. The maps matter because Inductor looks a kernel up there first,
+    and only on a miss rebuilds its command line, which with header precompilation on (the
+    default) runs the C++ preprocessor over Inductor's headers in every new process and
+    compiles them once per host. Each map's class loads the library itself, on first use.
     """
     from torch._inductor import codecache
 
     owners = (codecache.CppCodeCache, codecache.CppPythonBindingsCodeCache, codecache.CppWrapperCodeCache)
     root = cache_dir()
-    kernels = 0
-    for name in names:
+    for name, data in libraries.items():
         relative = _safe_relative(name)
+        target = root / relative
+        if not target.exists():
+            _write_atomically(target, data)
+        # Libraries Inductor builds for a kernel are named <key>.main.so; the rest are ISA
+        # probes, which Inductor finds by their path.
         key = relative.name.removesuffix(".main.so")
-        if key == relative.name:
-            continue  # not a kernel (an ISA probe, found by its path instead)
-        path = str(root / relative)
-        for owner in owners:
-            owner.cache.setdefault(key, functools.cache(functools.partial(owner._load_library, path, key)))
-        kernels += 1
-    return kernels
+        if key != relative.name:
+            for owner in owners:
+                owner.cache.setdefault(key, functools.cache(functools.partial(owner._load_library, str(target), key)))
+
+
+def _write_atomically(target: Path, data: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=".dynrep-", suffix=".so")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.chmod(temp, 0o755)
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
 
 
 class CompilerStandIn:

@@ -199,13 +199,12 @@ def source_differences(checks: list[tuple[str, str, list[int], str]]) -> list[st
     return differences
 
 
-def _captured_settings(environment: dict[str, str]) -> tuple[tuple[str, str, Any, bool], ...]:
-    """The settings capture may have changed, as this store was captured with, each marked to be
-    put back (replay keeps them only once the store is loaded)."""
+def _captured_settings(environment: dict[str, str]) -> tuple[tuple[str, str, Any], ...]:
+    """The settings a precompile capture changes, with the values this store was captured with."""
     settings = []
-    for module, name, value, _ in PRECOMPILE_SETTINGS:
+    for module, name, value in PRECOMPILE_SETTINGS:
         recorded = environment.get(f"config.{module.split('.')[1].lstrip('_')}.{name}")
-        settings.append((module, name, recorded == "True" if recorded in ("True", "False") else value, True))
+        settings.append((module, name, recorded == "True" if recorded in ("True", "False") else value))
     return tuple(settings)
 
 
@@ -299,7 +298,8 @@ class replay:  # noqa: N801 - a context manager, like capture
 
         # The settings are put back if the store is refused; after a successful load they stay
         # (see PRECOMPILE_SETTINGS in capture.py).
-        self._undo_if_refused = apply_settings(_captured_settings(loaded.environment))
+        settings = _captured_settings(loaded.environment)
+        self._undo_if_refused = apply_settings(settings)
         if kernels.TOOLCHAIN_NAME in artifacts:
             identity = json.loads(artifacts[kernels.TOOLCHAIN_NAME][1])
             if kernels.compiler_missing(identity):
@@ -311,13 +311,12 @@ class replay:  # noqa: N801 - a context manager, like capture
 
         self.summary.kernel_libraries = len(libraries)
         kernels.restore_kernel_libraries(libraries)
-        kernels.register_kernel_libraries(libraries)
         try:
             info = torch.compiler.load_cache_artifacts(artifacts[MEGA_CACHE_NAME][1])
         except Exception as error:  # PyTorch's own loader: any failure means nothing usable
             raise _Refused(f"PyTorch could not load the store's cache artifacts: {error!r}") from None
         self.summary.functions_installed = len(info.artifacts.get("precompile", [])) if info else 0
-        self.summary.precompiled = loaded.environment.get("config.dynamo.caching_precompile") == "True"
+        self.summary.precompiled = {name: value for _, name, value in settings}["caching_precompile"]
         done = [m for m in loaded.metrics if not m.get("fail_type")]
         self.summary.captured_compiles = len(done)
         self.summary.captured_compile_seconds = sum(m.get("entire_frame_compile_time_s") or 0.0 for m in done)

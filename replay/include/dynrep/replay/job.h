@@ -43,7 +43,7 @@ struct Compile {
   std::map<std::string, std::string> graphs;  // trace event name -> blob key of its code
   std::map<std::string, std::string> graphIrs;  // aten graph event name -> blob key of its IR (JSON)
   // First-call samples, one JSON object per compiled graph: {graph, inputs, outputs}, each value
-  // {dtype, shape, device, blob, bytes, source, parameter} or {value}; "skipped" when over the cap.
+  // {dtype, shape, device, blob, bytes, parameter} or {value}; "skipped" when over the cap.
   std::vector<std::string> samples;
   std::vector<ShapeEvent> shapes;
   std::vector<std::string> graphBreaks;
