@@ -13,6 +13,9 @@ from pathlib import Path
 
 from dynamo_replay.tools import inspect_executable, run_inspect
 
+# The demo job lives in the source tree's examples/ (make demo runs from a checkout).
+_DEMO_JOB = Path(__file__).resolve().parents[2] / "examples" / "gpt_demo.py"
+
 
 def _demo(args: argparse.Namespace) -> int:
     """Captures the demo GPT job in one process, replays it in a fresh one with an empty
@@ -21,8 +24,8 @@ def _demo(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     store = out / "gpt.dynrep"
     steps = [
-        ("capture (compiles from scratch)", ["capture", "--precompile", "-o", str(store), "-m", "dynamo_replay.demo_job"]),
-        ("replay (fresh process, empty Inductor cache)", ["replay", str(store), "-m", "dynamo_replay.demo_job"]),
+        ("capture (compiles from scratch)", ["capture", "-o", str(store), str(_DEMO_JOB)]),
+        ("replay (fresh process, empty Inductor cache)", ["replay", str(store), str(_DEMO_JOB)]),
     ]
     seconds, checksums = [], []
     for title, command in steps:
@@ -77,7 +80,7 @@ def _capture(args: argparse.Namespace) -> int:
     from dynamo_replay.capture import capture
 
     _prepare_job(args)
-    with capture(args.output, level=args.level, samples=not args.no_samples, precompile=args.precompile):
+    with capture(args.output, level=args.level, samples=not args.no_samples, precompile=not args.no_precompile):
         return _run_job(args)
 
 
@@ -105,9 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     cap.add_argument("-o", "--output", required=True, help="store file to write (replaced if it exists)")
     cap.add_argument("--level", type=int, default=3, help="zstd level (default 3)")
     cap.add_argument("--no-samples", action="store_true", help="do not store graphs' first-call inputs and outputs")
-    cap.add_argument("--precompile", action="store_true",
-                     help="turn on PyTorch's caching precompile, so replay skips Dynamo tracing too "
-                          "(PyTorch 2.13 fails some jobs under it)")
+    cap.add_argument("--no-precompile", action="store_true",
+                     help="capture only PyTorch's caches, not Dynamo's saved frames: replay then traces every "
+                          "frame with Dynamo again")
     _add_job_arguments(cap)
     cap.set_defaults(run=_capture)
     rep = sub.add_parser("replay", help="run a script or module with its compiled code from a store")

@@ -4,10 +4,15 @@ configs that affect compilation)."""
 
 from __future__ import annotations
 
+import hashlib
+import linecache
 import platform
 import shutil
 import subprocess
 import sys
+from types import CodeType
+
+from dynamo_replay.schema import FINGERPRINT_CPU_FLAGS
 
 
 def _compiler_version(cxx: str) -> str:
@@ -46,7 +51,6 @@ def environment_fingerprint() -> dict[str, str]:
     import torch._functorch.config
     import torch._inductor.config
 
-
     # The compiler Inductor would pick: the first name its config gives (cpp_builder, which
     # resolves it fully, costs a second to import in a job that never uses Inductor).
     cxx = next((c for c in torch._inductor.config.cpp.cxx if c), "c++")
@@ -59,9 +63,32 @@ def environment_fingerprint() -> dict[str, str]:
         "machine": platform.machine(),
         "platform": platform.platform(),
         "cpu.capability": torch.backends.cpu.get_cpu_capability(),
+        FINGERPRINT_CPU_FLAGS: cpu_isa_flags(),
         "cxx.compiler": _compiler_version(cxx),
     }
     entries.update(_config_entries("config.dynamo", torch._dynamo.config))
     entries.update(_config_entries("config.inductor", torch._inductor.config))
     entries.update(_config_entries("config.functorch", torch._functorch.config))
     return entries
+
+
+def cpu_isa_flags() -> str:
+    """The CPU features Inductor picks its vector ISA by, as PyTorch's CPU checks report
+    them (no compiler probe, no Inductor import)."""
+    import torch
+
+    names = ("avx2", "avx512", "vnni", "avx512_bf16", "amx_tile", "amx_fp16")
+    flags = [name for name in names if getattr(torch.cpu, f"_is_{name}_supported", lambda: False)()]
+    return ",".join([platform.machine(), *flags])
+
+
+def source_hash(filename: str, code: CodeType | None = None, lines: list[int] | None = None) -> tuple[list[int], str]:
+    """([first, last], sha256 of those source lines) of a function, as the file reads now;
+    ([], "") when the file cannot be read (code made by exec, a deleted file)."""
+    if lines is None and code is not None:
+        numbers = [line for *_, line in code.co_lines() if line is not None] + [code.co_firstlineno]
+        lines = [min(numbers), max(numbers)]
+    text = linecache.getlines(filename)
+    if not lines or not text or lines[1] > len(text):
+        return [], ""
+    return lines, hashlib.sha256("".join(text[lines[0] - 1:lines[1]]).encode()).hexdigest()

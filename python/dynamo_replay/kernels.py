@@ -23,10 +23,8 @@ import sys
 import tempfile
 from pathlib import Path, PurePosixPath
 
-KERNEL_PREFIX = "inductor/"
-KERNEL_MEDIA_TYPE = "application/x-sharedlib"
-TOOLCHAIN_NAME = "toolchain/cxx"
-TOOLCHAIN_MEDIA_TYPE = "application/json"
+from dynamo_replay.schema import KERNEL_MEDIA_TYPE, KERNEL_PREFIX, TOOLCHAIN_MEDIA_TYPE, TOOLCHAIN_NAME  # noqa: F401
+
 _VERSION_FLAGS = ("-v", "--version")
 
 

@@ -14,9 +14,9 @@ import hmac
 import os
 import struct
 
+from dynamo_replay.schema import SIGNATURE_MEDIA_TYPE, SIGNATURE_NAME  # noqa: F401 (re-exported)
+
 KEY_ENV = "DYNAMO_REPLAY_KEY"
-SIGNATURE_NAME = "dynamo_replay/signature"
-SIGNATURE_MEDIA_TYPE = "text/plain"
 ALGORITHM = "hmac-sha256"
 
 

@@ -14,8 +14,7 @@ import pytest
 
 import dynamo_replay as dr
 from dynamo_replay import signing
-from dynamo_replay.capture import MEGA_CACHE_MEDIA_TYPE, MEGA_CACHE_NAME
-from dynamo_replay.kernels import KERNEL_MEDIA_TYPE
+from dynamo_replay.schema import KERNEL_MEDIA_TYPE, MEGA_CACHE_MEDIA_TYPE, MEGA_CACHE_NAME
 
 
 def refusal(path: Path, **options) -> str:

@@ -1,5 +1,5 @@
 """The job `make demo` captures and replays: a small GPT-style decoder compiled with Inductor,
-batch and sequence length dynamic. `python -m dynamo_replay.demo_job` runs it directly.
+batch and sequence length dynamic. `python examples/gpt_demo.py` runs it directly.
 
 It prints how long its first output took (compilation included) and a checksum of all its
 outputs, so a replayed run can be compared with the captured one at a glance.

@@ -5,24 +5,21 @@ on an exception: a handler on the structured-trace logger (torch.__trace), which
 compile ids, guards, graphs, symbolic-shape events and metrics; and Dynamo's bytecode hook,
 which sees each original and transformed code object. No PyTorch function is replaced.
 
-Capture compiles with the job's own settings, so the compile costs what it costs without
-capture. With precompile=True it also turns on Dynamo's caching precompile, so PyTorch packages
-each frame's guards and transformed bytecode and replay skips Dynamo too (it applies to
-functions passed to torch.compile inside the block; it stays on afterwards, see
-PRECOMPILE_SETTINGS). It is off by default because PyTorch 2.13 fails some ordinary compiles
-under it (see _PRECOMPILE_LIMITS), and capture must never break a job that runs without it.
-Caching precompile also drops identity guards it cannot save (on modules and builtins such as
-torch.nn.functional.linear), as PyTorch warns.
+By default capture also turns on Dynamo's caching precompile, so PyTorch packages each frame's
+guards and transformed bytecode and replay skips Dynamo as well as everything after it. What
+PyTorch 2.13's precompile cannot do stays one frame's problem (dynamo_replay._torch): a frame
+it cannot save is recorded with the reason and compiles as usual at replay; each guard it drops
+is recorded with the value it checked, so replay can check it again. precompile=False
+(--no-precompile) captures only PyTorch's caches: replay then traces each frame with Dynamo.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import dis
 import functools
 import gc
-import hashlib
 import json
-import linecache
 import logging
 import sys
 import threading
@@ -33,8 +30,9 @@ from types import CodeType, TracebackType
 from typing import Any, Callable, TypeVar
 
 from dynamo_replay._core import Artifact, CodeObject, Manifest, Store, TraceEvent, __version__
-from dynamo_replay import graph_ir, guards, kernels, signing, tensor_samples
-from dynamo_replay.fingerprint import environment_fingerprint
+from dynamo_replay import _torch, kernels, schema, signing
+from dynamo_replay.capture import graph_ir, guards, tensor_samples
+from dynamo_replay.fingerprint import environment_fingerprint, source_hash
 
 __all__ = ["capture"]
 
@@ -45,57 +43,11 @@ _NO_COMPILE = (-1, -1, -1)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-MEGA_CACHE_NAME = "torch/mega_cache.bin"
-MEGA_CACHE_MEDIA_TYPE = "application/x-torch-mega-cache"
-# The config values capture sets for a precompile capture (see the module docstring); replay
-# sets what the store records. (module, name, value). They stay set for the rest of the
-# process: a function compiled with caching precompile keeps a package, and in PyTorch 2.13
-# its next recompile with the setting off fails an assertion when a guard cannot be saved.
-# The bundled AOTAutograd cache is what caching precompile uses anyway; it is set as well
-# because Inductor checks only it before compiling a graph that calls nothing (such as
-# optimizer.zero_grad()), and without it PyTorch 2.13 fails that compile under precompile.
-PRECOMPILE_SETTINGS = (
-    ("torch._dynamo.config", "caching_precompile", True),
-    ("torch._functorch.config", "bundled_autograd_cache", True),
-)
-# How PyTorch 2.13's caching precompile fails a compile outright where it should leave the
-# frame out of its package: a guard names a class that is not at module level; a frame it
-# decides not to package (a compiled optimizer step: "named parameters due to static
-# addresses") then trips an assertion.
-_PRECOMPILE_LIMITS = ("cannot be saved into torch.compile() package", "check_fn.guards_state must not be None")
-
-
-def apply_settings(settings: tuple[tuple[str, str, Any], ...]) -> Callable[[], None]:
-    """Sets each module.attribute to its value; returns a function that puts the old values back."""
-    import importlib
-
-    old = []
-    for module_name, attr, value in settings:
-        module = importlib.import_module(module_name)
-        old.append((module, attr, getattr(module, attr)))
-        setattr(module, attr, value)
-
-    def restore() -> None:
-        for module, attr, value in reversed(old):
-            setattr(module, attr, value)
-
-    return restore
-
-
 def _compile_id(metadata: dict[str, Any]) -> tuple[int, int, int]:
     frame, compile_ = metadata.get("frame_id"), metadata.get("frame_compile_id")
     if frame is None or compile_ is None:
         return _NO_COMPILE
     return (int(frame), int(compile_), int(metadata.get("attempt") or 0))
-
-
-def _current_compile_id() -> tuple[int, int, int]:
-    from torch._guards import CompileContext
-
-    trace = CompileContext.current_trace_id()
-    if trace is None or trace.compile_id.frame_id is None:
-        return _NO_COMPILE
-    return (trace.compile_id.frame_id, trace.compile_id.frame_compile_id, trace.attempt)
 
 
 def _code_fields(code: CodeType) -> str:
@@ -113,18 +65,6 @@ def _code_fields(code: CodeType) -> str:
     fields["co_lines"] = [list(t) for t in code.co_lines()]
     fields["source_lines"], fields["source_sha256"] = source_hash(code.co_filename, code)
     return json.dumps(fields, default=repr)
-
-
-def source_hash(filename: str, code: CodeType | None = None, lines: list[int] | None = None) -> tuple[list[int], str]:
-    """([first, last], sha256 of those source lines) of a function, as the file reads now;
-    ([], "") when the file cannot be read (code made by exec, a deleted file)."""
-    if lines is None and code is not None:
-        numbers = [line for *_, line in code.co_lines() if line is not None] + [code.co_firstlineno]
-        lines = [min(numbers), max(numbers)]
-    text = linecache.getlines(filename)
-    if not lines or not text or lines[1] > len(text):
-        return [], ""
-    return lines, hashlib.sha256("".join(text[lines[0] - 1:lines[1]]).encode()).hexdigest()
 
 
 class _TraceHandler(logging.Handler):
@@ -152,7 +92,24 @@ class _Session:
         self.ir_graphs: list[tuple[tuple[int, int, int], str, str]] = []  # compile id, event, text
         self.guard_trees: list[tuple[tuple[int, int, int], str]] = []  # compile id, text
         self.sample_limit = sample_limit  # bytes per graph call; 0: no samples
+        self.precompile = False
+        self.module_globals: dict[str, str] = {}  # see _torch.module_globals
         self.recorders: list[tensor_samples.FirstCallRecorder] = []
+        self.not_packaged: list[tuple[str, str]] = []  # frame, why PyTorch's precompile left it out
+        self.dropped: set[tuple[tuple[int, int, int], str, str]] = set()  # compile id, kind, source
+        self.risky_dropped = 0
+
+    def note_not_packaged(self, frame: str, reason: str) -> None:
+        self.not_packaged.append((frame, reason))
+        self.put_event(schema.EVENT_NOT_PACKAGED, _torch.current_compile_id(), {"frame": frame, "reason": reason}, None)
+
+    def note_dropped_guard(self, guard: _torch.DroppedGuard) -> None:
+        compile_id = _torch.current_compile_id()
+        if (compile_id, guard.kind, guard.source) in self.dropped:
+            return
+        self.dropped.add((compile_id, guard.kind, guard.source))
+        self.risky_dropped += guard.risky
+        self.put_event(schema.EVENT_DROPPED_GUARD, compile_id, dataclasses.asdict(guard), None)
 
     def put_event(self, name: str, compile_id: tuple[int, int, int], metadata: Any, payload: str | bytes | None) -> None:
         key, size = "", 0
@@ -188,7 +145,7 @@ class _Session:
         for compile_id, text in self.guard_trees:
             try:
                 parsed = guards.parse_guard_tree(text)
-                self.put_event("dynamo_replay.guards", compile_id, {"count": len(parsed)}, json.dumps(parsed))
+                self.put_event(schema.EVENT_GUARDS, compile_id, {"count": len(parsed)}, json.dumps(parsed))
             except Exception:
                 self.note_failure("guard list")
 
@@ -196,14 +153,14 @@ class _Session:
         for compile_id, name, text in self.ir_graphs:
             try:
                 ir = graph_ir.graph_ir(text)
-                self.put_event("dynamo_replay.graph_ir", compile_id, {"graph": name, "nodes": len(ir["nodes"])},
+                self.put_event(schema.EVENT_GRAPH_IR, compile_id, {"graph": name, "nodes": len(ir["nodes"])},
                                json.dumps(ir))
             except Exception:
                 self.note_failure(f"graph IR of {name}")
 
     def bytecode_hook(self, code: CodeType, new_code: CodeType) -> None:
         try:
-            compile_id = _current_compile_id()
+            compile_id = _torch.current_compile_id()
             for role, c in (("original", code), ("transformed", new_code)):
                 self.store.put(CodeObject(
                     compile_id=compile_id, role=role, name=c.co_qualname, filename=c.co_filename,
@@ -211,6 +168,8 @@ class _Session:
                     bytecode_key=self.store.put_blob(c.co_code),
                     disassembly_key=self.store.put_blob(dis.Bytecode(c).dis().encode()),
                 ))
+            if self.precompile:
+                self.module_globals.update(_torch.module_globals(new_code))
             if self.sample_limit:
                 self.record_samples(compile_id)
         except Exception:
@@ -229,7 +188,7 @@ class _Session:
                 continue
 
             def record(inputs: list, outputs: list, name: str = name) -> None:
-                self.put_event("dynamo_replay.sample", compile_id, {"graph": name, "inputs": inputs, "outputs": outputs}, None)
+                self.put_event(schema.EVENT_SAMPLE, compile_id, {"graph": name, "inputs": inputs, "outputs": outputs}, None)
 
             recorder = tensor_samples.FirstCallRecorder(scope, name, self.sample_limit, self.store.put_blob, record)
             recorder.install()
@@ -252,7 +211,7 @@ class _Session:
                 return
             data, info = saved
             counts = {kind: str(len(keys)) for kind, keys in sorted(info.artifacts.items())}
-            self.put_artifact(MEGA_CACHE_NAME, MEGA_CACHE_MEDIA_TYPE, data, counts)
+            self.put_artifact(schema.MEGA_CACHE_NAME, schema.MEGA_CACHE_MEDIA_TYPE, data, counts)
         except Exception:
             self.note_failure("save_cache_artifacts")
 
@@ -264,10 +223,10 @@ class _Session:
         try:
             libraries = self.cache.kernel_libraries()
             for name, path in libraries.items():
-                self.put_artifact(name, kernels.KERNEL_MEDIA_TYPE, path.read_bytes())
+                self.put_artifact(name, schema.KERNEL_MEDIA_TYPE, path.read_bytes())
             if libraries:
                 identity = kernels.compiler_identity()
-                self.put_artifact(kernels.TOOLCHAIN_NAME, kernels.TOOLCHAIN_MEDIA_TYPE, json.dumps(identity).encode(),
+                self.put_artifact(schema.TOOLCHAIN_NAME, schema.TOOLCHAIN_MEDIA_TYPE, json.dumps(identity).encode(),
                                   {"name": identity["name"]})
         except Exception:
             self.note_failure("kernel libraries")
@@ -275,7 +234,7 @@ class _Session:
     def sign(self) -> None:
         """Adds the signature over every artifact put so far (none may follow it)."""
         signature = signing.sign(self.signing_key, self.signed).encode()
-        self.put_artifact(signing.SIGNATURE_NAME, signing.SIGNATURE_MEDIA_TYPE, signature,
+        self.put_artifact(schema.SIGNATURE_NAME, schema.SIGNATURE_MEDIA_TYPE, signature,
                           {"algorithm": signing.ALGORITHM, "covers": str(len(self.signed))})
 
     def note_failure(self, where: str) -> None:
@@ -294,13 +253,13 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
     call, up to `sample_limit_bytes` per call; `level` is the zstd level; with `key` (or
     DYNAMO_REPLAY_KEY) the store is signed for replay. Functions must be passed to
     torch.compile inside the block for replay to skip their compilation later.
-    Replay of the store skips AOTAutograd, Inductor and the C++ compiler; Dynamo traces again.
-    `precompile=True` turns on PyTorch's caching precompile so replay skips Dynamo as well, for
-    jobs PyTorch 2.13 can package (see the module docstring).
+    Replay of the store skips Dynamo, AOTAutograd, Inductor and the C++ compiler for every
+    frame PyTorch could package; `precompile=False` captures without PyTorch's caching
+    precompile, and replay then traces each frame with Dynamo (see the module docstring).
     """
 
     def __init__(self, path: str, *, level: int = 3, key: str | bytes | None = None, samples: bool = True,
-                 sample_limit_bytes: int = tensor_samples.DEFAULT_LIMIT_BYTES, precompile: bool = False) -> None:
+                 sample_limit_bytes: int = tensor_samples.DEFAULT_LIMIT_BYTES, precompile: bool = True) -> None:
         self.path = str(path)
         self.precompile = precompile
         self.level = level
@@ -313,10 +272,14 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         import torch._dynamo.convert_frame
 
         session = _Session(self.path, self.level, self.sample_limit, signing.resolve_key(self.key))
+        session.precompile = self.precompile
         self._session = session
         try:
             if self.precompile:
-                apply_settings(PRECOMPILE_SETTINGS)  # not put back, see PRECOMPILE_SETTINGS
+                _torch.apply_settings(_torch.PRECOMPILE_SETTINGS)  # not put back, see PRECOMPILE_SETTINGS
+                safety = _torch.PrecompileSafety(session.note_not_packaged)
+                self._undo.append(safety.remove)
+                self._undo.append(_torch.record_dropped_guards(session.note_dropped_guard))
             session.store.put(Manifest(
                 tool=f"dynamo-replay {__version__}",
                 created_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -357,11 +320,9 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         for recorder in session.recorders:  # graphs never called inside the block
             recorder.restore()
         try:
-            if self.precompile and exc is not None and any(limit in str(exc) for limit in _PRECOMPILE_LIMITS):
-                print("dynamo-replay: this error comes from PyTorch 2.13's caching precompile, which capture turned on\n"
-                      "  for precompile=True (--precompile); capture without it", file=sys.stderr)
+            _report_precompile(session)
             if exc is not None and not (isinstance(exc, SystemExit) and not exc.code):
-                session.put_event("dynamo_replay.error", _NO_COMPILE,
+                session.put_event(schema.EVENT_ERROR, _NO_COMPILE,
                                   {"type": exc_type.__qualname__, "message": str(exc)},
                                   "".join(traceback.format_exception(exc_type, exc, tb)))
             session.save_structured()
@@ -369,7 +330,7 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
             session.save_kernels()
             if session.signing_key:
                 session.sign()
-            session.put_event("dynamo_replay.summary", _NO_COMPILE, _summary(session), None)
+            session.put_event(schema.EVENT_SUMMARY, _NO_COMPILE, _summary(session), None)
         finally:
             session.cache.restore()
             session.store.close()
@@ -384,13 +345,30 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         return wrapper  # type: ignore[return-value]
 
 
+def _report_precompile(session: _Session) -> None:
+    """One line per frame PyTorch's precompile could not save, and one for the guards it
+    dropped; the details are in the store (replay-inspect show --guards)."""
+    for frame, reason in session.not_packaged:
+        print(f"dynamo-replay: not saved for replay without Dynamo, compiles at replay: {frame}: {reason}",
+              file=sys.stderr)
+    if session.risky_dropped:
+        print(f"dynamo-replay: PyTorch's precompile dropped {len(session.dropped)} guards; replay re-checks the "
+              f"{session.risky_dropped} on user code before using a frame (replay-inspect show --guards)",
+              file=sys.stderr)
+
+
 def _summary(session: _Session) -> dict[str, Any]:
-    from torch._dynamo import bytecode_transformation
     from torch._dynamo.utils import counters
 
     return {
         "counters": {group: dict(values) for group, values in counters.items()},
         # Replay needs it to keep new globals clear of those the saved frames install.
-        "dynamo_unique_ids": next(bytecode_transformation._unique_id_counter),
+        "dynamo_unique_ids": _torch.unique_ids_used(),
         "capture_failures": session.failures,
+        "precompile": session.precompile,
+        "not_packaged": len(session.not_packaged),
+        "dropped_guards": len(session.dropped),
+        # The vector ISAs Inductor's probe accepted, for replay to reuse on a CPU with the same flags.
+        "vec_isa": _torch.probed_vec_isas(),
+        "module_globals": session.module_globals,
     }

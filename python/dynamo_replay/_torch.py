@@ -1,0 +1,617 @@
+"""Every private PyTorch 2.13 touchpoint of dynamo-replay, in one place.
+
+Capture and replay reach into PyTorch only through this module, so a new PyTorch release
+is checked here. What it touches, and why:
+- Dynamo's caching precompile (torch._dynamo.package): capture saves each frame's guards and
+  transformed bytecode through it, replay installs them. Two PyTorch classes are swapped for
+  subclasses while a capture or replay is active, so that one frame PyTorch cannot save or
+  load fails alone instead of failing the job (see PrecompileSafety).
+- The warning PyTorch logs for each guard its precompile drops: capture records the guard
+  and what it checked, and keeps the warning off the job's console.
+- Dynamo's counter for generated global names, and Inductor's vector-ISA probe.
+Nothing here replaces a function's code; every swap is undone by the handle it returns.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import dataclasses
+import hashlib
+import importlib
+import logging
+import sys
+import types
+import warnings
+from typing import Any, Callable
+
+# The config values a precompile capture sets, and replay sets from what the store recorded.
+# (module, name, value). They stay set for the rest of the process: a function compiled with
+# caching precompile keeps a package, and its next recompile needs the setting. The bundled
+# AOTAutograd cache is what caching precompile uses anyway; it is set as well because
+# Inductor checks only it before compiling a graph that calls nothing (optimizer.zero_grad()),
+# and without it PyTorch 2.13 fails that compile under precompile.
+PRECOMPILE_SETTINGS = (
+    ("torch._dynamo.config", "caching_precompile", True),
+    ("torch._functorch.config", "bundled_autograd_cache", True),
+)
+
+# Frames whose code lives in these modules are pinned by the torch build and Python version,
+# which the fingerprint compares; guards on what they hold need no re-check.
+_PINNED_ROOTS = frozenset(sys.stdlib_module_names) | {"torch", "builtins"}
+
+
+def apply_settings(settings: tuple[tuple[str, str, Any], ...]) -> Callable[[], None]:
+    """Sets each module.attribute to its value; returns a function that puts the old values back."""
+    old = []
+    for module_name, attr, value in settings:
+        module = importlib.import_module(module_name)
+        old.append((module, attr, getattr(module, attr)))
+        setattr(module, attr, value)
+
+    def restore() -> None:
+        for module, attr, value in reversed(old):
+            setattr(module, attr, value)
+
+    return restore
+
+
+def current_compile_id() -> tuple[int, int, int]:
+    """(frame, compile, attempt) of the compile running now, or (-1, -1, -1)."""
+    from torch._guards import CompileContext
+
+    trace = CompileContext.current_trace_id()
+    if trace is None or trace.compile_id.frame_id is None:
+        return (-1, -1, -1)
+    return (trace.compile_id.frame_id, trace.compile_id.frame_compile_id, trace.attempt)
+
+
+def unique_ids_used() -> int:
+    """How many generated global names (`__compiled_fn_3`, ...) Dynamo has drawn so far."""
+    import itertools
+
+    from torch._dynamo import bytecode_transformation
+
+    current = next(bytecode_transformation._unique_id_counter)
+    bytecode_transformation._unique_id_counter = itertools.count(current)
+    return current
+
+
+def skip_unique_ids(captured: int) -> None:
+    """Moves Dynamo's counter for generated global names past the capture's last one: saved
+    frames install globals under the names the capture gave them, and a frame compiled under
+    replay would draw the same names from a fresh counter (PyTorch 2.13 then fails on the clash)."""
+    import itertools
+
+    from torch._dynamo import bytecode_transformation
+
+    current = next(bytecode_transformation._unique_id_counter)
+    bytecode_transformation._unique_id_counter = itertools.count(max(current, captured + 1))
+
+
+def code_key(code: types.CodeType) -> str:
+    """How a frame is named across processes and in PyTorch's compile metrics: function name,
+    file and first line."""
+    return f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"
+
+
+def module_globals(transformed: types.CodeType) -> dict[str, str]:
+    """Globals naming a module that Dynamo installed for a transformed frame (`___module_x_<id>_c0`,
+    made when the module is not in the frame's globals under its own name): name -> module.
+    PyTorch 2.13's package does not record them; replay puts them back. Called from the
+    bytecode hook, whose caller holds the frame's OutputGraph as `output`."""
+    names = [name for name in transformed.co_names if name.startswith("___module_")]
+    if not names:
+        return {}
+    frame = sys._getframe(1)
+    while frame is not None and not hasattr(frame.f_locals.get("output"), "global_scope"):
+        frame = frame.f_back
+    if frame is None:
+        return {}
+    scope = frame.f_locals["output"].global_scope
+    return {name: scope[name].__name__ for name in names if isinstance(scope.get(name), types.ModuleType)}
+
+
+# --- values, described so two processes can compare them -------------------------------------
+
+def describe_value(value: Any) -> str:
+    """A description of a value that is equal in two processes exactly when they hold the same
+    function, class, module or constant (identity itself cannot travel)."""
+    if isinstance(value, types.ModuleType):
+        return f"module {value.__name__}"
+    if isinstance(value, types.CellType):
+        try:
+            return f"cell of {describe_value(value.cell_contents)}"
+        except ValueError:
+            return "empty cell"
+    if isinstance(value, types.MethodType):
+        return f"method {describe_value(value.__func__)} of {_qualified(type(value.__self__))}"
+    if isinstance(value, types.FunctionType):
+        return f"function {_qualified(value)} code {_code_digest(value.__code__)}"
+    if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)) or callable(value) and hasattr(value, "__qualname__") and not isinstance(value, type):
+        return f"callable {_qualified(value)}"
+    if isinstance(value, type):
+        return f"class {_qualified(value)}"
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return f"constant {value!r}"
+    return f"object of {_qualified(type(value))}"
+
+
+def _code_digest(code: types.CodeType) -> str:
+    """A digest of what a code object does, equal across processes (the repr of a nested
+    code object holds its address, so constants are digested one by one)."""
+    digest = hashlib.sha256(code.co_code)
+    for const in code.co_consts:
+        digest.update(_code_digest(const).encode() if isinstance(const, types.CodeType) else repr(const).encode())
+    digest.update(repr((code.co_names, code.co_varnames, code.co_freevars)).encode())
+    return digest.hexdigest()[:16]
+
+
+def _qualified(obj: Any) -> str:
+    module = getattr(obj, "__module__", None) or "?"
+    return f"{module}.{getattr(obj, '__qualname__', getattr(obj, '__name__', '?'))}"
+
+
+def _holder_is_pinned(expression: str, scope: dict[str, Any]) -> bool:
+    """Whether the object that holds the guarded value (the expression minus its last
+    attribute or item) is a module of torch or the standard library."""
+    for cut in (expression.rfind("."), expression.rfind("[")):
+        if cut <= 0:
+            continue
+        try:
+            holder = eval(expression[:cut], scope)  # noqa: S307 - a Dynamo source name
+        except Exception:
+            continue
+        if isinstance(holder, types.ModuleType):
+            return holder.__name__.split(".")[0] in _PINNED_ROOTS
+    return False
+
+
+def _eval_scope(local_scope: dict[str, Any], global_scope: dict[str, Any]) -> dict[str, Any]:
+    from torch._dynamo.guards import _get_closure_vars
+
+    return {**_get_closure_vars(), "__builtins__": builtins, "L": local_scope, "G": global_scope}
+
+
+# --- capture: the guards precompile drops ----------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class DroppedGuard:
+    """A guard PyTorch's caching precompile left out of a saved frame."""
+
+    kind: str  # ID_MATCH, CLOSURE_MATCH, ...
+    source: str  # Dynamo's source expression, such as G['act']
+    frame: str  # code_key() of the frame whose guards dropped it
+    value: str  # describe_value() of what it checked, or "" when unknown
+    risky: bool  # what holds the value is not pinned by the torch build
+    line: str  # the user line that made Dynamo guard it: "file:line: code", or ""
+
+
+class _DroppedGuardFilter(logging.Filter):
+    """Turns PyTorch's "X guard on S is dropped with caching_precompile=True" warnings into
+    DroppedGuard values and keeps them off the console."""
+
+    def __init__(self, note: Callable[[DroppedGuard], None]) -> None:
+        super().__init__()
+        self._note = note
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "is dropped with caching_precompile" not in str(record.msg) or len(record.args or ()) != 2:
+            return True
+        try:
+            kind, source = record.args  # type: ignore[misc]
+            self._note(_dropped_guard(str(kind), str(source)))
+        except Exception:  # recording must never fail a compile
+            pass
+        return False
+
+
+def _guard_builder_frames() -> tuple[Any, Any, Any]:
+    """(guard entry being filtered, code being guarded, its OutputGraph), read from the stack
+    of CheckFunctionManager.__init__ (PyTorch 2.13's guard_filter_fn runs inside it)."""
+    from torch._dynamo.types import GuardFilterEntry
+
+    entry = code = output_graph = None
+    frame = sys._getframe()
+    while frame is not None:
+        found = frame.f_locals
+        if entry is None and isinstance(found.get("g"), GuardFilterEntry):
+            entry = found["g"]
+        if "output_graph" in found and "f_code" in found:
+            code, output_graph = found["f_code"], found["output_graph"]
+            break
+        frame = frame.f_back
+    return entry, code, output_graph
+
+
+def _user_line(guard: Any) -> str:
+    stack = getattr(guard, "user_stack", None) if guard is not None else None
+    if not stack:
+        return ""
+    last = stack[-1]
+    return f"{last.filename}:{last.lineno}: {(last.line or '').strip()}"
+
+
+def _dropped_guard(kind: str, source: str) -> DroppedGuard:
+    entry, code, output_graph = _guard_builder_frames()
+    value = ""
+    if entry is not None and entry.has_value:
+        value = describe_value(entry.value)
+    risky = True
+    if output_graph is not None:
+        scope = _eval_scope(output_graph.local_scope, output_graph.global_scope)
+        if not value:
+            with contextlib.suppress(Exception):
+                value = describe_value(eval(source, scope))  # noqa: S307 - a Dynamo source name
+        risky = not _holder_is_pinned(source, scope)
+    return DroppedGuard(kind=kind, source=source, frame=code_key(code) if code else "?", value=value, risky=risky,
+                        line=_user_line(entry.orig_guard if entry is not None else None))
+
+
+def record_dropped_guards(note: Callable[[DroppedGuard], None]) -> Callable[[], None]:
+    """Calls note() for every guard precompile drops from now on; returns the undo."""
+    logger = logging.getLogger("torch._dynamo.guards")
+    dropped_filter = _DroppedGuardFilter(note)
+    logger.addFilter(dropped_filter)
+    return lambda: logger.removeFilter(dropped_filter)
+
+
+# --- capture and replay: one frame's precompile failure stays that frame's -------------------
+
+class PrecompileSafety:
+    """Swaps two PyTorch 2.13 precompile classes for subclasses that fail one frame, not a job.
+
+    - CompilePackage raises PackageError when a frame's code cannot be named from its module
+      (a property such as transformers' `loss_function`, a function made inside another); the
+      subclass leaves that frame out of the package and notes why.
+    - CheckFunctionManager.serialize_guards raises when a guard cannot be saved (TypeError for
+      an instance of a class defined inside a function; PackageError for a guard kind
+      precompile cannot save, where PyTorch then fails `check_fn.guards_state must not be
+      None` if the frame was already left out). The subclass leaves the frame out of the
+      package with the reason, as PyTorch does for the cases it handles.
+    Both are looked up by name when PyTorch uses them; the originals go back on remove().
+    PyTorch's console warning for each left-out frame is kept off the console: note() has it.
+    """
+
+    def __init__(self, note: Callable[[str, str], None]) -> None:
+        from torch._dynamo import convert_frame, package
+
+        self._originals = (package.CompilePackage, convert_frame.CheckFunctionManager)
+        package.CompilePackage = _safe_package_class(package.CompilePackage, note)
+        convert_frame.CheckFunctionManager = _safe_guards_class(convert_frame.CheckFunctionManager, note)
+        self._quiet = _Quiet("Detected a package bypass")
+        logging.getLogger("torch._dynamo.output_graph").addFilter(self._quiet)
+
+    def remove(self) -> None:
+        from torch._dynamo import convert_frame, package
+
+        package.CompilePackage, convert_frame.CheckFunctionManager = self._originals
+        logging.getLogger("torch._dynamo.output_graph").removeFilter(self._quiet)
+
+
+def quiet_missing_backend() -> Callable[[], None]:
+    """Keeps PyTorch's "Backend not found" warning (a saved frame whose graph was not saved)
+    off the console; returns the undo."""
+    logger, quiet = logging.getLogger("torch._dynamo.package"), _Quiet("Backend not found")
+    logger.addFilter(quiet)
+    return lambda: logger.removeFilter(quiet)
+
+
+class _Quiet(logging.Filter):
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self._text = text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self._text not in str(record.msg)
+
+
+def _safe_package_class(base: type, note: Callable[[str, str], None]) -> type:
+    from torch._dynamo.exc import PackageError
+    from torch._dynamo.package import SerializedCode, _DynamoCodeCacheEntry
+
+    class SafeCompilePackage(base):  # type: ignore[misc, valid-type]
+        @contextlib.contextmanager
+        def code_context(self, code: types.CodeType):  # type: ignore[override]
+            detached = getattr(self, "_dynrep_detached", None)
+            if detached is None:
+                detached = self._dynrep_detached = {}
+            if code not in self._codes and code not in detached:
+                try:
+                    self._add_user_function(code)
+                except PackageError:
+                    note(code_key(code), _naming_failure(code))
+                    # A bypassed entry outside the package: PyTorch's methods skip it.
+                    detached[code] = _DynamoCodeCacheEntry(
+                        python_code=SerializedCode.from_code_object(code), python_module=code.co_filename,
+                        function_names=[], guarded_codes=[], import_sources={}, backend_ids=[], code_source=None,
+                        install_to_global=False, bypassed=True)
+            if code not in detached:
+                with super().code_context(code):
+                    yield
+                return
+            self._current_entry = detached[code]
+            try:
+                yield
+            finally:
+                self._current_entry = None
+
+    return SafeCompilePackage
+
+
+def _safe_guards_class(base: type, note: Callable[[str, str], None]) -> type:
+    class SafeCheckFunctionManager(base):  # type: ignore[misc, valid-type]
+        def serialize_guards(self, builder: Any, sorted_guards: Any, output_graph: Any) -> bytes:
+            try:
+                with warnings.catch_warnings():  # saving reads .grad of non-leaf tensors too
+                    warnings.filterwarnings("ignore", message="The .grad attribute of a Tensor that is not a leaf")
+                    return super().serialize_guards(builder, sorted_guards, output_graph)
+            except Exception as error:
+                _, code, _ = _guard_builder_frames()
+                reason = _saving_failure(error)
+                note(code_key(code) if code else "?", reason)
+                with contextlib.suppress(Exception):
+                    output_graph.bypass_package(reason)
+                return b""  # the frame's entry is left out, so these bytes are never saved
+
+    return SafeCheckFunctionManager
+
+
+def _naming_failure(code: types.CodeType) -> str:
+    """Why PyTorch could not name a frame's code, in a user's words."""
+    where = "a property" if code.co_name in _property_names(code) else "a function defined inside another, or renamed"
+    return (f"{code.co_name} is {where}: PyTorch 2.13 cannot save a frame whose code it cannot name "
+            f"from its module")
+
+
+def _property_names(code: types.CodeType) -> set[str]:
+    module = sys.modules.get(_module_of(code.co_filename) or "")
+    names = set()
+    for value in vars(module).values() if module else ():
+        if isinstance(value, type):
+            names |= {name for name, member in vars(value).items() if isinstance(member, property)}
+    return names
+
+
+def _module_of(filename: str) -> str | None:
+    for name, module in list(sys.modules.items()):
+        if getattr(module, "__file__", None) == filename:
+            return name
+    return None
+
+
+def _saving_failure(error: Exception) -> str:
+    text = str(error).split("\n")[0][:200]
+    if "defined in local scope" in text:
+        return f"its guards check an object whose class is defined inside a function, which PyTorch 2.13 cannot save ({text})"
+    return f"PyTorch 2.13 cannot save its guards: {text}"
+
+
+# --- replay: install saved frames one by one --------------------------------------------------
+
+@dataclasses.dataclass
+class InstallReport:
+    """What installing one compiled function's saved frames did."""
+
+    installed: int = 0  # guarded entries (frame, guard set) now in force
+    skipped: list[str] = dataclasses.field(default_factory=list)  # "frame: why", compiled as usual instead
+    recreated: list[str] = dataclasses.field(default_factory=list)  # values rebuilt from the live function
+
+
+class SafeDynamoCache:
+    """Stands in for PyTorch's DynamoCache while replay is active.
+
+    PyTorch asks it for a function's saved package when torch.compile wraps the function, and
+    installs what it returns; an exception there ends the job (PyTorch 2.13 catches only
+    RuntimeError). This one installs the package itself, one guarded entry at a time: an entry
+    whose guards do not load, or whose dropped guards no longer hold, is left out and that
+    frame compiles as usual. It then returns None, so PyTorch starts a fresh package for
+    whatever compiles later.
+    """
+
+    def __init__(self, vet: Callable[[str, Callable[[str], str | None]], str | None],
+                 report: Callable[[str, InstallReport], None], modules: dict[str, str]) -> None:
+        from torch._dynamo import package
+
+        self._original = package.DynamoCache
+        self._vet = vet
+        self._modules = modules
+        self._report = report
+        self._installed: list[Any] = []  # packages stay alive as long as replay
+        outer = self
+
+        class _Cache(type(self._original)):  # type: ignore[misc]
+            def load(self, fn: Callable[..., Any]) -> None:  # type: ignore[override]
+                result = super().load(fn)
+                if result is not None:
+                    outer._install(fn, result)
+                return None
+
+        package.DynamoCache = _Cache(self._original.path_prefix())
+
+    def remove(self) -> None:
+        from torch._dynamo import package
+
+        package.DynamoCache = self._original
+
+    def _install(self, fn: Callable[..., Any], result: Any) -> None:
+        from torch._C._dynamo.eval_frame import _reset_precompile_entries
+        from torch._dynamo.package import CompilePackage
+
+        name = getattr(fn, "__qualname__", repr(fn))
+        report = InstallReport()
+        installed: list[tuple[dict[str, Any], str]] = []
+        try:
+            package = CompilePackage(fn, result.dynamo)  # checks versions and inlined sources
+            _install_entries(package, fn, result.backends, self._vet, report, installed, self._modules)
+            self._installed.append(package)
+        except Exception as error:  # the whole function compiles as usual
+            for scope, global_name in installed:
+                scope.pop(global_name, None)
+            with contextlib.suppress(Exception):
+                _reset_precompile_entries(getattr(fn, "__code__"))
+            report.installed = 0
+            report.skipped.append(f"{name}: {type(error).__name__}: {error}")
+        self._report(name, report)
+
+
+def _install_entries(package: Any, fn: Callable[..., Any], backends: dict[str, Any],
+                     vet: Callable[[str, Callable[[str], str | None]], str | None], report: InstallReport,
+                     installed: list[tuple[dict[str, Any], str]], modules: dict[str, str]) -> None:
+    """CompilePackage.install, with each guarded entry loaded on its own (PyTorch 2.13 loads
+    them all or fails): what PyTorch installs per code object, in the same order. One change:
+    the compiled function's own frame runs with the globals of the module that defines its
+    code, which for a decorated function (transformers' forward) is not the module PyTorch
+    records (functools.wraps copies __module__); PyTorch 2.13 installs into the latter."""
+    import torch
+    from torch._C._dynamo.eval_frame import _load_precompile_entry
+    from torch._dynamo.output_graph import get_builtins_dict
+    from torch._dynamo.package import SerializedCode, _compile_frame_context, _lookup_code, load_guards_state
+
+    def install_global(scope: dict[str, Any], name: str, value: Any) -> None:
+        scope[name] = value
+        installed.append((scope, name))
+
+    main_code = package._innermost_fn.__code__
+    for code, entry in package._codes.items():
+        context = _compile_frame_context(code) if entry.has_compile_id else contextlib.nullcontext()
+        with context:
+            module = sys.modules[entry.python_module]
+            scope = getattr(package._innermost_fn, "__globals__", module.__dict__) if code is main_code else module.__dict__
+            for alias, module_name in entry.import_sources.items():
+                install_global(scope, alias, importlib.import_module(module_name))
+            if entry.install_to_global:
+                for function_name in entry.function_names:
+                    install_global(scope, function_name, _resume_function(code, scope, function_name))
+            target_code = _lookup_code(entry) if entry.code_source else code
+            if entry.bypassed:
+                if entry.guarded_codes:  # left out at load: PyTorch found a backend missing
+                    report.skipped.append(f"{code_key(target_code)}: {_NO_BACKEND}")
+                continue
+            for backend_id in entry.backend_ids:
+                if backend_id not in backends:
+                    raise RuntimeError(f"backend {backend_id} is not in the store")
+                backend = backends[backend_id].after_deserialization()
+                install_global(scope, backend_id, torch._dynamo.disable(backend))
+            if not entry.guarded_codes:  # Dynamo made no graph for it: PyTorch skips the frame
+                torch._dynamo.eval_frame.skip_code(target_code)
+                continue
+            frame = code_key(target_code)
+            local_scope = _live_locals(fn, target_code) if code is main_code else {}
+            refusal = vet(frame, _evaluator(local_scope, scope))
+            if refusal:
+                report.skipped.append(f"{frame}: {refusal}")
+                continue
+            for guarded in entry.guarded_codes:
+                try:
+                    state = load_guards_state(guarded.guards_state)
+                    report.recreated += _fill_missing(state, local_scope, scope, frame)
+                    if name := state.output_graph.name_of_builtins_dict_key_in_fglobals:
+                        scope.setdefault(name, get_builtins_dict(scope))
+                    manager = _guard_manager(state, target_code, scope)
+                except Exception as error:
+                    report.skipped.append(f"{frame}: its saved guards do not load ({type(error).__name__}: {error})")
+                    continue
+                transformed = SerializedCode.to_code_object(guarded.dynamo_code)
+                for name in transformed.co_names:
+                    if name in modules and name not in scope:
+                        install_global(scope, name, importlib.import_module(modules[name]))
+                _load_precompile_entry(target_code, manager, transformed)
+                report.installed += 1
+
+
+_NO_BACKEND = ("its compiled graph is not in the store: PyTorch 2.13's precompile saves graphs compiled by "
+               "Inductor, not by other backends (aot_eager, eager)")
+
+
+def _guard_manager(state: Any, code: types.CodeType, scope: dict[str, Any]) -> Any:
+    from torch._dynamo.package import load_guard_manager
+
+    return load_guard_manager(state, code, scope)
+
+
+def _resume_function(code: types.CodeType, scope: dict[str, Any], name: str) -> Any:
+    """What PyTorch installs for a resume function: the function, or for one with free
+    variables a factory that takes the closure (as output_graph.install_resume_function_global)."""
+    if code.co_freevars:
+        return lambda closure: types.FunctionType(code, scope, name, None, closure)
+    return types.FunctionType(code, scope, name)
+
+
+def _live_locals(fn: Callable[..., Any], code: types.CodeType) -> dict[str, Any]:
+    """The locals of a call of fn that are known before the call: `self` of a bound method and
+    the cells of its closure (for transformers' decorated forward, the wrapped function)."""
+    known: dict[str, Any] = {}
+    if isinstance(fn, types.MethodType) and code.co_varnames[:1]:
+        known[code.co_varnames[0]] = fn.__self__
+    closure = getattr(fn, "__closure__", None) or ()
+    for name, cell in zip(code.co_freevars, closure):
+        with contextlib.suppress(ValueError):
+            known[name] = cell.cell_contents
+    return known
+
+
+def _evaluator(local_scope: dict[str, Any], global_scope: dict[str, Any]) -> Callable[[str], str | None]:
+    scope = None
+
+    def evaluate(source: str) -> str | None:
+        nonlocal scope
+        if scope is None:
+            scope = _eval_scope(local_scope, global_scope)
+        try:
+            return describe_value(eval(source, scope))  # noqa: S307 - a Dynamo source name
+        except Exception:
+            return None  # needs a value only the call has (an argument)
+
+    return evaluate
+
+
+def _fill_missing(state: Any, local_scope: dict[str, Any], global_scope: dict[str, Any], frame: str) -> list[str]:
+    """PyTorch saves some values a frame's guards read as missing: a function whose qualified
+    name leads elsewhere, as one wrapped by a decorator (transformers' output-capturing
+    `wrapper` closes over the model's real forward). Where the live function supplies the
+    value (its closure cells, `self`, its module's globals), put it back, so the guards are
+    built on it; they still check it on every call."""
+    from torch._dynamo.guards import _Missing
+
+    filled = []
+    for scope, live, prefix in ((state.output_graph.local_scope, local_scope, "L"),
+                                (state.output_graph.global_scope, global_scope, "G")):
+        for name, value in list(scope.items()):
+            if isinstance(value, _Missing) and name in live:
+                scope[name] = live[name]
+                filled.append(f"{frame}: {prefix}['{name}']")
+    return filled
+
+
+# --- Inductor's vector-ISA probe ---------------------------------------------------------------
+
+def probed_vec_isas() -> list[str] | None:
+    """The vector ISAs Inductor's probe accepted in this process, or None if it never ran."""
+    if "torch._inductor.cpu_vec_isa" not in sys.modules:
+        return None
+    from torch._inductor.cpu_vec_isa import valid_vec_isa_list
+
+    if valid_vec_isa_list.cache_info().currsize == 0:
+        return None
+    return [str(isa) for isa in valid_vec_isa_list()]
+
+
+def reuse_vec_isa_probe(recorded: list[str]) -> bool:
+    """Gives Inductor the ISA list the capture's probe found, without probing (six compiler
+    and Python child processes), when this CPU's features yield exactly that list. Call only
+    after checking the CPU flags match the capture's. Returns whether it was reused."""
+    import torch
+    from torch._inductor import config
+    from torch._inductor.cpu_vec_isa import valid_vec_isa_list
+
+    if valid_vec_isa_list.cache_info().currsize:
+        return False  # already probed in this process
+    if torch.cpu._is_avx512_bf16_supported():
+        return False  # AVX-512's own check probes bf16 support even when told the ISA is fine
+    with config.patch({"cpp.vec_isa_ok": True}):  # every ISA the CPU flags allow, unprobed
+        found = [str(isa) for isa in valid_vec_isa_list()]
+    if found != recorded:
+        valid_vec_isa_list.cache_clear()  # let Inductor probe as usual
+        return False
+    return True

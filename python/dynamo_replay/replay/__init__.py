@@ -1,0 +1,195 @@
+"""replay(): run a captured torch.compile job again without compiling it.
+
+Everything replay loads is PyTorch's own: the Mega-Cache bytes (Inductor FX graphs, AOTAutograd
+entries and the caching-precompile packages that hold each frame's guards and transformed
+bytecode), plus the kernel libraries Inductor built. Before anything changes, the store is
+checked (replay/checks.py): finished and sound, signed if a key is set, captured by the same
+torch build, Python, CPU, compiler and compile configs, from source that has not changed since.
+If anything differs, nothing is loaded, a warning names every difference and the job compiles
+as usual (strict mode raises instead).
+
+Saved frames are installed one at a time (dynamo_replay._torch.SafeDynamoCache): a frame whose
+saved guards do not load, or one of whose guards PyTorch's precompile dropped no longer holds
+(a global function swapped, a module attribute changed), is left out and compiles as usual.
+Guards stay in force: a call they reject compiles normally, or raises in strict mode.
+
+A store must come from a trusted source: loading it unpickles PyTorch artifacts and dlopens
+libraries. See dynamo_replay.signing for signed stores.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import warnings
+from types import TracebackType
+from typing import Any, Callable
+
+from dynamo_replay import _torch, kernels, schema
+from dynamo_replay.errors import ReplayError, ReplayRefusedError, ReplayWarning
+from dynamo_replay.replay.checks import Contents, Refused, captured_settings, check_all, read_store
+from dynamo_replay.replay.summary import CompiledFrame, ReplaySummary
+
+__all__ = ["replay", "ReplaySummary", "CompiledFrame"]
+
+
+class replay:  # noqa: N801 - a context manager, like capture
+    """Run the torch.compile work in this block from the store at `path` instead of compiling.
+
+    Functions must be passed to torch.compile inside the block (PyTorch attaches its saved
+    frames to the compiled wrapper when it is made). `strict=True` raises ReplayRefusedError
+    when the store cannot be used, and ReplayError naming the frame and the cause when a saved
+    frame cannot be used or anything compiles.
+    `key` (or DYNAMO_REPLAY_KEY) makes replay refuse a store whose signature does not verify.
+    The summary is printed to stderr at the end unless `verbose=False`; it is `.summary`.
+    """
+
+    def __init__(self, path: str, *, strict: bool = False, key: str | bytes | None = None, verbose: bool = True) -> None:
+        self.path = str(path)
+        self.strict = strict
+        self.key = key
+        self.verbose = verbose
+        self._summary = ReplaySummary(store=self.path)
+        self._active = False
+        self._undo: list[Callable[[], None]] = []
+        self._metrics_before = 0
+        self._contents: Contents | None = None
+
+    @property
+    def summary(self) -> ReplaySummary:
+        """What replay loaded and what compiled anyway so far."""
+        if self._active:
+            self._collect_compiles()
+        return self._summary
+
+    def __enter__(self) -> replay:
+        start = time.perf_counter()
+        try:
+            contents = read_store(self.path)
+            settings = captured_settings(contents.environment, _torch.PRECOMPILE_SETTINGS)
+            libraries = check_all(contents, self.key, settings)
+        except Refused as refusal:  # nothing has changed yet
+            self._summary.refused, self._summary.differences = str(refusal), refusal.differences
+            message = str(self._summary)
+            if self.strict:
+                raise ReplayRefusedError(message) from None
+            warnings.warn(message + "\n  the job compiles as usual", ReplayWarning, stacklevel=2)
+            return self
+        try:
+            self._load(contents, settings, libraries)
+        except BaseException:
+            self._undo_all()
+            raise
+        self._summary.loaded = self._active = True
+        self._summary.load_seconds = time.perf_counter() - start
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self._active:
+            self._collect_compiles()
+        self._active = False
+        self._undo_all()
+        if self.verbose and self._summary.loaded:
+            print(self._summary, file=sys.stderr)
+        if self.strict and exc is not None and "fail_on_recompile" in str(exc) and self._summary.compiled:
+            frame = self._summary.compiled[-1]
+            raise ReplayError(f"strict replay: {frame.function} ({frame.filename}:{frame.line}) would compile: "
+                              f"{frame.reason}") from exc
+
+    def _undo_all(self) -> None:
+        while self._undo:
+            self._undo.pop()()
+
+    def _load(self, contents: Contents, settings: tuple[tuple[str, str, Any], ...], libraries: dict[str, bytes]) -> None:
+        """Puts the store's artifacts in place; every check has passed."""
+        import torch.compiler
+
+        summary = self._summary
+        self._contents = contents
+        artifacts = contents.artifacts
+        if schema.TOOLCHAIN_NAME in artifacts:
+            identity = json.loads(artifacts[schema.TOOLCHAIN_NAME][1])
+            if kernels.compiler_missing(identity):
+                self._undo.append(kernels.CompilerStandIn(identity).remove)
+        # Not put back after a successful load: see _torch.PRECOMPILE_SETTINGS.
+        undo_settings = _torch.apply_settings(settings)
+        summary.precompiled = contents.precompiled
+        summary.kernel_libraries = len(libraries)
+        kernels.restore_kernel_libraries(libraries)
+        if contents.summary.get("vec_isa") is not None:
+            summary.isa_probe_reused = _torch.reuse_vec_isa_probe(contents.summary["vec_isa"])
+        try:
+            torch.compiler.load_cache_artifacts(artifacts[schema.MEGA_CACHE_NAME][1])
+        except Exception as error:  # PyTorch's own loader: any failure means nothing usable
+            undo_settings()
+            raise Refused(f"PyTorch could not load the store's cache artifacts: {error!r}") from None
+        done = [m for m in contents.metrics if not m.get("fail_type")]
+        summary.captured_compiles = len(done)
+        summary.captured_compile_seconds = sum(m.get("entire_frame_compile_time_s") or 0.0 for m in done)
+        summary.captured_trace_seconds = sum(max(0.0, (m.get("entire_frame_compile_time_s") or 0.0)
+                                                 - (m.get("backend_compile_time_s") or 0.0)) for m in done)
+        summary.not_packaged = contents.not_packaged
+        _torch.skip_unique_ids(int(contents.summary.get("dynamo_unique_ids", 0)))
+        if contents.precompiled:
+            cache = _torch.SafeDynamoCache(self._vet, self._installed, contents.summary.get("module_globals", {}))
+            self._undo.append(cache.remove)
+            safety = _torch.PrecompileSafety(lambda frame, reason: None)  # recompiles here: same safety
+            self._undo.append(safety.remove)
+            self._undo.append(_torch.record_dropped_guards(lambda guard: None))  # kept off the console
+            self._undo.append(_torch.quiet_missing_backend())  # named in the summary instead
+        self._observe(torch)
+
+    def _vet(self, frame: str, evaluate: Callable[[str], str | None]) -> str | None:
+        """Why a saved frame must not be used here, or None: a guard PyTorch's precompile
+        dropped (on user code) now sees another value."""
+        assert self._contents is not None
+        for guard in self._contents.dropped.get(frame, []):
+            now = evaluate(guard.source)
+            if now is not None and now != guard.value:
+                where = f" (guarded at {guard.line})" if guard.line else ""
+                return f"{guard.source} was {guard.value} at capture, is {now} now{where}"
+        return None
+
+    def _installed(self, function: str, report: _torch.InstallReport) -> None:
+        self._summary.entries_installed += report.installed
+        self._summary.skipped += report.skipped
+        self._summary.recreated += report.recreated
+        if self.strict and report.skipped:
+            raise ReplayError(f"strict replay: a saved frame of {function} cannot be used: {report.skipped[0]}")
+
+    def _observe(self, torch: Any) -> None:
+        from torch._dynamo import eval_frame
+        from torch._dynamo.utils import get_compilation_metrics
+
+        self._metrics_before = len(get_compilation_metrics())
+        if self.strict and self._summary.precompiled:  # otherwise Dynamo has to trace every frame
+            prior = eval_frame._stance
+            torch.compiler.set_stance("fail_on_recompile")
+            self._undo.append(lambda: eval_frame._set_stance(prior))
+
+    def _why_compiled(self, function: str, filename: str, line: int) -> str:
+        name = f"{function} ({filename}:{line})"
+        for entry in self._summary.skipped + self._summary.not_packaged:
+            if entry.startswith(name + ": "):
+                return entry[len(name) + 2:]
+        assert self._contents is not None
+        if name in self._contents.frames:
+            if not self._summary.precompiled:
+                return "traced again (captured with --no-precompile)"
+            return "the call failed the guards of every saved entry"
+        return "this frame was not compiled during capture"
+
+    def _collect_compiles(self) -> None:
+        from torch._dynamo.utils import get_compilation_metrics
+
+        self._summary.compiled = [
+            CompiledFrame(
+                function=metrics.co_name or "?", filename=metrics.co_filename or "?", line=metrics.co_firstlineno or 0,
+                reason=metrics.recompile_reason or self._why_compiled(metrics.co_name or "?", metrics.co_filename or "?",
+                                                                      metrics.co_firstlineno or 0),
+                seconds=metrics.entire_frame_compile_time_s or 0.0,
+            )
+            for metrics in get_compilation_metrics()[self._metrics_before:]
+            if metrics.co_name  # PyTorch also records the loading of a saved frame, unnamed
+        ]

@@ -1,0 +1,93 @@
+"""What a replay did, as a value: printed at the end of a replay, returned as `replay.summary`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class CompiledFrame:
+    """A frame that compiled while replay was active, and why."""
+
+    function: str
+    filename: str
+    line: int
+    reason: str
+    seconds: float
+
+    def __str__(self) -> str:
+        return f"{self.function} ({self.filename}:{self.line}): {self.reason} [{self.seconds:.2f} s]"
+
+
+@dataclass
+class ReplaySummary:
+    store: str
+    loaded: bool = False
+    refused: str | None = None
+    differences: list[str] = field(default_factory=list)
+    precompiled: bool = False  # captured with precompile: Dynamo's frames are in the store too
+    entries_installed: int = 0  # saved (frame, guards) entries in force
+    kernel_libraries: int = 0
+    isa_probe_reused: bool = False
+    captured_compiles: int = 0
+    captured_compile_seconds: float = 0.0
+    not_packaged: list[str] = field(default_factory=list)  # frames the capture could not save, with why
+    skipped: list[str] = field(default_factory=list)  # saved frames not used here, with why
+    recreated: list[str] = field(default_factory=list)  # guard values rebuilt from the live function
+    compiled: list[CompiledFrame] = field(default_factory=list)
+    captured_trace_seconds: float = 0.0  # Dynamo's share of the capture's compile time
+    load_seconds: float = 0.0
+
+    @property
+    def compile_seconds(self) -> float:
+        return sum(frame.seconds for frame in self.compiled)
+
+    @property
+    def compile_seconds_saved(self) -> float:
+        """The capture's compile time, less what compiling and loading took under replay:
+        what a cold start of this job would have paid on top."""
+        if not self.loaded:
+            return 0.0
+        return self.captured_compile_seconds - self.compile_seconds - self.load_seconds
+
+    @property
+    def seconds_saved_over_warm_cache(self) -> float:
+        """At least what a restart with PyTorch's warm local caches would have paid on top:
+        they skip Inductor but Dynamo still traces every frame."""
+        if not self.loaded or not self.precompiled:
+            return 0.0
+        return max(0.0, self.captured_trace_seconds - self.compile_seconds - self.load_seconds)
+
+    def as_dict(self) -> dict[str, Any]:
+        fields = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        fields["compiled"] = [vars(frame) for frame in self.compiled]
+        fields["compile_seconds_saved"] = self.compile_seconds_saved
+        fields["seconds_saved_over_warm_cache"] = self.seconds_saved_over_warm_cache
+        return fields
+
+    def __str__(self) -> str:
+        if not self.loaded:
+            lines = [f"dynamo-replay: {self.store} not loaded: {self.refused}"]
+            lines += [f"  {difference}" for difference in self.differences]
+            return "\n".join(lines)
+        mode = (f"{self.entries_installed} saved frames in force" if self.precompiled
+                else "captured with --no-precompile: Dynamo traces each frame, the rest comes from the store")
+        lines = [
+            f"dynamo-replay: {self.store}",
+            f"  loaded in {self.load_seconds:.2f} s: {mode}, {self.kernel_libraries} kernel libraries"
+            + (", CPU ISA probe reused" if self.isa_probe_reused else ""),
+            f"  captured: {self.captured_compiles} compiles, {self.captured_compile_seconds:.2f} s",
+            f"  compiled here: {len(self.compiled)} frames ({self.compile_seconds:.2f} s)",
+        ]
+        lines += [f"    {frame}" for frame in self.compiled]
+        if self.not_packaged:
+            lines.append("  frames PyTorch's precompile could not save (Dynamo traces them; graphs come from the store):")
+            lines += [f"    {entry}" for entry in self.not_packaged]
+        if self.skipped:
+            lines.append("  saved frames not used (they compile as usual):")
+            lines += [f"    {entry}" for entry in self.skipped]
+        lines.append(f"  compile time saved: {self.compile_seconds_saved:.2f} s against a cold compile, "
+                     + (f"at least {self.seconds_saved_over_warm_cache:.2f} s against PyTorch's warm caches (Dynamo tracing)"
+                        if self.precompiled else "about none against PyTorch's warm caches"))
+        return "\n".join(lines)

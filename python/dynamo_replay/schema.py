@@ -1,0 +1,30 @@
+"""Names shared by capture, replay and the C++ tools: artifact names and media types, and the
+names of the events dynamo-replay adds to PyTorch's structured trace (docs/format.md, "Capture's
+own events"). Only added to, never renamed: stores written with them must stay readable."""
+
+from __future__ import annotations
+
+# Artifacts (Artifact records).
+MEGA_CACHE_NAME = "torch/mega_cache.bin"
+MEGA_CACHE_MEDIA_TYPE = "application/x-torch-mega-cache"
+KERNEL_PREFIX = "inductor/"
+KERNEL_MEDIA_TYPE = "application/x-sharedlib"
+TOOLCHAIN_NAME = "toolchain/cxx"
+TOOLCHAIN_MEDIA_TYPE = "application/json"
+SIGNATURE_NAME = "dynamo_replay/signature"
+SIGNATURE_MEDIA_TYPE = "text/plain"
+
+# Events capture adds (TraceEvent records).
+EVENT_SUMMARY = "dynamo_replay.summary"
+EVENT_ERROR = "dynamo_replay.error"
+EVENT_GRAPH_IR = "dynamo_replay.graph_ir"
+EVENT_GUARDS = "dynamo_replay.guards"
+EVENT_SAMPLE = "dynamo_replay.sample"
+# A guard PyTorch's caching precompile left out of a saved frame, with what it checked.
+EVENT_DROPPED_GUARD = "dynamo_replay.dropped_guard"
+# A frame PyTorch's precompile could not save, and why (replay compiles it as usual).
+EVENT_NOT_PACKAGED = "dynamo_replay.not_packaged"
+
+# Fingerprint entries: the CPU's feature flags and the vector ISAs Inductor's probe accepted.
+FINGERPRINT_CPU_FLAGS = "cpu.flags"
+FINGERPRINT_VEC_ISA = "inductor.vec_isa"
