@@ -56,6 +56,16 @@ def apply_settings(settings: tuple[tuple[str, str, Any], ...]) -> Callable[[], N
     return restore
 
 
+def forget_earlier_cache_artifacts() -> None:
+    """Clears PyTorch's in-memory record of cache artifacts and precompile packages made
+    earlier in this process, so a capture's Mega-Cache holds only what compiled inside it."""
+    from torch._dynamo.precompile_context import PrecompileContext
+    from torch.compiler._cache import CacheArtifactManager
+
+    CacheArtifactManager.clear()
+    PrecompileContext.clear()
+
+
 def current_compile_id() -> tuple[int, int, int]:
     """(frame, compile, attempt) of the compile running now, or (-1, -1, -1)."""
     from torch._guards import CompileContext
@@ -359,7 +369,12 @@ def _safe_guards_class(base: type, note: Callable[[str, str], None]) -> type:
 
 def _naming_failure(code: types.CodeType) -> str:
     """Why PyTorch could not name a frame's code, in a user's words."""
-    where = "a property" if code.co_name in _property_names(code) else "a function defined inside another, or renamed"
+    if code.co_filename.startswith("<"):
+        where = f"generated code ({code.co_filename}, such as a dataclass's __init__)"
+    elif code.co_name in _property_names(code):
+        where = "a property"
+    else:
+        where = "a function defined inside another, or renamed"
     return (f"{code.co_name} is {where}: PyTorch 2.13 cannot save a frame whose code it cannot name "
             f"from its module")
 

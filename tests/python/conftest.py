@@ -21,6 +21,20 @@ os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="dynrep-test-ind
 atexit.register(shutil.rmtree, os.environ["TORCHINDUCTOR_CACHE_DIR"], ignore_errors=True)
 
 
+@pytest.fixture(autouse=True)
+def _precompile_settings_put_back():
+    """Capture and replay leave PyTorch's caching precompile on for the rest of the process
+    (as a job needs); each test starts from PyTorch's defaults."""
+    yield
+    import sys
+
+    if "torch._dynamo.config" in sys.modules:
+        from dynamo_replay import _torch
+
+        for module_name, attr, _ in _torch.PRECOMPILE_SETTINGS:
+            setattr(sys.modules.get(module_name) or __import__(module_name, fromlist=["_"]), attr, False)
+
+
 @pytest.fixture
 def data_dir() -> Path:
     return DATA

@@ -275,6 +275,7 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         session.precompile = self.precompile
         self._session = session
         try:
+            _torch.forget_earlier_cache_artifacts()
             if self.precompile:
                 _torch.apply_settings(_torch.PRECOMPILE_SETTINGS)  # not put back, see PRECOMPILE_SETTINGS
                 safety = _torch.PrecompileSafety(session.note_not_packaged)
