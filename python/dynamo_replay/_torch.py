@@ -19,7 +19,9 @@ import contextlib
 import dataclasses
 import hashlib
 import importlib
+import io
 import logging
+import pickle
 import sys
 import types
 import warnings
@@ -481,7 +483,7 @@ def _install_entries(package: Any, fn: Callable[..., Any], backends: dict[str, A
     import torch
     from torch._C._dynamo.eval_frame import _load_precompile_entry
     from torch._dynamo.output_graph import get_builtins_dict
-    from torch._dynamo.package import SerializedCode, _compile_frame_context, _lookup_code, load_guards_state
+    from torch._dynamo.package import SerializedCode, _compile_frame_context, _lookup_code
 
     def install_global(scope: dict[str, Any], name: str, value: Any) -> None:
         scope[name] = value
@@ -519,7 +521,8 @@ def _install_entries(package: Any, fn: Callable[..., Any], backends: dict[str, A
                 continue
             for guarded in entry.guarded_codes:
                 try:
-                    state = load_guards_state(guarded.guards_state)
+                    state, lenient = _load_guards_state(guarded.guards_state)
+                    report.recreated += [f"{frame}: {name} restored without its __setstate__" for name in lenient]
                     report.recreated += _fill_missing(state, local_scope, scope, frame)
                     if name := state.output_graph.name_of_builtins_dict_key_in_fglobals:
                         scope.setdefault(name, get_builtins_dict(scope))
@@ -537,6 +540,66 @@ def _install_entries(package: Any, fn: Callable[..., Any], backends: dict[str, A
 
 _NO_BACKEND = ("its compiled graph is not in the store: PyTorch 2.13's precompile saves graphs compiled by "
                "Inductor, not by other backends (aot_eager, eager)")
+
+
+def _load_guards_state(data: bytes) -> tuple[Any, list[str]]:
+    """A frame's saved guard state, and the classes restored leniently.
+
+    PyTorch saves a value its guards do not read as missing, and an object's own __setstate__
+    may then fail on it (AdamW's reads each parameter's step count). When the plain load
+    fails, load again with each class that has its own __setstate__ restored by setting its
+    attributes instead: the guards are built from what they read, which was saved, and check
+    the live objects on every call."""
+    from torch._dynamo.package import load_guards_state
+
+    try:
+        return load_guards_state(data), []
+    except Exception as error:
+        first = error
+    lenient: list[str] = []
+
+    class LenientUnpickler(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> Any:
+            found = super().find_class(module, name)
+            if isinstance(found, type) and isinstance(_own_attributes(found).get("__setstate__"), types.FunctionType) \
+                    and found.__dictoffset__ and not issubclass(found, (torch.Tensor, torch.nn.Module)):
+                try:
+                    replacement = _lenient_class(found)
+                except TypeError:  # a C type that cannot be subclassed: restored as usual
+                    return found
+                lenient.append(found.__qualname__)
+                return replacement
+            return found
+
+    import torch
+
+    try:
+        return LenientUnpickler(io.BytesIO(data)).load(), lenient
+    except Exception:
+        raise first from None
+
+
+def _own_attributes(cls: type) -> dict[str, Any]:
+    """Attributes defined by the class or a base other than object, nearest first."""
+    found: dict[str, Any] = {}
+    for base in cls.__mro__:
+        if base is not object:
+            for name, value in vars(base).items():
+                found.setdefault(name, value)
+    return found
+
+
+def _lenient_class(cls: type) -> type:
+    def __setstate__(self: Any, state: Any) -> None:
+        self.__class__ = cls  # the real class again: type guards compare against it
+        try:
+            cls.__setstate__(self, state)
+        except Exception:
+            if not isinstance(state, dict):
+                raise
+            self.__dict__.update(state)  # what the guards read is there; the rest was not saved
+
+    return type(cls.__name__, (cls,), {"__setstate__": __setstate__, "__module__": cls.__module__})
 
 
 def _guard_manager(state: Any, code: types.CodeType, scope: dict[str, Any]) -> Any:

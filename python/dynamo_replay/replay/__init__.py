@@ -19,7 +19,6 @@ libraries. See dynamo_replay.signing for signed stores.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 import warnings
@@ -28,7 +27,8 @@ from typing import Any, Callable
 
 from dynamo_replay import _torch, kernels, schema
 from dynamo_replay.errors import ReplayError, ReplayRefusedError, ReplayWarning
-from dynamo_replay.replay.checks import Contents, Refused, captured_settings, check_all, read_store
+from dynamo_replay.replay.checks import (Contents, Refused, captured_settings, check_all, compiler_stand_in_needed,
+                                         read_store)
 from dynamo_replay.replay.summary import CompiledFrame, ReplaySummary
 
 __all__ = ["replay", "ReplaySummary", "CompiledFrame"]
@@ -108,10 +108,9 @@ class replay:  # noqa: N801 - a context manager, like capture
         summary = self._summary
         self._contents = contents
         artifacts = contents.artifacts
-        if schema.TOOLCHAIN_NAME in artifacts:
-            identity = json.loads(artifacts[schema.TOOLCHAIN_NAME][1])
-            if kernels.compiler_missing(identity):
-                self._undo.append(kernels.CompilerStandIn(identity).remove)
+        identity = compiler_stand_in_needed(artifacts)
+        if identity is not None:
+            self._undo.append(kernels.CompilerStandIn(identity).remove)
         # Not put back after a successful load: see _torch.PRECOMPILE_SETTINGS.
         undo_settings = _torch.apply_settings(settings)
         summary.precompiled = contents.precompiled

@@ -79,7 +79,7 @@ def read_store(path: str) -> Contents:
             bypasses = []
             for event in store.records(TraceEvent):
                 _read_event(store, event, contents, bypasses)
-            contents.not_packaged += _name_bypasses(bypasses, contents.metrics)
+            contents.not_packaged = _one_line_per_frame(contents.not_packaged + _name_bypasses(bypasses, contents.metrics))
     except StoreError as error:
         raise Refused(str(error)) from None
     return contents
@@ -102,6 +102,16 @@ def _read_event(store: Store, event: TraceEvent, contents: Contents, bypasses: l
         reason = _bypass_reason(store.get_blob(event.payload_key))
         if not reason.startswith("Guard evaluation failed: PyTorch 2.13"):  # ours: already an EVENT_NOT_PACKAGED
             bypasses.append((event.compile_id, reason))
+
+
+def _one_line_per_frame(entries: list[str]) -> list[str]:
+    """'frame: reason; reason' for each frame, from 'frame: reason' lines."""
+    reasons: dict[str, list[str]] = {}
+    for entry in entries:
+        frame, _, reason = entry.partition("): ")
+        if reason not in reasons.setdefault(frame + ")", []):
+            reasons[frame + ")"].append(reason)
+    return [f"{frame}: {'; '.join(found)}" for frame, found in reasons.items()]
 
 
 def _name_bypasses(bypasses: list[tuple[tuple[int, int, int], str]], metrics: list[dict[str, Any]]) -> list[str]:
@@ -177,11 +187,22 @@ def check_all(contents: Contents, key: str | bytes | None, settings: tuple[tuple
     except ValueError as error:
         raise Refused(str(error)) from None
     applied = {setting_key(module, name) for module, name, _ in settings}
+    if compiler_stand_in_needed(contents.artifacts):
+        applied.add("cxx.compiler")  # the stand-in answers as the captured compiler did, and compiles nothing
     differences = fingerprint_differences(contents.environment, environment_fingerprint(), applied)
     differences += source_differences(contents.source_checks)
     if differences:
         raise Refused("this process differs from the one captured", differences)
     return libraries
+
+
+def compiler_stand_in_needed(artifacts: dict[str, tuple[str, bytes]]) -> dict[str, str] | None:
+    """The captured compiler's identity when this host lacks that compiler (replay then puts
+    a stand-in on PATH that only answers version queries), else None."""
+    if schema.TOOLCHAIN_NAME not in artifacts:
+        return None
+    identity = json.loads(artifacts[schema.TOOLCHAIN_NAME][1])
+    return identity if kernels.compiler_missing(identity) else None
 
 
 def setting_key(module: str, name: str) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 import torch._dynamo.convert_frame
+from torch._inductor import cpu_vec_isa
 from torch._dynamo.utils import counters
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -21,6 +22,9 @@ from models import TinyGPT  # noqa: E402
 
 compile_starts: list[str] = []
 traced: list[str] = []
+isa_checks: list[str] = []  # Inductor's CPU vector-ISA probe builds (each runs g++ and a Python child)
+_check_build = cpu_vec_isa.VecISA.check_build
+cpu_vec_isa.VecISA.check_build = lambda isa, code: isa_checks.append(str(isa)) or _check_build(isa, code)
 torch._dynamo.callback.on_compile_start(lambda args: compile_starts.append(f"{args.callback_trigger.name} {args.compile_id}"))
 torch._dynamo.convert_frame.register_bytecode_hook(lambda code, new_code: traced.append(code.co_name))
 
@@ -83,7 +87,47 @@ def ladder(new_shape: bool) -> list[torch.Tensor]:
     return [compiled(x, factor) for x, factor in calls]
 
 
-WORKLOADS = {"gpt": gpt, "train": train, "graph_break": graph_break, "ladder": ladder}
+def tiny_gpt2():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=97, n_positions=64, bos_token_id=0, eos_token_id=0)
+    return GPT2LMHeadModel(config)
+
+
+def hf_gpt2(new_shape: bool) -> list[torch.Tensor]:
+    """transformers' GPT-2 (a small config, random weights): its forward goes through
+    transformers' output-capturing decorator, whose guards PyTorch 2.13 saves as missing."""
+    model = tiny_gpt2().eval()
+    compiled = torch.compile(model)
+    shapes = [(2, 16), (2, 24)] + ([(1, 40)] if new_shape else [])
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        return [compiled(torch.randint(0, 97, shape, generator=generator)).logits for shape in shapes]
+
+
+def hf_train(new_shape: bool) -> list[torch.Tensor]:
+    """Two AdamW training steps of transformers' GPT-2, each compiled whole: the loss goes
+    through a property (loss_function) and a dataclass __init__, which PyTorch 2.13's
+    precompile cannot save, and the optimizer step, which it leaves out by design."""
+    model = tiny_gpt2()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+    def step(ids: torch.Tensor) -> torch.Tensor:
+        loss = model(ids, labels=ids).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        return loss.detach()
+
+    compiled = torch.compile(step)
+    generator = torch.Generator().manual_seed(1)
+    losses = [compiled(torch.randint(0, 97, (2, 16), generator=generator)) for _ in range(2)]
+    return losses + [p.detach().clone() for p in model.parameters()]
+
+
+WORKLOADS = {"gpt": gpt, "train": train, "graph_break": graph_break, "ladder": ladder, "hf_gpt2": hf_gpt2,
+             "hf_train": hf_train}
 
 if __name__ == "__main__":
     workload, out_dir = sys.argv[1], Path(sys.argv[2])
@@ -99,4 +143,5 @@ if __name__ == "__main__":
         "autograd_cache_miss": counters["aot_autograd"]["autograd_cache_miss"],
         "autograd_cache_hit": counters["aot_autograd"]["autograd_cache_hit"],
         "dynamo_cache_hit": counters["dynamo_cache"]["dynamo_cache_hit"],
+        "isa_checks": isa_checks,
     }, indent=1))
