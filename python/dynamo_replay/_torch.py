@@ -143,10 +143,34 @@ def describe_value(value: Any) -> str:
     if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)) or callable(value) and hasattr(value, "__qualname__") and not isinstance(value, type):
         return f"callable {_qualified(value)}"
     if isinstance(value, type):
-        return f"class {_qualified(value)}"
+        if _pinned(value):
+            return f"class {_qualified(value)}"
+        return f"class {_qualified(value)} contents {_class_digest(value)}"
     if value is None or isinstance(value, (bool, int, float, str, bytes)):
         return f"constant {value!r}"
     return f"object of {_qualified(type(value))}"
+
+
+def _pinned(cls: type) -> bool:
+    return (getattr(cls, "__module__", None) or "").split(".")[0] in _PINNED_ROOTS
+
+
+def _class_digest(cls: type) -> str:
+    """A digest of what a user class's attributes are (methods by their code, constants by
+    value), over its bases outside torch and the standard library: Dynamo guards a class by
+    identity only, which cannot tell a swapped method in another process."""
+    digest = hashlib.sha256()
+    for base in cls.__mro__:
+        if _pinned(base):
+            continue
+        for name, value in sorted(vars(base).items()):
+            if name in ("__dict__", "__weakref__", "__doc__", "__module__", "__qualname__"):
+                continue
+            if isinstance(value, (staticmethod, classmethod)):
+                value = value.__func__
+            inner = describe_value(value) if not isinstance(value, type) else f"class {_qualified(value)}"
+            digest.update(f"{base.__qualname__}.{name}={inner};".encode())
+    return digest.hexdigest()[:16]
 
 
 def _code_digest(code: types.CodeType) -> str:
@@ -285,12 +309,13 @@ class PrecompileSafety:
     PyTorch's console warning for each left-out frame is kept off the console: note() has it.
     """
 
-    def __init__(self, note: Callable[[str, str], None]) -> None:
+    def __init__(self, note: Callable[[str, str], None],
+                 note_class: Callable[[DroppedGuard], None] = lambda guard: None) -> None:
         from torch._dynamo import convert_frame, package
 
         self._originals = (package.CompilePackage, convert_frame.CheckFunctionManager)
         package.CompilePackage = _safe_package_class(package.CompilePackage, note)
-        convert_frame.CheckFunctionManager = _safe_guards_class(convert_frame.CheckFunctionManager, note)
+        convert_frame.CheckFunctionManager = _safe_guards_class(convert_frame.CheckFunctionManager, note, note_class)
         self._quiet = _Quiet("Detected a package bypass")
         logging.getLogger("torch._dynamo.output_graph").addFilter(self._quiet)
 
@@ -351,9 +376,12 @@ def _safe_package_class(base: type, note: Callable[[str, str], None]) -> type:
     return SafeCompilePackage
 
 
-def _safe_guards_class(base: type, note: Callable[[str, str], None]) -> type:
+def _safe_guards_class(base: type, note: Callable[[str, str], None],
+                       note_class: Callable[[DroppedGuard], None]) -> type:
     class SafeCheckFunctionManager(base):  # type: ignore[misc, valid-type]
         def serialize_guards(self, builder: Any, sorted_guards: Any, output_graph: Any) -> bytes:
+            with contextlib.suppress(Exception):  # recording must never fail a compile
+                _note_user_classes(builder, sorted_guards, note_class)
             try:
                 with warnings.catch_warnings():  # saving reads .grad of non-leaf tensors too
                     warnings.filterwarnings("ignore", message="The .grad attribute of a Tensor that is not a leaf")
@@ -367,6 +395,23 @@ def _safe_guards_class(base: type, note: Callable[[str, str], None]) -> type:
                 return b""  # the frame's entry is left out, so these bytes are never saved
 
     return SafeCheckFunctionManager
+
+
+def _note_user_classes(builder: Any, sorted_guards: Any, note_class: Callable[[DroppedGuard], None]) -> None:
+    """For each TYPE_MATCH guard on an object of a user class, a record of the class's contents:
+    the saved guard checks the class's identity, which in another process says nothing about
+    its methods."""
+    _, code, _ = _guard_builder_frames()
+    seen = set()
+    for guard in sorted_guards:
+        if guard.create_fn_name() != "TYPE_MATCH":
+            continue
+        cls = type(builder.get(guard))
+        if _pinned(cls) or cls in seen:
+            continue
+        seen.add(cls)
+        note_class(DroppedGuard(kind="CLASS_CONTENTS", source=f"type({guard.name})", frame=code_key(code) if code else "?",
+                                value=describe_value(cls), risky=True, line=_user_line(guard)))
 
 
 def _naming_failure(code: types.CodeType) -> str:

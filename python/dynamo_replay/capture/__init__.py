@@ -278,7 +278,7 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
             _torch.forget_earlier_cache_artifacts()
             if self.precompile:
                 _torch.apply_settings(_torch.PRECOMPILE_SETTINGS)  # not put back, see PRECOMPILE_SETTINGS
-                safety = _torch.PrecompileSafety(session.note_not_packaged)
+                safety = _torch.PrecompileSafety(session.note_not_packaged, session.note_dropped_guard)
                 self._undo.append(safety.remove)
                 self._undo.append(_torch.record_dropped_guards(session.note_dropped_guard))
             session.store.put(Manifest(
@@ -353,9 +353,9 @@ def _report_precompile(session: _Session) -> None:
         print(f"dynamo-replay: not saved for replay without Dynamo, compiles at replay: {frame}: {reason}",
               file=sys.stderr)
     if session.risky_dropped:
-        print(f"dynamo-replay: PyTorch's precompile dropped {len(session.dropped)} guards; replay re-checks the "
-              f"{session.risky_dropped} on user code before using a frame (replay-inspect show --guards)",
-              file=sys.stderr)
+        print(f"dynamo-replay: {len(session.dropped)} guards are not in PyTorch's saved frames (its precompile drops "
+              f"identity guards); replay re-checks the {session.risky_dropped} on user code before using a frame "
+              f"(replay-inspect show --guards)", file=sys.stderr)
 
 
 def _summary(session: _Session) -> dict[str, Any]:
