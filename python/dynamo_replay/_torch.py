@@ -178,9 +178,21 @@ def _code_digest(code: types.CodeType) -> str:
     code object holds its address, so constants are digested one by one)."""
     digest = hashlib.sha256(code.co_code)
     for const in code.co_consts:
-        digest.update(_code_digest(const).encode() if isinstance(const, types.CodeType) else repr(const).encode())
+        digest.update(_const_text(const).encode())
     digest.update(repr((code.co_names, code.co_varnames, code.co_freevars)).encode())
     return digest.hexdigest()[:16]
+
+
+def _const_text(const: Any) -> str:
+    """A code constant as text that is equal across processes: nested code by its digest, sets
+    in sorted order (their repr follows the per-process string hash seed)."""
+    if isinstance(const, types.CodeType):
+        return _code_digest(const)
+    if isinstance(const, frozenset):
+        return "frozenset(" + ",".join(sorted(map(_const_text, const))) + ")"
+    if isinstance(const, tuple):
+        return "(" + ",".join(map(_const_text, const)) + ")"
+    return repr(const)
 
 
 def _qualified(obj: Any) -> str:
