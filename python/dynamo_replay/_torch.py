@@ -164,7 +164,7 @@ def _class_digest(cls: type) -> str:
         if _pinned(base):
             continue
         for name, value in sorted(vars(base).items()):
-            if name in ("__dict__", "__weakref__", "__doc__", "__module__", "__qualname__"):
+            if name in ("__dict__", "__weakref__", "__doc__", "__module__", "__qualname__", "__slotnames__"):
                 continue
             if isinstance(value, (staticmethod, classmethod)):
                 value = value.__func__
@@ -668,9 +668,16 @@ def _guard_manager(state: Any, code: types.CodeType, scope: dict[str, Any]) -> A
 def _resume_function(code: types.CodeType, scope: dict[str, Any], name: str) -> Any:
     """What PyTorch installs for a resume function: the function, or for one with free
     variables a factory that takes the closure (as output_graph.install_resume_function_global)."""
-    if code.co_freevars:
-        return lambda closure: types.FunctionType(code, scope, name, None, closure)
-    return types.FunctionType(code, scope, name)
+    if not code.co_freevars:
+        return types.FunctionType(code, scope, name)
+
+    def make(closure: tuple[types.CellType, ...]) -> types.FunctionType:
+        return types.FunctionType(code, scope, name, None, closure)
+
+    import torch
+
+    torch._dynamo.eval_frame.skip_code(make.__code__)  # PyTorch's own factory lives in torch, which Dynamo skips
+    return make
 
 
 def _live_locals(fn: Callable[..., Any], code: types.CodeType) -> dict[str, Any]:
