@@ -23,6 +23,7 @@ import io
 import logging
 import pickle
 import sys
+import time
 import types
 import warnings
 from typing import Any, Callable
@@ -56,6 +57,13 @@ def apply_settings(settings: tuple[tuple[str, str, Any], ...]) -> Callable[[], N
             setattr(module, attr, value)
 
     return restore
+
+
+def import_compiler() -> None:
+    """Imports what torch.compile itself imports (Dynamo, Inductor's configs and compile_fx),
+    so replay's own time can be measured apart from it."""
+    import torch._dynamo  # noqa: F401
+    import torch._inductor.compile_fx  # noqa: F401
 
 
 def forget_earlier_cache_artifacts() -> None:
@@ -470,6 +478,7 @@ class InstallReport:
     installed: int = 0  # guarded entries (frame, guard set) now in force
     skipped: list[str] = dataclasses.field(default_factory=list)  # "frame: why", compiled as usual instead
     recreated: list[str] = dataclasses.field(default_factory=list)  # values rebuilt from the live function
+    seconds: float = 0.0
 
 
 class SafeDynamoCache:
@@ -514,6 +523,7 @@ class SafeDynamoCache:
 
         name = getattr(fn, "__qualname__", repr(fn))
         report = InstallReport()
+        start = time.perf_counter()
         installed: list[tuple[dict[str, Any], str]] = []
         try:
             package = CompilePackage(fn, result.dynamo)  # checks versions and inlined sources
@@ -526,6 +536,7 @@ class SafeDynamoCache:
                 _reset_precompile_entries(getattr(fn, "__code__"))
             report.installed = 0
             report.skipped.append(f"{name}: {type(error).__name__}: {error}")
+        report.seconds = time.perf_counter() - start
         self._report(name, report)
 
 

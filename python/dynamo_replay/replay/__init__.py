@@ -65,25 +65,37 @@ class replay:  # noqa: N801 - a context manager, like capture
 
     def __enter__(self) -> replay:
         start = time.perf_counter()
+        _torch.import_compiler()  # what torch.compile imports anyway; timed apart from replay's own work
+        self._summary.import_seconds = time.perf_counter() - start
+        start = time.perf_counter()
         try:
             contents = read_store(self.path)
             settings = captured_settings(contents.environment, _torch.PRECOMPILE_SETTINGS)
             libraries = check_all(contents, self.key, settings)
-        except Refused as refusal:  # nothing has changed yet
+            self._load_or_refuse(contents, settings, libraries)
+        except Refused as refusal:  # nothing has changed, or every change was undone
             self._summary.refused, self._summary.differences = str(refusal), refusal.differences
             message = str(self._summary)
             if self.strict:
                 raise ReplayRefusedError(message) from None
             warnings.warn(message + "\n  the job compiles as usual", ReplayWarning, stacklevel=2)
             return self
-        try:
-            self._load(contents, settings, libraries)
-        except BaseException:
-            self._undo_all()
-            raise
         self._summary.loaded = self._active = True
         self._summary.load_seconds = time.perf_counter() - start
         return self
+
+    def _load_or_refuse(self, contents: Contents, settings: tuple[tuple[str, str, Any], ...],
+                        libraries: dict[str, bytes]) -> None:
+        """_load, with any failure undone and turned into a refusal: the job then compiles as
+        it would without replay."""
+        try:
+            self._load(contents, settings, libraries)
+        except Refused:
+            self._undo_all()
+            raise
+        except Exception as error:
+            self._undo_all()
+            raise Refused(f"loading the store failed: {type(error).__name__}: {error}") from None
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if self._active:
@@ -111,8 +123,9 @@ class replay:  # noqa: N801 - a context manager, like capture
         identity = compiler_stand_in_needed(artifacts)
         if identity is not None:
             self._undo.append(kernels.CompilerStandIn(identity).remove)
-        # Not put back after a successful load: see _torch.PRECOMPILE_SETTINGS.
+        # Put back only if loading fails: see _torch.PRECOMPILE_SETTINGS.
         undo_settings = _torch.apply_settings(settings)
+        self._undo.append(undo_settings)
         summary.precompiled = contents.precompiled
         summary.kernel_libraries = len(libraries)
         kernels.restore_kernel_libraries(libraries)
@@ -121,7 +134,6 @@ class replay:  # noqa: N801 - a context manager, like capture
         try:
             torch.compiler.load_cache_artifacts(artifacts[schema.MEGA_CACHE_NAME][1])
         except Exception as error:  # PyTorch's own loader: any failure means nothing usable
-            undo_settings()
             raise Refused(f"PyTorch could not load the store's cache artifacts: {error!r}") from None
         done = [m for m in contents.metrics if not m.get("fail_type")]
         summary.captured_compiles = len(done)
@@ -138,6 +150,7 @@ class replay:  # noqa: N801 - a context manager, like capture
             self._undo.append(_torch.record_dropped_guards(lambda guard: None))  # kept off the console
             self._undo.append(_torch.quiet_missing_backend())  # named in the summary instead
         self._observe(torch)
+        self._undo.remove(undo_settings)  # loaded: the settings stay
 
     def _vet(self, frame: str, evaluate: Callable[[str], str | None]) -> str | None:
         """Why a saved frame must not be used here, or None: a guard PyTorch's precompile
@@ -151,6 +164,7 @@ class replay:  # noqa: N801 - a context manager, like capture
         return None
 
     def _installed(self, function: str, report: _torch.InstallReport) -> None:
+        self._summary.install_seconds += report.seconds
         self._summary.entries_installed += report.installed
         self._summary.skipped += report.skipped
         self._summary.recreated += report.recreated
