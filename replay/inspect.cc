@@ -11,6 +11,7 @@
 
 #include "dynrep/capture/records.h"
 #include "dynrep/replay/job.h"
+#include "dynrep/replay/json_fields.h"
 #include "dynrep/store/reader.h"
 
 namespace dynrep::replay {
@@ -100,9 +101,10 @@ void printCompiles(const std::string& path, const Job& job, const InspectOptions
       for (const auto& [name, key] : c.graphs) graphs.push_back(name);
       rows.push_back({{"compile_id", c.id.str()}, {"function", c.function}, {"file", c.file},
                       {"line", c.firstLine}, {"graphs", graphs}, {"guards", c.guardCount},
-                      {"status", c.status}, {"reason", c.reason}, {"graph_breaks", c.graphBreaks}});
+                      {"status", c.status}, {"reason", c.reason}, {"graph_breaks", c.graphBreaks},
+                      {"not_saved", c.notSaved}, {"dropped_guards", c.dropped.size()}});
     }
-    out << json{{"path", path}, {"frames", job.frameCount()}, {"recompiles", recompiles}, {"compiles", rows}}.dump(2)
+    out << dumpJson({{"path", path}, {"frames", job.frameCount()}, {"recompiles", recompiles}, {"compiles", rows}}, 2)
         << "\n";
     return;
   }
@@ -123,6 +125,27 @@ void printCompiles(const std::string& path, const Job& job, const InspectOptions
                c.graphBreaks.size(), status, firstLine(c.reason));
   }
   fmt::print(out, "total: {} frames, {} compiles, {} recompiles\n", job.frameCount(), job.compiles().size(), recompiles);
+  for (const Compile& c : job.compiles())
+    if (!c.notSaved.empty())
+      fmt::print(out, "not saved for replay without Dynamo: {} {}: {}\n", c.id.str(), c.function, firstLine(c.notSaved));
+}
+
+json droppedJson(const DroppedGuard& g) {
+  return {{"kind", g.kind}, {"source", g.source}, {"value", g.value}, {"line", g.line}, {"risky", g.risky}};
+}
+
+// The guards PyTorch's precompile left out of the saved frame, after the guard tree.
+void printDropped(const Compile& c, const InspectOptions& o, std::ostream& out) {
+  if (c.dropped.empty()) return;
+  size_t risky = 0;
+  for (const DroppedGuard& g : c.dropped) risky += g.risky;
+  fmt::print(out, "\n{}\n", paint(o, "1", fmt::format("not in the saved frame ({}; replay re-checks the {} on user code)",
+                                                     c.dropped.size(), risky)));
+  for (const DroppedGuard& g : c.dropped) {
+    fmt::print(out, "{:<15} {:<40} {} [{}]\n", g.kind, g.source, g.value.empty() ? "(value not recorded)" : g.value,
+               g.risky ? "re-checked" : "pinned by the torch build");
+    if (!g.line.empty()) fmt::print(out, "    {}\n", g.line);
+  }
 }
 
 // "graph IR: N nodes; operators: aten::addmm.default x2, ..." from a graph IR document.
@@ -131,7 +154,7 @@ std::string operatorSummary(const std::string& irText) {
   if (!ir.is_object() || !ir.contains("nodes") || !ir["nodes"].is_array()) return "graph IR: unreadable\n";
   std::map<std::string, int> counts;
   for (const json& node : ir["nodes"]) {
-    if (node.is_object() && node.value("op", "") == "call_function") counts[node.value("target", "?")]++;
+    if (field(node, "op", "") == "call_function") counts[field(node, "target", "?")]++;
   }
   std::string ops;
   for (const auto& [target, n] : counts) ops += fmt::format("{}{}{}", ops.empty() ? "" : ", ", target, n > 1 ? fmt::format(" x{}", n) : "");
@@ -144,17 +167,18 @@ std::string sampleValue(const json& v) {
   if (!v.is_object()) return "?";
   std::string text;
   if (v.contains("value")) {
-    text = v["value"].dump();
+    text = dumpJson(v["value"]);
   } else if (v.contains("unsupported")) {
-    text = "<" + v.value("unsupported", "?") + ">";
+    text = "<" + field(v, "unsupported", "?") + ">";
   } else {
     std::string shape;
-    for (const json& d : v.value("shape", json::array())) shape += (shape.empty() ? "" : ", ") + d.dump();
-    text = fmt::format("{}[{}]", v.value("dtype", "?"), shape);
-    if (v.value("parameter", false)) text += " parameter";
+    json dims = v.value("shape", json::array());
+    for (const json& d : dims.is_array() ? dims : json::array()) shape += (shape.empty() ? "" : ", ") + dumpJson(d);
+    text = fmt::format("{}[{}]", field(v, "dtype", "?"), shape);
+    if (field<bool>(v, "parameter", false)) text += " parameter";
   }
-  if (!v.value("name", "").empty()) text += " " + v.value("name", "");
-  if (v.contains("skipped")) text += " (not stored: " + v.value("skipped", "") + ")";
+  if (!field(v, "name", "").empty()) text += " " + field(v, "name", "");
+  if (v.contains("skipped")) text += " (not stored: " + field(v, "skipped", "?") + ")";
   return text;
 }
 
@@ -164,7 +188,7 @@ std::vector<std::string> placeholderNames(const std::string& irText) {
   json ir = json::parse(irText, nullptr, false);
   if (!ir.is_object() || !ir.contains("nodes") || !ir["nodes"].is_array()) return names;
   for (const json& node : ir["nodes"]) {
-    if (node.is_object() && node.value("op", "") == "placeholder") names.push_back(node.value("name", ""));
+    if (field(node, "op", "") == "placeholder") names.push_back(field(node, "name", ""));
   }
   return names;
 }
@@ -172,7 +196,7 @@ std::vector<std::string> placeholderNames(const std::string& irText) {
 // A first-call sample with each input named by the Dynamo graph's placeholder, when the counts
 // agree (a compile that made more than one graph leaves them unnamed).
 json namedSample(const std::string& sampleJson, const std::vector<std::string>& names) {
-  json sample = json::parse(sampleJson, nullptr, false);
+  json sample = parseOrNote(sampleJson);
   if (!sample.is_object() || !sample.contains("inputs") || !sample["inputs"].is_array()) return sample;
   json& inputs = sample["inputs"];
   if (inputs.size() != names.size()) return sample;
@@ -195,7 +219,7 @@ std::string sampleSummary(const json& sample) {
       lines += fmt::format("    {} {}: {}\n", label, i, sampleValue(v));
     }
   }
-  return fmt::format("sample of {} (first call): {} inputs, {} outputs, {} bytes stored\n{}", sample.value("graph", "?"),
+  return fmt::format("sample of {} (first call): {} inputs, {} outputs, {} bytes stored\n{}", field(sample, "graph", "?"),
                      sample.value("inputs", json::array()).size(), sample.value("outputs", json::array()).size(),
                      stored, lines);
 }
@@ -228,17 +252,20 @@ int inspectShow(const std::string& path, const std::string& compileId, ShowSecti
   if (o.json) {
     json j = {{"compile_id", c->id.str()}, {"function", c->function}, {"file", c->file}, {"line", c->firstLine},
               {"reason", c->reason}, {"status", c->status}, {"guard_count", c->guardCount},
-              {"phase_seconds", c->phaseSeconds}, {"graph_breaks", c->graphBreaks}};
+              {"phase_seconds", c->phaseSeconds}, {"graph_breaks", c->graphBreaks}, {"not_saved", c->notSaved}};
     if (s.guards) {
       j["guards"] = job->text(c->guardTreeKey);
-      j["guard_list"] = c->guardListKey.empty() ? json::array() : json::parse(job->text(c->guardListKey), nullptr, false);
+      json dropped = json::array();
+      for (const DroppedGuard& g : c->dropped) dropped.push_back(droppedJson(g));
+      j["dropped_guards"] = dropped;
+      j["guard_list"] = c->guardListKey.empty() ? json::array() : parseOrNote(job->text(c->guardListKey));
     }
     if (s.graph) {
       json graphs = json::object();
       for (const auto& [name, key] : c->graphs) graphs[name] = job->text(key);
       j["graphs"] = graphs;
       json irs = json::object();
-      for (const auto& [name, key] : c->graphIrs) irs[name] = json::parse(job->text(key), nullptr, false);
+      for (const auto& [name, key] : c->graphIrs) irs[name] = parseOrNote(job->text(key));
       j["graph_ir"] = irs;
       j["samples"] = samplesOf(*job, *c);
     }
@@ -246,7 +273,7 @@ int inspectShow(const std::string& path, const std::string& compileId, ShowSecti
       json code = json::array();
       for (const capture::CodeObject& co : c->code)
         code.push_back({{"role", co.role}, {"name", co.name}, {"file", co.filename}, {"first_line", co.firstLine},
-                        {"fields", json::parse(co.fieldsJson, nullptr, false)},
+                        {"fields", parseOrNote(co.fieldsJson)},
                         {"disassembly", job->text(co.disassemblyKey)}});
       j["code"] = code;
     }
@@ -260,12 +287,13 @@ int inspectShow(const std::string& path, const std::string& compileId, ShowSecti
       }
       j["shapes"] = shapes;
     }
-    out << j.dump(2) << "\n";
+    out << dumpJson(j, 2) << "\n";
     return 0;
   }
   auto heading = [&](const std::string& h) { fmt::print(out, "\n{}\n", paint(o, "1", h)); };
   fmt::print(out, "compile {}: {} at {}:{}\n", c->id.str(), c->function, c->file, c->firstLine);
   fmt::print(out, "reason:  {}\nstatus:  {}\nguards:  {}\n", c->reason, c->status, c->guardCount);
+  if (!c->notSaved.empty()) fmt::print(out, "saved:   no, replay traces it with Dynamo: {}\n", c->notSaved);
   if (!c->phaseSeconds.empty()) {
     std::string phases;
     for (const auto& [phase, secs] : c->phaseSeconds) phases += fmt::format("{}{} {:.3f}s", phases.empty() ? "" : ", ", phase, secs);
@@ -275,6 +303,7 @@ int inspectShow(const std::string& path, const std::string& compileId, ShowSecti
   if (s.guards) {
     heading("guards");
     out << job->text(c->guardTreeKey) << "\n";
+    printDropped(*c, o, out);
   }
   if (s.code) {
     for (const capture::CodeObject& co : c->code) {
@@ -326,7 +355,7 @@ int inspectInfo(const std::string& path, const InspectOptions& o, std::ostream& 
               {"raw_bytes", s.rawBlobBytes},
               {"stored_bytes", s.storedBlobBytes},
               {"ratio", ratio(s)}};
-    out << j.dump(2) << "\n";
+    out << dumpJson(j, 2) << "\n";
     return 0;
   }
   noteUnfinished(*r, o, err);
@@ -377,7 +406,7 @@ int inspectLs(const std::string& path, LsWhat what, const InspectOptions& o, std
       }
     }
     if (o.json) {
-      out << json{{"path", path}, {"state", stateName(r->state())}, {"blobs", rows}}.dump(2) << "\n";
+      out << dumpJson(json{{"path", path}, {"state", stateName(r->state())}, {"blobs", rows}}, 2) << "\n";
     } else {
       fmt::print(out, "{:<32}  {:>12}  {:>12}  {:>6.2f}  {:>6}\n", fmt::format("total: {} blobs", idx.blobs.size()),
                  raw, stored, stored ? double(raw) / double(stored) : 1.0, idx.chunks.size());
@@ -401,7 +430,7 @@ int inspectLs(const std::string& path, LsWhat what, const InspectOptions& o, std
     }
   }
   if (o.json) {
-    out << json{{"path", path}, {"state", stateName(r->state())}, {"records", rows}}.dump(2) << "\n";
+    out << dumpJson(json{{"path", path}, {"state", stateName(r->state())}, {"records", rows}}, 2) << "\n";
   } else {
     fmt::print(out, "{:>5}  {:>12}  {:<10}  {:>9}  {}\n", "", "", "total", total,
                fmt::format("{} records, {} blobs", r->recordCount(), r->index().blobs.size()));
@@ -412,16 +441,16 @@ int inspectLs(const std::string& path, LsWhat what, const InspectOptions& o, std
 int inspectVerify(const std::string& path, const InspectOptions& o, std::ostream& out, std::ostream& err) {
   auto r = openOrReport(path, o, err);
   if (!r) {
-    if (o.json) out << json{{"path", path}, {"ok", false}, {"problems", json::array()}}.dump(2) << "\n";
+    if (o.json) out << dumpJson(json{{"path", path}, {"ok", false}, {"problems", json::array()}}, 2) << "\n";
     return 1;
   }
   std::vector<std::string> problems;
   bool sound = r->verify(&problems);
   StoreStats s = r->stats();
   if (o.json) {
-    out << json{{"path", path}, {"ok", sound}, {"state", stateName(r->state())}, {"problems", problems},
-                {"records", r->recordCount()}, {"blobs", s.blobCount}, {"raw_bytes", s.rawBlobBytes}}
-                   .dump(2)
+    out << dumpJson({{"path", path}, {"ok", sound}, {"state", stateName(r->state())}, {"problems", problems},
+                     {"records", r->recordCount()}, {"blobs", s.blobCount}, {"raw_bytes", s.rawBlobBytes}},
+                    2)
         << "\n";
     return sound ? 0 : 1;
   }

@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dynrep/replay/json_fields.h"
+
 namespace dynrep::replay {
 
 namespace {
@@ -12,7 +14,7 @@ using nlohmann::json;
 std::string str(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return "";
-  return it->is_string() ? it->get<std::string>() : it->dump();
+  return it->is_string() ? it->get<std::string>() : dumpJson(*it);
 }
 
 // PyTorch interns file names in "str" events and refers to them by index in stacks.
@@ -22,13 +24,13 @@ std::vector<UserFrame> userStack(const json& stack, const std::map<int64_t, std:
   for (const json& f : stack) {
     if (!f.is_object()) continue;
     UserFrame u;
-    u.line = f.value("line", 0);
-    u.function = f.value("name", "");
-    u.code = f.value("loc", "");
+    u.line = field<int>(f, "line", 0);
+    u.function = field(f, "name", "");
+    u.code = field(f, "loc", "");
     if (auto it = f.find("filename"); it != f.end()) {
       if (it->is_number_integer()) {
         auto name = files.find(it->get<int64_t>());
-        u.file = name == files.end() ? "<file " + it->dump() + ">" : name->second;
+        u.file = name == files.end() ? "<file " + dumpJson(*it) + ">" : name->second;
       } else if (it->is_string()) {
         u.file = it->get<std::string>();
       }
@@ -55,8 +57,13 @@ std::string reasonsText(const std::string& payload) {
   json j = json::parse(payload, nullptr, /*allow_exceptions=*/false);
   if (!j.is_array()) return payload;
   std::string out;
-  for (const json& r : j) out += (out.empty() ? "" : "\n") + (r.is_string() ? r.get<std::string>() : r.dump());
+  for (const json& r : j) out += (out.empty() ? "" : "\n") + (r.is_string() ? r.get<std::string>() : dumpJson(r));
   return out;
+}
+
+// PyTorch's precompile bypass payload: {"_reason": "...", ...}.
+std::string bypassReason(const std::string& payload) {
+  return field(json::parse(payload, nullptr, /*allow_exceptions=*/false), "_reason", "(no reason recorded)");
 }
 
 }  // namespace
@@ -101,8 +108,8 @@ Result<Job> Job::load(const StoreReader& reader) {
     } else if (e.name == "compilation_metrics" && md.is_object()) {
       c.function = str(md, "co_name");
       c.file = str(md, "co_filename");
-      c.firstLine = md.value("co_firstlineno", c.firstLine);
-      if (md.contains("guard_count") && md["guard_count"].is_number()) c.guardCount = md["guard_count"].get<uint64_t>();
+      c.firstLine = field<int>(md, "co_firstlineno", c.firstLine);
+      c.guardCount = field<uint64_t>(md, "guard_count", 0);
       std::string failType = str(md, "fail_type");
       c.status = failType.empty() ? "ok" : failType + ": " + str(md, "fail_reason");
       for (const auto& [key, value] : md.items()) {
@@ -117,6 +124,13 @@ Result<Job> Job::load(const StoreReader& reader) {
       c.guardListKey = e.payloadKey;
     } else if (e.name == "dynamo_replay.graph_ir" && md.is_object()) {
       c.graphIrs[str(md, "graph")] = e.payloadKey;
+    } else if (e.name == "dynamo_replay.dropped_guard") {
+      c.dropped.push_back({field(md, "kind", "?"), field(md, "source", "?"), field(md, "value", ""),
+                           field(md, "line", ""), field<bool>(md, "risky", true)});
+    } else if (e.name == "dynamo_replay.not_packaged") {
+      c.notSaved = field(md, "reason", "(no reason recorded)");
+    } else if (e.name == "artifact" && str(md, "name") == "precompile_cache_bypass" && c.notSaved.empty()) {
+      c.notSaved = bypassReason(job.text(e.payloadKey));
     } else if (e.name == "dynamo_replay.sample" && md.is_object()) {
       c.samples.push_back(e.metadataJson);
     } else if (e.name == "artifact" && md.is_object() && str(md, "name") == "recompile_reasons") {

@@ -2,6 +2,7 @@
 // dynrep::replay's inspect calls: exit 0 ok, 1 a problem found in the data, 2 bad usage.
 #include <unistd.h>
 
+#include <exception>
 #include <iostream>
 #include <string>
 
@@ -47,11 +48,18 @@ int main(int argc, char** argv) {
   dynrep::replay::InspectOptions options;
   options.json = json;
   options.color = color == "always" || (color == "auto" && ::isatty(STDOUT_FILENO));
-  if (info->parsed()) return dynrep::replay::inspectInfo(path, options, std::cout, std::cerr);
   using dynrep::replay::LsWhat;
-  if (ls->parsed())
-    return dynrep::replay::inspectLs(path, blobs ? LsWhat::Blobs : records ? LsWhat::Records : LsWhat::Default, options,
-                                     std::cout, std::cerr);
-  if (show->parsed()) return dynrep::replay::inspectShow(path, compileId, sections, options, std::cout, std::cerr);
-  return dynrep::replay::inspectVerify(path, options, std::cout, std::cerr);
+  // The reports read every field defensively; this is the last resort, so that a store no
+  // report foresaw gets a message and exit 1, never std::terminate.
+  try {
+    if (info->parsed()) return dynrep::replay::inspectInfo(path, options, std::cout, std::cerr);
+    if (ls->parsed())
+      return dynrep::replay::inspectLs(path, blobs ? LsWhat::Blobs : records ? LsWhat::Records : LsWhat::Default,
+                                       options, std::cout, std::cerr);
+    if (show->parsed()) return dynrep::replay::inspectShow(path, compileId, sections, options, std::cout, std::cerr);
+    return dynrep::replay::inspectVerify(path, options, std::cout, std::cerr);
+  } catch (const std::exception& e) {
+    std::cerr << "replay-inspect: " << path << ": cannot report on this store: " << e.what() << "\n";
+    return 1;
+  }
 }

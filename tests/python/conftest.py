@@ -50,6 +50,7 @@ def inspect():
     """Runs replay-inspect with the given arguments; returns the CompletedProcess."""
 
     def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([inspect_executable(), *args], capture_output=True, text=True, cwd=cwd, timeout=60)
+        return subprocess.run([inspect_executable(), *args], capture_output=True, text=True, errors="replace", cwd=cwd,
+                              timeout=60)
 
     return run

@@ -31,6 +31,16 @@ struct ShapeEvent {
   std::vector<UserFrame> userStack;
 };
 
+// A guard PyTorch's caching precompile left out of the saved frame, as capture recorded it
+// (or, kind CLASS_CONTENTS, a user class whose methods replay re-checks).
+struct DroppedGuard {
+  std::string kind;    // ID_MATCH, CLOSURE_MATCH, ...
+  std::string source;  // G['act']
+  std::string value;   // what it checked, described so two processes can compare
+  std::string line;    // the user line that made Dynamo guard it
+  bool risky = true;   // on user code: replay re-checks it; else pinned by the torch build
+};
+
 struct Compile {
   capture::CompileId id;
   std::string function, file;
@@ -49,6 +59,8 @@ struct Compile {
   std::vector<std::string> graphBreaks;
   std::map<std::string, double> phaseSeconds;  // from compilation_metrics "*_time_s"
   std::vector<capture::CodeObject> code;
+  std::vector<DroppedGuard> dropped;
+  std::string notSaved;  // why PyTorch's precompile could not save this frame; empty when it did
 };
 
 class Job {
