@@ -1,0 +1,85 @@
+"""The pieces of dynamo_replay._torch that decide whether a saved frame may be used: how values
+are described across processes, the lenient load of saved guard state, and the reuse of
+Inductor's CPU vector-ISA probe."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+
+from dynamo_replay import _torch  # noqa: E402
+
+
+def relu_like(x):
+    return max(x, 0) if x not in {"a", "b", "c"} else x
+
+
+def relu_like_too(x):
+    return max(x, 0) if x not in {"a", "b", "c"} else x
+
+
+def sigmoid_like(x):
+    return 1 / (1 + 2.718 ** -x)
+
+
+def test_functions_are_described_by_name_and_code() -> None:
+    assert _torch.describe_value(relu_like) != _torch.describe_value(sigmoid_like)
+    # Same code, other name: a swap from one to the other is seen.
+    assert _torch.describe_value(relu_like) != _torch.describe_value(relu_like_too)
+    assert _torch.describe_value(relu_like).startswith(f"function {__name__}.relu_like code ")
+
+
+def test_descriptions_do_not_depend_on_the_string_hash_seed() -> None:
+    """A set constant's repr follows the hash seed; its description must not."""
+    code = "import test_torch_touchpoints as t; from dynamo_replay import _torch; print(_torch.describe_value(t.relu_like))"
+    seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin", "PYTHONPATH": str(__import__("pathlib").Path(__file__).parent)}
+                           ).stdout for seed in ("1", "2")}
+    assert len(seen) == 1
+
+
+def test_a_user_class_is_described_by_its_methods() -> None:
+    class Net:
+        def act(self, x):
+            return x
+
+    before = _torch.describe_value(Net)
+    Net.act = lambda self, x: -x
+    assert _torch.describe_value(Net) != before
+    assert _torch.describe_value(dict) == "class builtins.dict"  # pinned by the Python build
+
+
+class Optimizerish:
+    """Like AdamW: its __setstate__ reads a value PyTorch may save as missing."""
+
+    def __init__(self) -> None:
+        self.lr = 0.1
+        self.state = {"step": 3}
+
+    def __setstate__(self, state: dict) -> None:
+        float(state["state"]["step"])
+        self.__dict__.update(state)
+
+
+def test_saved_state_whose_setstate_fails_loads_leniently() -> None:
+    obj = Optimizerish()
+    obj.state = {"step": object()}  # what float() rejects, as it rejects PyTorch's _Missing
+    data = pickle.dumps({"scope": obj})
+    with pytest.raises(TypeError):
+        pickle.loads(data)
+    state, lenient = _torch._load_guards_state(data)
+    assert lenient == ["Optimizerish"]
+    assert type(state["scope"]) is Optimizerish and state["scope"].lr == 0.1
+
+
+def test_isa_probe_result_is_reused_only_when_it_is_what_this_cpu_gives() -> None:
+    code = ("from dynamo_replay import _torch\n"
+            "from torch._inductor.cpu_vec_isa import valid_vec_isa_list\n"
+            "print(_torch.reuse_vec_isa_probe(['avx512', 'avx2', 'not-an-isa']), valid_vec_isa_list.cache_info().currsize)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["False", "0"]  # nothing cached: Inductor probes as usual
