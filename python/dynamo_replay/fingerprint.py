@@ -72,6 +72,18 @@ def environment_fingerprint() -> dict[str, str]:
     return entries
 
 
+def ignored_by_pytorch(key: str) -> bool:
+    """Whether PyTorch leaves this config out of its own cache keys (an absolute path such as
+    xpu.cutlass_dir, which follows the working directory; trace settings; thread counts)."""
+    import torch._inductor.config
+
+    prefix = "config.inductor."
+    if not key.startswith(prefix):
+        return False
+    ignored = tuple(getattr(torch._inductor.config, "_cache_config_ignore_prefix", ()))
+    return bool(ignored) and key[len(prefix):].startswith(ignored)
+
+
 def cpu_isa_flags() -> str:
     """The CPU features Inductor picks its vector ISA by, as PyTorch's CPU checks report
     them (no compiler probe, no Inductor import)."""

@@ -11,7 +11,7 @@ from typing import Any
 from dynamo_replay import kernels, schema, signing
 from dynamo_replay._core import Artifact, CodeObject, Manifest, Store, TraceEvent
 from dynamo_replay.errors import StoreError
-from dynamo_replay.fingerprint import environment_fingerprint, source_hash
+from dynamo_replay.fingerprint import environment_fingerprint, ignored_by_pytorch, source_hash
 
 # Fingerprint entries that describe the host but do not decide whether compiled code is valid.
 _NOT_COMPARED = {"platform"}
@@ -143,7 +143,7 @@ def fingerprint_differences(captured: dict[str, str], current: dict[str, str], a
     settings replay itself will set (`applied`)."""
     differences = []
     for key in sorted((captured.keys() | current.keys()) - _NOT_COMPARED - applied):
-        if key in _ADDED_LATER and key not in captured:
+        if key in _ADDED_LATER and key not in captured or ignored_by_pytorch(key):
             continue
         was, now = captured.get(key, "(absent)"), current.get(key, "(absent)")
         if was != now:
