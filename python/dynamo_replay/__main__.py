@@ -85,11 +85,16 @@ def _capture(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    from dynamo_replay.errors import ReplayError
     from dynamo_replay.replay import replay
 
     _prepare_job(args)
-    with replay(args.store, strict=args.strict, verbose=not args.quiet):
-        return _run_job(args)
+    try:
+        with replay(args.store, strict=args.strict, verbose=not args.quiet):
+            return _run_job(args)
+    except ReplayError as error:  # strict mode's refusals: the cause, not a traceback
+        print(f"dynamo-replay: {error}", file=sys.stderr)
+        return 1
 
 
 def _add_job_arguments(parser: argparse.ArgumentParser) -> None:

@@ -19,6 +19,7 @@ libraries. See dynamo_replay.signing for signed stores.
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 import warnings
@@ -104,10 +105,8 @@ class replay:  # noqa: N801 - a context manager, like capture
         self._undo_all()
         if self.verbose and self._summary.loaded:
             print(self._summary, file=sys.stderr)
-        if self.strict and exc is not None and "fail_on_recompile" in str(exc) and self._summary.compiled:
-            frame = self._summary.compiled[-1]
-            raise ReplayError(f"strict replay: {frame.function} ({frame.filename}:{frame.line}) would compile: "
-                              f"{frame.reason}") from exc
+        if self.strict and exc is not None and "torch.compile stance is 'fail_on_recompile'" in str(exc):
+            raise ReplayError(self._strict_message(str(exc))) from exc
 
     def _undo_all(self) -> None:
         while self._undo:
@@ -180,6 +179,21 @@ class replay:  # noqa: N801 - a context manager, like capture
             prior = eval_frame._stance
             torch.compiler.set_stance("fail_on_recompile")
             self._undo.append(lambda: eval_frame._set_stance(prior))
+
+    def _strict_message(self, error: str) -> str:
+        """What PyTorch's fail_on_recompile error says, with the frame's cause from the store."""
+        found = re.search(r"filename: '([^']*)', function name: '([^']*)'", error)
+        if not found:
+            return f"strict replay: a frame would compile: {error.splitlines()[0]}"
+        filename, function = found.groups()
+        prefix = f"{function} ({filename}:"
+        for entry in self._summary.skipped + self._summary.not_packaged:
+            if entry.startswith(prefix):
+                return f"strict replay: {entry.split('): ', 1)[0]}) would compile: {entry.split('): ', 1)[1]}"
+        failures = "\n".join("  " + line.strip() for line in error.splitlines()[1:]
+                              if line.strip().startswith(("- ", "verbose_code_parts=")))
+        return (f"strict replay: {function} ({filename}) would compile: the call failed the guards of every saved "
+                f"entry" + (f"\n{failures}" if failures else ""))
 
     def _why_compiled(self, function: str, filename: str, line: int) -> str:
         name = f"{function} ({filename}:{line})"
