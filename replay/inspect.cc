@@ -1,6 +1,7 @@
 // replay-inspect's reports: info, ls and verify, as aligned text or JSON.
 #include "dynrep/replay/inspect.h"
 
+#include <algorithm>
 #include <ctime>
 #include <memory>
 #include <vector>
@@ -91,6 +92,14 @@ json frameJson(const UserFrame& f) {
   return {{"file", f.file}, {"line", f.line}, {"function", f.function}, {"code", f.code}};
 }
 
+// "(unreadable metadata: artifact x2, compilation_metrics)": the events the report could not read.
+std::string unreadableText(const Compile& c) {
+  std::string names;
+  for (const auto& [name, n] : c.unreadable)
+    names += fmt::format("{}{}{}", names.empty() ? "" : ", ", name, n > 1 ? fmt::format(" x{}", n) : "");
+  return "(unreadable metadata: " + names + ")";
+}
+
 void printCompiles(const std::string& path, const Job& job, const InspectOptions& o, std::ostream& out) {
   size_t recompiles = 0;
   for (const Compile& c : job.compiles()) recompiles += c.id.compile > 0;
@@ -102,7 +111,8 @@ void printCompiles(const std::string& path, const Job& job, const InspectOptions
       rows.push_back({{"compile_id", c.id.str()}, {"function", c.function}, {"file", c.file},
                       {"line", c.firstLine}, {"graphs", graphs}, {"guards", c.guardCount},
                       {"status", c.status}, {"reason", c.reason}, {"graph_breaks", c.graphBreaks},
-                      {"not_saved", c.notSaved}, {"dropped_guards", c.dropped.size()}});
+                      {"not_saved", c.notSaved}, {"dropped_guards", c.dropped.size()},
+                      {"unreadable_events", c.unreadable}});
     }
     out << dumpJson({{"path", path}, {"frames", job.frameCount()}, {"recompiles", recompiles}, {"compiles", rows}}, 2)
         << "\n";
@@ -128,23 +138,31 @@ void printCompiles(const std::string& path, const Job& job, const InspectOptions
   for (const Compile& c : job.compiles())
     if (!c.notSaved.empty())
       fmt::print(out, "not saved for replay without Dynamo: {} {}: {}\n", c.id.str(), c.function, firstLine(c.notSaved));
+  for (const Compile& c : job.compiles())
+    if (!c.unreadable.empty()) fmt::print(out, "{} {}: {}\n", c.id.str(), c.function, unreadableText(c));
 }
 
 json droppedJson(const DroppedGuard& g) {
   return {{"kind", g.kind}, {"source", g.source}, {"value", g.value}, {"line", g.line}, {"risky", g.risky}};
 }
 
-// The guards PyTorch's precompile left out of the saved frame, after the guard tree.
+// The guards PyTorch's precompile left out of the saved frame, after the guard tree: one line
+// each, columns as wide as their widest cell.
 void printDropped(const Compile& c, const InspectOptions& o, std::ostream& out) {
   if (c.dropped.empty()) return;
-  size_t risky = 0;
-  for (const DroppedGuard& g : c.dropped) risky += g.risky;
-  fmt::print(out, "\n{}\n", paint(o, "1", fmt::format("not in the saved frame ({}; replay re-checks the {} on user code)",
+  size_t risky = 0, kindWidth = 0, sourceWidth = 0;
+  for (const DroppedGuard& g : c.dropped) {
+    risky += g.risky;
+    kindWidth = std::max(kindWidth, g.kind.size());
+    sourceWidth = std::max(sourceWidth, g.source.size());
+  }
+  fmt::print(out, "\n{}\n", paint(o, "1", fmt::format("dropped by PyTorch's precompile ({}, {} re-checked at replay):",
                                                      c.dropped.size(), risky)));
   for (const DroppedGuard& g : c.dropped) {
-    fmt::print(out, "{:<15} {:<40} {} [{}]\n", g.kind, g.source, g.value.empty() ? "(value not recorded)" : g.value,
-               g.risky ? "re-checked" : "pinned by the torch build");
-    if (!g.line.empty()) fmt::print(out, "    {}\n", g.line);
+    std::string value = g.value.empty() ? "(value not recorded)" : g.value;
+    std::string mark = g.risky ? "[risky]" : "[pinned by the torch build]";
+    fmt::print(out, "  {:<{}}  {:<{}}  {} {}{}\n", g.kind, kindWidth, g.source, sourceWidth, value, mark,
+               g.line.empty() ? "" : "  " + g.line);
   }
 }
 
@@ -212,15 +230,14 @@ std::string sampleSummary(const json& sample) {
   uint64_t stored = 0;
   std::string lines;
   for (const auto& [side, label] : {std::pair{"inputs", "in "}, std::pair{"outputs", "out"}}) {
-    const json values = sample.value(side, json::array());
+    const json values = arrayField(sample, side);
     for (size_t i = 0; i < values.size(); ++i) {
-      const json& v = values[i];
-      if (v.is_object() && v.contains("bytes") && v["bytes"].is_number()) stored += v["bytes"].get<uint64_t>();
-      lines += fmt::format("    {} {}: {}\n", label, i, sampleValue(v));
+      stored += field<uint64_t>(values[i], "bytes", 0);
+      lines += fmt::format("    {} {}: {}\n", label, i, sampleValue(values[i]));
     }
   }
   return fmt::format("sample of {} (first call): {} inputs, {} outputs, {} bytes stored\n{}", field(sample, "graph", "?"),
-                     sample.value("inputs", json::array()).size(), sample.value("outputs", json::array()).size(),
+                     arrayField(sample, "inputs").size(), arrayField(sample, "outputs").size(),
                      stored, lines);
 }
 
@@ -252,7 +269,8 @@ int inspectShow(const std::string& path, const std::string& compileId, ShowSecti
   if (o.json) {
     json j = {{"compile_id", c->id.str()}, {"function", c->function}, {"file", c->file}, {"line", c->firstLine},
               {"reason", c->reason}, {"status", c->status}, {"guard_count", c->guardCount},
-              {"phase_seconds", c->phaseSeconds}, {"graph_breaks", c->graphBreaks}, {"not_saved", c->notSaved}};
+              {"phase_seconds", c->phaseSeconds}, {"graph_breaks", c->graphBreaks}, {"not_saved", c->notSaved},
+              {"unreadable_events", c->unreadable}};
     if (s.guards) {
       j["guards"] = job->text(c->guardTreeKey);
       json dropped = json::array();
@@ -293,7 +311,9 @@ int inspectShow(const std::string& path, const std::string& compileId, ShowSecti
   auto heading = [&](const std::string& h) { fmt::print(out, "\n{}\n", paint(o, "1", h)); };
   fmt::print(out, "compile {}: {} at {}:{}\n", c->id.str(), c->function, c->file, c->firstLine);
   fmt::print(out, "reason:  {}\nstatus:  {}\nguards:  {}\n", c->reason, c->status, c->guardCount);
-  if (!c->notSaved.empty()) fmt::print(out, "saved:   no, replay traces it with Dynamo: {}\n", c->notSaved);
+  if (!c->notSaved.empty())
+    fmt::print(out, "saved:   no, replay traces it with Dynamo: {}\n", firstLine(c->notSaved));
+  if (!c->unreadable.empty()) fmt::print(out, "{}\n", unreadableText(*c));
   if (!c->phaseSeconds.empty()) {
     std::string phases;
     for (const auto& [phase, secs] : c->phaseSeconds) phases += fmt::format("{}{} {:.3f}s", phases.empty() ? "" : ", ", phase, secs);

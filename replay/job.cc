@@ -1,6 +1,8 @@
 // Job::load: folds trace events (in file order) into one Compile per compile id.
 #include "dynrep/replay/job.h"
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "dynrep/replay/json_fields.h"
@@ -11,11 +13,57 @@ namespace {
 
 using nlohmann::json;
 
-std::string str(const json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return "";
-  return it->is_string() ? it->get<std::string>() : dumpJson(*it);
-}
+// One event's metadata, read field by field. A field of another type than PyTorch and capture
+// write (or any field of metadata that is no object) reads as its fallback and marks the event
+// odd, so the report says the event was unreadable instead of showing the fallback as if it
+// had been recorded. Null reads as missing: PyTorch writes it for fields it has no value for.
+class Metadata {
+ public:
+  explicit Metadata(const std::string& text) : j_(json::parse(text, nullptr, /*allow_exceptions=*/false)) {}
+
+  const json& raw() const { return j_; }
+  bool odd() const { return odd_; }
+  // Whether the metadata is an object, as every event the report reads has it.
+  bool object() {
+    odd_ |= !j_.is_object();
+    return j_.is_object();
+  }
+  bool has(const char* key) const { return j_.is_object() && j_.contains(key); }
+
+  template <typename T>
+  T get(const char* key, T fallback) {
+    const json* v = find(key);
+    if (!v) return fallback;
+    std::optional<T> typed = as<T>(*v);
+    odd_ |= !typed;
+    return typed.value_or(fallback);
+  }
+  // A text field; a number or boolean prints as JSON (PyTorch writes a symbol's value as a number).
+  std::string text(const char* key) {
+    const json* v = find(key);
+    if (!v) return "";
+    if (v->is_string()) return v->get<std::string>();
+    odd_ |= v->is_structured();
+    return dumpJson(*v);
+  }
+  // An array field (a stack), or an empty array.
+  json array(const char* key) {
+    const json* v = find(key);
+    if (!v) return json::array();
+    odd_ |= !v->is_array();
+    return v->is_array() ? *v : json::array();
+  }
+
+ private:
+  const json* find(const char* key) {
+    if (!object()) return nullptr;
+    auto it = j_.find(key);
+    return it == j_.end() || it->is_null() ? nullptr : &*it;
+  }
+
+  json j_;  // discarded (no object) when the text does not parse
+  bool odd_ = false;
+};
 
 // PyTorch interns file names in "str" events and refers to them by index in stacks.
 std::vector<UserFrame> userStack(const json& stack, const std::map<int64_t, std::string>& files) {
@@ -66,6 +114,66 @@ std::string bypassReason(const std::string& payload) {
   return field(json::parse(payload, nullptr, /*allow_exceptions=*/false), "_reason", "(no reason recorded)");
 }
 
+// Folds one trace event into its compile. Events whose metadata the report does not read
+// (guard trees, graphs: their payload is what counts) never touch `md`.
+void addEvent(const Job& job, const capture::TraceEvent& e, Metadata& md, const std::map<int64_t, std::string>& files,
+              Compile& c) {
+  if (e.name == "dynamo_start" && c.function.empty()) {
+    std::vector<UserFrame> stack = userStack(md.array("stack"), files);
+    if (!stack.empty()) {
+      c.function = stack.back().function;
+      c.file = stack.back().file;
+      c.firstLine = stack.back().line;
+    }
+  } else if (e.name == "compilation_metrics" && md.object()) {
+    c.function = md.text("co_name");
+    c.file = md.text("co_filename");
+    c.firstLine = md.get<int>("co_firstlineno", c.firstLine);
+    c.guardCount = md.get<uint64_t>("guard_count", 0);
+    std::string failType = md.text("fail_type");
+    c.status = failType.empty() ? "ok" : failType + ": " + md.text("fail_reason");
+    for (const auto& [key, value] : md.raw().items()) {
+      if (value.is_number() && key.size() > 7 && key.compare(key.size() - 7, 7, "_time_s") == 0)
+        c.phaseSeconds[key.substr(0, key.size() - 7)] = value.get<double>();
+    }
+  } else if (e.name == "dynamo_cpp_guards_str") {
+    c.guardTreeKey = e.payloadKey;
+  } else if (isGraphEvent(e.name)) {
+    c.graphs[e.name] = e.payloadKey;
+  } else if (e.name == "dynamo_replay.guards") {
+    c.guardListKey = e.payloadKey;
+  } else if (e.name == "dynamo_replay.graph_ir" && md.object()) {
+    c.graphIrs[md.text("graph")] = e.payloadKey;
+  } else if (e.name == "dynamo_replay.dropped_guard" && md.object()) {
+    c.dropped.push_back({md.get<std::string>("kind", "?"), md.get<std::string>("source", "?"),
+                         md.get<std::string>("value", ""), md.get<std::string>("line", ""),
+                         md.get<bool>("risky", true)});
+  } else if (e.name == "dynamo_replay.not_packaged") {
+    // Even unreadable, the event says the frame was not saved.
+    c.notSaved = md.get<std::string>("reason", "(no reason recorded)");
+  } else if (e.name == "artifact" && md.text("name") == "precompile_cache_bypass") {
+    if (c.notSaved.empty()) c.notSaved = bypassReason(job.text(e.payloadKey));
+  } else if (e.name == "dynamo_replay.sample" && md.object()) {
+    c.samples.push_back(e.metadataJson);
+  } else if (e.name == "artifact" && md.text("name") == "recompile_reasons") {
+    c.reason = reasonsText(job.text(e.payloadKey));
+  } else if (e.name == "artifact" && md.text("name") == "dynamo_graph_break_reason") {
+    c.graphBreaks.push_back(job.text(e.payloadKey));
+  } else if (e.name == "dynamo_error") {
+    c.status = "error: " + job.text(e.payloadKey);
+  } else if (isShapeEvent(e.name) && md.object()) {
+    ShapeEvent s;
+    s.event = e.name;
+    s.symbol = md.text("symbol");
+    s.valueRange = md.text("vr");
+    s.source = md.text("source");
+    s.expr = md.text("expr");
+    s.value = md.text(md.has("val") ? "val" : "value");
+    s.userStack = userStack(md.array("user_stack"), files);
+    c.shapes.push_back(std::move(s));
+  }
+}
+
 }  // namespace
 
 Result<Job> Job::load(const StoreReader& reader) {
@@ -91,65 +199,16 @@ Result<Job> Job::load(const StoreReader& reader) {
     }
     capture::TraceEvent e;
     DYNREP_RETURN_IF_ERROR(capture::decode(*payload, &e));
-    json md = json::parse(e.metadataJson, nullptr, /*allow_exceptions=*/false);
-    if (e.name == "str" && md.is_array() && md.size() == 2 && md[0].is_string() && md[1].is_number_integer()) {
-      files[md[1].get<int64_t>()] = md[0].get<std::string>();
+    Metadata md(e.metadataJson);
+    if (const json& f = md.raw(); e.name == "str" && f.is_array() && f.size() == 2 && f[0].is_string() &&
+                                  f[1].is_number_integer()) {
+      files[f[1].get<int64_t>()] = f[0].get<std::string>();
       continue;
     }
     if (!e.compileId.valid()) continue;
     Compile& c = compileFor(e.compileId);
-    if (e.name == "dynamo_start" && c.function.empty()) {
-      std::vector<UserFrame> stack = userStack(md.is_object() ? md.value("stack", json()) : json(), files);
-      if (!stack.empty()) {
-        c.function = stack.back().function;
-        c.file = stack.back().file;
-        c.firstLine = stack.back().line;
-      }
-    } else if (e.name == "compilation_metrics" && md.is_object()) {
-      c.function = str(md, "co_name");
-      c.file = str(md, "co_filename");
-      c.firstLine = field<int>(md, "co_firstlineno", c.firstLine);
-      c.guardCount = field<uint64_t>(md, "guard_count", 0);
-      std::string failType = str(md, "fail_type");
-      c.status = failType.empty() ? "ok" : failType + ": " + str(md, "fail_reason");
-      for (const auto& [key, value] : md.items()) {
-        if (value.is_number() && key.size() > 7 && key.compare(key.size() - 7, 7, "_time_s") == 0)
-          c.phaseSeconds[key.substr(0, key.size() - 7)] = value.get<double>();
-      }
-    } else if (e.name == "dynamo_cpp_guards_str") {
-      c.guardTreeKey = e.payloadKey;
-    } else if (isGraphEvent(e.name)) {
-      c.graphs[e.name] = e.payloadKey;
-    } else if (e.name == "dynamo_replay.guards") {
-      c.guardListKey = e.payloadKey;
-    } else if (e.name == "dynamo_replay.graph_ir" && md.is_object()) {
-      c.graphIrs[str(md, "graph")] = e.payloadKey;
-    } else if (e.name == "dynamo_replay.dropped_guard") {
-      c.dropped.push_back({field(md, "kind", "?"), field(md, "source", "?"), field(md, "value", ""),
-                           field(md, "line", ""), field<bool>(md, "risky", true)});
-    } else if (e.name == "dynamo_replay.not_packaged") {
-      c.notSaved = field(md, "reason", "(no reason recorded)");
-    } else if (e.name == "artifact" && str(md, "name") == "precompile_cache_bypass" && c.notSaved.empty()) {
-      c.notSaved = bypassReason(job.text(e.payloadKey));
-    } else if (e.name == "dynamo_replay.sample" && md.is_object()) {
-      c.samples.push_back(e.metadataJson);
-    } else if (e.name == "artifact" && md.is_object() && str(md, "name") == "recompile_reasons") {
-      c.reason = reasonsText(job.text(e.payloadKey));
-    } else if (e.name == "artifact" && md.is_object() && str(md, "name") == "dynamo_graph_break_reason") {
-      c.graphBreaks.push_back(job.text(e.payloadKey));
-    } else if (e.name == "dynamo_error") {
-      c.status = "error: " + job.text(e.payloadKey);
-    } else if (isShapeEvent(e.name) && md.is_object()) {
-      ShapeEvent s;
-      s.event = e.name;
-      s.symbol = str(md, "symbol");
-      s.valueRange = str(md, "vr");
-      s.source = str(md, "source");
-      s.expr = str(md, "expr");
-      s.value = str(md, md.contains("val") ? "val" : "value");
-      s.userStack = userStack(md.value("user_stack", json()), files);
-      c.shapes.push_back(std::move(s));
-    }
+    addEvent(job, e, md, files, c);
+    if (md.odd()) c.unreadable[e.name]++;
   }
   for (auto& [id, c] : byId) {
     if (c.reason.empty()) c.reason = id.compile == 0 ? "first compile" : "(no reason recorded)";

@@ -10,7 +10,9 @@
 
 #include "dynrep/replay/inspect.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   CLI::App app{"Inspect a dynamo-replay store offline", "replay-inspect"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "replay-inspect " DYNREP_VERSION);
@@ -50,7 +52,7 @@ int main(int argc, char** argv) {
   options.color = color == "always" || (color == "auto" && ::isatty(STDOUT_FILENO));
   using dynrep::replay::LsWhat;
   // The reports read every field defensively; this is the last resort, so that a store no
-  // report foresaw gets a message and exit 1, never std::terminate.
+  // report foresaw gets a message naming it and exit 1, never std::terminate.
   try {
     if (info->parsed()) return dynrep::replay::inspectInfo(path, options, std::cout, std::cerr);
     if (ls->parsed())
@@ -62,4 +64,18 @@ int main(int argc, char** argv) {
     std::cerr << "replay-inspect: " << path << ": cannot report on this store: " << e.what() << "\n";
     return 1;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Whatever run() did not foresee (outside the reports) still ends in a message and exit 1.
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "replay-inspect: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "replay-inspect: unknown error\n";
+  }
+  return 1;
 }

@@ -61,6 +61,9 @@ struct Compile {
   std::vector<capture::CodeObject> code;
   std::vector<DroppedGuard> dropped;
   std::string notSaved;  // why PyTorch's precompile could not save this frame; empty when it did
+  // Event name -> how many of this compile's events had metadata of other types than PyTorch
+  // and capture write (what could be read of them was used; the rest is shown as unreadable).
+  std::map<std::string, int> unreadable;
 };
 
 class Job {

@@ -3,6 +3,9 @@
 // never stops a report.
 #pragma once
 
+#include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -10,21 +13,42 @@
 
 namespace dynrep::replay {
 
+// `j` as a T, or nullopt when it holds another type. An integer T takes only integers it can
+// hold (a negative number is no unsigned; 1e300 is no int: converting it would be undefined).
+template <typename T>
+std::optional<T> as(const nlohmann::json& j) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (j.is_string()) return j.template get<std::string>();
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (j.is_boolean()) return j.template get<bool>();
+  } else if constexpr (std::is_integral_v<T>) {
+    if (j.is_number_unsigned() && j.template get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max()))
+      return T(j.template get<uint64_t>());
+    if constexpr (std::is_signed_v<T>) {
+      if (j.is_number_integer() && !j.is_number_unsigned() &&
+          j.template get<int64_t>() >= int64_t(std::numeric_limits<T>::min()) &&
+          j.template get<int64_t>() <= int64_t(std::numeric_limits<T>::max()))
+        return T(j.template get<int64_t>());
+    }
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (j.is_number()) return j.template get<T>();
+  }
+  return std::nullopt;
+}
+
+// j[key] as a T, or `fallback` when j is no object, the key is missing or holds another type.
 template <typename T>
 T field(const nlohmann::json& j, const char* key, T fallback) {
   if (!j.is_object()) return fallback;
   auto it = j.find(key);
-  if (it == j.end()) return fallback;
-  if constexpr (std::is_same_v<T, std::string>) {
-    if (it->is_string()) return it->template get<std::string>();
-  } else if constexpr (std::is_same_v<T, bool>) {
-    if (it->is_boolean()) return it->template get<bool>();
-  } else if constexpr (std::is_unsigned_v<T>) {
-    if (it->is_number_unsigned()) return it->template get<T>();
-  } else if constexpr (std::is_arithmetic_v<T>) {
-    if (it->is_number()) return it->template get<T>();
-  }
-  return fallback;
+  return it == j.end() ? fallback : as<T>(*it).value_or(fallback);
+}
+
+// j[key] when it is an array, else an empty one: a count or a loop over it never throws.
+inline nlohmann::json arrayField(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) return nlohmann::json::array();
+  auto it = j.find(key);
+  return it != j.end() && it->is_array() ? *it : nlohmann::json::array();
 }
 
 inline std::string field(const nlohmann::json& j, const char* key, const char* fallback) {
