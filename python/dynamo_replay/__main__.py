@@ -93,7 +93,8 @@ def _replay(args: argparse.Namespace) -> int:
         with replay(args.store, strict=args.strict, verbose=not args.quiet):
             return _run_job(args)
     except ReplayError as error:  # strict mode's refusals: the cause, not a traceback
-        print(f"dynamo-replay: {error}", file=sys.stderr)
+        message = str(error)
+        print(message if message.startswith("dynamo-replay:") else f"dynamo-replay: {message}", file=sys.stderr)
         return 1
 
 
