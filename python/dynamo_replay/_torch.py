@@ -19,6 +19,7 @@ import contextlib
 import dataclasses
 import hashlib
 import importlib
+import inspect
 import io
 import logging
 import pickle
@@ -27,6 +28,8 @@ import time
 import types
 import warnings
 from typing import Any, Callable
+
+from dynamo_replay.schema import frame_name
 
 # The config values a precompile capture sets, and replay sets from what the store recorded.
 # (module, name, value). They stay set for the rest of the process: a function compiled with
@@ -60,10 +63,10 @@ def apply_settings(settings: tuple[tuple[str, str, Any], ...]) -> Callable[[], N
 
 
 def import_compiler() -> None:
-    """Imports what torch.compile itself imports (Dynamo, Inductor's configs and compile_fx),
-    so replay's own time can be measured apart from it."""
+    """Imports Dynamo and Inductor's configs, which replay's checks read and torch.compile
+    imports anyway, so replay's own time can be measured apart from them."""
     import torch._dynamo  # noqa: F401
-    import torch._inductor.compile_fx  # noqa: F401
+    import torch._inductor.config  # noqa: F401
 
 
 def forget_earlier_cache_artifacts() -> None:
@@ -88,31 +91,30 @@ def current_compile_id() -> tuple[int, int, int]:
 
 def unique_ids_used() -> int:
     """How many generated global names (`__compiled_fn_3`, ...) Dynamo has drawn so far."""
-    import itertools
-
-    from torch._dynamo import bytecode_transformation
-
-    current = next(bytecode_transformation._unique_id_counter)
-    bytecode_transformation._unique_id_counter = itertools.count(current)
-    return current
+    return _set_unique_id_counter(lambda current: current)
 
 
 def skip_unique_ids(captured: int) -> None:
     """Moves Dynamo's counter for generated global names past the capture's last one: saved
     frames install globals under the names the capture gave them, and a frame compiled under
     replay would draw the same names from a fresh counter (PyTorch 2.13 then fails on the clash)."""
+    _set_unique_id_counter(lambda current: max(current, captured + 1))
+
+
+def _set_unique_id_counter(start: Callable[[int], int]) -> int:
+    """Restarts Dynamo's counter at start(its next value); returns that next value."""
     import itertools
 
     from torch._dynamo import bytecode_transformation
 
     current = next(bytecode_transformation._unique_id_counter)
-    bytecode_transformation._unique_id_counter = itertools.count(max(current, captured + 1))
+    bytecode_transformation._unique_id_counter = itertools.count(start(current))
+    return current
 
 
 def code_key(code: types.CodeType) -> str:
-    """How a frame is named across processes and in PyTorch's compile metrics: function name,
-    file and first line."""
-    return f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"
+    """How a frame is named across processes (schema.frame_name)."""
+    return frame_name(code.co_name, code.co_filename, code.co_firstlineno)
 
 
 def module_globals(transformed: types.CodeType) -> dict[str, str]:
@@ -160,7 +162,11 @@ def describe_value(value: Any) -> str:
 
 
 def _pinned(cls: type) -> bool:
-    return (getattr(cls, "__module__", None) or "").split(".")[0] in _PINNED_ROOTS
+    return _pinned_module(getattr(cls, "__module__", None) or "")
+
+
+def _pinned_module(name: str) -> bool:
+    return name.split(".")[0] in _PINNED_ROOTS
 
 
 def _class_digest(cls: type) -> str:
@@ -219,7 +225,7 @@ def _holder_is_pinned(expression: str, scope: dict[str, Any]) -> bool:
         except Exception:
             continue
         if isinstance(holder, types.ModuleType):
-            return holder.__name__.split(".")[0] in _PINNED_ROOTS
+            return _pinned_module(holder.__name__)
     return False
 
 
@@ -306,10 +312,19 @@ def _dropped_guard(kind: str, source: str) -> DroppedGuard:
 
 def record_dropped_guards(note: Callable[[DroppedGuard], None]) -> Callable[[], None]:
     """Calls note() for every guard precompile drops from now on; returns the undo."""
-    logger = logging.getLogger("torch._dynamo.guards")
-    dropped_filter = _DroppedGuardFilter(note)
-    logger.addFilter(dropped_filter)
-    return lambda: logger.removeFilter(dropped_filter)
+    return _add_filter("torch._dynamo.guards", _DroppedGuardFilter(note))
+
+
+def quiet_dropped_guards() -> Callable[[], None]:
+    """Keeps PyTorch's warning for each guard precompile drops off the console, unrecorded
+    (replay's own recompiles); returns the undo."""
+    return _add_filter("torch._dynamo.guards", _Quiet("is dropped with caching_precompile"))
+
+
+def _add_filter(logger_name: str, log_filter: logging.Filter) -> Callable[[], None]:
+    logger = logging.getLogger(logger_name)
+    logger.addFilter(log_filter)
+    return lambda: logger.removeFilter(log_filter)
 
 
 # --- capture and replay: one frame's precompile failure stays that frame's -------------------
@@ -327,31 +342,30 @@ class PrecompileSafety:
       package with the reason, as PyTorch does for the cases it handles.
     Both are looked up by name when PyTorch uses them; the originals go back on remove().
     PyTorch's console warning for each left-out frame is kept off the console: note() has it.
+    With note_class, each user class the guards check by identity only is recorded too
+    (capture); without, no class is digested (replay, where a recompile needs no record).
     """
 
     def __init__(self, note: Callable[[str, str], None],
-                 note_class: Callable[[DroppedGuard], None] = lambda guard: None) -> None:
+                 note_class: Callable[[DroppedGuard], None] | None = None) -> None:
         from torch._dynamo import convert_frame, package
 
         self._originals = (package.CompilePackage, convert_frame.CheckFunctionManager)
         package.CompilePackage = _safe_package_class(package.CompilePackage, note)
         convert_frame.CheckFunctionManager = _safe_guards_class(convert_frame.CheckFunctionManager, note, note_class)
-        self._quiet = _Quiet("Detected a package bypass")
-        logging.getLogger("torch._dynamo.output_graph").addFilter(self._quiet)
+        self._unquiet = _add_filter("torch._dynamo.output_graph", _Quiet("Detected a package bypass"))
 
     def remove(self) -> None:
         from torch._dynamo import convert_frame, package
 
         package.CompilePackage, convert_frame.CheckFunctionManager = self._originals
-        logging.getLogger("torch._dynamo.output_graph").removeFilter(self._quiet)
+        self._unquiet()
 
 
 def quiet_missing_backend() -> Callable[[], None]:
     """Keeps PyTorch's "Backend not found" warning (a saved frame whose graph was not saved)
     off the console; returns the undo."""
-    logger, quiet = logging.getLogger("torch._dynamo.package"), _Quiet("Backend not found")
-    logger.addFilter(quiet)
-    return lambda: logger.removeFilter(quiet)
+    return _add_filter("torch._dynamo.package", _Quiet("Backend not found"))
 
 
 class _Quiet(logging.Filter):
@@ -397,11 +411,12 @@ def _safe_package_class(base: type, note: Callable[[str, str], None]) -> type:
 
 
 def _safe_guards_class(base: type, note: Callable[[str, str], None],
-                       note_class: Callable[[DroppedGuard], None]) -> type:
+                       note_class: Callable[[DroppedGuard], None] | None) -> type:
     class SafeCheckFunctionManager(base):  # type: ignore[misc, valid-type]
         def serialize_guards(self, builder: Any, sorted_guards: Any, output_graph: Any) -> bytes:
-            with contextlib.suppress(Exception):  # recording must never fail a compile
-                _note_user_classes(builder, sorted_guards, note_class)
+            if note_class is not None:
+                with contextlib.suppress(Exception):  # recording must never fail a compile
+                    _note_user_classes(builder, sorted_guards, note_class)
             try:
                 with warnings.catch_warnings():  # saving reads .grad of non-leaf tensors too
                     warnings.filterwarnings("ignore", message="The .grad attribute of a Tensor that is not a leaf")
@@ -447,19 +462,13 @@ def _naming_failure(code: types.CodeType) -> str:
 
 
 def _property_names(code: types.CodeType) -> set[str]:
-    module = sys.modules.get(_module_of(code.co_filename) or "")
+    """Names of the properties of the classes in the module that defines `code`."""
+    module = inspect.getmodule(code)
     names = set()
     for value in vars(module).values() if module else ():
         if isinstance(value, type):
             names |= {name for name, member in vars(value).items() if isinstance(member, property)}
     return names
-
-
-def _module_of(filename: str) -> str | None:
-    for name, module in list(sys.modules.items()):
-        if getattr(module, "__file__", None) == filename:
-            return name
-    return None
 
 
 def _saving_failure(error: Exception) -> str:
@@ -476,7 +485,7 @@ class InstallReport:
     """What installing one compiled function's saved frames did."""
 
     installed: int = 0  # guarded entries (frame, guard set) now in force
-    skipped: list[str] = dataclasses.field(default_factory=list)  # "frame: why", compiled as usual instead
+    skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (frame, why): compiles as usual
     recreated: list[str] = dataclasses.field(default_factory=list)  # values rebuilt from the live function
     seconds: float = 0.0
 
@@ -535,7 +544,8 @@ class SafeDynamoCache:
             with contextlib.suppress(Exception):
                 _reset_precompile_entries(getattr(fn, "__code__"))
             report.installed = 0
-            report.skipped.append(f"{name}: {type(error).__name__}: {error}")
+            frame = code_key(fn.__code__) if hasattr(fn, "__code__") else name
+            report.skipped.append((frame, f"{type(error).__name__}: {error}"))
         report.seconds = time.perf_counter() - start
         self._report(name, report)
 
@@ -551,7 +561,7 @@ def _install_entries(package: Any, fn: Callable[..., Any], backends: dict[str, A
     import torch
     from torch._C._dynamo.eval_frame import _load_precompile_entry
     from torch._dynamo.output_graph import get_builtins_dict
-    from torch._dynamo.package import SerializedCode, _compile_frame_context, _lookup_code
+    from torch._dynamo.package import SerializedCode, _compile_frame_context, _lookup_code, load_guard_manager
 
     def install_global(scope: dict[str, Any], name: str, value: Any) -> None:
         scope[name] = value
@@ -571,7 +581,7 @@ def _install_entries(package: Any, fn: Callable[..., Any], backends: dict[str, A
             target_code = _lookup_code(entry) if entry.code_source else code
             if entry.bypassed:
                 if entry.guarded_codes:  # left out at load: PyTorch found a backend missing
-                    report.skipped.append(f"{code_key(target_code)}: {_NO_BACKEND}")
+                    report.skipped.append((code_key(target_code), _NO_BACKEND))
                 continue
             for backend_id in entry.backend_ids:
                 if backend_id not in backends:
@@ -585,7 +595,7 @@ def _install_entries(package: Any, fn: Callable[..., Any], backends: dict[str, A
             local_scope = _live_locals(fn, target_code) if code is main_code else {}
             refusal = vet(frame, _evaluator(local_scope, scope))
             if refusal:
-                report.skipped.append(f"{frame}: {refusal}")
+                report.skipped.append((frame, refusal))
                 continue
             for guarded in entry.guarded_codes:
                 try:
@@ -594,9 +604,9 @@ def _install_entries(package: Any, fn: Callable[..., Any], backends: dict[str, A
                     report.recreated += _fill_missing(state, local_scope, scope, frame)
                     if name := state.output_graph.name_of_builtins_dict_key_in_fglobals:
                         scope.setdefault(name, get_builtins_dict(scope))
-                    manager = _guard_manager(state, target_code, scope)
+                    manager = load_guard_manager(state, target_code, scope)
                 except Exception as error:
-                    report.skipped.append(f"{frame}: its saved guards do not load ({type(error).__name__}: {error})")
+                    report.skipped.append((frame, f"its saved guards do not load ({type(error).__name__}: {error})"))
                     continue
                 transformed = SerializedCode.to_code_object(guarded.dynamo_code)
                 for name in transformed.co_names:
@@ -618,6 +628,7 @@ def _load_guards_state(data: bytes) -> tuple[Any, list[str]]:
     fails, load again with each class that has its own __setstate__ restored by setting its
     attributes instead: the guards are built from what they read, which was saved, and check
     the live objects on every call."""
+    import torch
     from torch._dynamo.package import load_guards_state
 
     try:
@@ -638,8 +649,6 @@ def _load_guards_state(data: bytes) -> tuple[Any, list[str]]:
                 lenient.append(found.__qualname__)
                 return replacement
             return found
-
-    import torch
 
     try:
         return LenientUnpickler(io.BytesIO(data)).load(), lenient
@@ -668,12 +677,6 @@ def _lenient_class(cls: type) -> type:
             self.__dict__.update(state)  # what the guards read is there; the rest was not saved
 
     return type(cls.__name__, (cls,), {"__setstate__": __setstate__, "__module__": cls.__module__})
-
-
-def _guard_manager(state: Any, code: types.CodeType, scope: dict[str, Any]) -> Any:
-    from torch._dynamo.package import load_guard_manager
-
-    return load_guard_manager(state, code, scope)
 
 
 def _resume_function(code: types.CodeType, scope: dict[str, Any], name: str) -> Any:

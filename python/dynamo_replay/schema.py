@@ -28,3 +28,9 @@ EVENT_NOT_PACKAGED = "dynamo_replay.not_packaged"
 # Fingerprint entries: the CPU's feature flags and the vector ISAs Inductor's probe accepted.
 FINGERPRINT_CPU_FLAGS = "cpu.flags"
 FINGERPRINT_VEC_ISA = "inductor.vec_isa"
+
+
+def frame_name(function: str, filename: str, line: int) -> str:
+    """How a frame is named in events, replay's summary and replay-inspect: `fn (file:line)`,
+    the function's name and first line, as PyTorch's compile metrics give them."""
+    return f"{function} ({filename}:{line})"

@@ -3,7 +3,9 @@
 Hooks go in only through PyTorch's own hook points and all come out when capture ends, also
 on an exception: a handler on the structured-trace logger (torch.__trace), which carries
 compile ids, guards, graphs, symbolic-shape events and metrics; and Dynamo's bytecode hook,
-which sees each original and transformed code object. No PyTorch function is replaced.
+which sees each original and transformed code object. No PyTorch function is replaced; with
+precompile (the default), two of its classes are swapped for subclasses while capture runs
+(dynamo_replay._torch.PrecompileSafety).
 
 By default capture also turns on Dynamo's caching precompile, so PyTorch packages each frame's
 guards and transformed bytecode and replay skips Dynamo as well as everything after it. What
@@ -82,7 +84,7 @@ class _TraceHandler(logging.Handler):
 
 
 class _Session:
-    def __init__(self, path: str, level: int, sample_limit: int, signing_key: bytes | None) -> None:
+    def __init__(self, path: str, level: int, sample_limit: int, signing_key: bytes | None, precompile: bool) -> None:
         self.store = Store.create(path, level=level, overwrite=True)
         self.cache = kernels.PrivateCacheDir()
         self.lock = threading.Lock()
@@ -92,7 +94,7 @@ class _Session:
         self.ir_graphs: list[tuple[tuple[int, int, int], str, str]] = []  # compile id, event, text
         self.guard_trees: list[tuple[tuple[int, int, int], str]] = []  # compile id, text
         self.sample_limit = sample_limit  # bytes per graph call; 0: no samples
-        self.precompile = False
+        self.precompile = precompile
         self.module_globals: dict[str, str] = {}  # see _torch.module_globals
         self.recorders: list[tensor_samples.FirstCallRecorder] = []
         self.not_packaged: list[tuple[str, str]] = []  # frame, why PyTorch's precompile left it out
@@ -271,8 +273,7 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
     def __enter__(self) -> capture:
         import torch._dynamo.convert_frame
 
-        session = _Session(self.path, self.level, self.sample_limit, signing.resolve_key(self.key))
-        session.precompile = self.precompile
+        session = _Session(self.path, self.level, self.sample_limit, signing.resolve_key(self.key), self.precompile)
         self._session = session
         try:
             _torch.forget_earlier_cache_artifacts()

@@ -56,6 +56,7 @@ class replay:  # noqa: N801 - a context manager, like capture
         self._undo: list[Callable[[], None]] = []
         self._metrics_before = 0
         self._contents: Contents | None = None
+        self._reasons: dict[str, str] = {}  # frame -> why it compiles here: not saved, or saved but not used
 
     @property
     def summary(self) -> ReplaySummary:
@@ -139,14 +140,15 @@ class replay:  # noqa: N801 - a context manager, like capture
         summary.captured_compile_seconds = sum(m.get("entire_frame_compile_time_s") or 0.0 for m in done)
         summary.captured_trace_seconds = sum(max(0.0, (m.get("entire_frame_compile_time_s") or 0.0)
                                                  - (m.get("backend_compile_time_s") or 0.0)) for m in done)
-        summary.not_packaged = contents.not_packaged
+        summary.not_packaged = [f"{frame}: {why}" for frame, why in contents.not_packaged.items()]
+        self._reasons.update(contents.not_packaged)
         _torch.skip_unique_ids(int(contents.summary.get("dynamo_unique_ids", 0)))
         if contents.precompiled:
             cache = _torch.SafeDynamoCache(self._vet, self._installed, contents.summary.get("module_globals", {}))
             self._undo.append(cache.remove)
             safety = _torch.PrecompileSafety(lambda frame, reason: None)  # recompiles here: same safety
             self._undo.append(safety.remove)
-            self._undo.append(_torch.record_dropped_guards(lambda guard: None))  # kept off the console
+            self._undo.append(_torch.quiet_dropped_guards())
             self._undo.append(_torch.quiet_missing_backend())  # named in the summary instead
         self._observe(torch)
         self._undo.remove(undo_settings)  # loaded: the settings stay
@@ -165,10 +167,12 @@ class replay:  # noqa: N801 - a context manager, like capture
     def _installed(self, function: str, report: _torch.InstallReport) -> None:
         self._summary.install_seconds += report.seconds
         self._summary.entries_installed += report.installed
-        self._summary.skipped += report.skipped
+        self._summary.skipped += [f"{frame}: {why}" for frame, why in report.skipped]
         self._summary.recreated += report.recreated
+        self._reasons.update(report.skipped)
         if self.strict and report.skipped:
-            raise ReplayError(f"strict replay: a saved frame of {function} cannot be used: {report.skipped[0]}")
+            frame, why = report.skipped[0]
+            raise ReplayError(f"strict replay: a saved frame of {function} cannot be used: {frame}: {why}")
 
     def _observe(self, torch: Any) -> None:
         from torch._dynamo import eval_frame
@@ -186,20 +190,19 @@ class replay:  # noqa: N801 - a context manager, like capture
         if not found:
             return f"strict replay: a frame would compile: {error.splitlines()[0]}"
         filename, function = found.groups()
-        prefix = f"{function} ({filename}:"
-        for entry in self._summary.skipped + self._summary.not_packaged:
-            if entry.startswith(prefix):
-                return f"strict replay: {entry.split('): ', 1)[0]}) would compile: {entry.split('): ', 1)[1]}"
+        prefix = f"{function} ({filename}:"  # the error gives the line running, not the first line
+        for frame, why in self._reasons.items():
+            if frame.startswith(prefix):
+                return f"strict replay: {frame} would compile: {why}"
         failures = "\n".join("  " + line.strip() for line in error.splitlines()[1:]
                               if line.strip().startswith(("- ", "verbose_code_parts=")))
         return (f"strict replay: {function} ({filename}) would compile: the call failed the guards of every saved "
                 f"entry" + (f"\n{failures}" if failures else ""))
 
     def _why_compiled(self, function: str, filename: str, line: int) -> str:
-        name = f"{function} ({filename}:{line})"
-        for entry in self._summary.skipped + self._summary.not_packaged:
-            if entry.startswith(name + ": "):
-                return entry[len(name) + 2:]
+        name = schema.frame_name(function, filename, line)
+        if name in self._reasons:
+            return self._reasons[name]
         assert self._contents is not None
         if name in self._contents.frames:
             if not self._summary.precompiled:

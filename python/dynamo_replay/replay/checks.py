@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dynamo_replay import kernels, schema, signing
+from dynamo_replay._torch import DroppedGuard
 from dynamo_replay._core import Artifact, CodeObject, Manifest, Store, TraceEvent
 from dynamo_replay.errors import StoreError
 from dynamo_replay.fingerprint import environment_fingerprint, ignored_by_pytorch, source_hash
@@ -26,16 +27,6 @@ class Refused(Exception):
 
 
 @dataclass
-class DroppedGuard:
-    """A guard PyTorch's precompile dropped from a saved frame, as capture recorded it."""
-
-    kind: str
-    source: str
-    value: str
-    line: str
-
-
-@dataclass
 class Contents:
     """What replay reads from a store, before any of it is trusted."""
 
@@ -44,18 +35,13 @@ class Contents:
     source_checks: list[tuple[str, str, list[int], str]]  # name, file, [first, last], sha256
     frames: set[str]  # "name file:line" of every frame the capture compiled
     metrics: list[dict[str, Any]]
-    not_packaged: list[str]  # "frame: reason", frames PyTorch's precompile left out
-    dropped: dict[str, list[DroppedGuard]] = field(default_factory=dict)  # frame -> risky dropped guards
+    not_packaged: dict[str, str]  # frame -> why PyTorch's precompile left it out
+    dropped: dict[str, list[DroppedGuard]] = field(default_factory=dict)  # frame -> its risky dropped guards
     summary: dict[str, Any] = field(default_factory=dict)
 
     @property
     def precompiled(self) -> bool:
         return self.environment.get("config.dynamo.caching_precompile") == "True"
-
-
-def frame_name(function: str, filename: str, line: int) -> str:
-    """How a frame is named in a store and in the summary (the same as _torch.code_key)."""
-    return f"{function} ({filename}:{line})"
 
 
 def read_store(path: str) -> Contents:
@@ -68,63 +54,65 @@ def read_store(path: str) -> Contents:
             if not manifests:
                 raise Refused("the store holds no manifest, so it is not a capture")
             artifacts = {a.name: (a.media_type, store.get_blob(a.blob_key)) for a in store.records(Artifact)}
-            contents = Contents(manifests[0].environment, artifacts, [], set(), [], [])
+            contents = Contents(manifests[0].environment, artifacts, [], set(), [], {})
             for code in store.records(CodeObject):
                 if code.role != "original":
                     continue
-                contents.frames.add(frame_name(code.name.rsplit(".", 1)[-1], code.filename, code.first_line))
+                contents.frames.add(schema.frame_name(code.name.rsplit(".", 1)[-1], code.filename, code.first_line))
                 fields = json.loads(code.fields_json)
                 if fields.get("source_sha256"):
                     contents.source_checks.append((code.name, code.filename, fields["source_lines"], fields["source_sha256"]))
-            bypasses = []
+            not_packaged: list[tuple[str, str]] = []
+            bypasses: list[tuple[tuple[int, int, int], str]] = []
             for event in store.records(TraceEvent):
-                _read_event(store, event, contents, bypasses)
-            contents.not_packaged = _one_line_per_frame(contents.not_packaged + _name_bypasses(bypasses, contents.metrics))
+                _read_event(store, event, contents, not_packaged, bypasses)
+            contents.not_packaged = _reasons_by_frame(not_packaged + _name_bypasses(bypasses, contents.metrics))
     except StoreError as error:
         raise Refused(str(error)) from None
     return contents
 
 
-def _read_event(store: Store, event: TraceEvent, contents: Contents, bypasses: list) -> None:
+def _read_event(store: Store, event: TraceEvent, contents: Contents, not_packaged: list[tuple[str, str]],
+                bypasses: list[tuple[tuple[int, int, int], str]]) -> None:
     if event.name == schema.EVENT_SUMMARY:
         contents.summary = json.loads(event.metadata_json) or {}
     elif event.name == "compilation_metrics":
         contents.metrics.append(json.loads(event.metadata_json) or {})
     elif event.name == schema.EVENT_NOT_PACKAGED:
         meta = json.loads(event.metadata_json) or {}
-        contents.not_packaged.append(f"{meta.get('frame', '?')}: {meta.get('reason', '?')}")
+        not_packaged.append((str(meta.get("frame", "?")), str(meta.get("reason", "?"))))
     elif event.name == schema.EVENT_DROPPED_GUARD:
         meta = json.loads(event.metadata_json) or {}
         if meta.get("risky") and meta.get("value"):
-            guard = DroppedGuard(meta["kind"], meta["source"], meta["value"], meta.get("line", ""))
-            contents.dropped.setdefault(meta.get("frame", "?"), []).append(guard)
+            guard = DroppedGuard(kind=meta["kind"], source=meta["source"], frame=meta.get("frame", "?"),
+                                 value=meta["value"], risky=True, line=meta.get("line", ""))
+            contents.dropped.setdefault(guard.frame, []).append(guard)
     elif event.name == "artifact" and "precompile_cache_bypass" in event.metadata_json and event.payload_key:
-        reason = _bypass_reason(store.get_blob(event.payload_key))
-        if not reason.startswith("Guard evaluation failed: PyTorch 2.13"):  # ours: already an EVENT_NOT_PACKAGED
-            bypasses.append((event.compile_id, reason))
+        bypasses.append((event.compile_id, _bypass_reason(store.get_blob(event.payload_key))))
 
 
-def _one_line_per_frame(entries: list[str]) -> list[str]:
-    """'frame: reason; reason' for each frame, from 'frame: reason' lines."""
+def _reasons_by_frame(entries: list[tuple[str, str]]) -> dict[str, str]:
+    """frame -> its distinct reasons joined by '; ' (capture's own event and PyTorch's bypass
+    artifact often give the same one)."""
     reasons: dict[str, list[str]] = {}
-    for entry in entries:
-        frame, _, reason = entry.partition("): ")
-        if reason not in reasons.setdefault(frame + ")", []):
-            reasons[frame + ")"].append(reason)
-    return [f"{frame}: {'; '.join(found)}" for frame, found in reasons.items()]
+    for frame, reason in entries:
+        if reason not in reasons.setdefault(frame, []):
+            reasons[frame].append(reason)
+    return {frame: "; ".join(found) for frame, found in reasons.items()}
 
 
-def _name_bypasses(bypasses: list[tuple[tuple[int, int, int], str]], metrics: list[dict[str, Any]]) -> list[str]:
-    """'fn (file:line): reason' for each compile PyTorch left out of its package."""
+def _name_bypasses(bypasses: list[tuple[tuple[int, int, int], str]],
+                   metrics: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(frame, reason) for each compile PyTorch left out of its package."""
     where = {}
     for m in metrics:
         if isinstance(m.get("compile_id"), str):
-            where[m["compile_id"]] = frame_name(m.get("co_name"), m.get("co_filename"), m.get("co_firstlineno"))
-    lines = []
+            where[m["compile_id"]] = schema.frame_name(m.get("co_name"), m.get("co_filename"), m.get("co_firstlineno"))
+    named = []
     for (frame, compile_, attempt), reason in bypasses:
         key = f"{frame}/{compile_}" + (f"_{attempt}" if attempt else "")
-        lines.append(f"{where.get(key, 'compile ' + key)}: {reason}")
-    return lines
+        named.append((where.get(key, "compile " + key), reason))
+    return named
 
 
 def _bypass_reason(payload: bytes) -> str:
