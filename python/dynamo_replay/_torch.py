@@ -89,6 +89,26 @@ def current_compile_id() -> tuple[int, int, int]:
     return (trace.compile_id.frame_id, trace.compile_id.frame_compile_id, trace.attempt)
 
 
+def tracing_shape_env() -> Any:
+    """The ShapeEnv of the compile being traced (None outside a compile)."""
+    from torch._guards import TracingContext
+
+    context = TracingContext.try_get()
+    fake_mode = getattr(context, "fake_mode", None)
+    return getattr(fake_mode, "shape_env", None)
+
+
+def tensor_bytes(tensor: Any) -> bytes:
+    """A real tensor's data, read with every dispatch mode off: the graph logger runs under the
+    compile's fake mode, which refuses real tensors (and a tracing mode would record the ops)."""
+    import torch
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with _disable_current_modes():
+        data = tensor.detach().to("cpu").contiguous()
+        return data.view(torch.uint8).numpy().tobytes() if data.numel() else b""
+
+
 def unique_ids_used() -> int:
     """How many generated global names (`__compiled_fn_3`, ...) Dynamo has drawn so far."""
     return _set_unique_id_counter(lambda current: current)

@@ -63,6 +63,10 @@ class StoreIOError(StoreError, OSError):
     """The operating system refused a read or write."""
 
 
+class GraphError(Exception):
+    """A stored graph that is not there, or that cannot be rebuilt or run (names the node)."""
+
+
 class ReplayError(Exception):
     """Base class of replay's errors."""
 

@@ -20,6 +20,8 @@ EVENT_ERROR = "dynamo_replay.error"
 EVENT_GRAPH_IR = "dynamo_replay.graph_ir"
 EVENT_GUARDS = "dynamo_replay.guards"
 EVENT_SAMPLE = "dynamo_replay.sample"
+# A compile's symbol table: each symbol, its source, its final value range and its hint.
+EVENT_SYMBOLS = "dynamo_replay.symbols"
 # A guard PyTorch's caching precompile left out of a saved frame, with what it checked.
 EVENT_DROPPED_GUARD = "dynamo_replay.dropped_guard"
 # A frame PyTorch's precompile could not save, and why (replay compiles it as usual).

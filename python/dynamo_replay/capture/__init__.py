@@ -33,7 +33,7 @@ from typing import Any, Callable, TypeVar
 
 from dynamo_replay._core import Artifact, CodeObject, Manifest, Store, TraceEvent, __version__
 from dynamo_replay import _torch, kernels, schema, signing
-from dynamo_replay.capture import graph_ir, guards, tensor_samples
+from dynamo_replay.capture import graph_feeds, graph_ir, graph_text, guards, symbols, tensor_samples
 from dynamo_replay.fingerprint import environment_fingerprint, source_hash
 
 __all__ = ["capture"]
@@ -91,7 +91,9 @@ class _Session:
         self.failures: list[str] = []
         self.signing_key = signing_key
         self.signed: dict[str, tuple[str, bytes]] = {}
-        self.ir_graphs: list[tuple[tuple[int, int, int], str, str]] = []  # compile id, event, text
+        self.ir_texts: list[tuple[tuple[int, int, int], str, str]] = []  # compile id, event, text
+        self.irs: dict[tuple[tuple[int, int, int], str], dict[str, Any]] = {}  # (compile id, event) -> IR
+        self.shape_envs: dict[tuple[int, int, int], Any] = {}  # compile id -> its ShapeEnv, read at the end
         self.guard_trees: list[tuple[tuple[int, int, int], str]] = []  # compile id, text
         self.sample_limit = sample_limit  # bytes per graph call; 0: no samples
         self.precompile = precompile
@@ -125,9 +127,35 @@ class _Session:
         name = next((k for k in metadata if k not in _NOT_NAMES), "unknown")
         self.put_event(name, _compile_id(metadata), metadata.get(name), payload)
         if name in graph_ir.IR_GRAPHS and isinstance(payload, str):
-            self.ir_graphs.append((_compile_id(metadata), name, payload))
+            self.graph_logged(_compile_id(metadata), name, payload)
         elif name == "dynamo_cpp_guards_str" and isinstance(payload, str):
             self.guard_trees.append((_compile_id(metadata), payload))
+
+    def graph_logged(self, compile_id: tuple[int, int, int], event: str, text: str) -> None:
+        """Reads the graph PyTorch is logging while its module is at hand (see graph_ir)."""
+        found = graph_ir.graph_being_logged(event)
+        if found is None:
+            self.ir_texts.append((compile_id, event, text))
+            return
+        try:
+            self.read_graph(compile_id, event, *found)
+        except Exception:  # the text still says what the graph was
+            self.note_failure(f"graph IR of {event}")
+            self.ir_texts.append((compile_id, event, text))
+
+    def read_graph(self, compile_id: tuple[int, int, int], event: str, module: Any, scope: dict[str, Any]) -> None:
+        forward = self.irs.get((compile_id, "aot_forward_graph"))
+        ir = graph_ir.graph_ir(event, module, self.store.put_blob, self.sample_limit,
+                               graph_ir.scope_by_seq_nr(forward) if forward else None)
+        if event == "dynamo_output_graph":
+            graph_feeds.link_dynamo(ir)
+            if (shape_env := _torch.tracing_shape_env()) is not None:
+                self.shape_envs[compile_id] = shape_env
+        elif event == "aot_backward_graph":
+            graph_feeds.link_backward(ir, forward)
+        else:
+            graph_feeds.link_forward(ir, self.irs.get((compile_id, "dynamo_output_graph")), scope.get("fw_metadata"))
+        self.irs[(compile_id, event)] = ir
 
     def save_structured(self) -> None:
         """Adds the structured forms of what the trace gave as text: each graph's IR and
@@ -152,13 +180,21 @@ class _Session:
                 self.note_failure("guard list")
 
     def save_graph_irs(self) -> None:
-        for compile_id, name, text in self.ir_graphs:
+        irs = list(self.irs.items())
+        for compile_id, name, text in self.ir_texts:
             try:
-                ir = graph_ir.graph_ir(text)
-                self.put_event(schema.EVENT_GRAPH_IR, compile_id, {"graph": name, "nodes": len(ir["nodes"])},
-                               json.dumps(ir))
+                irs.append(((compile_id, name), graph_text.graph_ir(text)))
             except Exception:
                 self.note_failure(f"graph IR of {name}")
+        for (compile_id, name), ir in irs:
+            self.put_event(schema.EVENT_GRAPH_IR, compile_id,
+                           {"graph": name, "nodes": len(ir["nodes"]), "format": ir["format"]}, json.dumps(ir))
+        for compile_id, shape_env in self.shape_envs.items():
+            try:
+                table = symbols.symbol_table(shape_env)
+                self.put_event(schema.EVENT_SYMBOLS, compile_id, {"count": len(table)}, json.dumps(table))
+            except Exception:
+                self.note_failure("symbol table")
 
     def bytecode_hook(self, code: CodeType, new_code: CodeType) -> None:
         try:
@@ -189,8 +225,9 @@ class _Session:
             if id(scope.get(name)) in taken:
                 continue
 
-            def record(inputs: list, outputs: list, name: str = name) -> None:
-                self.put_event(schema.EVENT_SAMPLE, compile_id, {"graph": name, "inputs": inputs, "outputs": outputs}, None)
+            def record(inputs: list, outputs: list, backward: bool = False, name: str = name) -> None:
+                self.put_event(schema.EVENT_SAMPLE, compile_id, {"graph": name, "inputs": inputs, "outputs": outputs,
+                                                                 "pass": "backward" if backward else "forward"}, None)
 
             recorder = tensor_samples.FirstCallRecorder(scope, name, self.sample_limit, self.store.put_blob, record)
             recorder.install()

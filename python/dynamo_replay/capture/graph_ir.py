@@ -1,185 +1,277 @@
-"""The graphs Dynamo and AOTAutograd produced, as a torch-free graph IR (JSON).
+"""The graphs Dynamo and AOTAutograd produced, as a torch-free graph IR (JSON, format 2).
 
-PyTorch's structured trace carries each forward, backward and inference graph as readable
-Python (`print_readable` with shape annotations). Capture turns that text into data: per node
-the operator with overload (`aten::addmm.default`), its arguments (node references, scalars,
-lists, dtypes, devices, symbolic expressions) and each output's dtype, shape, strides and
-device; and per operator its full schema, looked up in the running PyTorch, so that no reader
-needs PyTorch to know what an argument means. The layout is in docs/format.md §8.
+PyTorch logs each Dynamo, forward, backward and inference graph to the structured trace while
+the compile runs, and the function that logs it holds the graph module in a local variable.
+Capture's trace handler reads that module right there, before Inductor's passes change it,
+and turns it into data: per node the operator with overload, every argument as a typed value,
+each output's dtype, shape (symbolic expressions kept), strides, device and requires_grad, the
+user source line and the module scope; constant tensors with their bytes; each graph input's
+role and the stored sample that feeds it. The layout is in docs/capture-schema.md.
 
-Reading the text rather than the graph object keeps capture out of Inductor's hook points:
-a graph pass registered there would enter Inductor's cache keys and change what is compiled.
+Only reads: nothing is registered in Inductor's hook points or written into the graph (node
+metadata enters Inductor's cache keys), and symbolic sizes are printed, never compared (a
+comparison would add a guard). Where the graph object is not there (PyTorch logs a graph it
+read from its AOTAutograd cache as text only), capture falls back to graph_text.
 """
 
 from __future__ import annotations
 
-import ast
 import functools
+import math
 import re
-from typing import Any
+import sys
+from types import FrameType
+from typing import Any, Callable
 
-FORMAT = 1
-# The graphs capture turns into IR: Dynamo's (torch-level calls, no schemas) and AOTAutograd's.
-IR_GRAPHS = ("dynamo_output_graph", "aot_forward_graph", "aot_backward_graph", "aot_inference_graph")
+from dynamo_replay import _torch
 
-_DTYPES = {
-    "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64", "c64": "complex64",
-    "c128": "complex128", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8",
-    "b8": "bool", "f8e4m3fn": "float8_e4m3fn", "f8e5m2": "float8_e5m2",
-}
-_TENSOR = re.compile(r"^(?P<dtype>\w+)\[(?P<shape>[^\]]*)\]\[(?P<stride>[^\]]*)\](?P<device>.*)$")
-_SYM = re.compile(r"^Sym\((?P<expr>.*)\)$")
-_CLASS_LINE = re.compile(r"^(?P<indent>[ \t]*)class [^(\n]*\(", re.MULTILINE)
+FORMAT = 2
+# Structured-trace event -> the local variable of the logging function that holds the graph.
+GRAPH_LOCALS = {"dynamo_output_graph": "gm", "aot_forward_graph": "fw_module",
+                "aot_backward_graph": "bw_module", "aot_inference_graph": "fw_module"}
+IR_GRAPHS = tuple(GRAPH_LOCALS)
 
-
-def _dims(text: str) -> list[int | str]:
-    return [int(d) if d.strip().lstrip("-").isdigit() else d.strip() for d in text.split(",") if d.strip()]
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)\n(?P<code>[^\n]*)')
+_ROOT = re.compile(r"^[LG]\['[^']*'\]")
+_PART = re.compile(r"\._(?:modules|parameters|buffers)\['([^']*)'\]|\.(\w+)|\[(\d+)\]|\['([^']*)'\]")
 
 
-def parse_meta(annotation: str) -> dict[str, Any]:
-    """'f32[s0, 64][64, 1]cpu' -> dtype, shape, stride, device; 'Sym(s0)' -> a symbolic int."""
-    if match := _TENSOR.match(annotation):
-        abbreviation = match["dtype"]
-        return {"dtype": _DTYPES.get(abbreviation, abbreviation), "shape": _dims(match["shape"]),
-                "stride": _dims(match["stride"]), "device": match["device"] or "cpu"}
-    if match := _SYM.match(annotation):
-        return {"sym": match["expr"]}
-    return {"unparsed": annotation}
+def logging_frame(event: str) -> FrameType | None:
+    """The frame of the PyTorch function that is logging `event` (the caller of trace_structured)."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_name != "trace_structured":
+        frame = frame.f_back
+    return frame.f_back if frame is not None else None
 
 
-def _dotted(node: ast.AST) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
+def graph_being_logged(event: str) -> tuple[Any, dict[str, Any]] | None:
+    """(graph module, the logging function's locals), or None where PyTorch logged text only."""
+    import torch.fx
+
+    frame = logging_frame(event)
+    if frame is None:
+        return None
+    scope = frame.f_locals
+    module = scope.get(GRAPH_LOCALS[event])
+    return (module, scope) if isinstance(module, torch.fx.GraphModule) else None
 
 
-def _target(call: ast.expr) -> str:
-    """`torch.ops.aten.addmm.default` -> `aten::addmm.default`; other callables as written."""
-    dotted = _dotted(call) or ast.unparse(call)
-    if dotted.startswith("torch.ops.") and dotted.count(".") == 4:
-        _, _, namespace, op, overload = dotted.split(".")
-        return f"{namespace}::{op}.{overload}"
-    return dotted
+# --- values -------------------------------------------------------------------------------
+
+def _dim(value: Any) -> int | str:
+    return value if isinstance(value, int) else str(value)  # a SymInt prints its expression
 
 
-_BINARY = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv", ast.FloorDiv: "floordiv",
-           ast.Mod: "mod", ast.Pow: "pow"}
+def describe_meta(value: Any) -> Any:
+    """What a node produces, from its fake value: tensors, symbolic and plain scalars, tuples."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        entry: dict[str, Any] = {"dtype": str(value.dtype).removeprefix("torch."),
+                                 "shape": [_dim(d) for d in value.shape]}
+        try:
+            entry["stride"] = [_dim(s) for s in value.stride()]
+        except RuntimeError:  # sparse and nested tensors have no strides
+            entry["stride"] = None
+        entry["device"] = str(value.device)
+        entry["requires_grad"] = bool(value.requires_grad)
+        return entry
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return {"sym": str(value.node.expr), "type": type(value).__name__.removeprefix("Sym").lower()}
+    if isinstance(value, (list, tuple)):
+        return [describe_meta(v) for v in value]
+    if value is None or isinstance(value, (bool, int, str)):
+        return {"value": value}
+    if isinstance(value, float):
+        return {"value": encode_arg(value)}
+    return {"unsupported": type(value).__qualname__}
 
 
-def _argument(node: ast.expr, names: set[str]) -> Any:
-    if isinstance(node, ast.Name):
-        if node.id in names:
-            return {"ref": node.id}
-        return {"float": node.id} if node.id in ("inf", "nan") else {"expr": node.id}
-    if isinstance(node, ast.Constant):
-        value = node.value
-        if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-            return {"float": repr(value)}  # JSON has no nan or inf
+def encode_arg(value: Any) -> Any:
+    """One argument as a typed JSON value (docs/capture-schema.md, "Arguments")."""
+    import torch
+    import torch.fx
+
+    if isinstance(value, torch.fx.Node):
+        return {"ref": value.name}
+    if value is None or isinstance(value, (bool, int, str)):
         return value
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return [_argument(element, names) for element in node.elts]
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        if isinstance(node.operand, ast.Constant):
-            return _argument(ast.Constant(-node.operand.value), names)
-        if isinstance(node.operand, ast.Name) and node.operand.id == "inf":
-            return {"float": "-inf"}
-    dotted = _dotted(node)
-    if dotted and dotted.startswith("torch.") and dotted.count(".") == 1:
-        return {"dtype": dotted[6:]} if not dotted.endswith("_format") else {"enum": dotted}
-    if isinstance(node, ast.Call) and _dotted(node.func) == "device":
-        return {"device": ":".join(str(_argument(a, names)) for a in node.args + [k.value for k in node.keywords])}
-    return {"expr": ast.unparse(node)}
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"float": repr(value)}  # JSON has no inf or nan
+    if isinstance(value, list):
+        return [encode_arg(v) for v in value]
+    if isinstance(value, tuple):  # torch.Size too
+        return {"tuple": [encode_arg(v) for v in value]}
+    if isinstance(value, torch.dtype):
+        return {"dtype": str(value).removeprefix("torch.")}
+    if isinstance(value, torch.layout):
+        return {"layout": str(value).removeprefix("torch.")}
+    if isinstance(value, torch.memory_format):
+        return {"memory_format": str(value).removeprefix("torch.")}
+    if isinstance(value, torch.device):
+        return {"device": str(value)}
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return {"sym": str(value.node.expr)}
+    if isinstance(value, slice):
+        return {"slice": [encode_arg(value.start), encode_arg(value.stop), encode_arg(value.step)]}
+    if value is Ellipsis:
+        return {"ellipsis": True}
+    if isinstance(value, complex):
+        return {"complex": [encode_arg(value.real), encode_arg(value.imag)]}
+    if callable(value):
+        return {"py": _qualified(value)}
+    return {"repr": repr(value)[:200]}
 
 
-def parse_readable(text: str) -> dict[str, Any]:
-    """Graph IR of one `print_readable` graph: its forward's inputs, nodes and outputs."""
-    # Graph modules print with names like `<lambda>`, which are not identifiers.
-    module = ast.parse(_CLASS_LINE.sub(lambda m: f"{m['indent']}class Graph{m.start()}(", text))
-    forward = next((n for n in ast.walk(module) if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
-    if forward is None:
-        raise ValueError("no forward() in the graph text")
-    nodes: list[dict[str, Any]] = []
-    names: set[str] = set()
-    for arg in forward.args.args[1:]:  # after self
-        annotation = arg.annotation.value if isinstance(arg.annotation, ast.Constant) else ""
-        nodes.append({"name": arg.arg, "op": "placeholder", "outputs": [parse_meta(annotation)]})
-        names.add(arg.arg)
-    for statement in forward.body:
-        if isinstance(statement, ast.Return):
-            nodes.append({"name": "output", "op": "output", "args": [_argument(statement.value, names)]})
-            continue
-        if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
-            target, value = statement.target.id, statement.value
-            annotation = statement.annotation.value if isinstance(statement.annotation, ast.Constant) else ""
-        elif isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
-            target, value, annotation = statement.targets[0].id, statement.value, ""
-        else:
-            continue
-        if isinstance(value, ast.Constant) and value.value is None:
-            continue  # `x = None`: the printed graph freeing a value, not a node
-        node: dict[str, Any] = {"name": target, "op": "call_function"}
-        if isinstance(value, ast.Call):
-            node["target"] = _target(value.func)
-            node["args"] = [_argument(a, names) for a in value.args]
-            node["kwargs"] = {k.arg: _argument(k.value, names) for k in value.keywords if k.arg}
-        elif isinstance(value, ast.BinOp) and type(value.op) in _BINARY:  # symbolic int arithmetic
-            node["target"] = "operator." + _BINARY[type(value.op)]
-            node["args"] = [_argument(value.left, names), _argument(value.right, names)]
-            node["kwargs"] = {}
-        elif isinstance(value, ast.Subscript):
-            node["target"] = "operator.getitem"
-            node["args"] = [_argument(value.value, names), _argument(value.slice, names)]
-            node["kwargs"] = {}
-        else:
-            node.update(op="get_attr" if isinstance(value, ast.Attribute) else "expr", target=ast.unparse(value))
-        node["outputs"] = [parse_meta(annotation)] if annotation else []
-        nodes.append(node)
-        names.add(target)
-    return {"format": FORMAT, "nodes": nodes, "schemas": {}}
+def _qualified(target: Any) -> str:
+    from torch.fx.node import _get_qualified_name
 
+    try:
+        return _get_qualified_name(target)
+    except Exception:  # a callable FX itself cannot name: keep what Python says
+        return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', repr(target))}"
+
+
+def target_name(node: Any) -> str:
+    """`aten::addmm.default` for an operator overload; the qualified name of any other callable;
+    the attribute, method or module name for the other node kinds."""
+    import torch
+
+    target = node.target
+    if isinstance(target, torch._ops.OpOverload):
+        return f"{target._schema.name}.{target._overloadname}"
+    if isinstance(target, torch._ops.OpOverloadPacket):
+        return target._qualified_op_name
+    if isinstance(target, torch._ops.HigherOrderOperator):
+        return f"higher_order::{target.name()}"
+    return target if isinstance(target, str) else _qualified(target)
+
+
+# --- where a node comes from --------------------------------------------------------------
+
+def user_location(stack_trace: str | None) -> dict[str, Any] | None:
+    """The innermost frame of a node's stack trace: file, line, function and the code text."""
+    frames = list(_FRAME.finditer(stack_trace or ""))
+    if not frames:
+        return None
+    last = frames[-1]
+    return {"file": last["file"], "line": int(last["line"]), "function": last["function"],
+            "code": last["code"].strip()}
+
+
+def module_path(source_name: str) -> str:
+    """`L['self'].blocks.0.fc1` or `L['self']._modules['fc1']` -> `blocks.0.fc1`, `fc1`."""
+    rest = _ROOT.sub("", source_name)
+    return ".".join(next(p for p in m.groups() if p is not None) for m in _PART.finditer(rest))
+
+
+def module_scope(nn_module_stack: dict[str, Any] | None) -> list[dict[str, str]]:
+    """Outermost to innermost: each module's path and class, as the scope of a node."""
+    scope = []
+    for path, cls in (nn_module_stack or {}).values():
+        name = cls if isinstance(cls, str) else f"{cls.__module__}.{cls.__qualname__}"
+        scope.append({"path": module_path(str(path)), "class": name})
+    return scope
+
+
+def input_role(source: Any, example: Any) -> dict[str, Any]:
+    """A Dynamo graph input: a parameter or buffer with its qualified name, a user input with
+    its Dynamo source, or a symbolic size with its symbol."""
+    import torch
+
+    name = source.name if isinstance(getattr(source, "name", None), str) else str(source)
+    if isinstance(example, torch.SymInt):
+        return {"role": "symbol", "symbol": str(example.node.expr), "source": name}
+    for kind, role in (("._parameters[", "parameter"), ("._buffers[", "buffer")):
+        if kind in name:
+            return {"role": role, "name": module_path(name), "source": name}
+    if isinstance(example, torch.nn.Parameter):
+        return {"role": "parameter", "name": module_path(name), "source": name}
+    return {"role": "user_input", "source": name}
+
+
+# --- the graph ----------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=None)
 def schema_of(target: str) -> dict[str, Any] | None:
-    """The operator's schema from the running PyTorch: arguments with types and defaults, returns.
-    Cached: graphs share most operators, and schemas do not change within a process."""
-    if "::" not in target:
-        return None
+    from dynamo_replay.capture.graph_text import schema_of as parsed_schema
+
+    return parsed_schema(target)
+
+
+def _constant(module: Any, target: str, put_blob: Callable[[bytes], str], budget: list[int]) -> dict[str, Any]:
     import torch
+    from torch._subclasses.fake_tensor import FakeTensor
 
-    namespace, rest = target.split("::", 1)
-    op_name, _, overload = rest.partition(".")
-    try:
-        schema = getattr(getattr(getattr(torch.ops, namespace), op_name), overload or "default")._schema
-    except (AttributeError, RuntimeError):
-        return None
-    text = str(schema)
-    try:  # torchgen reads the schema the way native_functions.yaml spells it: Scalar, int[1]?
-        from torchgen.model import FunctionSchema
-
-        parsed = FunctionSchema.parse(text)
-    except Exception:  # a custom op's schema torchgen cannot read: keep the text alone
-        return {"text": text}
-    kwarg_only = {a.name for a in parsed.arguments.flat_kwarg_only}
-    return {
-        "text": text,
-        "arguments": [{"name": a.name, "type": str(a.type), "kwarg_only": a.name in kwarg_only,
-                       **({"default": a.default} if a.default is not None else {})}
-                      for a in parsed.arguments.flat_all],
-        "returns": [{"name": r.name or "", "type": str(r.type)} for r in parsed.returns],
-    }
+    value: Any = module
+    for part in target.split("."):
+        value = getattr(value, part, None)
+    if not isinstance(value, torch.Tensor):
+        return {"unsupported": type(value).__qualname__}
+    entry = describe_meta(value)
+    if isinstance(value, FakeTensor) or value.is_meta:
+        return entry | {"skipped": "no data: a fake or meta tensor"}
+    size = value.numel() * value.element_size()
+    if size > budget[0]:
+        return entry | {"skipped": f"{size} bytes, over the constant size cap"}
+    budget[0] -= size
+    raw = _torch.tensor_bytes(value)
+    return entry | {"blob": put_blob(raw), "bytes": len(raw)}
 
 
-def graph_ir(text: str) -> dict[str, Any]:
-    """Parses the graph text and adds the schema of every operator it calls."""
-    ir = parse_readable(text)
-    for node in ir["nodes"]:
-        target = node.get("target")
-        if node["op"] == "call_function" and target not in ir["schemas"]:
-            if (schema := schema_of(target)) is not None:
-                ir["schemas"][target] = schema
-    return ir
+def graph_ir(event: str, module: Any, put_blob: Callable[[bytes], str], constant_limit: int,
+             scope_by_seq: dict[int, list[dict[str, str]]] | None = None) -> dict[str, Any]:
+    """Graph IR of one graph module. `scope_by_seq` (forward node seq_nr -> module scope) gives
+    backward nodes, which PyTorch leaves without one, the scope of the forward node they differentiate."""
+    nodes: list[dict[str, Any]] = []
+    schemas: dict[str, Any] = {}
+    constants: dict[str, Any] = {}
+    budget = [constant_limit]
+    for node in module.graph.nodes:
+        entry: dict[str, Any] = {"name": node.name, "op": node.op}
+        if node.op != "placeholder" and node.op != "output":
+            entry["target"] = target_name(node)
+        if node.op != "placeholder":
+            entry["args"] = [encode_arg(a) for a in node.args]
+            entry["kwargs"] = {k: encode_arg(v) for k, v in node.kwargs.items()}
+        meta = node.meta
+        value = meta.get("val", meta.get("example_value"))
+        if node.op != "output":
+            described = describe_meta(value)
+            entry["outputs"] = described if isinstance(described, list) else [described]
+        if node.op == "placeholder":  # PyTorch copies an input's metadata from its first use
+            pass
+        elif stack := meta.get("stack_trace"):
+            entry["stack_trace"] = stack
+            if location := user_location(stack):
+                entry["location"] = location
+        scope = module_scope(meta.get("nn_module_stack")) if node.op != "placeholder" else []
+        if node.op != "placeholder" and not scope and scope_by_seq and isinstance(meta.get("seq_nr"), int):
+            scope = scope_by_seq.get(meta["seq_nr"], [])
+        if scope:
+            entry["scope"] = scope
+        if isinstance(meta.get("seq_nr"), int):
+            entry["seq_nr"] = meta["seq_nr"]
+        if node.op == "placeholder" and (grapharg := meta.get("grapharg")) is not None:
+            entry["input"] = input_role(grapharg.source, value)
+        if node.op == "call_function" and "::" in entry["target"] and entry["target"] not in schemas:
+            if (schema := schema_of(entry["target"])) is not None:
+                schemas[entry["target"]] = schema
+        if node.op == "get_attr":
+            constants[node.target] = _constant(module, node.target, put_blob, budget)
+        nodes.append(entry)
+    return {"format": FORMAT, "graph": event, "origin": "graph", "nodes": nodes, "schemas": schemas,
+            "constants": constants}
+
+
+def scope_by_seq_nr(ir: dict[str, Any]) -> dict[int, list[dict[str, str]]]:
+    return {n["seq_nr"]: n["scope"] for n in ir["nodes"] if "seq_nr" in n and "scope" in n}
+
+
+def output_refs(ir: dict[str, Any]) -> list[Any]:
+    """The output node's values, flattened one level (graphs return one tuple)."""
+    output = next((n for n in ir["nodes"] if n["op"] == "output"), None)
+    if output is None or not output["args"]:
+        return []
+    value = output["args"][0]
+    return value["tuple"] if isinstance(value, dict) and "tuple" in value else value if isinstance(value, list) else [value]

@@ -58,11 +58,14 @@ def describe_value(value: Any, budget: list[int], put_blob: Callable[[bytes], st
 class FirstCallRecorder:
     """Stands in for one compiled graph until its first call, then puts it back.
 
-    `record(inputs, outputs)` gets the described values; inputs are read before the call,
-    since a graph may update them in place (batch-norm statistics, optimizer state)."""
+    `record(inputs, outputs, backward=False)` gets the described values; inputs are read before
+    the call, since a graph may update them in place (batch-norm statistics, optimizer state).
+    Where the outputs need a gradient, the first backward through the compiled graph is sampled
+    too, by a hook on its autograd node that only reads: the gradients flowing in (the backward
+    graph's tangents) and the gradients it returns (its outputs)."""
 
     def __init__(self, scope: dict[str, Any], name: str, limit: int, put_blob: Callable[[bytes], str],
-                 record: Callable[[list, list], None]) -> None:
+                 record: Callable[..., None]) -> None:
         import torch
 
         self.scope, self.name, self.graph = scope, name, scope[name]
@@ -86,9 +89,32 @@ class FirstCallRecorder:
             try:
                 outputs = result if isinstance(result, (list, tuple)) else [result]
                 self.record(inputs, [describe_value(o, budget, self.put_blob) for o in outputs])
+                self._watch_backward(outputs)
             except Exception:
                 pass
         return result
+
+    def _watch_backward(self, outputs: Any) -> None:
+        import torch
+
+        nodes = {id(o.grad_fn): o.grad_fn for o in outputs
+                 if isinstance(o, torch.Tensor) and o.grad_fn is not None and "CompiledFunction" in o.grad_fn.name()}
+        if len(nodes) != 1:  # no backward, or one this graph does not own alone
+            return
+        (node,) = nodes.values()
+        handles = []
+
+        def hook(grad_inputs: tuple, grad_outputs: tuple) -> None:
+            for handle in handles:
+                handle.remove()
+            try:
+                budget = [self.limit]
+                tangents = [describe_value(g, budget, self.put_blob) for g in grad_outputs]
+                self.record(tangents, [describe_value(g, budget, self.put_blob) for g in grad_inputs], backward=True)
+            except Exception:  # a sample is never worth failing the job for
+                pass
+
+        handles.append(node.register_hook(hook))
 
     def restore(self) -> None:
         if self.scope.get(self.name) is self.stand_in:

@@ -1,0 +1,56 @@
+"""Stored graphs as runnable torch.fx.GraphModules: `load_graph`, and checking one against its samples.
+
+    gm = dynamo_replay.load_graph("job.dynrep", "0/0", graph="forward")
+    outputs = gm(*gm.example_inputs)          # the inputs the compiled graph first ran with
+    assert not gm.check()                     # [] when the outputs match the stored ones
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+
+from dynamo_replay.graphs import samples
+from dynamo_replay.graphs.rebuild import rebuild
+from dynamo_replay.graphs.stored import GRAPH_EVENTS, StoredCompile, compile_ids, read_compile
+
+__all__ = ["GRAPH_EVENTS", "compile_ids", "load_graph"]
+
+# The rebuilt graph runs the stored aten ops one by one; the compiled graph may have fused them.
+FLOAT_TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
+
+
+def _run(module: torch.fx.GraphModule, inputs: list[Any]) -> list[Any]:
+    with torch.no_grad():
+        result = module(*inputs)
+    return list(result) if isinstance(result, (list, tuple)) else [result]
+
+
+def load_graph(store: str | os.PathLike[str], compile_id: str, graph: str = "forward",
+               inputs: bool = True) -> torch.fx.GraphModule:
+    """The graph `graph` ("forward", "backward", "inference" or "dynamo") of compile `compile_id`
+    ("0/0"), rebuilt from the store's graph IR.
+
+    The module has `example_inputs` (the stored inputs; for a backward graph, its saved values
+    from running the forward graph and the stored tangents), `expected_outputs` ((position,
+    value) pairs from the samples), `check(rtol, atol)` (lines naming each output that differs)
+    and `ir` (the graph IR). With inputs=False no sample is read."""
+    stored = read_compile(store, compile_id)
+    event, ir = stored.ir(graph)
+    module = rebuild(ir, stored.blobs, name=f"Compile_{compile_id.replace('/', '_')}_{event}")
+    module.ir = ir
+    module.graph_event = event
+    module.example_inputs = []
+    module.expected_outputs = []
+    if inputs:
+        forward = None if event != "aot_backward_graph" else rebuild(stored.irs["aot_forward_graph"], stored.blobs)
+        module.example_inputs = samples.example_inputs(stored, event, lambda xs: _run(forward, xs))
+        module.expected_outputs = samples.expected_outputs(stored, event)
+
+    def check(rtol: float = FLOAT_TOLERANCE["rtol"], atol: float = FLOAT_TOLERANCE["atol"]) -> list[str]:
+        return samples.compare(_run(module, module.example_inputs), module.expected_outputs, rtol, atol)
+
+    module.check = check
+    return module

@@ -1,0 +1,102 @@
+"""The inputs each stored graph was called with and the outputs it gave, from the samples.
+
+How the IR's feeds and results map onto the samples is in capture/graph_feeds.py. A backward
+graph's saved values come from running its forward graph on the forward sample.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from dynamo_replay.errors import GraphError
+from dynamo_replay.graphs.rebuild import tensor
+from dynamo_replay.graphs.stored import StoredCompile
+
+
+def _value(entry: dict[str, Any] | None, blobs: dict[str, bytes], stride: list[Any] | None = None) -> Any:
+    if entry is None:
+        return None
+    if "blob" in entry:
+        return tensor(entry, blobs, stride)
+    if "value" in entry:
+        value = entry["value"]
+        return int(value) if isinstance(value, str) and value.lstrip("-").isdigit() else value
+    raise GraphError(f"a sample was not stored: {entry.get('skipped') or entry.get('unsupported') or entry}")
+
+
+def _placeholders(ir: dict[str, Any]) -> list[dict[str, Any]]:
+    return [n for n in ir["nodes"] if n["op"] == "placeholder"]
+
+
+def _stride(node: dict[str, Any]) -> list[Any] | None:
+    outputs = node.get("outputs") or [{}]
+    return outputs[0].get("stride") if isinstance(outputs[0], dict) else None
+
+
+def example_inputs(stored: StoredCompile, event: str, run_forward: Callable[[list[Any]], list[Any]] | None = None) -> list[Any]:
+    """The stored inputs of one graph, in placeholder order; GraphError names an input no sample feeds."""
+    ir = stored.irs[event]
+    forward_sample = stored.samples.get("forward")
+    backward_sample = stored.samples.get("backward")
+    tangents = [t for t in (backward_sample or {}).get("inputs", []) if t.get("value", 0) is not None]
+    forward_outputs: list[Any] | None = None
+    values = []
+    for node in _placeholders(ir):
+        feed = node.get("feed")
+        if feed is None:
+            raise GraphError(f"no stored sample feeds input {node['name']} of {event}")
+        if "sample_input" in feed:
+            if forward_sample is None:
+                raise GraphError(f"compile {stored.compile_id} has no stored sample (captured with samples off, "
+                                 "or the graph never ran)")
+            values.append(_value(forward_sample["inputs"][feed["sample_input"]], stored.blobs, _stride(node)))
+        elif "tangent" in feed:
+            if feed["tangent"] >= len(tangents):
+                raise GraphError(f"compile {stored.compile_id} has no stored backward sample for {node['name']} "
+                                 "(the job never ran backward through it inside capture)")
+            values.append(_value(tangents[feed["tangent"]], stored.blobs, _stride(node)))
+        elif "forward_output" in feed:
+            if forward_outputs is None:
+                if run_forward is None:
+                    raise GraphError(f"input {node['name']} of {event} is computed by the forward graph")
+                forward_outputs = run_forward(example_inputs(stored, "aot_forward_graph"))
+            values.append(forward_outputs[feed["forward_output"]])
+    return values
+
+
+def expected_outputs(stored: StoredCompile, event: str) -> list[tuple[int, Any]]:
+    """(output position, stored value) for each output a sample holds."""
+    ir = stored.irs[event]
+    pairs = []
+    for position, result in enumerate(ir.get("results") or []):
+        if "sample_output" in result and (sample := stored.samples.get("forward")):
+            entry = sample["outputs"][result["sample_output"]]
+        elif "grad_input" in result and (sample := stored.samples.get("backward")):
+            entry = sample["outputs"][result["grad_input"]] if result["grad_input"] < len(sample["outputs"]) else None
+        else:
+            continue
+        if isinstance(entry, dict) and ("blob" in entry or "value" in entry) and entry.get("value", 0) is not None:
+            pairs.append((position, _value(entry, stored.blobs)))
+    return pairs
+
+
+def compare(outputs: list[Any], expected: list[tuple[int, Any]], rtol: float, atol: float) -> list[str]:
+    """One line per output that differs; empty when all match (bitwise with rtol=atol=0)."""
+    problems = []
+    for position, want in expected:
+        got = outputs[position]
+        if isinstance(want, torch.Tensor):
+            if not isinstance(got, torch.Tensor) or got.shape != want.shape or got.dtype != want.dtype:
+                problems.append(f"output {position}: got {_shape(got)}, stored {_shape(want)}")
+            elif not torch.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True):
+                worst = (got.double() - want.double()).abs().max().item() if got.numel() else 0.0
+                problems.append(f"output {position}: values differ (max abs difference {worst:.3g})")
+        elif got != want:
+            problems.append(f"output {position}: got {got!r}, stored {want!r}")
+    return problems
+
+
+def _shape(value: Any) -> str:
+    return f"{value.dtype} {list(value.shape)}" if isinstance(value, torch.Tensor) else repr(value)
