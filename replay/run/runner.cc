@@ -1,0 +1,349 @@
+// runGraph: picks the graph, builds its inputs (stored samples, or seeded random tensors at
+// the sizes asked for), runs it, and checks the outputs against the stored ones.
+#include "dynrep/replay/run/runner.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+
+#include <ATen/ATen.h>
+#include <torch/serialize.h>
+
+#include "graph_program.h"
+#include "dynrep/replay/run/sizes.h"
+
+namespace dynrep::replay::run {
+
+namespace {
+
+using nlohmann::json;
+
+const std::map<std::string, std::vector<std::string>> kGraphEvents = {
+    {"forward", {"aot_forward_graph", "aot_inference_graph"}},
+    {"inference", {"aot_inference_graph"}},
+    {"backward", {"aot_backward_graph"}},
+    {"dynamo", {"dynamo_output_graph"}},
+};
+
+struct RunError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Run {
+ public:
+  Run(const Job& job, const Compile& compile, const RunOptions& options) : job_(job), c_(compile), opt_(options) {
+    for (const std::string& text : c_.samples) {
+      json sample = json::parse(text, nullptr, false);
+      if (!sample.is_object()) continue;
+      std::string pass = sample.value("pass", "forward");
+      if (!samples_.count(pass)) samples_[pass] = sample;
+    }
+  }
+
+  json ir(const std::string& event) const {
+    auto it = c_.graphIrs.find(event);
+    if (it == c_.graphIrs.end()) throw RunError("compile " + c_.id.str() + " has no " + event);
+    json parsed = json::parse(job_.text(it->second), nullptr, false);
+    if (!parsed.is_object()) throw RunError("the IR of " + event + " is not readable JSON");
+    if (parsed.value("format", 1) < 2)
+      throw RunError("this store's graph IR is format 1 (parsed from printed text, without constants); "
+                     "capture the job again with this version to run it");
+    return parsed;
+  }
+
+  std::string event(const std::string& graph) const {
+    auto it = kGraphEvents.find(graph);
+    std::vector<std::string> candidates = it == kGraphEvents.end() ? std::vector<std::string>{graph} : it->second;
+    for (const std::string& e : candidates)
+      if (c_.graphIrs.count(e)) return e;
+    std::string have;
+    for (const auto& [name, key] : c_.graphIrs) have += (have.empty() ? "" : ", ") + name;
+    throw RunError("compile " + c_.id.str() + " has no " + graph + " graph (it has: " + (have.empty() ? "none" : have) + ")");
+  }
+
+  at::Tensor blob(const json& entry, const json& stride) const {
+    if (!entry.contains("blob"))
+      throw RunError("a value was not stored: " + entry.value("skipped", entry.value("unsupported", entry.dump())));
+    at::ScalarType dtype = scalarType(entry.value("dtype", ""));
+    std::vector<int64_t> shape = entry.value("shape", std::vector<int64_t>{});
+    std::string bytes = job_.text(entry["blob"].get<std::string>());
+    at::Tensor t = at::empty(shape, at::TensorOptions().dtype(dtype));
+    if (static_cast<size_t>(t.nbytes()) != bytes.size()) throw RunError("a stored tensor's size does not match its shape");
+    if (!bytes.empty()) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
+    return restride(t, stride);
+  }
+
+  static at::Tensor restride(const at::Tensor& t, const json& stride) {
+    if (!stride.is_array() || stride.size() != static_cast<size_t>(t.dim())) return t;
+    std::vector<int64_t> wanted;
+    for (const json& s : stride) {
+      if (!s.is_number_integer()) return t;
+      wanted.push_back(s.get<int64_t>());
+    }
+    if (t.strides().vec() == wanted) return t;
+    return at::empty_strided(t.sizes(), wanted, t.options()).copy_(t);
+  }
+
+  std::map<std::string, at::Tensor> constants(const json& ir) const {
+    std::map<std::string, at::Tensor> out;
+    if (ir.contains("constants") && ir["constants"].is_object())
+      for (const auto& [name, entry] : ir["constants"].items())
+        if (entry.contains("blob")) out[name] = blob(entry, entry.value("stride", json()));
+    return out;
+  }
+
+  // Sizes from the samples: a symbol placeholder's value, or a tensor dim printed as a symbol.
+  void bindSymbols(const json& ir) {
+    const json* forward = samples_.count("forward") ? &samples_.at("forward") : nullptr;
+    if (!forward) return;
+    for (const json& node : ir["nodes"]) {
+      if (node.value("op", "") != "placeholder" || !node.contains("feed") || !node["feed"].contains("sample_input")) continue;
+      size_t index = node["feed"]["sample_input"].get<size_t>();
+      if (index >= (*forward)["inputs"].size()) continue;
+      const json& sample = (*forward)["inputs"][index];
+      const json& meta = node.value("outputs", json::array()).empty() ? json() : node["outputs"][0];
+      if (meta.contains("sym") && sample.contains("value") && sample["value"].is_number_integer())
+        symbols_.emplace(meta["sym"].get<std::string>(), sample["value"].get<int64_t>());
+      if (meta.contains("shape") && sample.contains("shape"))
+        for (size_t d = 0; d < meta["shape"].size() && d < sample["shape"].size(); ++d)
+          if (meta["shape"][d].is_string()) symbols_.emplace(meta["shape"][d].get<std::string>(), sample["shape"][d].get<int64_t>());
+    }
+  }
+
+  // Whether a placeholder's shape mentions `symbol` (as a whole identifier).
+  static bool mentions(const json& ir, const std::string& symbol) {
+    for (const json& node : ir["nodes"]) {
+      if (node.value("op", "") != "placeholder" || node.value("outputs", json::array()).empty()) continue;
+      std::string text = node["outputs"][0].dump();
+      for (size_t at = text.find(symbol); at != std::string::npos; at = text.find(symbol, at + 1)) {
+        auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+        bool before = at > 0 && ident(text[at - 1]), after = at + symbol.size() < text.size() && ident(text[at + symbol.size()]);
+        if (!before && !after) return true;
+      }
+    }
+    return false;
+  }
+
+  c10::IValue randomInput(const json& node) {
+    const json& meta = node["outputs"][0];
+    if (meta.contains("sym")) return evaluate(meta["sym"].get<std::string>(), symbols_);
+    std::vector<int64_t> shape;
+    for (const json& d : meta.value("shape", json::array()))
+      shape.push_back(d.is_number_integer() ? d.get<int64_t>() : evaluate(d.get<std::string>(), symbols_));
+    at::ScalarType dtype = scalarType(meta.value("dtype", "float32"));
+    at::TensorOptions options = at::TensorOptions().dtype(dtype);
+    if (at::isFloatingType(dtype) || at::isComplexType(dtype)) return at::randn(shape, options);
+    if (dtype == at::kBool) return at::randint(0, 2, shape, at::TensorOptions().dtype(at::kLong)).to(at::kBool);
+    auto [low, high] = intRange(node);  // keep ids inside what the job used (embedding rows)
+    return at::randint(low, high + 1, shape, options);
+  }
+
+  std::pair<int64_t, int64_t> intRange(const json& node) const {
+    if (node.contains("feed") && node["feed"].contains("sample_input") && samples_.count("forward")) {
+      const json& entry = samples_.at("forward")["inputs"][node["feed"]["sample_input"].get<size_t>()];
+      if (entry.contains("blob")) {
+        at::Tensor t = blob(entry, json());
+        if (t.numel()) return {t.min().item<int64_t>(), t.max().item<int64_t>()};
+      }
+    }
+    return {0, 9};
+  }
+
+  static bool isWeight(const json& node) {
+    std::string role = node.contains("input") ? node["input"].value("role", "") : "";
+    return role == "parameter" || role == "buffer";
+  }
+
+  std::vector<c10::IValue> inputs(const std::string& event, const json& ir) {
+    std::vector<c10::IValue> values;
+    std::optional<std::vector<c10::IValue>> forwardOutputs;
+    std::vector<json> tangents;
+    if (samples_.count("backward"))
+      for (const json& t : samples_["backward"]["inputs"])
+        if (!(t.contains("value") && t["value"].is_null())) tangents.push_back(t);
+    int tangent = 0;
+    for (const json& node : ir["nodes"]) {
+      if (node.value("op", "") != "placeholder") continue;
+      std::string name = node.value("name", "");
+      json feed = node.value("feed", json());
+      json stride = node.value("outputs", json::array()).empty() ? json() : node["outputs"][0].value("stride", json());
+      bool random = opt_.inputs == InputSource::Random && !isWeight(node);
+      if (feed.contains("forward_output")) {
+        if (!forwardOutputs) forwardOutputs = runForward();
+        values.push_back(forwardOutputs->at(feed["forward_output"].get<size_t>()));
+      } else if (random) {
+        values.push_back(randomInput(node));
+      } else if (feed.contains("sample_input")) {
+        if (!samples_.count("forward"))
+          throw RunError("compile " + c_.id.str() + " has no stored sample (captured with samples off, or the graph never ran); "
+                         "use --inputs random");
+        const json& entry = samples_["forward"]["inputs"].at(feed["sample_input"].get<size_t>());
+        values.push_back(entry.contains("blob") ? c10::IValue(blob(entry, stride)) : valueOf(entry));
+      } else if (feed.contains("tangent")) {
+        if (static_cast<size_t>(tangent) >= tangents.size())
+          throw RunError("no stored backward sample feeds " + name + " (the job never ran backward inside capture); use --inputs random");
+        values.push_back(blob(tangents[tangent++], stride));
+      } else {
+        throw RunError("no stored sample feeds input " + name + " of " + event);
+      }
+    }
+    return values;
+  }
+
+  static c10::IValue valueOf(const json& entry) {
+    const json& v = entry.value("value", json());
+    if (v.is_number_integer()) return v.get<int64_t>();
+    if (v.is_number_float()) return v.get<double>();
+    if (v.is_boolean()) return v.get<bool>();
+    if (v.is_string()) return static_cast<int64_t>(std::stoll(v.get<std::string>()));  // a SymInt sampled as text
+    throw RunError("a sample input is neither a tensor nor a number: " + entry.dump());
+  }
+
+  std::vector<c10::IValue> runForward() {
+    json forwardIr = ir("aot_forward_graph");
+    GraphProgram program(forwardIr, constants(forwardIr));
+    NodeFailure failure;
+    if (program.failure()) throw RunError("the forward graph cannot run: " + program.failure()->message);
+    std::optional<std::vector<c10::IValue>> out = program.run(inputs("aot_forward_graph", forwardIr), &failure);
+    if (!out) throw RunError("the forward graph failed at " + failure.node + ": " + failure.message);
+    return *out;
+  }
+
+  std::vector<std::pair<int, at::Tensor>> expected(const json& ir) const {
+    std::vector<std::pair<int, at::Tensor>> out;
+    if (!ir.contains("results")) return out;
+    for (size_t i = 0; i < ir["results"].size(); ++i) {
+      const json& r = ir["results"][i];
+      const char* pass = r.contains("sample_output") ? "forward" : r.contains("grad_input") ? "backward" : nullptr;
+      if (!pass || !samples_.count(pass)) continue;
+      size_t j = r.contains("sample_output") ? r["sample_output"].get<size_t>() : r["grad_input"].get<size_t>();
+      const json& outs = samples_.at(pass)["outputs"];
+      if (j < outs.size() && outs[j].contains("blob")) out.emplace_back(static_cast<int>(i), blob(outs[j], json()));
+    }
+    return out;
+  }
+
+  void check(const std::vector<c10::IValue>& got, const std::vector<std::pair<int, at::Tensor>>& want, RunReport* report) const {
+    for (const auto& [position, stored] : want) {
+      OutputCheck check{position, "", 0};
+      const c10::IValue& value = got.at(position);
+      if (!value.isTensor() || value.toTensor().sizes() != stored.sizes() || value.toTensor().scalar_type() != stored.scalar_type()) {
+        check.status = "shape differs";
+      } else {
+        at::Tensor g = value.toTensor();
+        if (g.numel() == 0 || at::equal(g, stored)) {
+          check.status = "bitwise";
+        } else if (at::isFloatingType(g.scalar_type()) && at::allclose(g, stored, opt_.rtol, opt_.atol, /*equal_nan=*/true)) {
+          check.status = "close";
+          check.maxAbsDiff = (g.to(at::kDouble) - stored.to(at::kDouble)).abs().max().item<double>();
+        } else {
+          check.status = "differs";
+          if (at::isFloatingType(g.scalar_type()))
+            check.maxAbsDiff = (g.to(at::kDouble) - stored.to(at::kDouble)).abs().max().item<double>();
+        }
+      }
+      report->outputs.push_back(check);
+    }
+  }
+
+  void go(RunReport* report) {
+    std::string ev = event(opt_.graph);
+    report->graph = ev;
+    json graphIr = ir(ev);
+    symbols_ = {};
+    bindSymbols(ev == "aot_backward_graph" && c_.graphIrs.count("aot_forward_graph") ? ir("aot_forward_graph") : graphIr);
+    for (const auto& [name, value] : opt_.sizes) {
+      if (!symbols_.count(name) && !mentions(graphIr, name))
+        throw RunError(name + " is not a dynamic size of " + ev + (symbols_.empty() ? " (its sizes are all static)" : ""));
+      symbols_[name] = value;
+    }
+    at::manual_seed(opt_.seed);
+    GraphProgram program(graphIr, constants(graphIr));
+    report->nodes = static_cast<int>(program.nodeCount());
+    if (program.failure()) {
+      report->failure = program.failure();
+      return;
+    }
+    std::vector<c10::IValue> in = inputs(ev, graphIr);
+    report->sizes = symbols_;
+    std::vector<double> seconds;
+    std::optional<std::vector<c10::IValue>> first;
+    at::NoGradGuard noGrad;
+    for (int i = 0; i < std::max(1, opt_.repeat); ++i) {
+      NodeFailure failure;
+      auto start = std::chrono::steady_clock::now();
+      std::optional<std::vector<c10::IValue>> out = program.run(in, &failure);
+      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      report->calls++;
+      if (!out) {
+        report->failure = failure;
+        return;
+      }
+      if (!first) first = std::move(out);
+    }
+    std::sort(seconds.begin(), seconds.end());
+    report->medianSeconds = seconds[seconds.size() / 2];
+    if (opt_.inputs == InputSource::Samples) {
+      check(*first, expected(graphIr), report);
+    } else {  // no stored outputs at these sizes: a second run must give the same bits
+      NodeFailure failure;
+      std::optional<std::vector<c10::IValue>> again = program.run(in, &failure);
+      std::vector<std::pair<int, at::Tensor>> want;
+      for (size_t i = 0; again && i < again->size(); ++i)
+        if ((*again)[i].isTensor()) want.emplace_back(static_cast<int>(i), (*again)[i].toTensor());
+      check(*first, want, report);
+    }
+    if (!opt_.dumpPath.empty()) dump(in, *first);
+  }
+
+  void dump(const std::vector<c10::IValue>& in, const std::vector<c10::IValue>& out) const {
+    c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
+    c10::impl::GenericList inputs(c10::AnyType::get()), outputs(c10::AnyType::get());
+    for (const auto& v : in) inputs.push_back(v);
+    for (const auto& v : out) outputs.push_back(v);
+    dict.insert("inputs", inputs);
+    dict.insert("outputs", outputs);
+    std::vector<char> bytes = torch::pickle_save(dict);
+    std::ofstream file(opt_.dumpPath, std::ios::binary);
+    file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!file) throw RunError("cannot write " + opt_.dumpPath);
+  }
+
+ private:
+  const Job& job_;
+  const Compile& c_;
+  const RunOptions& opt_;
+  std::map<std::string, json> samples_;
+  Symbols symbols_;
+};
+
+}  // namespace
+
+bool RunReport::ok() const {
+  if (!error.empty() || failure) return false;
+  return std::none_of(outputs.begin(), outputs.end(),
+                      [](const OutputCheck& c) { return c.status == "differs" || c.status == "shape differs"; });
+}
+
+RunReport runGraph(const Job& job, const std::string& compileId, const RunOptions& options) {
+  RunReport report;
+  report.compileId = compileId;
+  report.inputs = options.inputs == InputSource::Samples ? "samples" : "random (seed " + std::to_string(options.seed) + ")";
+  const Compile* compile = job.find(compileId);
+  if (!compile) {
+    report.error = "no compile " + compileId + " in this store";
+    return report;
+  }
+  try {
+    Run(job, *compile, options).go(&report);
+  } catch (const std::exception& e) {
+    std::string message = e.what();
+    if (size_t cut = message.find("\nException raised from"); cut != std::string::npos) message.resize(cut);
+    report.error = message;
+  }
+  return report;
+}
+
+}  // namespace dynrep::replay::run
