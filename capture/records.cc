@@ -11,10 +11,10 @@ namespace dynrep::capture {
 
 std::string kindName(uint16_t kind) {
   switch (static_cast<RecordKind>(kind)) {
-    case RecordKind::Manifest: return "manifest";
-    case RecordKind::Artifact: return "artifact";
-    case RecordKind::TraceEvent: return "trace";
-    case RecordKind::CodeObject: return "code";
+#define DYNREP_RECORD_KIND(Struct, number, name, version) \
+  case RecordKind::Struct:                                \
+    return name;
+#include "dynrep/capture/record_kinds.def"
   }
   return "kind " + std::to_string(kind);
 }
@@ -44,14 +44,10 @@ Status decode(std::string_view payload, T* record) {
   return Status::ok();
 }
 
-template std::string encode(const Manifest&);
-template std::string encode(const Artifact&);
-template std::string encode(const TraceEvent&);
-template std::string encode(const CodeObject&);
-template Status decode(std::string_view, Manifest*);
-template Status decode(std::string_view, Artifact*);
-template Status decode(std::string_view, TraceEvent*);
-template Status decode(std::string_view, CodeObject*);
+#define DYNREP_RECORD_KIND(Struct, number, name, version) \
+  template std::string encode(const Struct&);             \
+  template Status decode(std::string_view, Struct*);
+#include "dynrep/capture/record_kinds.def"
 
 std::string CompileId::str() const {
   if (!valid()) return "-";
@@ -60,28 +56,39 @@ std::string CompileId::str() const {
   return s;
 }
 
+namespace {
+
+// The part of describe() after the kind: one overload per record struct, so a kind added to
+// record_kinds.def without one does not compile.
+std::string summary(const Manifest& m) { return m.tool + ", created " + m.createdAt; }
+
+std::string summary(const Artifact& a) {
+  return a.name + " (" + a.mediaType + ", " + std::to_string(a.size) + " bytes, blob " + a.blobKey.substr(0, 12) + ")";
+}
+
+std::string summary(const TraceEvent& t) {
+  return t.name + " " + t.compileId.str() + (t.payloadKey.empty() ? "" : " (" + std::to_string(t.payloadSize) + " byte payload)");
+}
+
+std::string summary(const CodeObject& c) {
+  return c.role + " code of " + c.name + " " + c.compileId.str() + " (" + c.filename + ":" + std::to_string(c.firstLine) + ")";
+}
+
+template <typename Record>
+std::string describeAs(std::string_view payload) {
+  Record r;
+  if (!decode(payload, &r).isOk()) return "(does not decode)";
+  return summary(r);
+}
+
+}  // namespace
+
 std::string describe(uint16_t kind, std::string_view payload) {
   switch (static_cast<RecordKind>(kind)) {
-    case RecordKind::Manifest: {
-      Manifest m;
-      if (!decode(payload, &m).isOk()) return "(does not decode)";
-      return m.tool + ", created " + m.createdAt;
-    }
-    case RecordKind::Artifact: {
-      Artifact a;
-      if (!decode(payload, &a).isOk()) return "(does not decode)";
-      return a.name + " (" + a.mediaType + ", " + std::to_string(a.size) + " bytes, blob " + a.blobKey.substr(0, 12) + ")";
-    }
-    case RecordKind::TraceEvent: {
-      TraceEvent t;
-      if (!decode(payload, &t).isOk()) return "(does not decode)";
-      return t.name + " " + t.compileId.str() + (t.payloadKey.empty() ? "" : " (" + std::to_string(t.payloadSize) + " byte payload)");
-    }
-    case RecordKind::CodeObject: {
-      CodeObject c;
-      if (!decode(payload, &c).isOk()) return "(does not decode)";
-      return c.role + " code of " + c.name + " " + c.compileId.str() + " (" + c.filename + ":" + std::to_string(c.firstLine) + ")";
-    }
+#define DYNREP_RECORD_KIND(Struct, number, name, version) \
+  case RecordKind::Struct:                                \
+    return describeAs<Struct>(payload);
+#include "dynrep/capture/record_kinds.def"
   }
   return std::to_string(payload.size()) + " bytes of a kind this reader does not know";
 }

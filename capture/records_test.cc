@@ -41,6 +41,19 @@ TEST(RecordsTest, HugeSizeTagIsRefusedBeforeAllocating) {
   EXPECT_NE(s.message().find("exceeds the record's length"), std::string::npos) << s.message();
 }
 
+// Every kind in record_kinds.def has a name and describes a default record of its own.
+template <typename... Records>
+void expectNamedAndDescribed(std::tuple<Records...>) {
+  for (auto [kind, payload] : {std::pair{uint16_t(Records::kKind), encode(Records{})}...}) {
+    EXPECT_NE(kindName(kind), "kind " + std::to_string(kind));
+    EXPECT_NE(describe(kind, payload), "(does not decode)") << kindName(kind);
+  }
+}
+
+TEST(RecordsTest, EveryListedKindIsNamedAndDescribed) {
+  expectNamedAndDescribed(AllRecords{});
+}
+
 TEST(RecordsTest, UnknownKindsAreNamedByNumber) {
   EXPECT_EQ(kindName(16), "manifest");
   EXPECT_EQ(kindName(4242), "kind 4242");

@@ -1,4 +1,4 @@
-// Codecs for the fixed-size parts of a store file (docs/format.md §2-§7).
+// Codecs for the fixed-size parts of a store file (docs/store-format.md §2-§7).
 #include "dynrep/store/format.h"
 
 #include <algorithm>
@@ -28,7 +28,7 @@ Status decodeHeader(const uint8_t in[kHeaderSize], std::string_view what, Header
   if (std::memcmp(in, kMagic.data(), 8) != 0)
     return Status::corruption(where + ": not a dynamo-replay store (bad magic number)");
   // The version comes before the checksum: only magic and version are promised to stay put
-  // in later majors (docs/format.md §1).
+  // in later majors (docs/store-format.md §1).
   h->major = getU16(in + 8);
   h->minor = getU16(in + 10);
   if (h->major != kMajorVersion) {

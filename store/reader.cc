@@ -250,7 +250,7 @@ Status StoreReader::readBlobInto(const CheckedBlob& blob, char* out) const {
   const format::ChunkEntry& lastc = index_.chunks[entry.firstChunk + entry.chunkCount - 1];
   ::madvise(const_cast<uint8_t*>(map_) + (first.offset & ~uint64_t(4095)),
             lastc.offset + format::kFrameSize + lastc.payloadSize - (first.offset & ~uint64_t(4095)), MADV_SEQUENTIAL);
-  // The index guarantees the chunks' raw sizes add up to entry.rawSize (format.md §6).
+  // The index guarantees the chunks' raw sizes add up to entry.rawSize (docs/store-format.md §6).
   BlobHasher hasher;
   for (uint32_t seq = 0; seq < entry.chunkCount; ++seq) {
     DYNREP_RETURN_IF_ERROR(decompressChunk(entry, seq, blob.frames[seq], out));

@@ -8,7 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "dynrep/replay/inspect.h"
+#include "dynrep/replay/inspect/inspect.h"
 
 namespace {
 

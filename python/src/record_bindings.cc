@@ -1,5 +1,6 @@
 // Typed records as Python classes with keyword-only constructors and read-only fields.
 #include <optional>
+#include <tuple>
 
 #include <pybind11/stl.h>
 
@@ -18,13 +19,11 @@ struct UnknownRecord {
 };
 
 // Every typed record class the bindings know: encode, decode and kind lookup all fold over
-// this list, so a new record kind is added here once.
-template <typename... Records>
-struct RecordList {};
-using TypedRecords = RecordList<capture::Manifest, capture::Artifact, capture::TraceEvent, capture::CodeObject>;
+// capture's list (record_kinds.def), so a new record kind needs only its class registered below.
+using TypedRecords = capture::AllRecords;
 
 template <typename... R>
-std::optional<EncodedRecord> encodeTyped(py::handle record, RecordList<R...>) {
+std::optional<EncodedRecord> encodeTyped(py::handle record, std::tuple<R...>) {
   std::optional<EncodedRecord> out;
   ((out || !py::isinstance<R>(record) ? void() : void(out = EncodedRecord{uint16_t(R::kKind),
                                                                           capture::encode(record.cast<const R&>())})),
@@ -40,16 +39,24 @@ py::object decodeAs(std::string_view payload) {
 }
 
 template <typename... R>
-py::object decodeTyped(uint16_t kind, std::string_view payload, RecordList<R...>) {
+py::object decodeTyped(uint16_t kind, std::string_view payload, std::tuple<R...>) {
   py::object out;
   ((out || kind != uint16_t(R::kKind) ? void() : void(out = decodeAs<R>(payload))), ...);
   return out;
 }
 
 template <typename... R>
-std::optional<uint16_t> kindOfClass(py::handle cls, RecordList<R...>) {
+std::optional<uint16_t> kindOfClass(py::handle cls, std::tuple<R...>) {
   std::optional<uint16_t> out;
   ((out || !cls.is(py::type::of<R>()) ? void() : void(out = uint16_t(R::kKind))), ...);
+  return out;
+}
+
+// "Manifest, Artifact, ..., " for messages that list the record classes.
+template <typename... R>
+std::string classNames(std::tuple<R...>) {
+  std::string out;
+  ((out += std::string(py::str(py::type::of<R>().attr("__name__"))) + ", "), ...);
   return out;
 }
 
@@ -61,7 +68,7 @@ EncodedRecord encodeRecord(py::handle record) {
     const auto& u = record.cast<const UnknownRecord&>();
     return {u.kind, u.payload};
   }
-  throw py::type_error("put() takes a record (Manifest, Artifact, TraceEvent, CodeObject, UnknownRecord), not " +
+  throw py::type_error("put() takes a record (" + classNames(TypedRecords{}) + "UnknownRecord), not " +
                        std::string(py::str(py::type::handle_of(record).attr("__name__"))));
 }
 

@@ -1,5 +1,5 @@
 // Typed records: what capture writes into a store, as plain structs with versioned cereal
-// serialize functions (portable binary archive). Kinds are only added, never reused.
+// serialize functions (portable binary archive). record_kinds.def lists the kinds.
 // Thread-safety: values and pure functions only.
 #pragma once
 
@@ -16,12 +16,10 @@
 
 namespace dynrep::capture {
 
-// docs/format.md §8 Typed records.
+// docs/capture-schema.md §8 Typed records.
 enum class RecordKind : uint16_t {
-  Manifest = 16,
-  Artifact = 17,
-  TraceEvent = 18,
-  CodeObject = 19,
+#define DYNREP_RECORD_KIND(Struct, number, name, version) Struct = number,
+#include "dynrep/capture/record_kinds.def"
 };
 
 // Dynamo's compile id: frame, compile of that frame, restart attempt. -1 where an event
@@ -111,6 +109,13 @@ struct CodeObject {
   }
 };
 
+// Every record struct in kind order, as a type list (the tuple only carries the types): code
+// that handles each kind folds over it, so a kind added to record_kinds.def reaches it.
+using AllRecords = decltype(std::tuple_cat(std::tuple<>()
+#define DYNREP_RECORD_KIND(Struct, number, name, version) , std::tuple<Struct>()
+#include "dynrep/capture/record_kinds.def"
+                                               ));
+
 // "manifest", "artifact", or "kind N" for a kind this build does not know.
 std::string kindName(uint16_t kind);
 
@@ -124,7 +129,5 @@ std::string describe(uint16_t kind, std::string_view payload);
 
 }  // namespace dynrep::capture
 
-CEREAL_CLASS_VERSION(dynrep::capture::Manifest, 1);
-CEREAL_CLASS_VERSION(dynrep::capture::Artifact, 1);
-CEREAL_CLASS_VERSION(dynrep::capture::TraceEvent, 1);
-CEREAL_CLASS_VERSION(dynrep::capture::CodeObject, 1);
+#define DYNREP_RECORD_KIND(Struct, number, name, version) CEREAL_CLASS_VERSION(dynrep::capture::Struct, version);
+#include "dynrep/capture/record_kinds.def"

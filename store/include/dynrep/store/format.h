@@ -1,5 +1,5 @@
 // The on-disk layout of a store file: constants, fixed-size structures and their codecs.
-// docs/format.md is normative; each constant names the section that specifies it.
+// docs/store-format.md is normative; each constant names the section that specifies it.
 // Thread-safety: pure functions and values only.
 #pragma once
 
@@ -31,7 +31,7 @@ inline constexpr uint32_t kMaxPayload = 1u << 30;  // 1 GiB; larger lengths are 
 enum class Kind : uint16_t {
   BlobChunk = 1,
   Index = 2,
-  // 16 and up: typed records, see capture/include/dynrep/capture/records.h
+  // 16 and up: typed records, listed in capture/include/dynrep/capture/record_kinds.def
 };
 inline constexpr uint16_t kFirstTypedKind = 16;
 

@@ -1,0 +1,25 @@
+// The names of the events capture adds to PyTorch's structured trace (TraceEvent records whose
+// name starts with "dynamo_replay."), specified in docs/capture-schema.md "Capture's own events".
+// python/dynamo_replay/schema.py writes them under the same names (EVENT_*); events_test.cc
+// checks the two agree. Only added, never renamed: stores written with them stay readable.
+// Thread-safety: constants only.
+#pragma once
+
+#include <string_view>
+
+namespace dynrep::capture::events {
+
+inline constexpr std::string_view kSummary = "dynamo_replay.summary";
+inline constexpr std::string_view kError = "dynamo_replay.error";
+inline constexpr std::string_view kGraphIr = "dynamo_replay.graph_ir";
+inline constexpr std::string_view kGuards = "dynamo_replay.guards";
+inline constexpr std::string_view kSample = "dynamo_replay.sample";
+inline constexpr std::string_view kSymbols = "dynamo_replay.symbols";
+inline constexpr std::string_view kDroppedGuard = "dynamo_replay.dropped_guard";
+inline constexpr std::string_view kNotPackaged = "dynamo_replay.not_packaged";
+
+// Every name above, for code and tests that need the whole set.
+inline constexpr std::string_view kAll[] = {kSummary, kError,   kGraphIr,      kGuards,
+                                            kSample,  kSymbols, kDroppedGuard, kNotPackaged};
+
+}  // namespace dynrep::capture::events

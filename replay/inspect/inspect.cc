@@ -1,0 +1,235 @@
+// replay-inspect's reports on a store: info, ls (compiles, records or blobs) and verify, as
+// aligned text or JSON. show is in show.cc.
+#include "dynrep/replay/inspect/inspect.h"
+
+#include <algorithm>
+#include <ctime>
+#include <memory>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <nlohmann/json.hpp>
+
+#include "dynrep/capture/records.h"
+#include "dynrep/replay/query/job.h"
+#include "dynrep/replay/query/json_fields.h"
+#include "dynrep/store/reader.h"
+#include "render.h"
+
+namespace dynrep::replay {
+
+namespace {
+
+using nlohmann::json;
+
+std::string stateText(const InspectOptions& o, StoreState s) {
+  return paint(o, s == StoreState::Finished ? "32" : "33", stateName(s));
+}
+
+std::string isoTime(uint64_t unixSeconds) {
+  std::time_t t = std::time_t(unixSeconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string humanBytes(uint64_t n) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = double(n);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{} B", n) : fmt::format("{:.1f} {}", v, units[u]);
+}
+
+double ratio(const StoreStats& s) {
+  return s.storedBlobBytes ? double(s.rawBlobBytes) / double(s.storedBlobBytes) : 1.0;
+}
+
+std::string baseName(const std::string& file) {
+  size_t slash = file.rfind('/');
+  return slash == std::string::npos ? file : file.substr(slash + 1);
+}
+
+void printCompiles(const std::string& path, const Job& job, const InspectOptions& o, std::ostream& out) {
+  size_t recompiles = 0;
+  for (const Compile& c : job.compiles()) recompiles += c.id.compile > 0;
+  if (o.json) {
+    json rows = json::array();
+    for (const Compile& c : job.compiles()) {
+      json graphs = json::array();
+      for (const auto& [name, key] : c.graphs) graphs.push_back(name);
+      rows.push_back({{"compile_id", c.id.str()}, {"function", c.function}, {"file", c.file},
+                      {"line", c.firstLine}, {"graphs", graphs}, {"guards", c.guardCount},
+                      {"status", c.status}, {"reason", c.reason}, {"graph_breaks", c.graphBreaks},
+                      {"not_saved", c.notSaved}, {"dropped_guards", c.dropped.size()},
+                      {"unreadable_events", c.unreadable}});
+    }
+    out << dumpJson({{"path", path}, {"frames", job.frameCount()}, {"recompiles", recompiles}, {"compiles", rows}}, 2)
+        << "\n";
+    return;
+  }
+  // Columns as wide as their widest cell, so resume functions' long names stay aligned.
+  size_t fnWidth = 8, locWidth = 8;
+  for (const Compile& c : job.compiles()) {
+    fnWidth = std::max(fnWidth, c.function.size());
+    locWidth = std::max(locWidth, fmt::format("{}:{}", baseName(c.file), c.firstLine).size());
+  }
+  fmt::print(out, "{:<9}  {:<{}}  {:<{}}  {:>6}  {:>6}  {:>6}  {:<10}  {}\n", "COMPILE", "FUNCTION", fnWidth, "LOCATION",
+             locWidth, "GRAPHS", "GUARDS", "BREAKS", "STATUS", "REASON");
+  for (const Compile& c : job.compiles()) {
+    std::string status = firstLine(c.status).substr(0, 10);
+    status = fmt::format("{:<10}", status);  // pad before colouring, so escapes do not count
+    status = paint(o, c.status == "ok" ? "32" : c.status == "restarted" ? "33" : "31", status);
+    fmt::print(out, "{:<9}  {:<{}}  {:<{}}  {:>6}  {:>6}  {:>6}  {}  {}\n", c.id.str(), c.function, fnWidth,
+               fmt::format("{}:{}", baseName(c.file), c.firstLine), locWidth, c.graphs.size(), c.guardCount,
+               c.graphBreaks.size(), status, firstLine(c.reason));
+  }
+  fmt::print(out, "total: {} frames, {} compiles, {} recompiles\n", job.frameCount(), job.compiles().size(), recompiles);
+  for (const Compile& c : job.compiles())
+    if (!c.notSaved.empty())
+      fmt::print(out, "not saved for replay without Dynamo: {} {}: {}\n", c.id.str(), c.function, firstLine(c.notSaved));
+  for (const Compile& c : job.compiles())
+    if (!c.unreadable.empty()) fmt::print(out, "{} {}: {}\n", c.id.str(), c.function, unreadableText(c));
+}
+
+}  // namespace
+
+int inspectInfo(const std::string& path, const InspectOptions& o, std::ostream& out, std::ostream& err) {
+  auto r = openOrReport(path, o, err);
+  if (!r) return 1;
+  StoreStats s = r->stats();
+  const format::Header& h = r->header();
+  uint64_t recordTotal = 0;
+  for (const auto& [kind, n] : s.recordsByKind) recordTotal += n;
+  if (o.json) {
+    json records = json::object();
+    for (const auto& [kind, n] : s.recordsByKind) records[capture::kindName(kind)] = n;
+    json j = {{"path", path},
+              {"format_version", fmt::format("{}.{}", h.major, h.minor)},
+              {"writer", h.writerVersion},
+              {"created", isoTime(h.createdUnixSeconds)},
+              {"state", stateName(r->state())},
+              {"recovery_note", r->recoveryNote()},
+              {"file_bytes", s.fileBytes},
+              {"record_count", recordTotal},
+              {"records", records},
+              {"blob_count", s.blobCount},
+              {"raw_bytes", s.rawBlobBytes},
+              {"stored_bytes", s.storedBlobBytes},
+              {"ratio", ratio(s)}};
+    out << dumpJson(j, 2) << "\n";
+    return 0;
+  }
+  noteUnfinished(*r, o, err);
+  auto row = [&](const std::string& k, const std::string& v) { fmt::print(out, "{:<14}{}\n", k, v); };
+  row("store", path);
+  row("format", fmt::format("{}.{} (written by {})", h.major, h.minor, h.writerVersion));
+  row("created", isoTime(h.createdUnixSeconds));
+  row("state", stateText(o, r->state()));
+  row("file size", fmt::format("{} ({} bytes)", humanBytes(s.fileBytes), s.fileBytes));
+  row("records", std::to_string(recordTotal));
+  for (const auto& [kind, n] : s.recordsByKind) row("  " + capture::kindName(kind), std::to_string(n));
+  row("blobs", std::to_string(s.blobCount));
+  row("raw bytes", fmt::format("{} ({} bytes)", humanBytes(s.rawBlobBytes), s.rawBlobBytes));
+  row("stored bytes", fmt::format("{} ({} bytes)", humanBytes(s.storedBlobBytes), s.storedBlobBytes));
+  row("ratio", fmt::format("{:.2f}", ratio(s)));
+  return 0;
+}
+
+int inspectLs(const std::string& path, LsWhat what, const InspectOptions& o, std::ostream& out, std::ostream& err) {
+  auto r = openOrReport(path, o, err);
+  if (!r) return 1;
+  if (!o.json) noteUnfinished(*r, o, err);
+  if (what == LsWhat::Default) {
+    Result<Job> job = Job::load(*r);
+    if (!job.isOk()) {
+      return reportError(o, err, job.status().message());
+    }
+    if (!job->compiles().empty()) {
+      printCompiles(path, *job, o, out);
+      return 0;
+    }
+  }
+  int status = 0;
+  if (what == LsWhat::Blobs) {
+    const auto& idx = r->index();
+    json rows = json::array();
+    if (!o.json) fmt::print(out, "{:<32}  {:>12}  {:>12}  {:>6}  {:>6}\n", "KEY", "RAW", "STORED", "RATIO", "CHUNKS");
+    uint64_t raw = 0, stored = 0;
+    for (const auto& b : idx.blobs) {
+      raw += b.rawSize;
+      stored += b.storedSize;
+      double q = b.storedSize ? double(b.rawSize) / double(b.storedSize) : 1.0;
+      if (o.json) {
+        rows.push_back({{"key", b.key.hex()}, {"raw_bytes", b.rawSize}, {"stored_bytes", b.storedSize},
+                        {"chunks", b.chunkCount}, {"offset", idx.chunks[b.firstChunk].offset}});
+      } else {
+        fmt::print(out, "{:<32}  {:>12}  {:>12}  {:>6.2f}  {:>6}\n", b.key.hex(), b.rawSize, b.storedSize, q, b.chunkCount);
+      }
+    }
+    if (o.json) {
+      out << dumpJson(json{{"path", path}, {"state", stateName(r->state())}, {"blobs", rows}}, 2) << "\n";
+    } else {
+      fmt::print(out, "{:<32}  {:>12}  {:>12}  {:>6.2f}  {:>6}\n", fmt::format("total: {} blobs", idx.blobs.size()),
+                 raw, stored, stored ? double(raw) / double(stored) : 1.0, idx.chunks.size());
+    }
+    return 0;
+  }
+  json rows = json::array();
+  if (!o.json) fmt::print(out, "{:>5}  {:>12}  {:<10}  {:>9}  {}\n", "#", "OFFSET", "KIND", "BYTES", "DESCRIPTION");
+  uint64_t total = 0;
+  for (size_t i = 0; i < r->recordCount(); ++i) {
+    const format::RecordEntry& e = r->index().records[i];
+    Result<std::string_view> p = r->recordPayload(i);
+    std::string what = p.isOk() ? capture::describe(e.kind, *p) : "(" + p.status().message() + ")";
+    if (!p.isOk()) status = 1;
+    total += e.payloadSize;
+    if (o.json) {
+      rows.push_back({{"index", i}, {"offset", e.offset}, {"kind", capture::kindName(e.kind)},
+                      {"kind_id", e.kind}, {"bytes", e.payloadSize}, {"description", what}});
+    } else {
+      fmt::print(out, "{:>5}  {:>12}  {:<10}  {:>9}  {}\n", i, e.offset, capture::kindName(e.kind), e.payloadSize, what);
+    }
+  }
+  if (o.json) {
+    out << dumpJson(json{{"path", path}, {"state", stateName(r->state())}, {"records", rows}}, 2) << "\n";
+  } else {
+    fmt::print(out, "{:>5}  {:>12}  {:<10}  {:>9}  {}\n", "", "", "total", total,
+               fmt::format("{} records, {} blobs", r->recordCount(), r->index().blobs.size()));
+  }
+  return status;
+}
+
+int inspectVerify(const std::string& path, const InspectOptions& o, std::ostream& out, std::ostream& err) {
+  auto r = openOrReport(path, o, err);
+  if (!r) {
+    if (o.json) out << dumpJson(json{{"path", path}, {"ok", false}, {"problems", json::array()}}, 2) << "\n";
+    return 1;
+  }
+  std::vector<std::string> problems;
+  bool sound = r->verify(&problems);
+  StoreStats s = r->stats();
+  if (o.json) {
+    out << dumpJson({{"path", path}, {"ok", sound}, {"state", stateName(r->state())}, {"problems", problems},
+                     {"records", r->recordCount()}, {"blobs", s.blobCount}, {"raw_bytes", s.rawBlobBytes}},
+                    2)
+        << "\n";
+    return sound ? 0 : 1;
+  }
+  for (const std::string& p : problems) reportError(o, err, p);
+  if (sound) {
+    fmt::print(out, "{}: {} ({} records, {} blobs, {} checked)\n", path, paint(o, "32", "ok"), r->recordCount(),
+               s.blobCount, humanBytes(s.rawBlobBytes));
+    return 0;
+  }
+  fmt::print(out, "{}: {} {}\n", path, problems.size(), problems.size() == 1 ? "problem" : "problems");
+  return 1;
+}
+
+}  // namespace dynrep::replay

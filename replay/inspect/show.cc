@@ -1,0 +1,239 @@
+// replay-inspect show: one compile in detail (reason, guards, code, graphs and their first-call
+// samples, symbolic shapes), as text or JSON.
+#include "dynrep/replay/inspect/inspect.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <nlohmann/json.hpp>
+
+#include "dynrep/capture/records.h"
+#include "dynrep/replay/query/job.h"
+#include "dynrep/replay/query/json_fields.h"
+#include "render.h"
+
+namespace dynrep::replay {
+
+namespace {
+
+using nlohmann::json;
+
+json frameJson(const UserFrame& f) {
+  return {{"file", f.file}, {"line", f.line}, {"function", f.function}, {"code", f.code}};
+}
+
+json droppedJson(const DroppedGuard& g) {
+  return {{"kind", g.kind}, {"source", g.source}, {"value", g.value}, {"line", g.line}, {"risky", g.risky}};
+}
+
+// The guards PyTorch's precompile left out of the saved frame, after the guard tree: one line
+// each, columns as wide as their widest cell.
+void printDropped(const Compile& c, const InspectOptions& o, std::ostream& out) {
+  if (c.dropped.empty()) return;
+  size_t risky = 0, kindWidth = 0, sourceWidth = 0;
+  for (const DroppedGuard& g : c.dropped) {
+    risky += g.risky;
+    kindWidth = std::max(kindWidth, g.kind.size());
+    sourceWidth = std::max(sourceWidth, g.source.size());
+  }
+  fmt::print(out, "\n{}\n", paint(o, "1", fmt::format("dropped by PyTorch's precompile ({}, {} re-checked at replay):",
+                                                     c.dropped.size(), risky)));
+  for (const DroppedGuard& g : c.dropped) {
+    std::string value = g.value.empty() ? "(value not recorded)" : g.value;
+    std::string mark = g.risky ? "[risky]" : "[pinned by the torch build]";
+    fmt::print(out, "  {:<{}}  {:<{}}  {} {}{}\n", g.kind, kindWidth, g.source, sourceWidth, value, mark,
+               g.line.empty() ? "" : "  " + g.line);
+  }
+}
+
+// "graph IR: N nodes; operators: aten::addmm.default x2, ..." from a graph IR document.
+std::string operatorSummary(const std::string& irText) {
+  json ir = json::parse(irText, nullptr, false);
+  if (!ir.is_object() || !ir.contains("nodes") || !ir["nodes"].is_array()) return "graph IR: unreadable\n";
+  std::map<std::string, int> counts;
+  for (const json& node : ir["nodes"]) {
+    if (field(node, "op", "") == "call_function") counts[field(node, "target", "?")]++;
+  }
+  std::string ops;
+  for (const auto& [target, n] : counts) ops += fmt::format("{}{}{}", ops.empty() ? "" : ", ", target, n > 1 ? fmt::format(" x{}", n) : "");
+  size_t schemas = ir.contains("schemas") && ir["schemas"].is_object() ? ir["schemas"].size() : 0;
+  return fmt::format("graph IR: {} nodes, {} operator schemas; operators: {}\n", ir["nodes"].size(), schemas, ops);
+}
+
+// One sampled value: "float32[8, 16] l_x_", "float32[32, 16] parameter l_self_..._weight_", "3".
+std::string sampleValue(const json& v) {
+  if (!v.is_object()) return "?";
+  std::string text;
+  if (v.contains("value")) {
+    text = dumpJson(v["value"]);
+  } else if (v.contains("unsupported")) {
+    text = "<" + field(v, "unsupported", "?") + ">";
+  } else {
+    std::string shape;
+    json dims = v.value("shape", json::array());
+    for (const json& d : dims.is_array() ? dims : json::array()) shape += (shape.empty() ? "" : ", ") + dumpJson(d);
+    text = fmt::format("{}[{}]", field(v, "dtype", "?"), shape);
+    if (field<bool>(v, "parameter", false)) text += " parameter";
+  }
+  if (!field(v, "name", "").empty()) text += " " + field(v, "name", "");
+  if (v.contains("skipped")) text += " (not stored: " + field(v, "skipped", "?") + ")";
+  return text;
+}
+
+// The Dynamo graph's placeholder names, in the order its compiled function takes its inputs.
+std::vector<std::string> placeholderNames(const std::string& irText) {
+  std::vector<std::string> names;
+  json ir = json::parse(irText, nullptr, false);
+  if (!ir.is_object() || !ir.contains("nodes") || !ir["nodes"].is_array()) return names;
+  for (const json& node : ir["nodes"]) {
+    if (field(node, "op", "") == "placeholder") names.push_back(field(node, "name", ""));
+  }
+  return names;
+}
+
+// A first-call sample with each input named by the Dynamo graph's placeholder, when the counts
+// agree (a compile that made more than one graph leaves them unnamed).
+json namedSample(const std::string& sampleJson, const std::vector<std::string>& names) {
+  json sample = parseOrNote(sampleJson);
+  if (!sample.is_object() || !sample.contains("inputs") || !sample["inputs"].is_array()) return sample;
+  json& inputs = sample["inputs"];
+  if (inputs.size() != names.size()) return sample;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (inputs[i].is_object()) inputs[i]["name"] = names[i];
+  }
+  return sample;
+}
+
+// "sample of __compiled_fn_1 (first call): 5 inputs, 1 outputs, 3216 bytes stored" and a line a value.
+std::string sampleSummary(const json& sample) {
+  if (!sample.is_object()) return "sample: unreadable\n";
+  uint64_t stored = 0;
+  std::string lines;
+  for (const auto& [side, label] : {std::pair{"inputs", "in "}, std::pair{"outputs", "out"}}) {
+    const json values = arrayField(sample, side);
+    for (size_t i = 0; i < values.size(); ++i) {
+      stored += field<uint64_t>(values[i], "bytes", 0);
+      lines += fmt::format("    {} {}: {}\n", label, i, sampleValue(values[i]));
+    }
+  }
+  return fmt::format("sample of {} (first call): {} inputs, {} outputs, {} bytes stored\n{}", field(sample, "graph", "?"),
+                     arrayField(sample, "inputs").size(), arrayField(sample, "outputs").size(),
+                     stored, lines);
+}
+
+// The compile's samples, inputs named (see namedSample).
+std::vector<json> samplesOf(const Job& job, const Compile& c) {
+  auto ir = c.graphIrs.find("dynamo_output_graph");
+  std::vector<std::string> names = ir == c.graphIrs.end() || c.samples.size() != 1 ? std::vector<std::string>{}
+                                                                                    : placeholderNames(job.text(ir->second));
+  std::vector<json> samples;
+  for (const std::string& sample : c.samples) samples.push_back(namedSample(sample, names));
+  return samples;
+}
+
+}  // namespace
+
+int inspectShow(const std::string& path, const std::string& compileId, ShowSections s, const InspectOptions& o,
+                std::ostream& out, std::ostream& err) {
+  auto r = openOrReport(path, o, err);
+  if (!r) return 1;
+  Result<Job> job = Job::load(*r);
+  if (!job.isOk()) {
+    return reportError(o, err, job.status().message());
+  }
+  const Compile* c = job->find(compileId);
+  if (!c) {
+    return reportError(o, err, fmt::format("{}: no compile {} (replay-inspect ls lists them)", path, compileId));
+  }
+  if (!s.any()) s = ShowSections{true, true, true, true};
+  if (o.json) {
+    json j = {{"compile_id", c->id.str()}, {"function", c->function}, {"file", c->file}, {"line", c->firstLine},
+              {"reason", c->reason}, {"status", c->status}, {"guard_count", c->guardCount},
+              {"phase_seconds", c->phaseSeconds}, {"graph_breaks", c->graphBreaks}, {"not_saved", c->notSaved},
+              {"unreadable_events", c->unreadable}};
+    if (s.guards) {
+      j["guards"] = job->text(c->guardTreeKey);
+      json dropped = json::array();
+      for (const DroppedGuard& g : c->dropped) dropped.push_back(droppedJson(g));
+      j["dropped_guards"] = dropped;
+      j["guard_list"] = c->guardListKey.empty() ? json::array() : parseOrNote(job->text(c->guardListKey));
+    }
+    if (s.graph) {
+      json graphs = json::object();
+      for (const auto& [name, key] : c->graphs) graphs[name] = job->text(key);
+      j["graphs"] = graphs;
+      json irs = json::object();
+      for (const auto& [name, key] : c->graphIrs) irs[name] = parseOrNote(job->text(key));
+      j["graph_ir"] = irs;
+      j["samples"] = samplesOf(*job, *c);
+    }
+    if (s.code) {
+      json code = json::array();
+      for (const capture::CodeObject& co : c->code)
+        code.push_back({{"role", co.role}, {"name", co.name}, {"file", co.filename}, {"first_line", co.firstLine},
+                        {"fields", parseOrNote(co.fieldsJson)},
+                        {"disassembly", job->text(co.disassemblyKey)}});
+      j["code"] = code;
+    }
+    if (s.shapes) {
+      json shapes = json::array();
+      for (const ShapeEvent& e : c->shapes) {
+        json stack = json::array();
+        for (const UserFrame& f : e.userStack) stack.push_back(frameJson(f));
+        shapes.push_back({{"event", e.event}, {"symbol", e.symbol}, {"range", e.valueRange}, {"source", e.source},
+                          {"expr", e.expr}, {"value", e.value}, {"user_stack", stack}});
+      }
+      j["shapes"] = shapes;
+    }
+    out << dumpJson(j, 2) << "\n";
+    return 0;
+  }
+  auto heading = [&](const std::string& h) { fmt::print(out, "\n{}\n", paint(o, "1", h)); };
+  fmt::print(out, "compile {}: {} at {}:{}\n", c->id.str(), c->function, c->file, c->firstLine);
+  fmt::print(out, "reason:  {}\nstatus:  {}\nguards:  {}\n", c->reason, c->status, c->guardCount);
+  if (!c->notSaved.empty())
+    fmt::print(out, "saved:   no, replay traces it with Dynamo: {}\n", firstLine(c->notSaved));
+  if (!c->unreadable.empty()) fmt::print(out, "{}\n", unreadableText(*c));
+  if (!c->phaseSeconds.empty()) {
+    std::string phases;
+    for (const auto& [phase, secs] : c->phaseSeconds) phases += fmt::format("{}{} {:.3f}s", phases.empty() ? "" : ", ", phase, secs);
+    fmt::print(out, "time:    {}\n", phases);
+  }
+  for (const std::string& b : c->graphBreaks) fmt::print(out, "graph break: {}\n", firstLine(b));
+  if (s.guards) {
+    heading("guards");
+    out << job->text(c->guardTreeKey) << "\n";
+    printDropped(*c, o, out);
+  }
+  if (s.code) {
+    for (const capture::CodeObject& co : c->code) {
+      heading(fmt::format("code: {} {} ({}:{})", co.role, co.name, co.filename, co.firstLine));
+      out << job->text(co.disassemblyKey);
+    }
+  }
+  if (s.graph) {
+    for (const auto& [name, key] : c->graphs) {
+      heading("graph: " + name);
+      out << job->text(key) << "\n";
+      if (auto ir = c->graphIrs.find(name); ir != c->graphIrs.end()) out << operatorSummary(job->text(ir->second));
+    }
+    for (const json& sample : samplesOf(*job, *c)) out << sampleSummary(sample);
+  }
+  if (s.shapes) {
+    heading("symbolic shapes");
+    for (const ShapeEvent& e : c->shapes) {
+      std::string what = e.symbol.empty() ? e.expr : e.symbol;
+      fmt::print(out, "{:<30} {:<12} range {:<16} {}{}\n", e.event, what, e.valueRange,
+                 e.source.empty() ? "" : "source " + e.source + " ", e.value.empty() ? "" : "value " + e.value);
+      for (const UserFrame& f : e.userStack)
+        fmt::print(out, "    {}:{} in {}: {}\n", f.file, f.line, f.function, f.code);
+    }
+  }
+  return 0;
+}
+
+}  // namespace dynrep::replay

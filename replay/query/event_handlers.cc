@@ -1,0 +1,173 @@
+// The trace events replay/query reads, one handler each: PyTorch's own (graphs, guards,
+// metrics, symbolic shapes, artifacts) and capture's (dynrep/capture/events.h).
+#include "event_handlers.h"
+
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dynrep/capture/events.h"
+#include "dynrep/replay/query/json_fields.h"
+
+namespace dynrep::replay {
+
+namespace {
+
+using nlohmann::json;
+
+// PyTorch interns file names in "str" events and refers to them by index in stacks.
+std::vector<UserFrame> userStack(const json& stack, const std::map<int64_t, std::string>& files) {
+  std::vector<UserFrame> out;
+  if (!stack.is_array()) return out;
+  for (const json& f : stack) {
+    if (!f.is_object()) continue;
+    UserFrame u;
+    u.line = field<int>(f, "line", 0);
+    u.function = field(f, "name", "");
+    u.code = field(f, "loc", "");
+    if (auto it = f.find("filename"); it != f.end()) {
+      if (it->is_number_integer()) {
+        auto name = files.find(it->get<int64_t>());
+        u.file = name == files.end() ? "<file " + dumpJson(*it) + ">" : name->second;
+      } else if (it->is_string()) {
+        u.file = it->get<std::string>();
+      }
+    }
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+// Recompile reasons come as one string, or as a JSON list with one entry per cache entry
+// whose guards failed, newest first.
+std::string reasonsText(const std::string& payload) {
+  json j = json::parse(payload, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array()) return payload;
+  std::string out;
+  for (const json& r : j) out += (out.empty() ? "" : "\n") + (r.is_string() ? r.get<std::string>() : dumpJson(r));
+  return out;
+}
+
+// PyTorch's precompile bypass payload: {"_reason": "...", ...}.
+std::string bypassReason(const std::string& payload) {
+  return field(json::parse(payload, nullptr, /*allow_exceptions=*/false), "_reason", "(no reason recorded)");
+}
+
+// --- PyTorch's events ---
+
+// The frame's location until compilation_metrics gives the authoritative one.
+void onDynamoStart(const Event& e, Compile& c) {
+  if (!c.function.empty()) return;
+  std::vector<UserFrame> stack = userStack(e.md.array("stack"), e.files);
+  if (stack.empty()) return;
+  c.function = stack.back().function;
+  c.file = stack.back().file;
+  c.firstLine = stack.back().line;
+}
+
+void onCompilationMetrics(const Event& e, Compile& c) {
+  Metadata& md = e.md;
+  if (!md.object()) return;
+  c.function = md.text("co_name");
+  c.file = md.text("co_filename");
+  c.firstLine = md.get<int>("co_firstlineno", c.firstLine);
+  c.guardCount = md.get<uint64_t>("guard_count", 0);
+  std::string failType = md.text("fail_type");
+  c.status = failType.empty() ? "ok" : failType + ": " + md.text("fail_reason");
+  for (const auto& [key, value] : md.raw().items()) {
+    if (value.is_number() && key.size() > 7 && key.compare(key.size() - 7, 7, "_time_s") == 0)
+      c.phaseSeconds[key.substr(0, key.size() - 7)] = value.get<double>();
+  }
+}
+
+void onGuardTree(const Event& e, Compile& c) { c.guardTreeKey = e.record.payloadKey; }
+
+// Dynamo, AOT and Inductor graphs: the payload is the graph's code, kept under the event's name.
+void onGraph(const Event& e, Compile& c) { c.graphs[e.record.name] = e.record.payloadKey; }
+
+void onDynamoError(const Event& e, Compile& c) { c.status = "error: " + e.payload(); }
+
+// A symbol created, a guard on symbols added, a specialization.
+void onShapeEvent(const Event& e, Compile& c) {
+  Metadata& md = e.md;
+  if (!md.object()) return;
+  ShapeEvent s;
+  s.event = e.record.name;
+  s.symbol = md.text("symbol");
+  s.valueRange = md.text("vr");
+  s.source = md.text("source");
+  s.expr = md.text("expr");
+  s.value = md.text(md.has("val") ? "val" : "value");
+  s.userStack = userStack(md.array("user_stack"), e.files);
+  c.shapes.push_back(std::move(s));
+}
+
+// PyTorch's "artifact" events carry their own name in the metadata; only these three are read.
+void onArtifact(const Event& e, Compile& c) {
+  std::string name = e.md.text("name");
+  if (name == "precompile_cache_bypass") {
+    if (c.notSaved.empty()) c.notSaved = bypassReason(e.payload());
+  } else if (name == "recompile_reasons") {
+    c.reason = reasonsText(e.payload());
+  } else if (name == "dynamo_graph_break_reason") {
+    c.graphBreaks.push_back(e.payload());
+  }
+}
+
+// --- capture's events ---
+
+void onGuardList(const Event& e, Compile& c) { c.guardListKey = e.record.payloadKey; }
+
+void onGraphIr(const Event& e, Compile& c) {
+  if (e.md.object()) c.graphIrs[e.md.text("graph")] = e.record.payloadKey;
+}
+
+void onSample(const Event& e, Compile& c) {
+  if (e.md.object()) c.samples.push_back(e.record.metadataJson);
+}
+
+void onDroppedGuard(const Event& e, Compile& c) {
+  Metadata& md = e.md;
+  if (!md.object()) return;
+  c.dropped.push_back({md.get<std::string>("kind", "?"), md.get<std::string>("source", "?"),
+                       md.get<std::string>("value", ""), md.get<std::string>("line", ""),
+                       md.get<bool>("risky", true)});
+}
+
+// Even unreadable, the event says the frame was not saved.
+void onNotPackaged(const Event& e, Compile& c) { c.notSaved = e.md.get<std::string>("reason", "(no reason recorded)"); }
+
+}  // namespace
+
+EventHandler handlerFor(std::string_view eventName) {
+  static const std::map<std::string_view, EventHandler> kHandlers = {
+      {"dynamo_start", onDynamoStart},
+      {"compilation_metrics", onCompilationMetrics},
+      {"dynamo_cpp_guards_str", onGuardTree},
+      {"dynamo_error", onDynamoError},
+      {"artifact", onArtifact},
+      {"dynamo_output_graph", onGraph},
+      {"aot_forward_graph", onGraph},
+      {"aot_backward_graph", onGraph},
+      {"aot_inference_graph", onGraph},
+      {"aot_joint_graph", onGraph},
+      {"inductor_output_code", onGraph},
+      {"inductor_post_grad_graph", onGraph},
+      {"inductor_pre_grad_graph", onGraph},
+      {"create_symbol", onShapeEvent},
+      {"create_unbacked_symbol", onShapeEvent},
+      {"guard_added_fast", onShapeEvent},
+      {"guard_added", onShapeEvent},
+      {"symbolic_shape_specialization", onShapeEvent},
+      {"propagate_real_tensors", onShapeEvent},
+      {capture::events::kGuards, onGuardList},
+      {capture::events::kGraphIr, onGraphIr},
+      {capture::events::kSample, onSample},
+      {capture::events::kDroppedGuard, onDroppedGuard},
+      {capture::events::kNotPackaged, onNotPackaged},
+  };
+  auto it = kHandlers.find(eventName);
+  return it == kHandlers.end() ? nullptr : it->second;
+}
+
+}  // namespace dynrep::replay

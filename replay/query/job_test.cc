@@ -1,0 +1,95 @@
+// Job::load: each trace event reaches the handler for its name, and metadata of an unexpected
+// type is counted as unreadable instead of shown as if it had been recorded.
+#include "dynrep/replay/query/job.h"
+
+#include <gtest/gtest.h>
+
+#include "dynrep/capture/events.h"
+#include "dynrep/store/writer.h"
+#include "store/testing/temp_dir.h"
+
+namespace dynrep::replay {
+namespace {
+
+// A store of trace events (and their payloads) with one writer, closed before it is read.
+class StoreBuilder {
+ public:
+  explicit StoreBuilder(const std::string& path) {
+    WriterOptions o;
+    o.sync = false;
+    writer_ = std::move(*StoreWriter::create(path, o));
+  }
+  void event(std::string_view name, capture::CompileId id, std::string metadata, std::string payload = "") {
+    capture::TraceEvent e{std::string(name), id, std::move(metadata), "", 0, 0};
+    if (!payload.empty()) {
+      e.payloadKey = writer_->putBlob(payload)->hex();
+      e.payloadSize = payload.size();
+    }
+    ASSERT_TRUE(writer_->putRecord(uint16_t(capture::RecordKind::TraceEvent), capture::encode(e)).isOk());
+  }
+  void close() { ASSERT_TRUE(writer_->close().isOk()); }
+
+ private:
+  std::unique_ptr<StoreWriter> writer_;
+};
+
+TEST(JobTest, EachEventReachesItsHandler) {
+  testing::TempDir dir;
+  StoreBuilder b(dir.file("job.dynrep"));
+  const capture::CompileId first{0, 0, 0}, second{0, 1, 0};
+  b.event("str", {}, R"(["/src/train.py", 7])");
+  b.event("dynamo_start", first, R"({"stack": [{"line": 12, "name": "step", "filename": 7}]})");
+  b.event("dynamo_output_graph", first, "{}", "def forward(self, x): ...");
+  b.event("artifact", second, R"({"name": "recompile_reasons"})", R"(["size mismatch at index 0"])");
+  b.event("create_unbacked_symbol", second, R"({"symbol": "u0", "vr": "[0, oo]", "user_stack": []})");
+  b.event(capture::events::kDroppedGuard, second, R"({"kind": "ID_MATCH", "source": "G['act']", "risky": false})");
+  b.event(capture::events::kNotPackaged, second, R"({"frame": "step", "reason": "closure"})");
+  b.event("an_event_no_handler_reads", second, "not even JSON");
+  b.close();
+
+  auto reader = StoreReader::open(dir.file("job.dynrep"));
+  ASSERT_TRUE(reader.isOk()) << reader.status().toString();
+  Result<Job> job = Job::load(**reader);
+  ASSERT_TRUE(job.isOk()) << job.status().toString();
+  ASSERT_EQ(job->compiles().size(), 2u);
+
+  const Compile& c0 = job->compiles()[0];
+  EXPECT_EQ(c0.function, "step");
+  EXPECT_EQ(c0.file, "/src/train.py");  // the interned name, not its index
+  EXPECT_EQ(c0.firstLine, 12);
+  EXPECT_EQ(job->text(c0.graphs.at("dynamo_output_graph")), "def forward(self, x): ...");
+  EXPECT_EQ(c0.reason, "first compile");
+
+  const Compile& c1 = job->compiles()[1];
+  EXPECT_EQ(c1.reason, "size mismatch at index 0");
+  ASSERT_EQ(c1.shapes.size(), 1u);
+  EXPECT_EQ(c1.shapes[0].symbol, "u0");
+  ASSERT_EQ(c1.dropped.size(), 1u);
+  EXPECT_EQ(c1.dropped[0].source, "G['act']");
+  EXPECT_FALSE(c1.dropped[0].risky);
+  EXPECT_EQ(c1.notSaved, "closure");
+  EXPECT_TRUE(c1.unreadable.empty());  // an event no handler reads is never judged
+}
+
+TEST(JobTest, OddMetadataIsCountedAsUnreadable) {
+  testing::TempDir dir;
+  StoreBuilder b(dir.file("job.dynrep"));
+  const capture::CompileId id{0, 0, 0};
+  b.event("compilation_metrics", id, R"({"co_name": "f", "guard_count": "many"})");
+  b.event(capture::events::kGraphIr, id, "[1, 2]");
+  b.event(capture::events::kGraphIr, id, "not JSON");
+  b.close();
+
+  auto reader = StoreReader::open(dir.file("job.dynrep"));
+  ASSERT_TRUE(reader.isOk()) << reader.status().toString();
+  Result<Job> job = Job::load(**reader);
+  ASSERT_TRUE(job.isOk()) << job.status().toString();
+  const Compile& c = job->compiles().at(0);
+  EXPECT_EQ(c.function, "f");
+  EXPECT_EQ(c.guardCount, 0u);  // the fallback, and the event marked
+  EXPECT_TRUE(c.graphIrs.empty());
+  EXPECT_EQ(c.unreadable, (std::map<std::string, int>{{"compilation_metrics", 1}, {"dynamo_replay.graph_ir", 2}}));
+}
+
+}  // namespace
+}  // namespace dynrep::replay
