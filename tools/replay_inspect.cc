@@ -12,7 +12,25 @@
 
 namespace {
 
+// `replay-inspect run ...` is replay-run's: the runner links libtorch, which replay-inspect
+// never does. It is looked for beside this executable, where the package installs both.
+int handOverToRunner(char** argv) {
+  std::string self(4096, '\0');
+  ssize_t n = ::readlink("/proc/self/exe", self.data(), self.size() - 1);
+  std::string dir = n > 0 ? self.substr(0, self.rfind('/', static_cast<size_t>(n))) : ".";
+  std::string runner = dir + "/replay-run";
+  if (::access(runner.c_str(), X_OK) == 0) {
+    argv[1] = const_cast<char*>("replay-run");
+    ::execv(runner.c_str(), argv + 1);
+  }
+  std::cerr << "replay-inspect run: needs replay-run, the libtorch graph runner, which is not at " << runner
+            << ". It is built with the Python package where torch is installed: pip install torch==2.13.0, "
+               "then rebuild dynamo-replay (make test or pip install -e .).\n";
+  return 2;
+}
+
 int run(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "run") return handOverToRunner(argv);
   CLI::App app{"Inspect a dynamo-replay store offline", "replay-inspect"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "replay-inspect " DYNREP_VERSION);
@@ -27,6 +45,9 @@ int run(int argc, char** argv) {
   auto* ls = app.add_subcommand("ls", "frames and compiles of a captured job (--records, --blobs: the raw store)");
   auto* verify = app.add_subcommand("verify", "check every checksum and blob hash; exit 1 when any fails");
   auto* show = app.add_subcommand("show", "one compile in detail: reason, guards, code, graphs, symbolic shapes");
+  // Listed for --help only: main() hands `run` to replay-run before parsing.
+  app.add_subcommand("run", "run a stored aten graph through libtorch and check its outputs (replay-run --help)")
+      ->allow_extras();
   for (auto* sub : {info, ls, verify, show}) {
     sub->add_option("STORE", path, "store file")->required();
     sub->add_flag("--json", json, "machine-readable output");

@@ -255,8 +255,12 @@ class Run {
     symbols_ = {};
     bindSymbols(ev == "aot_backward_graph" && c_.graphIrs.count("aot_forward_graph") ? ir("aot_forward_graph") : graphIr);
     for (const auto& [name, value] : opt_.sizes) {
-      if (!symbols_.count(name) && !mentions(graphIr, name))
-        throw RunError(name + " is not a dynamic size of " + ev + (symbols_.empty() ? " (its sizes are all static)" : ""));
+      if (!symbols_.count(name) && !mentions(graphIr, name)) {
+        std::string known;
+        for (const auto& [symbol, hint] : symbols_) known += (known.empty() ? "" : ", ") + symbol + "=" + std::to_string(hint);
+        throw RunError(name + " is not a dynamic size of " + ev +
+                       (known.empty() ? " (its sizes are all static)" : " (its dynamic sizes, as captured: " + known + ")"));
+      }
       symbols_[name] = value;
     }
     at::manual_seed(opt_.seed);
@@ -298,14 +302,10 @@ class Run {
     if (!opt_.dumpPath.empty()) dump(in, *first);
   }
 
+  // (inputs, outputs) as plain tuples, which torch.load(weights_only=True) reads.
   void dump(const std::vector<c10::IValue>& in, const std::vector<c10::IValue>& out) const {
-    c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
-    c10::impl::GenericList inputs(c10::AnyType::get()), outputs(c10::AnyType::get());
-    for (const auto& v : in) inputs.push_back(v);
-    for (const auto& v : out) outputs.push_back(v);
-    dict.insert("inputs", inputs);
-    dict.insert("outputs", outputs);
-    std::vector<char> bytes = torch::pickle_save(dict);
+    c10::IValue both = c10::ivalue::Tuple::create({c10::ivalue::Tuple::create(in), c10::ivalue::Tuple::create(out)});
+    std::vector<char> bytes = torch::pickle_save(both);
     std::ofstream file(opt_.dumpPath, std::ios::binary);
     file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     if (!file) throw RunError("cannot write " + opt_.dumpPath);

@@ -24,7 +24,7 @@ struct RunOptions {
   double rtol = 1e-4, atol = 1e-5;  // float outputs against the stored ones; exact otherwise
   int repeat = 1;                   // calls to time; the first one's outputs are checked
   std::vector<std::string> libraries;  // shared libraries registering custom operators
-  std::string dumpPath;             // where to write inputs and outputs (torch.save format)
+  std::string dumpPath;             // where to write (inputs, outputs) as tuples (torch.load reads it)
 };
 
 // The node a run stopped at, with where it came from in the user's code.
