@@ -1,5 +1,5 @@
 """Names shared by capture, replay and the C++ tools: artifact names and media types, and the
-names of the events dynamo-replay adds to PyTorch's structured trace (docs/format.md, "Capture's
+names of the events dynamo-replay adds to PyTorch's structured trace (docs/capture-schema.md, "Capture's
 own events"). Only added to, never renamed: stores written with them must stay readable."""
 
 from __future__ import annotations

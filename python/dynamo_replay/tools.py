@@ -1,4 +1,5 @@
-"""Locating and running the replay-inspect executable installed with the package."""
+"""Locating and running the executables installed with the package: replay-inspect, and
+replay-run (the libtorch graph runner, built where torch was installed at build time)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,24 @@ import sys
 import sysconfig
 
 
-def inspect_executable() -> str:
-    """Path of replay-inspect: beside this interpreter first, then on PATH."""
+def _executable(name: str) -> str:
+    """Path of one of the package's executables: beside this interpreter first, then on PATH."""
     for directory in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
-        candidate = os.path.join(directory, "replay-inspect")
+        candidate = os.path.join(directory, name)
         if os.access(candidate, os.X_OK):
             return candidate
-    found = shutil.which("replay-inspect")
+    found = shutil.which(name)
     if found is None:
-        raise FileNotFoundError("replay-inspect is not installed: reinstall dynamo-replay (make demo does)")
+        raise FileNotFoundError(f"{name} is not installed: reinstall dynamo-replay (make demo does)")
     return found
+
+
+def inspect_executable() -> str:
+    return _executable("replay-inspect")
+
+
+def runner_executable() -> str:
+    return _executable("replay-run")
 
 
 def run_inspect(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:

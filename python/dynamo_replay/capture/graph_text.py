@@ -7,7 +7,7 @@ Python (`print_readable` with shape annotations). Capture turns that text into d
 the operator with overload (`aten::addmm.default`), its arguments (node references, scalars,
 lists, dtypes, devices, symbolic expressions) and each output's dtype, shape, strides and
 device; and per operator its full schema, looked up in the running PyTorch, so that no reader
-needs PyTorch to know what an argument means. The layout is in docs/format.md §8.
+needs PyTorch to know what an argument means. The layout is in docs/capture-schema.md, "Graph IR".
 
 Reading the text rather than the graph object keeps capture out of Inductor's hook points:
 a graph pass registered there would enter Inductor's cache keys and change what is compiled.
