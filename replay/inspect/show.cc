@@ -120,18 +120,24 @@ std::string sampleSummary(const json& sample) {
       lines += fmt::format("    {} {}: {}\n", label, i, sampleValue(values[i]));
     }
   }
-  return fmt::format("sample of {} (first call): {} inputs, {} outputs, {} bytes stored\n{}", field(sample, "graph", "?"),
+  bool backward = field(sample, "pass", "forward") == "backward";
+  return fmt::format("sample of {} ({}): {} inputs, {} outputs, {} bytes stored\n{}", field(sample, "graph", "?"),
+                     backward ? "first backward: gradients in and out" : "first call",
                      arrayField(sample, "inputs").size(), arrayField(sample, "outputs").size(),
                      stored, lines);
 }
 
-// The compile's samples, inputs named (see namedSample).
+// The compile's samples, the first call's inputs named (see namedSample); backward samples
+// (gradients, "pass": "backward") as they are.
 std::vector<json> samplesOf(const Job& job, const Compile& c) {
+  auto isForward = [](const std::string& text) { return text.find("\"pass\": \"backward\"") == std::string::npos; };
   auto ir = c.graphIrs.find("dynamo_output_graph");
-  std::vector<std::string> names = ir == c.graphIrs.end() || c.samples.size() != 1 ? std::vector<std::string>{}
-                                                                                    : placeholderNames(job.text(ir->second));
+  size_t forward = std::count_if(c.samples.begin(), c.samples.end(), isForward);
+  std::vector<std::string> names = ir == c.graphIrs.end() || forward != 1 ? std::vector<std::string>{}
+                                                                          : placeholderNames(job.text(ir->second));
   std::vector<json> samples;
-  for (const std::string& sample : c.samples) samples.push_back(namedSample(sample, names));
+  for (const std::string& sample : c.samples)
+    samples.push_back(isForward(sample) ? namedSample(sample, names) : parseOrNote(sample));
   return samples;
 }
 
