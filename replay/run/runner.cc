@@ -182,14 +182,31 @@ class Run {
         const json& entry = samples_["forward"]["inputs"].at(feed["sample_input"].get<size_t>());
         values.push_back(entry.contains("blob") ? c10::IValue(blob(entry, stride)) : valueOf(entry));
       } else if (feed.contains("tangent")) {
-        if (static_cast<size_t>(tangent) >= tangents.size())
-          throw RunError("no stored backward sample feeds " + name + " (the job never ran backward inside capture); use --inputs random");
-        values.push_back(blob(tangents[tangent++], stride));
+        values.push_back(tangentInput(node, feed, stride, tangents, &tangent, &forwardOutputs));
       } else {
         throw RunError("no stored sample feeds input " + name + " of " + event);
       }
     }
     return values;
+  }
+
+  // A backward graph's tangent: the gradient at its position among those flowing into the
+  // compiled graph ("grad_output"; older stores: the n-th one that is not None). A gradient
+  // that never flowed is autograd's zeros, shaped as the forward output it belongs to.
+  c10::IValue tangentInput(const json& node, const json& feed, const json& stride, const std::vector<json>& tangents,
+                           int* tangent, std::optional<std::vector<c10::IValue>>* forwardOutputs) {
+    std::string missing = "no stored backward sample feeds " + node.value("name", "") +
+                          " (the job never ran backward inside capture); use --inputs random";
+    if (!feed.contains("grad_output")) {
+      if (static_cast<size_t>(*tangent) >= tangents.size()) throw RunError(missing);
+      return blob(tangents[(*tangent)++], stride);
+    }
+    size_t position = feed["grad_output"].get<size_t>();
+    const json grads = samples_.count("backward") ? samples_["backward"]["inputs"] : json::array();
+    if (position >= grads.size()) throw RunError(missing);
+    if (!(grads[position].contains("value") && grads[position]["value"].is_null())) return blob(grads[position], stride);
+    if (!*forwardOutputs) *forwardOutputs = runForward();
+    return restride(at::zeros_like((*forwardOutputs)->at(position).toTensor(), at::MemoryFormat::Contiguous), stride);
   }
 
   static c10::IValue valueOf(const json& entry) {
