@@ -98,6 +98,41 @@ def _replay(args: argparse.Namespace) -> int:
         return 1
 
 
+def _graph(args: argparse.Namespace) -> int:
+    """Writes (or prints) a standalone script that runs one stored graph on its stored inputs."""
+    import json
+
+    from dynamo_replay.errors import GraphError, StoreError
+
+    if args.json and not args.output:
+        print("error: --json needs -o (without it the script itself goes to stdout)", file=sys.stderr)
+        return 2
+    try:
+        from dynamo_replay.graphs.repro import make_repro, write_repro
+
+        if not args.output:
+            sys.stdout.write(make_repro(args.store, args.compile, args.graph).script)
+            return 0
+        written = write_repro(args.store, args.compile, args.graph, args.output)
+    except (GraphError, StoreError) as error:  # names the store and what is missing
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # writing the script or its data
+        reason = error.strerror or str(error)
+        print(f"error: {error.filename or args.output}: {reason[:1].lower()}{reason[1:]}", file=sys.stderr)
+        return 2
+    repro = written.repro
+    if args.json:
+        print(json.dumps({"script": str(written.script), "data": str(written.data) if written.data else None,
+                          "compile": args.compile, "graph": repro.graph_event, "inputs": repro.inputs,
+                          "outputs": repro.outputs, "compared_outputs": repro.compared}))
+        return 0
+    beside = f" and {written.data} ({len(repro.data)} bytes)" if written.data else ""
+    print(f"wrote {written.script}{beside}: {repro.graph_event} of compile {args.compile}, {repro.inputs} inputs, "
+          f"{repro.compared} of {repro.outputs} outputs to compare; run it with: python {written.script}")
+    return 0
+
+
 def _add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-m", dest="module", help="run a module, like python -m")
     parser.add_argument("script", nargs="?", help="the script to run")
@@ -125,6 +160,23 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("store", help="store file written by capture")
     _add_job_arguments(rep)
     rep.set_defaults(run=_replay)
+    graph = sub.add_parser(
+        "graph", help="write a standalone script that runs one stored graph on its stored inputs",
+        description="Writes a script that runs one stored graph (rebuilt from the store's graph IR) on the inputs "
+                    "the compiled graph was first called with and compares its outputs with the stored ones. The "
+                    "script needs only torch: not the model, the store or dynamo-replay. It prints one line and "
+                    "exits 0 when the outputs match (bitwise, or within the float tolerance), 1 when they differ. "
+                    "This command exits 2 when the store, the compile, the graph or its samples are missing.")
+    graph.add_argument("store", help="store file written by capture")
+    graph.add_argument("compile", help="compile id, as replay-inspect ls lists it (0/0, 1/0_1)")
+    graph.add_argument("--graph", default="forward", choices=["forward", "backward", "inference", "dynamo"],
+                       help="which graph: AOTAutograd's forward (or inference) graph, its backward graph, or "
+                            "Dynamo's graph (default: forward)")
+    graph.add_argument("-o", "--output", help="script to write; constants, inputs and expected outputs go beside "
+                                              "it as NAME.pt (torch.save) unless small enough to go inside. "
+                                              "Without -o the script goes to stdout with everything inside")
+    graph.add_argument("--json", action="store_true", help="with -o: say what was written as JSON")
+    graph.set_defaults(run=_graph)
     sub.add_parser("inspect-path", help="print where replay-inspect is installed").set_defaults(
         run=lambda _: print(inspect_executable()) or 0
     )

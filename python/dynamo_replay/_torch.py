@@ -106,7 +106,16 @@ def tensor_bytes(tensor: Any) -> bytes:
 
     with _disable_current_modes():
         data = tensor.detach().to("cpu").contiguous()
-        return data.view(torch.uint8).numpy().tobytes() if data.numel() else b""
+        return data.reshape(-1).view(torch.uint8).numpy().tobytes() if data.numel() else b""  # 0-dim too
+
+
+def fx_builtin_import(name: str, value: Any) -> str | None:
+    """The line that binds a name FX's generated code takes for granted (inf, nan, NoneType,
+    device, pytree, ...), as FX's code generator registers it; None for any other name."""
+    from torch.fx.graph import _custom_builtins
+
+    builtin = _custom_builtins.get(name)
+    return builtin.import_str if builtin is not None and builtin.obj is value else None
 
 
 def unique_ids_used() -> int:

@@ -14,6 +14,7 @@ __all__ = [
     "NotAStoreError",
     "StoreUsageError",
     "StoreIOError",
+    "GraphError",
     "ReplayError",
     "ReplayRefusedError",
     "ReplayWarning",

@@ -1,9 +1,19 @@
-"""Small but realistic models for the capture tests: a GPT-style decoder and a convnet."""
+"""Small but realistic models for the capture tests: an MLP, a GPT-style decoder and a convnet."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
+
+
+class MLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.relu(self.fc1(x)))
 
 
 class CausalSelfAttention(nn.Module):

@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import dynamo_replay as dr  # noqa: E402
-from models import ConvNet, TinyGPT  # noqa: E402
+from models import MLP, ConvNet, TinyGPT  # noqa: E402
 
 JOBS = Path(__file__).parent / "jobs"
 
@@ -45,16 +45,6 @@ def line_of(fn, text: str) -> int:
     return start + next(i for i, line in enumerate(lines) if text in line)
 
 
-class MLP(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc1 = torch.nn.Linear(16, 32)
-        self.fc2 = torch.nn.Linear(32, 4)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(torch.relu(self.fc1(x)))
-
-
 def test_mlp_aten_graph_guards_and_code(store_path: Path, inspect) -> None:
     model = MLP()
     compiled = torch.compile(model, backend="aot_eager")
@@ -71,10 +61,17 @@ def test_mlp_aten_graph_guards_and_code(store_path: Path, inspect) -> None:
     assert "torch.ops.aten.relu.default" in aten
     # The same graph as torch-free IR: operators with overloads, output metadata and schemas.
     ir = detail["graph_ir"]["aot_inference_graph"]
+    assert ir["format"] == 2 and ir["origin"] == "graph"  # read from the graph module, not parsed from text
     addmms = [n for n in ir["nodes"] if n.get("target") == "aten::addmm.default"]
     assert [n["outputs"][0]["shape"] for n in addmms] == [[8, 32], [8, 4]]
-    assert addmms[0]["outputs"][0] | {"shape": None} == {"dtype": "float32", "shape": None, "stride": [32, 1], "device": "cpu"}
+    assert addmms[0]["outputs"][0] | {"shape": None} == {"dtype": "float32", "shape": None, "stride": [32, 1],
+                                                         "device": "cpu", "requires_grad": False}
     assert all(arg.keys() == {"ref"} for arg in addmms[0]["args"])
+    # Each node keeps the user line it came from and the module that ran it.
+    assert addmms[0]["location"] | {"file": Path(addmms[0]["location"]["file"]).name} == {
+        "file": "models.py", "line": line_of(MLP.forward, "self.fc1(x)"), "function": "forward",
+        "code": "return self.fc2(torch.relu(self.fc1(x)))"}
+    assert [s["path"] for s in addmms[0]["scope"]] == ["fc1"] and [s["path"] for s in addmms[1]["scope"]] == ["fc2"]
     relu = next(n for n in ir["nodes"] if n.get("target") == "aten::relu.default")
     assert relu["args"] == [{"ref": addmms[0]["name"]}]
     schema = ir["schemas"]["aten::addmm.default"]
@@ -84,7 +81,11 @@ def test_mlp_aten_graph_guards_and_code(store_path: Path, inspect) -> None:
     dynamo_ir = detail["graph_ir"]["dynamo_output_graph"]  # torch-level: calls as Dynamo recorded them
     assert [n["target"] for n in dynamo_ir["nodes"] if n["op"] == "call_function"].count("torch._C._nn.linear") == 2
     placeholders = [n for n in ir["nodes"] if n["op"] == "placeholder"]
-    assert {"dtype": "float32", "shape": [8, 16], "stride": [16, 1], "device": "cpu"} in [p["outputs"][0] for p in placeholders]
+    assert {"dtype": "float32", "shape": [8, 16], "stride": [16, 1], "device": "cpu", "requires_grad": False} in [
+        p["outputs"][0] for p in placeholders]
+    # Each input says what it is in the job: the user's x, or a parameter by its qualified name.
+    assert {"role": "user_input", "source": "L['x']"} in [p["input"] for p in placeholders]
+    assert "fc1.weight" in [p["input"].get("name") for p in placeholders]
     assert "TENSOR_MATCH" in detail["guards"] and "L['x']" in detail["guards"]
     (tensor_match,) = [g for g in detail["guard_list"] if g["kind"] == "TENSOR_MATCH" and g["source"] == "L['x']"]
     assert "torch.float32" in tensor_match["code"] and "size=[8, 16]" in tensor_match["code"]
@@ -124,12 +125,12 @@ def test_samples_hold_first_call_inputs_and_outputs(store_path: Path, inspect) -
     # replay-inspect names each input by the Dynamo graph's placeholder; parameters are marked.
     (shown,) = show(inspect, store_path, "0/0", "--graph")["samples"]
     by_name = {entry["name"]: entry for entry in shown["inputs"]}
-    weight = by_name["L_self_modules_fc1_parameters_weight_"]
-    assert weight["parameter"] is True and "parameter" not in by_name["L_x_"]
+    weight = by_name["l_self_modules_fc1_parameters_weight_"]
+    assert weight["parameter"] is True and "parameter" not in by_name["l_x_"]
     torch.testing.assert_close(tensor_from(store_path, weight), model.fc1.weight, rtol=0, atol=0)
-    torch.testing.assert_close(tensor_from(store_path, by_name["L_x_"]), x, rtol=0, atol=0)
+    torch.testing.assert_close(tensor_from(store_path, by_name["l_x_"]), x, rtol=0, atol=0)
     text = inspect("show", str(store_path), "0/0", "--graph").stdout
-    assert "in  0: float32[32, 16] parameter L_self_modules_fc1_parameters_weight_" in text
+    assert "in  0: float32[32, 16] parameter l_self_modules_fc1_parameters_weight_" in text
     with torch.no_grad():  # the graph was put back: later calls run it and are right
         torch.testing.assert_close(compiled(x + 2), model(x + 2), rtol=0, atol=0)
     assert len(stored_samples(store_path)) == 1

@@ -152,7 +152,7 @@ class _Session:
             if (shape_env := _torch.tracing_shape_env()) is not None:
                 self.shape_envs[compile_id] = shape_env
         elif event == "aot_backward_graph":
-            graph_feeds.link_backward(ir, forward)
+            graph_feeds.link_backward(ir, forward, scope.get("fw_metadata"))
         else:
             graph_feeds.link_forward(ir, self.irs.get((compile_id, "dynamo_output_graph")), scope.get("fw_metadata"))
         self.irs[(compile_id, event)] = ir

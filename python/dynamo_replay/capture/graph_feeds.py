@@ -52,17 +52,50 @@ def link_forward(ir: dict[str, Any], dynamo: dict[str, Any] | None, fw_metadata:
     ir["results"] = results
 
 
-def link_backward(ir: dict[str, Any], forward: dict[str, Any] | None) -> None:
-    """The backward graph: saved values by their name among the forward graph's outputs."""
+def tangent_sources(fw_metadata: Any) -> list[int] | None:
+    """For each tangent of the backward graph, the position of the gradient it is among those
+    flowing into the compiled graph's autograd node (one per output of the forward graph, up to
+    its saved values). AOTAutograd's backward prologue keeps the gradients of the mutated inputs
+    that require grad, of the tensor outputs that are not aliases and need a gradient, and of
+    the intermediate bases, in that order; autograd passes a None for a gradient that never
+    flowed, which the prologue sees as zeros."""
+    import torch
+
+    try:
+        mutated = list(fw_metadata.mutated_inp_runtime_indices)
+        inputs = fw_metadata.input_info
+        sources = [i for i, index in enumerate(mutated) if inputs[index].mutates_data and inputs[index].requires_grad]
+        for i, info in enumerate(fw_metadata.output_info):
+            if (getattr(info.output_type, "name", "") in ("non_alias", "unsafe_view_alias", "custom_function_view")
+                    and isinstance(info.raw_type, type) and issubclass(info.raw_type, torch.Tensor)
+                    and info.requires_grad_for_backward):
+                sources.append(len(mutated) + i)
+        start = len(mutated) + len(fw_metadata.output_info)
+        sources.extend(range(start, start + int(fw_metadata.num_intermediate_bases)))
+    except (AttributeError, TypeError):  # PyTorch's metadata changed shape: tangents in order, Nones left out
+        return None
+    return sources
+
+
+def link_backward(ir: dict[str, Any], forward: dict[str, Any] | None, fw_metadata: Any = None) -> None:
+    """The backward graph: saved values by their name among the forward graph's outputs, each
+    tangent by its gradient's position (tangent_sources; without it, the n-th gradient that is
+    not None)."""
     produced = {}
     roles = {n["name"]: n["input"] for n in _placeholders(forward) if "input" in n} if forward else {}
     for position, ref in enumerate(output_refs(forward) if forward else []):
         if isinstance(ref, dict) and "ref" in ref:
             produced.setdefault(ref["ref"], position)
     tangent = 0
+    tangents = [n for n in _placeholders(ir) if n["name"].startswith("tangents_")]
+    sources = tangent_sources(fw_metadata) if fw_metadata is not None else None
+    if sources is not None and len(sources) != len(tangents):
+        sources = None
     for node in _placeholders(ir):
         if node["name"].startswith("tangents_"):
             node["feed"] = {"tangent": tangent}
+            if sources is not None:
+                node["feed"]["grad_output"] = sources[tangent]
             tangent += 1
         elif node["name"] in produced:
             node["feed"] = {"forward_output": produced[node["name"]]}

@@ -12,7 +12,7 @@ from typing import Any
 def _bound(value: Any) -> int | str:
     try:
         return int(value)
-    except (TypeError, ValueError):  # int_oo, -int_oo, or a float bound
+    except (TypeError, ValueError, AttributeError, OverflowError):  # int_oo, a float bound, sympy's oo
         return str(value)
 
 

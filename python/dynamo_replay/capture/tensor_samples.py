@@ -46,7 +46,7 @@ def describe_value(value: Any, budget: list[int], put_blob: Callable[[bytes], st
             return entry | {"skipped": f"{size} bytes, over the sample size cap"}
         budget[0] -= size
         data = value.detach().to("cpu").contiguous()
-        raw = data.view(torch.uint8).numpy().tobytes() if data.numel() else b""
+        raw = data.reshape(-1).view(torch.uint8).numpy().tobytes() if data.numel() else b""  # 0-dim too
         return entry | {"blob": put_blob(raw), "bytes": len(raw)}
     if isinstance(value, (bool, int, float)) or value is None:
         return {"value": value}
@@ -114,7 +114,10 @@ class FirstCallRecorder:
             except Exception:  # a sample is never worth failing the job for
                 pass
 
-        handles.append(node.register_hook(hook))
+        # Autograd may call the hook while Dynamo is on (a backward() inside the compiled
+        # function runs at a graph break, where Dynamo compiles each Python frame it enters):
+        # Dynamo must not compile the recorder.
+        handles.append(node.register_hook(torch.compiler.disable(hook)))
 
     def restore(self) -> None:
         if self.scope.get(self.name) is self.stand_in:

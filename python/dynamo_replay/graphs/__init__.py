@@ -12,19 +12,23 @@ from typing import Any
 
 import torch
 
+from dynamo_replay.errors import GraphError
 from dynamo_replay.graphs import samples
 from dynamo_replay.graphs.rebuild import rebuild
 from dynamo_replay.graphs.stored import GRAPH_EVENTS, StoredCompile, compile_ids, read_compile
 
-__all__ = ["GRAPH_EVENTS", "compile_ids", "load_graph"]
+__all__ = ["FLOAT_TOLERANCE", "GRAPH_EVENTS", "compile_ids", "load_graph"]
 
 # The rebuilt graph runs the stored aten ops one by one; the compiled graph may have fused them.
 FLOAT_TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
 
 
 def _run(module: torch.fx.GraphModule, inputs: list[Any]) -> list[Any]:
+    """The graph's outputs on copies of `inputs` (a graph may update its inputs in place:
+    batch-norm statistics, an in-place op on an argument)."""
+    copies = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]  # clone keeps strides
     with torch.no_grad():
-        result = module(*inputs)
+        result = module(*copies)
     return list(result) if isinstance(result, (list, tuple)) else [result]
 
 
@@ -36,18 +40,25 @@ def load_graph(store: str | os.PathLike[str], compile_id: str, graph: str = "for
     The module has `example_inputs` (the stored inputs; for a backward graph, its saved values
     from running the forward graph and the stored tangents), `expected_outputs` ((position,
     value) pairs from the samples), `check(rtol, atol)` (lines naming each output that differs)
-    and `ir` (the graph IR). With inputs=False no sample is read."""
-    stored = read_compile(store, compile_id)
-    event, ir = stored.ir(graph)
-    module = rebuild(ir, stored.blobs, name=f"Compile_{compile_id.replace('/', '_')}_{event}")
-    module.ir = ir
-    module.graph_event = event
-    module.example_inputs = []
-    module.expected_outputs = []
-    if inputs:
-        forward = None if event != "aot_backward_graph" else rebuild(stored.irs["aot_forward_graph"], stored.blobs)
-        module.example_inputs = samples.example_inputs(stored, event, lambda xs: _run(forward, xs))
-        module.expected_outputs = samples.expected_outputs(stored, event)
+    and `ir` (the graph IR). With inputs=False no sample is read.
+
+    GraphError names the store and what is missing: the compile, the graph, a sample, or a
+    node that cannot be rebuilt here."""
+    try:
+        stored = read_compile(store, compile_id)
+        event, ir = stored.ir(graph)
+        module = rebuild(ir, stored.blobs, name=f"Compile_{compile_id.replace('/', '_')}_{event}")
+        module.ir = ir
+        module.graph_event = event
+        module.compile_id = compile_id
+        module.example_inputs = []
+        module.expected_outputs = []
+        if inputs:
+            forward = None if event != "aot_backward_graph" else rebuild(stored.irs["aot_forward_graph"], stored.blobs)
+            module.example_inputs = samples.example_inputs(stored, event, lambda xs: _run(forward, xs))
+            module.expected_outputs = samples.expected_outputs(stored, event)
+    except GraphError as error:
+        raise GraphError(f"{os.fspath(store)}: {error}") from None
 
     def check(rtol: float = FLOAT_TOLERANCE["rtol"], atol: float = FLOAT_TOLERANCE["atol"]) -> list[str]:
         return samples.compare(_run(module, module.example_inputs), module.expected_outputs, rtol, atol)

@@ -40,8 +40,18 @@ def example_inputs(stored: StoredCompile, event: str, run_forward: Callable[[lis
     ir = stored.irs[event]
     forward_sample = stored.samples.get("forward")
     backward_sample = stored.samples.get("backward")
-    tangents = [t for t in (backward_sample or {}).get("inputs", []) if t.get("value", 0) is not None]
+    grads = (backward_sample or {}).get("inputs", [])
+    tangents = [t for t in grads if t.get("value", 0) is not None]  # stores without "grad_output"
     forward_outputs: list[Any] | None = None
+
+    def forward_output(node: dict[str, Any], position: int) -> Any:
+        nonlocal forward_outputs
+        if forward_outputs is None:
+            if run_forward is None:
+                raise GraphError(f"input {node['name']} of {event} is computed by the forward graph")
+            forward_outputs = run_forward(example_inputs(stored, "aot_forward_graph"))
+        return forward_outputs[position]
+
     values = []
     for node in _placeholders(ir):
         feed = node.get("feed")
@@ -53,17 +63,28 @@ def example_inputs(stored: StoredCompile, event: str, run_forward: Callable[[lis
                                  "or the graph never ran)")
             values.append(_value(forward_sample["inputs"][feed["sample_input"]], stored.blobs, _stride(node)))
         elif "tangent" in feed:
-            if feed["tangent"] >= len(tangents):
-                raise GraphError(f"compile {stored.compile_id} has no stored backward sample for {node['name']} "
+            missing = GraphError(f"compile {stored.compile_id} has no stored backward sample for {node['name']} "
                                  "(the job never ran backward through it inside capture)")
-            values.append(_value(tangents[feed["tangent"]], stored.blobs, _stride(node)))
+            if "grad_output" not in feed:
+                if feed["tangent"] >= len(tangents):
+                    raise missing
+                values.append(_value(tangents[feed["tangent"]], stored.blobs, _stride(node)))
+            elif feed["grad_output"] >= len(grads):
+                raise missing
+            elif grads[feed["grad_output"]].get("value", 0) is None:  # no gradient flowed: autograd's zeros
+                values.append(_zeros_like(forward_output(node, feed["grad_output"]), _stride(node)))
+            else:
+                values.append(_value(grads[feed["grad_output"]], stored.blobs, _stride(node)))
         elif "forward_output" in feed:
-            if forward_outputs is None:
-                if run_forward is None:
-                    raise GraphError(f"input {node['name']} of {event} is computed by the forward graph")
-                forward_outputs = run_forward(example_inputs(stored, "aot_forward_graph"))
-            values.append(forward_outputs[feed["forward_output"]])
+            values.append(forward_output(node, feed["forward_output"]))
     return values
+
+
+def _zeros_like(value: Any, stride: list[Any] | None) -> Any:
+    """The zeros autograd passes for a gradient that never flowed, laid out as the graph traced it."""
+    if stride and all(isinstance(s, int) for s in stride):
+        return torch.empty_strided(value.shape, stride, dtype=value.dtype).zero_()
+    return torch.zeros_like(value, memory_format=torch.contiguous_format)
 
 
 def expected_outputs(stored: StoredCompile, event: str) -> list[tuple[int, Any]]:

@@ -65,7 +65,7 @@ def read_compile(path: str | os.PathLike[str], compile_id: str) -> StoredCompile
                 stored.symbols = json.loads(store.get_blob(event.payload_key))
         if not stored.irs:
             known = ", ".join(compile_ids(path)) or "none"
-            raise GraphError(f"{os.fspath(path)} has no graphs for compile {compile_id} (compiles with graphs: {known})")
+            raise GraphError(f"no graphs for compile {compile_id} (compiles with graphs: {known})")
         keys = {entry["blob"] for ir in stored.irs.values() for entry in (ir.get("constants") or {}).values()
                 if "blob" in entry}
         keys |= {entry["blob"] for sample in stored.samples.values()
