@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/serialize.h>
 
 #include "graph_program.h"
@@ -223,7 +224,9 @@ class Run {
     GraphProgram program(forwardIr, constants(forwardIr));
     NodeFailure failure;
     if (program.failure()) throw RunError("the forward graph cannot run: " + program.failure()->message);
-    std::optional<std::vector<c10::IValue>> out = program.run(inputs("aot_forward_graph", forwardIr), &failure);
+    std::vector<c10::IValue> in = inputs("aot_forward_graph", forwardIr);
+    seedGenerator("aot_forward_graph");  // its dropout masks are the backward's saved values
+    std::optional<std::vector<c10::IValue>> out = program.run(in, &failure);
     if (!out) throw RunError("the forward graph failed at " + failure.node + ": " + failure.message);
     return *out;
   }
@@ -294,6 +297,7 @@ class Run {
     at::NoGradGuard noGrad;
     for (int i = 0; i < std::max(1, opt_.repeat); ++i) {
       NodeFailure failure;
+      seedGenerator(ev);
       auto start = std::chrono::steady_clock::now();
       std::optional<std::vector<c10::IValue>> out = program.run(in, &failure);
       seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -310,6 +314,7 @@ class Run {
       check(*first, expected(graphIr), report);
     } else {  // no stored outputs at these sizes: a second run must give the same bits
       NodeFailure failure;
+      seedGenerator(ev);
       std::optional<std::vector<c10::IValue>> again = program.run(in, &failure);
       std::vector<std::pair<int, at::Tensor>> want;
       for (size_t i = 0; again && i < again->size(); ++i)
@@ -317,6 +322,21 @@ class Run {
       check(*first, want, report);
     }
     if (!opt_.dumpPath.empty()) dump(in, *first);
+  }
+
+  // Random operators (dropout) draw from the CPU generator: each run starts from the state the
+  // job's first call had (stored with the forward sample), or from --seed for random inputs.
+  void seedGenerator(const std::string& event) const {
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    auto it = samples_.find("forward");
+    if (opt_.inputs == InputSource::Samples && event != "aot_backward_graph" && it != samples_.end() &&
+        it->second.contains("rng_state")) {
+      const json& state = it->second["rng_state"];
+      generator.set_state(blob(state, json()));
+    } else {
+      generator.set_current_seed(opt_.seed);
+    }
   }
 
   // (inputs, outputs) as plain tuples, which torch.load(weights_only=True) reads.

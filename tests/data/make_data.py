@@ -1,7 +1,9 @@
 """Regenerates the malformed stores under tests/data/malformed/ from the committed sample.
 
 The sample of each released format version (v1.0/sample.dynrep) is written once and kept
-forever: pass --new-sample only when adding a new format version's folder.
+forever: pass --new-sample only when adding a new format version's folder. Likewise the capture
+of each capture-schema version (capture-1.1/every-record.dynrep, from every_record_job.py: every
+record kind and every event capture writes): --new-capture, only for a new schema version.
 Run: .venv/bin/python tests/data/make_data.py
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 from dynamo_replay import Store, UnknownRecord, _core
@@ -18,6 +21,7 @@ from dynamo_replay.tools import inspect_executable
 
 HERE = Path(__file__).resolve().parent
 SAMPLE = HERE / "v1.0" / "sample.dynrep"
+CAPTURE = HERE / "capture-1.1" / "every-record.dynrep"
 
 
 def ls_json(path: Path, *extra: str) -> dict:
@@ -34,7 +38,12 @@ def flip(data: bytes, offset: int, bit: int = 0) -> bytes:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--new-sample", action="store_true", help="rewrite v1.0/sample.dynrep (never for a released version)")
+    parser.add_argument("--new-capture", action="store_true",
+                        help="rewrite capture-1.1/every-record.dynrep (never for a released schema version)")
     args = parser.parse_args()
+    if args.new_capture:
+        CAPTURE.parent.mkdir(exist_ok=True)
+        subprocess.run([sys.executable, str(HERE / "every_record_job.py"), str(CAPTURE)], check=True)
     if args.new_sample:
         SAMPLE.parent.mkdir(exist_ok=True)
         # A small chunk size gives the weight blob many chunks, so chunk sequencing is covered.

@@ -225,9 +225,12 @@ class _Session:
             if id(scope.get(name)) in taken:
                 continue
 
-            def record(inputs: list, outputs: list, backward: bool = False, name: str = name) -> None:
-                self.put_event(schema.EVENT_SAMPLE, compile_id, {"graph": name, "inputs": inputs, "outputs": outputs,
-                                                                 "pass": "backward" if backward else "forward"}, None)
+            def record(inputs: list, outputs: list, backward: bool = False, rng_state: Any = None,
+                       name: str = name) -> None:
+                sample = {"graph": name, "inputs": inputs, "outputs": outputs, "pass": "backward" if backward else "forward"}
+                if rng_state is not None:
+                    sample["rng_state"] = rng_state
+                self.put_event(schema.EVENT_SAMPLE, compile_id, sample, None)
 
             recorder = tensor_samples.FirstCallRecorder(scope, name, self.sample_limit, self.store.put_blob, record)
             recorder.install()

@@ -101,4 +101,22 @@ def link_backward(ir: dict[str, Any], forward: dict[str, Any] | None, fw_metadat
             node["feed"] = {"forward_output": produced[node["name"]]}
         if node["name"] in roles:
             node["input"] = roles[node["name"]]
-    ir["results"] = [{"grad_input": j} for j in range(len(output_refs(ir)))]
+    ir["results"] = _gradient_results(forward, len(output_refs(ir)))
+
+
+def _gradient_results(forward: dict[str, Any] | None, count: int) -> list[dict[str, Any]]:
+    """The backward returns one gradient per forward input; the compiled graph's autograd node
+    (where the backward sample is taken) has a slot per tensor input only, none for a symbolic
+    size, so gradient j is the slot of the j-th input counting tensors alone."""
+    inputs = _placeholders(forward) if forward else []
+    if len(inputs) != count:
+        return [{"grad_input": j} for j in range(count)]
+    results, slot = [], 0
+    for node in inputs:
+        meta = (node.get("outputs") or [{}])[0]
+        if isinstance(meta, dict) and "sym" in meta:
+            results.append({"symbol": True})
+        else:
+            results.append({"grad_input": slot})
+            slot += 1
+    return results

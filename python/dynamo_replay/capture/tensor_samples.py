@@ -78,17 +78,23 @@ class FirstCallRecorder:
         self.scope[self.name] = self.stand_in
 
     def _first_call(self, *args: Any) -> Any:
+        import torch
+
         self.restore()
         budget = [self.limit]
         try:
             inputs = [describe_value(a, budget, self.put_blob) for a in args]
         except Exception:  # a sample is never worth failing the job for
             inputs = None
+        try:  # random operators (dropout) draw from it: runners start from the same state
+            rng_state = describe_value(torch.get_rng_state(), [1 << 20], self.put_blob)
+        except Exception:
+            rng_state = None
         result = self.graph(*args)
         if inputs is not None:
             try:
                 outputs = result if isinstance(result, (list, tuple)) else [result]
-                self.record(inputs, [describe_value(o, budget, self.put_blob) for o in outputs])
+                self.record(inputs, [describe_value(o, budget, self.put_blob) for o in outputs], rng_state=rng_state)
                 self._watch_backward(outputs)
             except Exception:
                 pass

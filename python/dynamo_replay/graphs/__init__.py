@@ -23,11 +23,14 @@ __all__ = ["FLOAT_TOLERANCE", "GRAPH_EVENTS", "compile_ids", "load_graph"]
 FLOAT_TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
 
 
-def _run(module: torch.fx.GraphModule, inputs: list[Any]) -> list[Any]:
+def _run(module: torch.fx.GraphModule, inputs: list[Any], rng_state: torch.Tensor | None = None) -> list[Any]:
     """The graph's outputs on copies of `inputs` (a graph may update its inputs in place:
-    batch-norm statistics, an in-place op on an argument)."""
+    batch-norm statistics, an in-place op on an argument), random operators drawing from
+    `rng_state` where given (the caller's generator is left as it was)."""
     copies = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]  # clone keeps strides
-    with torch.no_grad():
+    with torch.no_grad(), torch.random.fork_rng(devices=[]):
+        if rng_state is not None:
+            torch.set_rng_state(rng_state)
         result = module(*copies)
     return list(result) if isinstance(result, (list, tuple)) else [result]
 
@@ -39,7 +42,8 @@ def load_graph(store: str | os.PathLike[str], compile_id: str, graph: str = "for
 
     The module has `example_inputs` (the stored inputs; for a backward graph, its saved values
     from running the forward graph and the stored tangents), `expected_outputs` ((position,
-    value) pairs from the samples), `check(rtol, atol)` (lines naming each output that differs)
+    value) pairs from the samples), `rng_state` (the CPU generator's state at the first call,
+    for graphs with random operators such as dropout), `check(rtol, atol)` (lines naming each output that differs)
     and `ir` (the graph IR). With inputs=False no sample is read.
 
     GraphError names the store and what is missing: the compile, the graph, a sample, or a
@@ -53,15 +57,18 @@ def load_graph(store: str | os.PathLike[str], compile_id: str, graph: str = "for
         module.compile_id = compile_id
         module.example_inputs = []
         module.expected_outputs = []
+        module.rng_state = None
         if inputs:
             forward = None if event != "aot_backward_graph" else rebuild(stored.irs["aot_forward_graph"], stored.blobs)
-            module.example_inputs = samples.example_inputs(stored, event, lambda xs: _run(forward, xs))
+            forward_rng = samples.rng_state(stored, "aot_forward_graph")
+            module.example_inputs = samples.example_inputs(stored, event, lambda xs: _run(forward, xs, forward_rng))
             module.expected_outputs = samples.expected_outputs(stored, event)
+            module.rng_state = samples.rng_state(stored, event)
     except GraphError as error:
         raise GraphError(f"{os.fspath(store)}: {error}") from None
 
     def check(rtol: float = FLOAT_TOLERANCE["rtol"], atol: float = FLOAT_TOLERANCE["atol"]) -> list[str]:
-        return samples.compare(_run(module, module.example_inputs), module.expected_outputs, rtol, atol)
+        return samples.compare(_run(module, module.example_inputs, module.rng_state), module.expected_outputs, rtol, atol)
 
     module.check = check
     return module

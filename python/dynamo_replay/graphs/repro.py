@@ -123,6 +123,8 @@ def _differences(outputs, expected, rtol, atol):
 def main():
     data = _load()
     module = Repro(data["constants"])
+    if data.get("rng_state") is not None:  # random operators (dropout) draw as the job's call did
+        torch.set_rng_state(data["rng_state"])
     with torch.no_grad():
         result = module(*data["inputs"])
     outputs = list(result) if isinstance(result, (list, tuple)) else [result]
@@ -181,6 +183,7 @@ def _data_bytes(gm: torch.fx.GraphModule) -> bytes:
     buffer = io.BytesIO()
     torch.save({"constants": constants,
                 "inputs": [x.detach() if isinstance(x, torch.Tensor) else x for x in gm.example_inputs],
+                "rng_state": gm.rng_state,
                 "expected_positions": [p for p, _ in gm.expected_outputs],
                 "expected_values": [v for _, v in gm.expected_outputs]}, buffer)
     return buffer.getvalue()

@@ -87,6 +87,15 @@ def _zeros_like(value: Any, stride: list[Any] | None) -> Any:
     return torch.zeros_like(value, memory_format=torch.contiguous_format)
 
 
+def rng_state(stored: StoredCompile, event: str) -> torch.Tensor | None:
+    """The CPU generator's state at the compiled graph's first call, for a graph that draws
+    random numbers as that call did (not a backward graph: it ran later)."""
+    entry = (stored.samples.get("forward") or {}).get("rng_state")
+    if event == "aot_backward_graph" or not isinstance(entry, dict) or "blob" not in entry:
+        return None
+    return tensor(entry, stored.blobs)
+
+
 def expected_outputs(stored: StoredCompile, event: str) -> list[tuple[int, Any]]:
     """(output position, stored value) for each output a sample holds."""
     ir = stored.irs[event]

@@ -69,6 +69,7 @@ def read_compile(path: str | os.PathLike[str], compile_id: str) -> StoredCompile
         keys = {entry["blob"] for ir in stored.irs.values() for entry in (ir.get("constants") or {}).values()
                 if "blob" in entry}
         keys |= {entry["blob"] for sample in stored.samples.values()
-                 for entry in sample.get("inputs", []) + sample.get("outputs", []) if isinstance(entry, dict) and "blob" in entry}
+                 for entry in sample.get("inputs", []) + sample.get("outputs", []) + [sample.get("rng_state")]
+                 if isinstance(entry, dict) and "blob" in entry}
         stored.blobs = {key: store.get_blob(key) for key in keys}
     return stored

@@ -1,0 +1,53 @@
+"""The job behind tests/data/capture-1.1/every-record.dynrep: a small captured job that makes
+every record kind and every event capture writes (make_data.py --new-capture runs it).
+
+A training step with a dynamic batch (forward and backward graphs, symbols, samples of both
+passes), a frame PyTorch's precompile cannot save (code made by exec: not_packaged), guards it
+drops (dropped_guard), and an exception that ends the job (error).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+import dynamo_replay as dr
+
+
+class MLP(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = torch.nn.Linear(16, 32)
+        self.fc2 = torch.nn.Linear(32, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.relu(self.fc1(x)) * 0.5)
+
+
+# Code from a string, as dataclasses and other code generators make it: PyTorch cannot name it.
+_GENERATED: dict = {}
+exec("def generated(x):\n    y = torch.tanh(x)\n    torch._dynamo.graph_break()\n    return y.sum()\n",
+     {"torch": torch}, _GENERATED)
+
+
+def calls_generated(x: torch.Tensor) -> torch.Tensor:
+    return _GENERATED["generated"](x) + 1  # the graph break makes `generated` a frame of its own
+
+
+def main(path: str) -> None:
+    torch.manual_seed(0)
+    model = MLP()
+    step = torch.compile(model, backend="aot_eager")
+    try:
+        with dr.capture(path):
+            for batch in (4, 6):
+                step(torch.randn(batch, 16)).sum().backward()
+            torch.compile(calls_generated, backend="aot_eager")(torch.randn(3))
+            raise RuntimeError("the job stops here, on purpose: the store keeps this error")
+    except RuntimeError:
+        pass
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
