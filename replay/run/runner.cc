@@ -13,6 +13,7 @@
 #include <torch/serialize.h>
 
 #include "graph_program.h"
+#include "stored_values.h"
 #include "dynrep/replay/run/sizes.h"
 
 namespace dynrep::replay::run {
@@ -21,83 +22,13 @@ namespace {
 
 using nlohmann::json;
 
-const std::map<std::string, std::vector<std::string>> kGraphEvents = {
-    {"forward", {"aot_forward_graph", "aot_inference_graph"}},
-    {"inference", {"aot_inference_graph"}},
-    {"backward", {"aot_backward_graph"}},
-    {"dynamo", {"dynamo_output_graph"}},
-};
-
-struct RunError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
 class Run {
  public:
-  Run(const Job& job, const Compile& compile, const RunOptions& options) : job_(job), c_(compile), opt_(options) {
-    for (const std::string& text : c_.samples) {
-      json sample = json::parse(text, nullptr, false);
-      if (!sample.is_object()) continue;
-      std::string pass = sample.value("pass", "forward");
-      if (!samples_.count(pass)) samples_[pass] = sample;
-    }
-  }
-
-  json ir(const std::string& event) const {
-    auto it = c_.graphIrs.find(event);
-    if (it == c_.graphIrs.end()) throw RunError("compile " + c_.id.str() + " has no " + event);
-    json parsed = json::parse(job_.text(it->second), nullptr, false);
-    if (!parsed.is_object()) throw RunError("the IR of " + event + " is not readable JSON");
-    if (parsed.value("format", 1) < 2)
-      throw RunError("this store's graph IR is format 1 (parsed from printed text, without constants); "
-                     "capture the job again with this version to run it");
-    return parsed;
-  }
-
-  std::string event(const std::string& graph) const {
-    auto it = kGraphEvents.find(graph);
-    std::vector<std::string> candidates = it == kGraphEvents.end() ? std::vector<std::string>{graph} : it->second;
-    for (const std::string& e : candidates)
-      if (c_.graphIrs.count(e)) return e;
-    std::string have;
-    for (const auto& [name, key] : c_.graphIrs) have += (have.empty() ? "" : ", ") + name;
-    throw RunError("compile " + c_.id.str() + " has no " + graph + " graph (it has: " + (have.empty() ? "none" : have) + ")");
-  }
-
-  at::Tensor blob(const json& entry, const json& stride) const {
-    if (!entry.contains("blob"))
-      throw RunError("a value was not stored: " + entry.value("skipped", entry.value("unsupported", entry.dump())));
-    at::ScalarType dtype = scalarType(entry.value("dtype", ""));
-    std::vector<int64_t> shape = entry.value("shape", std::vector<int64_t>{});
-    std::string bytes = job_.text(entry["blob"].get<std::string>());
-    at::Tensor t = at::empty(shape, at::TensorOptions().dtype(dtype));
-    if (static_cast<size_t>(t.nbytes()) != bytes.size()) throw RunError("a stored tensor's size does not match its shape");
-    if (!bytes.empty()) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
-    return restride(t, stride);
-  }
-
-  static at::Tensor restride(const at::Tensor& t, const json& stride) {
-    if (!stride.is_array() || stride.size() != static_cast<size_t>(t.dim())) return t;
-    std::vector<int64_t> wanted;
-    for (const json& s : stride) {
-      if (!s.is_number_integer()) return t;
-      wanted.push_back(s.get<int64_t>());
-    }
-    if (t.strides().vec() == wanted) return t;
-    return at::empty_strided(t.sizes(), wanted, t.options()).copy_(t);
-  }
-
-  std::map<std::string, at::Tensor> constants(const json& ir) const {
-    std::map<std::string, at::Tensor> out;
-    if (ir.contains("constants") && ir["constants"].is_object())
-      for (const auto& [name, entry] : ir["constants"].items())
-        if (entry.contains("blob")) out[name] = blob(entry, entry.value("stride", json()));
-    return out;
-  }
+  Run(const Job& job, const Compile& compile, const RunOptions& options) : stored_(job, compile), opt_(options) {}
 
   // Sizes from the samples: a symbol placeholder's value, or a tensor dim printed as a symbol.
   void bindSymbols(const json& ir) {
-    const json* forward = samples_.count("forward") ? &samples_.at("forward") : nullptr;
+    const json* forward = stored_.sample("forward");
     if (!forward) return;
     for (const json& node : ir["nodes"]) {
       if (node.value("op", "") != "placeholder" || !node.contains("feed") || !node["feed"].contains("sample_input")) continue;
@@ -142,10 +73,10 @@ class Run {
   }
 
   std::pair<int64_t, int64_t> intRange(const json& node) const {
-    if (node.contains("feed") && node["feed"].contains("sample_input") && samples_.count("forward")) {
-      const json& entry = samples_.at("forward")["inputs"][node["feed"]["sample_input"].get<size_t>()];
+    if (node.contains("feed") && node["feed"].contains("sample_input") && stored_.sample("forward")) {
+      const json& entry = (*stored_.sample("forward"))["inputs"][node["feed"]["sample_input"].get<size_t>()];
       if (entry.contains("blob")) {
-        at::Tensor t = blob(entry, json());
+        at::Tensor t = stored_.blob(entry, json());
         if (t.numel()) return {t.min().item<int64_t>(), t.max().item<int64_t>()};
       }
     }
@@ -161,8 +92,8 @@ class Run {
     std::vector<c10::IValue> values;
     std::optional<std::vector<c10::IValue>> forwardOutputs;
     std::vector<json> tangents;
-    if (samples_.count("backward"))
-      for (const json& t : samples_["backward"]["inputs"])
+    if (const json* backward = stored_.sample("backward"))
+      for (const json& t : (*backward)["inputs"])
         if (!(t.contains("value") && t["value"].is_null())) tangents.push_back(t);
     int tangent = 0;
     for (const json& node : ir["nodes"]) {
@@ -177,11 +108,11 @@ class Run {
       } else if (random) {
         values.push_back(randomInput(node));
       } else if (feed.contains("sample_input")) {
-        if (!samples_.count("forward"))
-          throw RunError("compile " + c_.id.str() + " has no stored sample (captured with samples off, or the graph never ran); "
+        if (!stored_.sample("forward"))
+          throw RunError("compile " + stored_.compileId() + " has no stored sample (captured with samples off, or the graph never ran); "
                          "use --inputs random");
-        const json& entry = samples_["forward"]["inputs"].at(feed["sample_input"].get<size_t>());
-        values.push_back(entry.contains("blob") ? c10::IValue(blob(entry, stride)) : valueOf(entry));
+        const json& entry = (*stored_.sample("forward"))["inputs"].at(feed["sample_input"].get<size_t>());
+        values.push_back(entry.contains("blob") ? c10::IValue(stored_.blob(entry, stride)) : stored_.valueOf(entry));
       } else if (feed.contains("tangent")) {
         values.push_back(tangentInput(node, feed, stride, tangents, &tangent, &forwardOutputs));
       } else {
@@ -200,28 +131,19 @@ class Run {
                           " (the job never ran backward inside capture); use --inputs random";
     if (!feed.contains("grad_output")) {
       if (static_cast<size_t>(*tangent) >= tangents.size()) throw RunError(missing);
-      return blob(tangents[(*tangent)++], stride);
+      return stored_.blob(tangents[(*tangent)++], stride);
     }
     size_t position = feed["grad_output"].get<size_t>();
-    const json grads = samples_.count("backward") ? samples_["backward"]["inputs"] : json::array();
+    const json grads = stored_.sample("backward") ? (*stored_.sample("backward"))["inputs"] : json::array();
     if (position >= grads.size()) throw RunError(missing);
-    if (!(grads[position].contains("value") && grads[position]["value"].is_null())) return blob(grads[position], stride);
+    if (!(grads[position].contains("value") && grads[position]["value"].is_null())) return stored_.blob(grads[position], stride);
     if (!*forwardOutputs) *forwardOutputs = runForward();
-    return restride(at::zeros_like((*forwardOutputs)->at(position).toTensor(), at::MemoryFormat::Contiguous), stride);
-  }
-
-  static c10::IValue valueOf(const json& entry) {
-    const json& v = entry.value("value", json());
-    if (v.is_number_integer()) return v.get<int64_t>();
-    if (v.is_number_float()) return v.get<double>();
-    if (v.is_boolean()) return v.get<bool>();
-    if (v.is_string()) return static_cast<int64_t>(std::stoll(v.get<std::string>()));  // a SymInt sampled as text
-    throw RunError("a sample input is neither a tensor nor a number: " + entry.dump());
+    return stored_.restride(at::zeros_like((*forwardOutputs)->at(position).toTensor(), at::MemoryFormat::Contiguous), stride);
   }
 
   std::vector<c10::IValue> runForward() {
-    json forwardIr = ir("aot_forward_graph");
-    GraphProgram program(forwardIr, constants(forwardIr));
+    json forwardIr = stored_.ir("aot_forward_graph");
+    GraphProgram program(forwardIr, stored_.constants(forwardIr));
     NodeFailure failure;
     if (program.failure()) throw RunError("the forward graph cannot run: " + program.failure()->message);
     std::vector<c10::IValue> in = inputs("aot_forward_graph", forwardIr);
@@ -229,20 +151,6 @@ class Run {
     std::optional<std::vector<c10::IValue>> out = program.run(in, &failure);
     if (!out) throw RunError("the forward graph failed at " + failure.node + ": " + failure.message);
     return *out;
-  }
-
-  std::vector<std::pair<int, at::Tensor>> expected(const json& ir) const {
-    std::vector<std::pair<int, at::Tensor>> out;
-    if (!ir.contains("results")) return out;
-    for (size_t i = 0; i < ir["results"].size(); ++i) {
-      const json& r = ir["results"][i];
-      const char* pass = r.contains("sample_output") ? "forward" : r.contains("grad_input") ? "backward" : nullptr;
-      if (!pass || !samples_.count(pass)) continue;
-      size_t j = r.contains("sample_output") ? r["sample_output"].get<size_t>() : r["grad_input"].get<size_t>();
-      const json& outs = samples_.at(pass)["outputs"];
-      if (j < outs.size() && outs[j].contains("blob")) out.emplace_back(static_cast<int>(i), blob(outs[j], json()));
-    }
-    return out;
   }
 
   void check(const std::vector<c10::IValue>& got, const std::vector<std::pair<int, at::Tensor>>& want, RunReport* report) const {
@@ -269,11 +177,11 @@ class Run {
   }
 
   void go(RunReport* report) {
-    std::string ev = event(opt_.graph);
+    std::string ev = stored_.event(opt_.graph);
     report->graph = ev;
-    json graphIr = ir(ev);
+    json graphIr = stored_.ir(ev);
     symbols_ = {};
-    bindSymbols(ev == "aot_backward_graph" && c_.graphIrs.count("aot_forward_graph") ? ir("aot_forward_graph") : graphIr);
+    bindSymbols(ev == "aot_backward_graph" && stored_.has("aot_forward_graph") ? stored_.ir("aot_forward_graph") : graphIr);
     for (const auto& [name, value] : opt_.sizes) {
       if (!symbols_.count(name) && !mentions(graphIr, name)) {
         std::string known;
@@ -284,7 +192,7 @@ class Run {
       symbols_[name] = value;
     }
     at::manual_seed(opt_.seed);
-    GraphProgram program(graphIr, constants(graphIr));
+    GraphProgram program(graphIr, stored_.constants(graphIr));
     report->nodes = static_cast<int>(program.nodeCount());
     if (program.failure()) {
       report->failure = program.failure();
@@ -311,7 +219,7 @@ class Run {
     std::sort(seconds.begin(), seconds.end());
     report->medianSeconds = seconds[seconds.size() / 2];
     if (opt_.inputs == InputSource::Samples) {
-      check(*first, expected(graphIr), report);
+      check(*first, stored_.expected(graphIr), report);
     } else {  // no stored outputs at these sizes: a second run must give the same bits
       NodeFailure failure;
       seedGenerator(ev);
@@ -329,11 +237,9 @@ class Run {
   void seedGenerator(const std::string& event) const {
     at::Generator generator = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(generator.mutex());
-    auto it = samples_.find("forward");
-    if (opt_.inputs == InputSource::Samples && event != "aot_backward_graph" && it != samples_.end() &&
-        it->second.contains("rng_state")) {
-      const json& state = it->second["rng_state"];
-      generator.set_state(blob(state, json()));
+    const json* forward = stored_.sample("forward");
+    if (opt_.inputs == InputSource::Samples && event != "aot_backward_graph" && forward && forward->contains("rng_state")) {
+      generator.set_state(stored_.blob((*forward)["rng_state"], json()));
     } else {
       generator.set_current_seed(opt_.seed);
     }
@@ -349,10 +255,8 @@ class Run {
   }
 
  private:
-  const Job& job_;
-  const Compile& c_;
+  StoredValues stored_;
   const RunOptions& opt_;
-  std::map<std::string, json> samples_;
   Symbols symbols_;
 };
 

@@ -1,0 +1,111 @@
+#include "stored_values.h"
+
+#include <cstring>
+
+#include "arguments.h"
+
+namespace dynrep::replay::run {
+
+namespace {
+
+using nlohmann::json;
+
+const std::map<std::string, std::vector<std::string>> kGraphEvents = {
+    {"forward", {"aot_forward_graph", "aot_inference_graph"}},
+    {"inference", {"aot_inference_graph"}},
+    {"backward", {"aot_backward_graph"}},
+    {"dynamo", {"dynamo_output_graph"}},
+};
+
+}  // namespace
+
+StoredValues::StoredValues(const Job& job, const Compile& compile) : job_(job), compile_(compile) {
+  for (const std::string& text : compile_.samples) {
+    json sample = json::parse(text, nullptr, false);
+    if (!sample.is_object()) continue;
+    std::string pass = sample.value("pass", "forward");
+    if (!samples_.count(pass)) samples_[pass] = sample;
+  }
+}
+
+json StoredValues::ir(const std::string& event) const {
+  auto it = compile_.graphIrs.find(event);
+  if (it == compile_.graphIrs.end()) throw RunError("compile " + compile_.id.str() + " has no " + event);
+  json parsed = json::parse(job_.text(it->second), nullptr, false);
+  if (!parsed.is_object()) throw RunError("the IR of " + event + " is not readable JSON");
+  if (parsed.value("format", 1) < 2)
+    throw RunError("this store's graph IR is format 1 (parsed from printed text, without constants); "
+                   "capture the job again with this version to run it");
+  return parsed;
+}
+
+std::string StoredValues::event(const std::string& graph) const {
+  auto it = kGraphEvents.find(graph);
+  std::vector<std::string> candidates = it == kGraphEvents.end() ? std::vector<std::string>{graph} : it->second;
+  for (const std::string& e : candidates)
+    if (compile_.graphIrs.count(e)) return e;
+  std::string have;
+  for (const auto& [name, key] : compile_.graphIrs) have += (have.empty() ? "" : ", ") + name;
+  throw RunError("compile " + compile_.id.str() + " has no " + graph + " graph (it has: " + (have.empty() ? "none" : have) + ")");
+}
+
+at::Tensor StoredValues::blob(const json& entry, const json& stride) const {
+  if (!entry.contains("blob"))
+    throw RunError("a value was not stored: " + entry.value("skipped", entry.value("unsupported", entry.dump())));
+  at::ScalarType dtype = scalarType(entry.value("dtype", ""));
+  std::vector<int64_t> shape = entry.value("shape", std::vector<int64_t>{});
+  std::string bytes = job_.text(entry["blob"].get<std::string>());
+  at::Tensor t = at::empty(shape, at::TensorOptions().dtype(dtype));
+  if (static_cast<size_t>(t.nbytes()) != bytes.size()) throw RunError("a stored tensor's size does not match its shape");
+  if (!bytes.empty()) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
+  return restride(t, stride);
+}
+
+at::Tensor StoredValues::restride(const at::Tensor& t, const json& stride) {
+  if (!stride.is_array() || stride.size() != static_cast<size_t>(t.dim())) return t;
+  std::vector<int64_t> wanted;
+  for (const json& s : stride) {
+    if (!s.is_number_integer()) return t;
+    wanted.push_back(s.get<int64_t>());
+  }
+  if (t.strides().vec() == wanted) return t;
+  return at::empty_strided(t.sizes(), wanted, t.options()).copy_(t);
+}
+
+std::map<std::string, at::Tensor> StoredValues::constants(const json& ir) const {
+  std::map<std::string, at::Tensor> out;
+  if (ir.contains("constants") && ir["constants"].is_object())
+    for (const auto& [name, entry] : ir["constants"].items())
+      if (entry.contains("blob")) out[name] = blob(entry, entry.value("stride", json()));
+  return out;
+}
+
+c10::IValue StoredValues::valueOf(const json& entry) {
+  const json& v = entry.value("value", json());
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_float()) return v.get<double>();
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_string()) return static_cast<int64_t>(std::stoll(v.get<std::string>()));  // a SymInt sampled as text
+  throw RunError("a sample input is neither a tensor nor a number: " + entry.dump());
+}
+
+std::vector<std::pair<int, at::Tensor>> StoredValues::expected(const json& ir) const {
+  std::vector<std::pair<int, at::Tensor>> out;
+  if (!ir.contains("results")) return out;
+  for (size_t i = 0; i < ir["results"].size(); ++i) {
+    const json& r = ir["results"][i];
+    const char* pass = r.contains("sample_output") ? "forward" : r.contains("grad_input") ? "backward" : nullptr;
+    if (!pass || !samples_.count(pass)) continue;
+    size_t j = r.contains("sample_output") ? r["sample_output"].get<size_t>() : r["grad_input"].get<size_t>();
+    const json& outs = samples_.at(pass)["outputs"];
+    if (j < outs.size() && outs[j].contains("blob")) out.emplace_back(static_cast<int>(i), blob(outs[j], json()));
+  }
+  return out;
+}
+
+const json* StoredValues::sample(const std::string& pass) const {
+  auto it = samples_.find(pass);
+  return it == samples_.end() ? nullptr : &it->second;
+}
+
+}  // namespace dynrep::replay::run

@@ -1,0 +1,47 @@
+// What the runner reads from one compile of a store: its graph IRs, and its samples and
+// constants as tensors (raw little-endian bytes, dtype and shape from the JSON entry).
+#pragma once
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include "dynrep/replay/query/job.h"
+
+namespace dynrep::replay::run {
+
+// A problem with the store's contents (a missing graph or sample): reported, nothing ran.
+struct RunError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class StoredValues {
+ public:
+  StoredValues(const Job& job, const Compile& compile);
+
+  std::string compileId() const { return compile_.id.str(); }
+  bool has(const std::string& event) const { return compile_.graphIrs.count(event) > 0; }
+  // `forward` -> the event that holds it (aot_forward_graph or aot_inference_graph), ...
+  std::string event(const std::string& graph) const;
+  nlohmann::json ir(const std::string& event) const;  // format 2 or RunError
+  const nlohmann::json* sample(const std::string& pass) const;  // "forward"/"backward", or null
+
+  at::Tensor blob(const nlohmann::json& entry, const nlohmann::json& stride) const;
+  static at::Tensor restride(const at::Tensor& t, const nlohmann::json& stride);
+  std::map<std::string, at::Tensor> constants(const nlohmann::json& ir) const;
+  static c10::IValue valueOf(const nlohmann::json& entry);  // a sampled scalar
+  // (output position, stored value) for each output of the graph a sample holds.
+  std::vector<std::pair<int, at::Tensor>> expected(const nlohmann::json& ir) const;
+
+ private:
+  const Job& job_;
+  const Compile& compile_;
+  std::map<std::string, nlohmann::json> samples_;  // by pass
+};
+
+}  // namespace dynrep::replay::run
