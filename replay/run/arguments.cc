@@ -53,41 +53,40 @@ int64_t toInt(const c10::IValue& v) {
   fail("expected an int, got " + v.tagKind());
 }
 
-c10::IValue list(const json& items, const c10::TypePtr& type, const Env& env) {
-  c10::TypePtr elem = unwrapOptional(element(unwrapOptional(type)));
-  bool optionalElem = element(unwrapOptional(type)) && element(unwrapOptional(type))->kind() == c10::TypeKind::OptionalType;
+// A list as the kernel expects it, from its elements' values: Tensor[], Tensor?[], int[],
+// float[], bool[]; a list the schema does not type stays a tuple of the values.
+c10::IValue makeList(const std::vector<c10::IValue>& items, const c10::TypePtr& type) {
+  c10::TypePtr declared = element(unwrapOptional(type));
+  c10::TypePtr elem = unwrapOptional(declared);
+  bool optionalElem = declared && declared->kind() == c10::TypeKind::OptionalType;
   c10::TypeKind kind = elem ? elem->kind() : c10::TypeKind::AnyType;
   if (kind == c10::TypeKind::TensorType && optionalElem) {
     c10::List<std::optional<at::Tensor>> out;
-    for (const json& item : items) {
-      c10::IValue v = toIValue(item, elem, env);
+    for (const c10::IValue& v : items)
       out.push_back(v.isNone() ? std::optional<at::Tensor>() : std::optional<at::Tensor>(v.toTensor()));
-    }
     return out;
   }
   if (kind == c10::TypeKind::TensorType) {
     c10::List<at::Tensor> out;
-    for (const json& item : items) out.push_back(toIValue(item, elem, env).toTensor());
+    for (const c10::IValue& v : items) out.push_back(v.toTensor());
     return out;
   }
   if (kind == c10::TypeKind::IntType || kind == c10::TypeKind::SymIntType) {
     c10::List<int64_t> out;
-    for (const json& item : items) out.push_back(toInt(toIValue(item, elem, env)));
+    for (const c10::IValue& v : items) out.push_back(toInt(v));
     return out;
   }
   if (kind == c10::TypeKind::FloatType) {
     c10::List<double> out;
-    for (const json& item : items) out.push_back(toIValue(item, elem, env).toDouble());
+    for (const c10::IValue& v : items) out.push_back(v.isInt() ? static_cast<double>(v.toInt()) : v.toDouble());
     return out;
   }
   if (kind == c10::TypeKind::BoolType) {
     c10::List<bool> out;
-    for (const json& item : items) out.push_back(toIValue(item, elem, env).toBool());
+    for (const c10::IValue& v : items) out.push_back(v.toBool());
     return out;
   }
-  std::vector<c10::IValue> values;  // a list the schema does not type: keep each value as is
-  for (const json& item : items) values.push_back(toIValue(item, elem, env));
-  return c10::ivalue::Tuple::create(std::move(values));
+  return c10::ivalue::Tuple::create(items);
 }
 
 }  // namespace
@@ -106,7 +105,7 @@ c10::ScalarType scalarType(const std::string& name) {
 
 // A Python number where the schema wants a Tensor (`aten::mul.Tensor(x, 2.0)`): PyTorch's
 // argument parser passes a wrapped-number tensor, which type promotion treats as a scalar.
-at::Tensor wrappedNumber(const json& arg) {
+static at::Tensor wrappedNumber(const json& arg) {
   at::Tensor t = arg.is_boolean()           ? at::scalar_to_tensor(arg.get<bool>())
                  : arg.is_number_integer() ? at::scalar_to_tensor(arg.get<int64_t>())
                                            : at::scalar_to_tensor(arg.is_number() ? arg.get<double>()
@@ -115,58 +114,75 @@ at::Tensor wrappedNumber(const json& arg) {
   return t;
 }
 
-c10::IValue toIValue(const json& arg, const c10::TypePtr& type, const Env& env) {
+Resolved resolve(const json& arg, const c10::TypePtr& type, const Slots& slots) {
   c10::TypePtr inner = unwrapOptional(type);
-  if (arg.is_null()) return c10::IValue();
+  Resolved out;
+  auto constant = [](c10::IValue value) { return constantValue(std::move(value)); };
+  if (arg.is_null()) return constant(c10::IValue());
   bool wantsTensor = inner && inner->kind() == c10::TypeKind::TensorType;
   if (wantsTensor && (arg.is_number() || arg.is_boolean() || (arg.is_object() && arg.contains("float"))))
-    return wrappedNumber(arg);
-  if (arg.is_boolean()) return arg.get<bool>();
+    return constant(wrappedNumber(arg));
+  if (arg.is_boolean()) return constant(arg.get<bool>());
   if (arg.is_number_integer()) {
-    if (inner && inner->kind() == c10::TypeKind::FloatType) return static_cast<double>(arg.get<int64_t>());
-    return arg.get<int64_t>();
+    if (inner && inner->kind() == c10::TypeKind::FloatType) return constant(static_cast<double>(arg.get<int64_t>()));
+    return constant(arg.get<int64_t>());
   }
-  if (arg.is_number_float()) return arg.get<double>();
-  if (arg.is_string()) return arg.get<std::string>();
-  if (arg.is_array()) return list(arg, inner, env);
+  if (arg.is_number_float()) return constant(arg.get<double>());
+  if (arg.is_string()) return constant(arg.get<std::string>());
+  const json* items = arg.is_array() ? &arg : (arg.is_object() && arg.contains("tuple") ? &arg["tuple"] : nullptr);
+  if (items) {
+    c10::TypePtr elem = element(inner);
+    bool allConstant = true;
+    for (const json& item : *items) {
+      out.items_.push_back(resolve(item, elem, slots));
+      allConstant = allConstant && out.items_.back().kind_ == Resolved::Kind::Constant;
+    }
+    out.kind_ = Resolved::Kind::List;
+    out.listType_ = inner;
+    if (allConstant) return constant(out({}));  // converted once, here
+    return out;
+  }
   if (!arg.is_object() || arg.size() != 1) fail("unreadable argument " + arg.dump());
   const auto& [kind, value] = *arg.items().begin();
   if (kind == "ref") {
-    auto it = env.find(value.get<std::string>());
-    if (it == env.end()) fail("uses " + value.get<std::string>() + " before it is computed");
-    return it->second;
+    auto it = slots.find(value.get<std::string>());
+    if (it == slots.end()) fail("uses " + value.get<std::string>() + " before it is computed");
+    out.kind_ = Resolved::Kind::Slot;
+    out.slot_ = it->second;
+    return out;
   }
-  if (kind == "float") return special(value.get<std::string>());
-  if (kind == "dtype") return scalarType(value.get<std::string>());
-  if (kind == "layout") return layout(value.get<std::string>());
-  if (kind == "memory_format") return memoryFormat(value.get<std::string>());
-  if (kind == "device") return c10::Device(value.get<std::string>());
-  if (kind == "tuple") return list(value, inner, env);
+  if (kind == "float") return constant(special(value.get<std::string>()));
+  if (kind == "dtype") return constant(scalarType(value.get<std::string>()));
+  if (kind == "layout") return constant(layout(value.get<std::string>()));
+  if (kind == "memory_format") return constant(memoryFormat(value.get<std::string>()));
+  if (kind == "device") return constant(c10::Device(value.get<std::string>()));
   fail("argument " + arg.dump() + " is not something an aten operator takes");
 }
 
-std::vector<c10::IValue> buildStack(const c10::FunctionSchema& schema, const json& args, const json& kwargs,
-                                    const Env& env) {
-  std::vector<c10::IValue> stack;
-  const std::vector<c10::Argument>& params = schema.arguments();
-  if (args.size() > params.size()) fail("more arguments than " + schema.name() + " takes");
-  for (size_t i = 0; i < params.size(); ++i) {
-    const c10::Argument& p = params[i];
-    try {
-      if (i < args.size() && !p.kwarg_only()) {
-        stack.push_back(toIValue(args[i], p.type(), env));
-      } else if (kwargs.is_object() && kwargs.contains(p.name())) {
-        stack.push_back(toIValue(kwargs[p.name()], p.type(), env));
-      } else if (p.default_value()) {
-        stack.push_back(*p.default_value());
-      } else {
-        fail("no value given and no default");
-      }
-    } catch (const std::exception& e) {
-      fail("argument '" + p.name() + "': " + e.what());
-    }
+Resolved constantValue(c10::IValue value) {
+  Resolved out;
+  out.constant_ = std::move(value);
+  return out;
+}
+
+c10::IValue Resolved::operator()(const std::vector<c10::IValue>& values) const {
+  switch (kind_) {
+    case Kind::Constant:
+      return constant_;
+    case Kind::Slot:
+      return values[slot_];
+    case Kind::List:
+      break;
   }
-  return stack;
+  std::vector<c10::IValue> parts;
+  parts.reserve(items_.size());
+  for (const Resolved& item : items_) parts.push_back(item(values));
+  return makeList(parts, listType_);
+}
+
+void Resolved::collectSlots(std::vector<int>* out) const {
+  if (kind_ == Kind::Slot) out->push_back(slot_);
+  for (const Resolved& item : items_) item.collectSlots(out);
 }
 
 }  // namespace dynrep::replay::run

@@ -1,5 +1,6 @@
-// Graph IR arguments -> libtorch IValues, guided by the operator's schema (the IR's JSON says
-// what a value is; the schema says which list or optional type the kernel expects).
+// Graph IR arguments -> libtorch IValues, resolved once when a graph is prepared: each becomes
+// a constant, a node's slot, or a list built from such parts at call time. The IR's JSON says
+// what a value is; the operator's schema says which list or optional type the kernel expects.
 #pragma once
 
 #include <string>
@@ -12,16 +13,30 @@
 
 namespace dynrep::replay::run {
 
-using Env = std::unordered_map<std::string, c10::IValue>;  // node name -> its value
+using Slots = std::unordered_map<std::string, int>;  // node name -> index of its value
 
 c10::ScalarType scalarType(const std::string& name);  // "float32" -> Float; throws on others
 
-// The boxed stack for one call: positional and keyword arguments in schema order, defaults
-// from the schema where the graph left them out. Throws std::runtime_error naming the argument.
-std::vector<c10::IValue> buildStack(const c10::FunctionSchema& schema, const nlohmann::json& args,
-                                    const nlohmann::json& kwargs, const Env& env);
+class Resolved {
+ public:
+  // The argument's value, given every node's value so far.
+  c10::IValue operator()(const std::vector<c10::IValue>& values) const;
+  // The slots it reads (to free a value after its last use).
+  void collectSlots(std::vector<int>* out) const;
 
-// One argument as an IValue, for the calls that are not operators (getitem, symbolic ints).
-c10::IValue toIValue(const nlohmann::json& arg, const c10::TypePtr& type, const Env& env);
+ private:
+  friend Resolved resolve(const nlohmann::json&, const c10::TypePtr&, const Slots&);
+  friend Resolved constantValue(c10::IValue value);
+  enum class Kind { Constant, Slot, List } kind_ = Kind::Constant;
+  c10::IValue constant_;
+  int slot_ = -1;
+  std::vector<Resolved> items_;
+  c10::TypePtr listType_;
+};
+
+Resolved constantValue(c10::IValue value);  // a schema default, say
+
+// Throws std::runtime_error naming what cannot be converted, or a node used before it is computed.
+Resolved resolve(const nlohmann::json& arg, const c10::TypePtr& type, const Slots& slots);
 
 }  // namespace dynrep::replay::run

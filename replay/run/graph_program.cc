@@ -9,26 +9,6 @@ namespace {
 
 using nlohmann::json;
 
-bool hasRef(const json& value) {
-  if (value.is_object()) return value.contains("ref") || (value.contains("tuple") && hasRef(value["tuple"]));
-  if (value.is_array()) {
-    for (const json& item : value)
-      if (hasRef(item)) return true;
-  }
-  return false;
-}
-
-const json& argAt(const json& node, const c10::Argument& p, size_t i, bool* given) {
-  static const json kNone;
-  const json& args = node.contains("args") ? node["args"] : kNone;
-  const json& kwargs = node.contains("kwargs") ? node["kwargs"] : kNone;
-  *given = true;
-  if (args.is_array() && i < args.size() && !p.kwarg_only()) return args[i];
-  if (kwargs.is_object() && kwargs.contains(p.name())) return kwargs[p.name()];
-  *given = false;
-  return kNone;
-}
-
 c10::IValue element(const c10::IValue& value, int64_t index) {
   if (value.isTuple()) return value.toTupleRef().elements().at(index);
   if (value.isList()) return value.toListRef().at(index);
@@ -56,74 +36,110 @@ bool isPythonOp(const std::string& target) {
 
 }  // namespace
 
-GraphProgram::GraphProgram(const json& ir, std::map<std::string, at::Tensor> constants)
-    : ir_(ir), constants_(std::move(constants)) {
+GraphProgram::GraphProgram(const json& ir, const std::map<std::string, at::Tensor>& constants) : ir_(ir) {
+  Slots slots;
   for (const json& node : ir_["nodes"]) {
     std::string op = node.value("op", "");
+    std::string name = node.value("name", "");
     if (op == "placeholder") {
-      inputs_.push_back(node.value("name", ""));
-      continue;
-    }
-    if (op == "output") {
-      output_ = &node;
-      continue;
-    }
-    Step step{&node, node.value("name", ""), node.value("target", ""), std::nullopt, {}};
-    if (op == "get_attr") {
-      if (!constants_.count(step.target)) {
-        failure_ = describe(node, "constant " + step.target + " was not stored with its data");
+      inputSlots_.push_back(slots[name] = slotCount_++);
+    } else if (op == "get_attr") {
+      std::string target = node.value("target", "");
+      auto it = constants.find(target);
+      if (it == constants.end()) {
+        failure_ = describe(node, "constant " + target + " was not stored with its data");
         return;
       }
-    } else if (op != "call_function") {
-      failure_ = describe(node, "a " + op + " node: the runner runs aten graphs (AOTAutograd's), "
-                                "whose nodes are operator calls; load the Dynamo graph in Python");
-      return;
-    } else if (size_t sep = step.target.find("::"); sep != std::string::npos &&
-                                                    step.target.rfind("higher_order::", 0) != 0) {
-      size_t dot = step.target.find('.', sep);
-      std::string name = step.target.substr(0, dot);
-      std::string overload = dot == std::string::npos ? "" : step.target.substr(dot + 1);
-      if (overload == "default") overload = "";
-      step.op = c10::Dispatcher::singleton().findSchema({name, overload});
-      if (!step.op) {
-        failure_ = describe(node, "operator " + step.target + " is not registered in this process" +
-                                      (step.target.rfind("aten::", 0) == 0
-                                           ? std::string(" (a different libtorch version?)")
-                                           : " (a custom operator: load the library that registers it with --load LIB.so)"));
+      constantSlots_.emplace_back(slots[name] = slotCount_++, it->second);
+    } else if (op == "output") {
+      const json& args = node.value("args", json::array());
+      const json& result = args.empty() ? json() : args[0];
+      const json& items = result.is_object() && result.contains("tuple") ? result["tuple"] : result;
+      try {
+        if (items.is_array())
+          for (const json& item : items) outputs_.push_back(resolve(item, nullptr, slots));
+        else
+          outputs_.push_back(resolve(items, nullptr, slots));
+      } catch (const std::exception& e) {
+        failure_ = describe(node, e.what());
         return;
       }
-      const auto& params = step.op->schema().arguments();
-      for (size_t i = 0; i < params.size(); ++i) {
-        bool given = false;
-        const json& arg = argAt(node, params[i], i, &given);
-        if (!given && params[i].default_value()) step.constants.push_back(*params[i].default_value());
-        else if (given && !hasRef(arg)) {
-          try {
-            step.constants.push_back(toIValue(arg, params[i].type(), Env{}));
-          } catch (const std::exception& e) {
-            failure_ = describe(node, "argument '" + params[i].name() + "': " + e.what());
-            return;
-          }
-        } else if (!given) {
-          failure_ = describe(node, "argument '" + params[i].name() + "' has no value and no default");
-          return;
-        } else {
-          step.constants.push_back(std::nullopt);
-        }
-      }
-    } else if (step.target.rfind("higher_order::", 0) == 0) {
-      failure_ = describe(node, "higher-order operator " + step.target + " (a subgraph call) is not run here");
+    } else if (!prepare(node, &slots)) {
       return;
-    } else if (!isPythonOp(step.target)) {
+    }
+  }
+  planReleases();
+}
+
+bool GraphProgram::prepare(const json& node, Slots* slots) {
+  Step step;
+  step.node = &node;
+  step.target = node.value("target", "");
+  std::string op = node.value("op", "");
+  if (op != "call_function") {
+    failure_ = describe(node, "a " + op + " node: the runner runs aten graphs (AOTAutograd's), "
+                              "whose nodes are operator calls; load the Dynamo graph in Python");
+    return false;
+  }
+  if (step.target.rfind("higher_order::", 0) == 0) {
+    failure_ = describe(node, "higher-order operator " + step.target + " (a subgraph call) is not run here");
+    return false;
+  }
+  try {
+    if (step.target.find("::") != std::string::npos) {
+      prepareOperator(node, &step, *slots);
+      if (failure_) return false;
+    } else if (isPythonOp(step.target)) {
+      step.kind = StepKind::Python;
+      for (const json& arg : node.value("args", json::array())) step.args.push_back(resolve(arg, nullptr, *slots));
+    } else {
       failure_ = describe(node, "calls the Python function " + step.target +
                                     ": the runner runs aten graphs (--graph forward, backward or inference); "
                                     "rebuild a Dynamo graph in Python with dynamo_replay.load_graph");
-      return;
+      return false;
     }
-    steps_.push_back(std::move(step));
+  } catch (const std::exception& e) {
+    failure_ = describe(node, e.what());
+    return false;
   }
+  step.slot = (*slots)[node.value("name", "")] = slotCount_++;
+  steps_.push_back(std::move(step));
+  return true;
 }
 
+void GraphProgram::prepareOperator(const json& node, Step* step, const Slots& slots) {
+  size_t dot = step->target.find('.', step->target.find("::"));
+  std::string name = step->target.substr(0, dot);
+  std::string overload = dot == std::string::npos ? "" : step->target.substr(dot + 1);
+  step->op = c10::Dispatcher::singleton().findSchema({name, overload == "default" ? "" : overload});
+  if (!step->op) {
+    failure_ = describe(node, "operator " + step->target + " is not registered in this process" +
+                                  (step->target.rfind("aten::", 0) == 0
+                                       ? std::string(" (a different libtorch version?)")
+                                       : " (a custom operator: load the library that registers it with --load LIB.so)"));
+    return;
+  }
+  const json& args = node.value("args", json::array());
+  const json& kwargs = node.value("kwargs", json::object());
+  const std::vector<c10::Argument>& params = step->op->schema().arguments();
+  if (args.size() > params.size()) throw std::runtime_error("more arguments than " + step->target + " takes");
+  for (size_t i = 0; i < params.size(); ++i) {
+    const c10::Argument& p = params[i];
+    try {
+      if (i < args.size() && !p.kwarg_only()) {
+        step->args.push_back(resolve(args[i], p.type(), slots));
+      } else if (kwargs.contains(p.name())) {
+        step->args.push_back(resolve(kwargs[p.name()], p.type(), slots));
+      } else if (p.default_value()) {
+        step->args.push_back(constantValue(*p.default_value()));
+      } else {
+        throw std::runtime_error("no value given and no default");
+      }
+    } catch (const std::exception& e) {
+      throw std::runtime_error("argument '" + p.name() + "': " + e.what());
+    }
+  }
+}
 NodeFailure GraphProgram::describe(const json& node, const std::string& message) const {
   NodeFailure f;
   f.node = node.value("name", "");
@@ -140,9 +156,23 @@ NodeFailure GraphProgram::describe(const json& node, const std::string& message)
   return f;
 }
 
-c10::IValue GraphProgram::callPython(const Step& step, const Env& env) const {
-  const json& args = (*step.node)["args"];
-  auto arg = [&](size_t i) { return toIValue(args.at(i), nullptr, env); };
+void GraphProgram::planReleases() {
+  std::vector<int> lastUse(slotCount_, -1);
+  std::vector<int> read;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    read.clear();
+    for (const Resolved& arg : steps_[i].args) arg.collectSlots(&read);
+    for (int slot : read) lastUse[slot] = static_cast<int>(i);
+  }
+  read.clear();
+  for (const Resolved& out : outputs_) out.collectSlots(&read);
+  for (int slot : read) lastUse[slot] = -1;  // returned: kept to the end
+  for (int slot = 0; slot < slotCount_; ++slot)
+    if (lastUse[slot] >= 0) steps_[lastUse[slot]].release.push_back(slot);
+}
+
+c10::IValue GraphProgram::callPython(const Step& step, const std::vector<c10::IValue>& values) const {
+  auto arg = [&](size_t i) { return step.args.at(i)(values); };
   const std::string& t = step.target;
   if (t == "operator.getitem" || t == "_operator.getitem") return element(arg(0), arg(1).toInt());
   if (t == "torch.sym_float") return number(arg(0));
@@ -177,30 +207,19 @@ c10::IValue GraphProgram::callPython(const Step& step, const Env& env) const {
 
 std::optional<std::vector<c10::IValue>> GraphProgram::run(const std::vector<c10::IValue>& inputs,
                                                           NodeFailure* failure) const {
-  Env env;
-  env.reserve(steps_.size() + inputs_.size());
-  for (size_t i = 0; i < inputs_.size() && i < inputs.size(); ++i) env[inputs_[i]] = inputs[i];
+  std::vector<c10::IValue> values(slotCount_);
+  for (size_t i = 0; i < inputSlots_.size() && i < inputs.size(); ++i) values[inputSlots_[i]] = inputs[i];
+  for (const auto& [slot, value] : constantSlots_) values[slot] = value;
   std::vector<c10::IValue> stack;
   for (const Step& step : steps_) {
     try {
-      const json& node = *step.node;
-      if (step.op) {
-        const auto& params = step.op->schema().arguments();
+      if (step.kind == StepKind::Operator) {
         stack.clear();
-        for (size_t i = 0; i < params.size(); ++i) {
-          if (step.constants[i]) {
-            stack.push_back(*step.constants[i]);
-          } else {
-            bool given = false;
-            stack.push_back(toIValue(argAt(node, params[i], i, &given), params[i].type(), env));
-          }
-        }
+        for (const Resolved& arg : step.args) stack.push_back(arg(values));
         step.op->callBoxed(&stack);
-        env[step.name] = stack.size() == 1 ? std::move(stack[0]) : c10::IValue(c10::ivalue::Tuple::create(stack));
-      } else if (node.value("op", "") == "get_attr") {
-        env[step.name] = constants_.at(step.target);
+        values[step.slot] = stack.size() == 1 ? std::move(stack[0]) : c10::IValue(c10::ivalue::Tuple::create(stack));
       } else {
-        env[step.name] = callPython(step, env);
+        values[step.slot] = callPython(step, values);
       }
     } catch (const std::exception& e) {
       std::string message = e.what();
@@ -208,17 +227,11 @@ std::optional<std::vector<c10::IValue>> GraphProgram::run(const std::vector<c10:
       *failure = describe(*step.node, message);
       return std::nullopt;
     }
+    for (int slot : step.release) values[slot] = c10::IValue();
   }
   std::vector<c10::IValue> outputs;
-  if (output_ && output_->contains("args") && !(*output_)["args"].empty()) {
-    const json& result = (*output_)["args"][0];
-    const json& items = result.is_object() && result.contains("tuple") ? result["tuple"] : result;
-    if (items.is_array()) {
-      for (const json& item : items) outputs.push_back(toIValue(item, nullptr, env));
-    } else {
-      outputs.push_back(toIValue(items, nullptr, env));
-    }
-  }
+  outputs.reserve(outputs_.size());
+  for (const Resolved& out : outputs_) outputs.push_back(out(values));
   return outputs;
 }
 

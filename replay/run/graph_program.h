@@ -1,7 +1,9 @@
-// One stored graph prepared to run: each node's operator looked up once in the dispatcher, its
-// constant arguments converted once; run() then makes one boxed call per node.
+// One stored graph prepared to run: each node's operator looked up once in the dispatcher and
+// each argument resolved once (a constant, or the slot of a node's value); run() then makes one
+// boxed call per node and drops each value after its last use, as PyTorch's generated code does.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,35 +18,38 @@ namespace dynrep::replay::run {
 
 class GraphProgram {
  public:
-  // Resolves every operator; a node that cannot run here is reported as the failure.
-  GraphProgram(const nlohmann::json& ir, std::map<std::string, at::Tensor> constants);
-  GraphProgram(const GraphProgram&) = delete;  // steps point into ir_
-  GraphProgram& operator=(const GraphProgram&) = delete;
+  // Prepares every node; the first that cannot run here is reported by failure().
+  GraphProgram(const nlohmann::json& ir, const std::map<std::string, at::Tensor>& constants);
 
   const std::optional<NodeFailure>& failure() const { return failure_; }
-  const std::vector<std::string>& inputNames() const { return inputs_; }
   size_t nodeCount() const { return steps_.size(); }
 
   // The graph's outputs, or nullopt with `failure` set to the node that threw.
   std::optional<std::vector<c10::IValue>> run(const std::vector<c10::IValue>& inputs, NodeFailure* failure) const;
 
+ private:
+  enum class StepKind { Operator, Python };
+  struct Step {
+    const nlohmann::json* node;  // into ir_, for failure reports
+    StepKind kind = StepKind::Operator;
+    std::string target;
+    std::optional<c10::OperatorHandle> op;
+    std::vector<Resolved> args;  // per schema argument (operators) or as written (Python calls)
+    int slot = -1;               // where its value goes
+    std::vector<int> release;    // values last used here
+  };
+  bool prepare(const nlohmann::json& node, Slots* slots);
+  void prepareOperator(const nlohmann::json& node, Step* step, const Slots& slots);
+  c10::IValue callPython(const Step& step, const std::vector<c10::IValue>& values) const;
+  void planReleases();
   NodeFailure describe(const nlohmann::json& node, const std::string& message) const;
 
- private:
-  struct Step {
-    const nlohmann::json* node;
-    std::string name;
-    std::string target;
-    std::optional<c10::OperatorHandle> op;  // set for aten-style operators
-    std::vector<std::optional<c10::IValue>> constants;  // per schema argument, when it has no refs
-  };
-  c10::IValue callPython(const Step& step, const Env& env) const;
-
   nlohmann::json ir_;
-  std::map<std::string, at::Tensor> constants_;
-  std::vector<std::string> inputs_;
+  int slotCount_ = 0;
+  std::vector<int> inputSlots_;
+  std::vector<std::pair<int, c10::IValue>> constantSlots_;  // get_attr nodes
   std::vector<Step> steps_;
-  const nlohmann::json* output_ = nullptr;
+  std::vector<Resolved> outputs_;
   std::optional<NodeFailure> failure_;
 };
 
