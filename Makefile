@@ -19,7 +19,7 @@ CXX_SOURCES := CMakeLists.txt pyproject.toml $(shell find cmake store capture re
 .PHONY: help demo test test-cpp test-python fuzz bench system-packages clean
 
 help:
-	@echo "make demo   install what is missing, capture a GPT job, replay it in a fresh process, inspect the store"
+	@echo "make demo   install what is missing, capture a GPT job, replay it in a fresh process, inspect the store, run a stored graph"
 	@echo "make test   install what is missing, run the C++ (ctest) and Python (pytest) tests"
 	@echo "make bench  run the store benchmark (about 1 GB of artifacts; minutes)"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import runpy
 import subprocess
@@ -49,7 +50,17 @@ def _demo(args: argparse.Namespace) -> int:
     listing = run_inspect("ls", str(store))
     sys.stdout.write(listing.stdout)
     sys.stderr.write(listing.stderr)
-    return listing.returncode
+    if listing.returncode != 0:
+        return listing.returncode
+    # One stored graph run again from the store alone, through libtorch without Python: the
+    # first compile that finished (a restarted attempt leaves a partial one before it).
+    compiles = json.loads(run_inspect("ls", "--json", str(store)).stdout or "{}").get("compiles", [])
+    compile_id = next((c["compile_id"] for c in compiles if c.get("status") == "ok"), "0/0")
+    print(f"\n$ replay-inspect run {store} {compile_id}", flush=True)
+    ran = run_inspect("run", str(store), compile_id)
+    sys.stdout.write(ran.stdout)
+    sys.stderr.write(ran.stderr)
+    return ran.returncode
 
 
 def _prepare_job(args: argparse.Namespace) -> None:

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "prims.h"
+
 namespace dynrep::replay::run {
 
 namespace {
@@ -112,11 +114,13 @@ void GraphProgram::prepareOperator(const json& node, Step* step, const Slots& sl
   std::string name = step->target.substr(0, dot);
   std::string overload = dot == std::string::npos ? "" : step->target.substr(dot + 1);
   step->op = c10::Dispatcher::singleton().findSchema({name, overload == "default" ? "" : overload});
+  if (!step->op && preparePrimitive(node, step, slots)) return;
   if (!step->op) {
-    failure_ = describe(node, "operator " + step->target + " is not registered in this process" +
-                                  (step->target.rfind("aten::", 0) == 0
-                                       ? std::string(" (a different libtorch version?)")
-                                       : " (a custom operator: load the library that registers it with --load LIB.so)"));
+    std::string why = step->target.rfind("aten::", 0) == 0 ? " (a different libtorch version?)"
+                      : step->target.rfind("prims::", 0) == 0
+                          ? " (a PyTorch primitive registered from Python, torch._prims, which the runner does not compute yet)"
+                          : " (a custom operator: load the library that registers it with --load LIB.so)";
+    failure_ = describe(node, "operator " + step->target + " is not registered in this process" + why);
     return;
   }
   const json& args = node.value("args", json::array());
@@ -154,6 +158,25 @@ NodeFailure GraphProgram::describe(const json& node, const std::string& message)
   }
   f.message = message;
   return f;
+}
+
+// A prims:: operator the runner computes itself (prims.h), its arguments in the order of the
+// schema capture stored, since libtorch does not know it.
+bool GraphProgram::preparePrimitive(const json& node, Step* step, const Slots& slots) {
+  step->primitive = findPrimitive(step->target);
+  const json& schemas = ir_.value("schemas", json::object());
+  if (!step->primitive || !schemas.contains(step->target) || !schemas[step->target].contains("arguments")) return false;
+  const json& args = node.value("args", json::array());
+  const json& kwargs = node.value("kwargs", json::object());
+  const json& params = schemas[step->target]["arguments"];
+  for (size_t i = 0; i < params.size(); ++i) {
+    std::string name = params[i].value("name", "");
+    if (i < args.size() && !params[i].value("kwarg_only", false)) step->args.push_back(resolve(args[i], nullptr, slots));
+    else if (kwargs.contains(name)) step->args.push_back(resolve(kwargs[name], nullptr, slots));
+    else step->args.push_back(constantValue(c10::IValue()));
+  }
+  step->kind = StepKind::Primitive;
+  return true;
 }
 
 void GraphProgram::planReleases() {
@@ -218,6 +241,10 @@ std::optional<std::vector<c10::IValue>> GraphProgram::run(const std::vector<c10:
         for (const Resolved& arg : step.args) stack.push_back(arg(values));
         step.op->callBoxed(&stack);
         values[step.slot] = stack.size() == 1 ? std::move(stack[0]) : c10::IValue(c10::ivalue::Tuple::create(stack));
+      } else if (step.kind == StepKind::Primitive) {
+        stack.clear();
+        for (const Resolved& arg : step.args) stack.push_back(arg(values));
+        values[step.slot] = step.primitive(stack);
       } else {
         values[step.slot] = callPython(step, values);
       }

@@ -28,18 +28,20 @@ class GraphProgram {
   std::optional<std::vector<c10::IValue>> run(const std::vector<c10::IValue>& inputs, NodeFailure* failure) const;
 
  private:
-  enum class StepKind { Operator, Python };
+  enum class StepKind { Operator, Primitive, Python };
   struct Step {
     const nlohmann::json* node;  // into ir_, for failure reports
     StepKind kind = StepKind::Operator;
     std::string target;
     std::optional<c10::OperatorHandle> op;
+    c10::IValue (*primitive)(const std::vector<c10::IValue>&) = nullptr;
     std::vector<Resolved> args;  // per schema argument (operators) or as written (Python calls)
     int slot = -1;               // where its value goes
     std::vector<int> release;    // values last used here
   };
   bool prepare(const nlohmann::json& node, Slots* slots);
   void prepareOperator(const nlohmann::json& node, Step* step, const Slots& slots);
+  bool preparePrimitive(const nlohmann::json& node, Step* step, const Slots& slots);
   c10::IValue callPython(const Step& step, const std::vector<c10::IValue>& values) const;
   void planReleases();
   NodeFailure describe(const nlohmann::json& node, const std::string& message) const;
