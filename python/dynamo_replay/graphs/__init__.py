@@ -15,6 +15,7 @@ import torch
 from dynamo_replay.errors import GraphError
 from dynamo_replay.graphs import samples
 from dynamo_replay.graphs.rebuild import rebuild
+from dynamo_replay.graphs.standalone import differences
 from dynamo_replay.graphs.stored import GRAPH_EVENTS, StoredCompile, compile_ids, read_compile
 
 __all__ = ["FLOAT_TOLERANCE", "GRAPH_EVENTS", "compile_ids", "load_graph"]
@@ -68,7 +69,7 @@ def load_graph(store: str | os.PathLike[str], compile_id: str, graph: str = "for
         raise GraphError(f"{os.fspath(store)}: {error}") from None
 
     def check(rtol: float = FLOAT_TOLERANCE["rtol"], atol: float = FLOAT_TOLERANCE["atol"]) -> list[str]:
-        return samples.compare(_run(module, module.example_inputs, module.rng_state), module.expected_outputs, rtol, atol)
+        return differences(_run(module, module.example_inputs, module.rng_state), module.expected_outputs, rtol, atol)
 
     module.check = check
     return module

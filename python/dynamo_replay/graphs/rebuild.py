@@ -7,6 +7,7 @@ PyTorch had them. Parameters and buffers stay graph inputs, as in the graph PyTo
 
 from __future__ import annotations
 
+import builtins
 import importlib
 from typing import Any
 
@@ -14,23 +15,28 @@ import torch
 import torch.fx
 
 from dynamo_replay.errors import GraphError
+from dynamo_replay.graphs.standalone import register_constants
 
 
 def resolve(qualified: str) -> Any:
-    """`torch._C._nn.linear`, `operator.getitem` -> the object, importing the longest module prefix."""
+    """`torch._C._nn.linear`, `operator.getitem`, `len` -> the object."""
+    found = locate(qualified)
+    return found[2] if found is not None else getattr(builtins, qualified)
+
+
+def locate(qualified: str) -> tuple[str, list[str], Any] | None:
+    """(module, attributes, object) for a dotted name, importing the longest module prefix
+    that holds it; None when no prefix does."""
     parts = qualified.split(".")
     for cut in range(len(parts) - 1, 0, -1):
         try:
             value: Any = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        try:
             for part in parts[cut:]:
                 value = getattr(value, part)
-            return value
-        except AttributeError:
+        except (ImportError, AttributeError):
             continue
-    return __builtins__[qualified] if isinstance(__builtins__, dict) else getattr(__builtins__, qualified)
+        return ".".join(parts[:cut]), parts[cut:], value
+    return None
 
 
 def operator(target: str) -> Any:
@@ -92,17 +98,13 @@ def rebuild(ir: dict[str, Any], blobs: dict[str, bytes], name: str = "Graph") ->
     if ir.get("format", 1) < 2:
         raise GraphError("this graph was stored as graph IR format 1 (parsed from PyTorch's printed text, "
                          "without constants or source lines); capture the job again with this version to rebuild it")
-    root = torch.nn.Module()
+    constants = {}
     for attr, entry in (ir.get("constants") or {}).items():
         if "blob" not in entry:
             raise GraphError(f"constant {attr} was not stored: {entry.get('skipped') or entry.get('unsupported')}")
-        *owners, leaf = attr.split(".")
-        holder = root
-        for owner in owners:
-            if not hasattr(holder, owner):
-                holder.add_module(owner, torch.nn.Module())
-            holder = getattr(holder, owner)
-        holder.register_buffer(leaf, tensor(entry, blobs, entry.get("stride")))
+        constants[attr] = tensor(entry, blobs, entry.get("stride"))
+    root = torch.nn.Module()
+    register_constants(root, constants)
     graph = torch.fx.Graph()
     env: dict[str, torch.fx.Node] = {}
     for entry in ir["nodes"]:

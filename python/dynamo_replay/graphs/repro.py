@@ -10,7 +10,7 @@ when they are small or when there is no file to put beside it (the script on std
 from __future__ import annotations
 
 import base64
-import importlib
+import inspect
 import io
 import os
 import re
@@ -25,7 +25,8 @@ import torch
 from dynamo_replay import _torch
 from dynamo_replay._core import __version__
 from dynamo_replay.errors import GraphError
-from dynamo_replay.graphs import FLOAT_TOLERANCE, load_graph
+from dynamo_replay.graphs import FLOAT_TOLERANCE, load_graph, standalone
+from dynamo_replay.graphs.rebuild import locate
 
 INLINE_LIMIT = 32 << 10  # bytes of data put inside the script rather than beside it
 
@@ -57,19 +58,12 @@ def _import_line(name: str, value: Any) -> str:
     if isinstance(value, types.ModuleType):
         return f"import {value.__name__}" + (f" as {name}" if name != value.__name__ else "")
     qualified = f"{getattr(value, '__module__', None)}.{getattr(value, '__qualname__', type(value).__qualname__)}"
-    parts = qualified.split(".")
-    for cut in range(len(parts) - 1, 0, -1):
-        module_name, attrs = ".".join(parts[:cut]), parts[cut:]
-        try:
-            found: Any = importlib.import_module(module_name)
-            for attr in attrs:
-                found = getattr(found, attr)
-        except (ImportError, AttributeError):
-            continue
-        if found is value:
-            if len(attrs) == 1:
-                return f"from {module_name} import {attrs[0]}" + (f" as {name}" if name != attrs[0] else "")
-            return f"import {module_name}\n{name} = {module_name}.{'.'.join(attrs)}"
+    found = locate(qualified)
+    if found is not None and found[2] is value:
+        module_name, attrs, _ = found
+        if len(attrs) == 1:
+            return f"from {module_name} import {attrs[0]}" + (f" as {name}" if name != attrs[0] else "")
+        return f"import {module_name}\n{name} = {module_name}.{'.'.join(attrs)}"
     raise GraphError(f"the graph's code uses {qualified} ({name}), which a script cannot import")
 
 
@@ -90,35 +84,11 @@ class Repro(torch.nn.Module):
 
     def __init__(self, constants):
         super().__init__()
-        for qualified, value in constants.items():
-            *owners, leaf = qualified.split(".")
-            holder = self
-            for owner in owners:
-                if not hasattr(holder, owner):
-                    holder.add_module(owner, torch.nn.Module())
-                holder = getattr(holder, owner)
-            holder.register_buffer(leaf, value)
+        register_constants(self, constants)
 
 '''
 
 _MAIN = '''
-
-def _differences(outputs, expected, rtol, atol):
-    """One line per output that differs from its stored value."""
-    problems = []
-    for position, want in expected:
-        got = outputs[position]
-        if isinstance(want, torch.Tensor):
-            if not isinstance(got, torch.Tensor) or got.shape != want.shape or got.dtype != want.dtype:
-                shape = f"{got.dtype} {list(got.shape)}" if isinstance(got, torch.Tensor) else repr(got)
-                problems.append(f"output {position}: got {shape}, stored {want.dtype} {list(want.shape)}")
-            elif not torch.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True):
-                worst = (got.double() - want.double()).abs().max().item() if got.numel() else 0.0
-                problems.append(f"output {position}: values differ (max abs difference {worst:.3g})")
-        elif got != want:
-            problems.append(f"output {position}: got {got!r}, stored {want!r}")
-    return problems
-
 
 def main():
     data = _load()
@@ -132,10 +102,10 @@ def main():
     unstored = len(outputs) - len(expected)
     rest = f"; {unstored} other output{'s have' if unstored > 1 else ' has'} no stored value" if unstored else ""
     noun = "output equals the stored one" if len(expected) == 1 else "outputs equal the stored ones"
-    if not _differences(outputs, expected, 0, 0):
+    if not differences(outputs, expected, 0, 0):
         print(f"match: {len(expected)} {noun} (bitwise){rest}")
         return 0
-    problems = _differences(outputs, expected, RTOL, ATOL)
+    problems = differences(outputs, expected, RTOL, ATOL)
     if not problems:
         print(f"match: {len(expected)} {noun} within rtol={RTOL:g}, atol={ATOL:g}, not bitwise{rest}")
         return 0
@@ -148,6 +118,10 @@ def main():
 if __name__ == "__main__":
     sys.exit(main())
 '''
+
+
+# register_constants and differences, as the library runs them (graphs/standalone.py).
+_STANDALONE = "\n\n" + "\n\n".join(inspect.getsource(f) for f in (standalone.register_constants, standalone.differences))
 
 
 def _describe(value: Any) -> str:
@@ -230,7 +204,7 @@ def make_repro(store: str | os.PathLike[str], compile_id: str, graph: str = "for
               + f"RTOL, ATOL = {FLOAT_TOLERANCE['rtol']!r}, {FLOAT_TOLERANCE['atol']!r}  "
                 "# the rebuilt graph runs the aten ops one by one; the compiled one may fuse them\n"
               + loader + "\n\n" + _input_comments(gm)
-              + _CLASS + textwrap.indent(code.src.strip("\n"), "    ") + "\n" + _MAIN)
+              + _STANDALONE + _CLASS + textwrap.indent(code.src.strip("\n"), "    ") + "\n" + _MAIN)
     return Repro(script=script, data=data, inline=inline, graph_event=gm.graph_event,
                  inputs=len(gm.example_inputs), compared=len(gm.expected_outputs), outputs=_output_count(gm))
 

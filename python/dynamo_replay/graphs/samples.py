@@ -110,23 +110,3 @@ def expected_outputs(stored: StoredCompile, event: str) -> list[tuple[int, Any]]
         if isinstance(entry, dict) and ("blob" in entry or "value" in entry) and entry.get("value", 0) is not None:
             pairs.append((position, _value(entry, stored.blobs)))
     return pairs
-
-
-def compare(outputs: list[Any], expected: list[tuple[int, Any]], rtol: float, atol: float) -> list[str]:
-    """One line per output that differs; empty when all match (bitwise with rtol=atol=0)."""
-    problems = []
-    for position, want in expected:
-        got = outputs[position]
-        if isinstance(want, torch.Tensor):
-            if not isinstance(got, torch.Tensor) or got.shape != want.shape or got.dtype != want.dtype:
-                problems.append(f"output {position}: got {_shape(got)}, stored {_shape(want)}")
-            elif not torch.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True):
-                worst = (got.double() - want.double()).abs().max().item() if got.numel() else 0.0
-                problems.append(f"output {position}: values differ (max abs difference {worst:.3g})")
-        elif got != want:
-            problems.append(f"output {position}: got {got!r}, stored {want!r}")
-    return problems
-
-
-def _shape(value: Any) -> str:
-    return f"{value.dtype} {list(value.shape)}" if isinstance(value, torch.Tensor) else repr(value)
