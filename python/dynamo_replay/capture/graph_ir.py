@@ -16,14 +16,14 @@ read from its AOTAutograd cache as text only), capture falls back to graph_text.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 import sys
 from types import FrameType
 from typing import Any, Callable
 
-from dynamo_replay import _torch
+from dynamo_replay.capture.graph_text import schema_of
+from dynamo_replay.capture.tensor_samples import stored_bytes
 
 FORMAT = 2
 # Structured-trace event -> the local variable of the logging function that holds the graph.
@@ -36,7 +36,7 @@ _ROOT = re.compile(r"^[LG]\['[^']*'\]")
 _PART = re.compile(r"\._(?:modules|parameters|buffers)\['([^']*)'\]|\.(\w+)|\[(\d+)\]|\['([^']*)'\]")
 
 
-def logging_frame(event: str) -> FrameType | None:
+def logging_frame() -> FrameType | None:
     """The frame of the PyTorch function that is logging `event` (the caller of trace_structured)."""
     frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_name != "trace_structured":
@@ -48,7 +48,7 @@ def graph_being_logged(event: str) -> tuple[Any, dict[str, Any]] | None:
     """(graph module, the logging function's locals), or None where PyTorch logged text only."""
     import torch.fx
 
-    frame = logging_frame(event)
+    frame = logging_frame()
     if frame is None:
         return None
     scope = frame.f_locals
@@ -192,13 +192,6 @@ def input_role(source: Any, example: Any) -> dict[str, Any]:
 
 # --- the graph ----------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=None)
-def schema_of(target: str) -> dict[str, Any] | None:
-    from dynamo_replay.capture.graph_text import schema_of as parsed_schema
-
-    return parsed_schema(target)
-
-
 def _constant(module: Any, target: str, put_blob: Callable[[bytes], str], budget: list[int]) -> dict[str, Any]:
     import torch
     from torch._subclasses.fake_tensor import FakeTensor
@@ -211,12 +204,7 @@ def _constant(module: Any, target: str, put_blob: Callable[[bytes], str], budget
     entry = describe_meta(value)
     if isinstance(value, FakeTensor) or value.is_meta:
         return entry | {"skipped": "no data: a fake or meta tensor"}
-    size = value.numel() * value.element_size()
-    if size > budget[0]:
-        return entry | {"skipped": f"{size} bytes, over the constant size cap"}
-    budget[0] -= size
-    raw = _torch.tensor_bytes(value)
-    return entry | {"blob": put_blob(raw), "bytes": len(raw)}
+    return entry | stored_bytes(value, budget, put_blob, "constant")
 
 
 def graph_ir(event: str, module: Any, put_blob: Callable[[bytes], str], constant_limit: int,

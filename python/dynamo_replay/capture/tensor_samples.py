@@ -15,6 +15,8 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable
 
+from dynamo_replay import _torch
+
 DEFAULT_LIMIT_BYTES = 64 << 20  # per graph call, inputs and outputs together
 
 
@@ -32,6 +34,17 @@ def compiled_graph_globals(depth: int = 2) -> tuple[dict[str, Any], list[str]] |
     return None
 
 
+def stored_bytes(tensor: Any, budget: list[int], put_blob: Callable[[bytes], str], what: str) -> dict[str, Any]:
+    """{"blob", "bytes"} of a tensor's data put in the store, or {"skipped": why} when it is over
+    what is left of `budget` (bytes, shared by one call's values and taken from here)."""
+    size = tensor.numel() * tensor.element_size()
+    if size > budget[0]:
+        return {"skipped": f"{size} bytes, over the {what} size cap"}
+    budget[0] -= size
+    raw = _torch.tensor_bytes(tensor)
+    return {"blob": put_blob(raw), "bytes": len(raw)}
+
+
 def describe_value(value: Any, budget: list[int], put_blob: Callable[[bytes], str]) -> dict[str, Any]:
     """One input or output: a tensor's dtype, shape and data blob; a scalar's value."""
     import torch
@@ -41,13 +54,7 @@ def describe_value(value: Any, budget: list[int], put_blob: Callable[[bytes], st
                                  "device": str(value.device)}
         if isinstance(value, torch.nn.Parameter):
             entry["parameter"] = True
-        size = value.numel() * value.element_size()
-        if size > budget[0]:
-            return entry | {"skipped": f"{size} bytes, over the sample size cap"}
-        budget[0] -= size
-        data = value.detach().to("cpu").contiguous()
-        raw = data.reshape(-1).view(torch.uint8).numpy().tobytes() if data.numel() else b""  # 0-dim too
-        return entry | {"blob": put_blob(raw), "bytes": len(raw)}
+        return entry | stored_bytes(value, budget, put_blob, "sample")
     if isinstance(value, (bool, int, float)) or value is None:
         return {"value": value}
     if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
