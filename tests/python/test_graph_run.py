@@ -15,6 +15,7 @@ import torch
 
 import dynamo_replay as dr
 from dynamo_replay.graphs import load_graph
+from dynamo_replay.graphs.stored import stored_graphs
 from dynamo_replay.tools import runner_executable
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -109,16 +110,8 @@ def run(*args: str) -> tuple[int, dict]:
 
 
 def aot_graphs(store: Path) -> list[tuple[str, str]]:
-    """(compile id, graph event) of every aten graph in the store."""
-    found = []
-    with dr.Store.open(store) as s:
-        for event in s.records(dr.TraceEvent):
-            if event.name == "dynamo_replay.graph_ir":
-                graph = json.loads(event.metadata_json)["graph"]
-                if graph in AOT_GRAPHS:
-                    frame, compile_, attempt = event.compile_id  # a graph break restarts: 0/0_1
-                    found.append((f"{frame}/{compile_}" + (f"_{attempt}" if attempt else ""), graph))
-    return sorted(found)
+    """(compile id, graph event) of every aten graph in the store (a graph break restarts: 0/0_1)."""
+    return [(c, g) for c, g in stored_graphs(store) if g in AOT_GRAPHS]
 
 
 def operators(store: Path, graph: str) -> set[str]:

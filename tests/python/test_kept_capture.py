@@ -14,6 +14,7 @@ import pytest
 import dynamo_replay as dr
 from dynamo_replay import schema
 from dynamo_replay.graphs import load_graph
+from dynamo_replay.graphs.stored import compile_text, stored_graphs
 from dynamo_replay.tools import runner_executable
 
 GRAPHS = {"dynamo_output_graph": "dynamo", "aot_forward_graph": "forward", "aot_backward_graph": "backward",
@@ -23,17 +24,6 @@ GRAPHS = {"dynamo_output_graph": "dynamo", "aot_forward_graph": "forward", "aot_
 @pytest.fixture
 def kept(data_dir: Path) -> Path:
     return data_dir / "capture-1.1" / "every-record.dynrep"
-
-
-def _compile_text(compile_id: tuple[int, int, int]) -> str:
-    frame, compile_, attempt = compile_id
-    return f"{frame}/{compile_}" + (f"_{attempt}" if attempt else "")
-
-
-def stored_graphs(store: Path) -> list[tuple[str, str]]:
-    with dr.Store.open(store) as s:
-        return sorted((_compile_text(e.compile_id), json.loads(e.metadata_json)["graph"])
-                      for e in s.records(dr.TraceEvent) if e.name == schema.EVENT_GRAPH_IR)
 
 
 def test_it_holds_every_record_kind_and_every_event(kept: Path, inspect) -> None:
@@ -85,7 +75,7 @@ def test_the_runner_runs_every_aten_graph(kept: Path) -> None:
 
 def test_its_dynamic_compile_has_a_symbol_table(kept: Path) -> None:
     with dr.Store.open(kept) as s:
-        tables = {_compile_text(e.compile_id): json.loads(s.get_blob(e.payload_key))
+        tables = {compile_text(e.compile_id): json.loads(s.get_blob(e.payload_key))
                   for e in s.records(dr.TraceEvent) if e.name == schema.EVENT_SYMBOLS}
     (batch,) = [entry for entry in tables["0/1"] if entry.get("source") == "L['x'].size()[0]"]
     assert re.fullmatch(r"s\d+", batch["symbol"]) and batch["hint"] == 6 and batch["range"][0] == 2

@@ -37,15 +37,22 @@ class StoredCompile:
         raise GraphError(f"compile {self.compile_id} has no {graph} graph (it has: {have})")
 
 
-def _compile_text(compile_id: tuple[int, int, int]) -> str:
+def compile_text(compile_id: tuple[int, int, int]) -> str:
+    """(0, 1, 2) -> "0/1_2", as PyTorch and replay-inspect print a compile id."""
     frame, compile_, attempt = compile_id
     return f"{frame}/{compile_}" + (f"_{attempt}" if attempt else "")
 
 
-def compile_ids(path: str | os.PathLike[str]) -> list[str]:
+def stored_graphs(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
+    """(compile id, graph event) of every graph the store holds, in compile order."""
     with Store.open(path) as store:
-        return sorted({_compile_text(e.compile_id) for e in store.records(TraceEvent)
-                       if e.name == schema.EVENT_GRAPH_IR}, key=lambda c: [int(p) for p in c.replace("_", "/").split("/")])
+        found = {(e.compile_id, json.loads(e.metadata_json)["graph"]) for e in store.records(TraceEvent)
+                 if e.name == schema.EVENT_GRAPH_IR}
+    return [(compile_text(compile_id), event) for compile_id, event in sorted(found)]
+
+
+def compile_ids(path: str | os.PathLike[str]) -> list[str]:
+    return list(dict.fromkeys(compile_id for compile_id, _ in stored_graphs(path)))
 
 
 def read_compile(path: str | os.PathLike[str], compile_id: str) -> StoredCompile:
@@ -54,7 +61,7 @@ def read_compile(path: str | os.PathLike[str], compile_id: str) -> StoredCompile
     stored = StoredCompile(compile_id)
     with Store.open(path) as store:
         for event in store.records(TraceEvent):
-            if _compile_text(event.compile_id) != compile_id:
+            if compile_text(event.compile_id) != compile_id:
                 continue
             if event.name == schema.EVENT_GRAPH_IR:
                 stored.irs[json.loads(event.metadata_json)["graph"]] = json.loads(store.get_blob(event.payload_key))
