@@ -56,7 +56,11 @@ at::Tensor StoredValues::blob(const json& entry, const json& stride) const {
   std::vector<int64_t> shape = entry.value("shape", std::vector<int64_t>{});
   std::string bytes = job_.text(entry["blob"].get<std::string>());
   at::Tensor t = at::empty(shape, at::TensorOptions().dtype(dtype));
-  if (static_cast<size_t>(t.nbytes()) != bytes.size()) throw RunError("a stored tensor's size does not match its shape");
+  if (static_cast<size_t>(t.nbytes()) != bytes.size())  // Job::text gives a read error as "[message]"
+    throw RunError("stored tensor " + entry["blob"].get<std::string>() + ": " +
+                   (!bytes.empty() && bytes.front() == '[' && bytes.back() == ']'
+                        ? bytes.substr(1, bytes.size() - 2)
+                        : std::to_string(bytes.size()) + " bytes where its shape needs " + std::to_string(t.nbytes())));
   if (!bytes.empty()) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
   return restride(t, stride);
 }
