@@ -13,7 +13,7 @@
 
 #include "dynrep/replay/query/job.h"
 #include "dynrep/replay/run/runner.h"
-#include "dynrep/replay/run/sizes.h"
+#include "dynrep/replay/query/sizes.h"
 #include "dynrep/store/reader.h"
 
 namespace {
@@ -82,7 +82,7 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
     options.inputs = inputs == "random" ? dynrep::replay::run::InputSource::Random : dynrep::replay::run::InputSource::Samples;
-    if (!sizes.empty()) options.sizes = dynrep::replay::run::parseSizes(sizes);
+    if (!sizes.empty()) options.sizes = dynrep::replay::parseSizes(sizes);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : 2;

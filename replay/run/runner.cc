@@ -14,9 +14,9 @@
 
 #include "graph_program.h"
 #include "stored_values.h"
-#include "dynrep/replay/run/sizes.h"
+#include "dynrep/replay/query/sizes.h"
 
-namespace dynrep::replay::run {
+namespace dynrep::replay {
 
 namespace {
 
@@ -287,4 +287,4 @@ RunReport runGraph(const Job& job, const std::string& compileId, const RunOption
   return report;
 }
 
-}  // namespace dynrep::replay::run
+}  // namespace dynrep::replay

@@ -1,10 +1,10 @@
-#include "dynrep/replay/run/sizes.h"
+#include "dynrep/replay/query/sizes.h"
 
 #include <cctype>
 #include <stdexcept>
 #include <vector>
 
-namespace dynrep::replay::run {
+namespace dynrep::replay {
 
 namespace {
 
@@ -124,4 +124,4 @@ Symbols parseSizes(const std::string& text) {
   return out;
 }
 
-}  // namespace dynrep::replay::run
+}  // namespace dynrep::replay

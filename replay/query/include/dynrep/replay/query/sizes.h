@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-namespace dynrep::replay::run {
+namespace dynrep::replay {
 
 using Symbols = std::map<std::string, int64_t>;
 
@@ -17,4 +17,4 @@ int64_t evaluate(const std::string& expression, const Symbols& symbols);
 // "s0=7,s1=3" -> {s0: 7, s1: 3}; throws on a malformed entry.
 Symbols parseSizes(const std::string& text);
 
-}  // namespace dynrep::replay::run
+}  // namespace dynrep::replay

@@ -1,8 +1,8 @@
-#include "dynrep/replay/run/sizes.h"
+#include "dynrep/replay/query/sizes.h"
 
 #include <gtest/gtest.h>
 
-namespace dynrep::replay::run {
+namespace dynrep::replay {
 namespace {
 
 TEST(Sizes, EvaluatesWhatSympyPrints) {
@@ -34,4 +34,4 @@ TEST(Sizes, ParsesTheSizesOption) {
 }
 
 }  // namespace
-}  // namespace dynrep::replay::run
+}  // namespace dynrep::replay

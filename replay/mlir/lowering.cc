@@ -1,0 +1,544 @@
+// The graph driver: one func.func per graph IR. Placeholders become arguments, their symbolic
+// sizes are bound and checked at entry, each node goes to its lowering (the custom-op library
+// first, then the built-in table), and what cannot be lowered is reported and stood in for by
+// a call to an external function, so the rest of the graph still lowers and verifies.
+#include <set>
+#include <sstream>
+
+#include "dynrep/replay/mlir/lower.h"
+#include "op_call.h"
+#include "ops/ops.h"
+#include "torch_dialect.h"
+
+namespace dynrep::replay::lowering {
+
+namespace {
+
+using nlohmann::json;
+
+bool plainSymbol(const std::string& s) {
+  if (s.empty() || !std::isalpha(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+Value parseDefault(const std::string& text, const std::string& type) {
+  if (text == "None") return Value();
+  if (text == "True" || text == "False") return Value::boolean(text == "True");
+  if (!text.empty() && text.front() == '[') {
+    std::vector<Value> items;
+    std::stringstream in(text.substr(1, text.size() - 2));
+    for (std::string item; std::getline(in, item, ',');)
+      if (item.find_first_not_of(' ') != std::string::npos) items.push_back(parseDefault(item.substr(item.find_first_not_of(' ')), ""));
+    return Value::list(std::move(items));
+  }
+  char* end = nullptr;
+  double number = std::strtod(text.c_str(), &end);
+  if (end && *end == '\0' && !text.empty()) {
+    bool real = text.find_first_of(".eE") != std::string::npos || type.rfind("float", 0) == 0;
+    return real ? Value::real(number) : Value::integer(static_cast<int64_t>(number));
+  }
+  Value v;
+  v.kind = Value::Kind::Text;
+  v.text = text.size() >= 2 && (text.front() == '"' || text.front() == '\'') ? text.substr(1, text.size() - 2) : text;
+  return v;
+}
+
+std::string elementOf(const std::string& listType) {
+  size_t open = listType.find('[');
+  return open == std::string::npos ? "" : listType.substr(0, open);
+}
+
+class GraphLowering {
+ public:
+  GraphLowering(const json& ir, const LowerOptions& options) : ir_(ir), opt_(options) {}
+
+  LoweredGraph run() {
+    out_.event = ir_.value("graph", "graph");
+    out_.function = out_.event.rfind("aot_", 0) == 0 ? out_.event.substr(4, out_.event.rfind("_graph") - 4) : "graph";
+    std::string signature = arguments();
+    entryChecks();
+    for (const json& node : ir_["nodes"]) {
+      std::string op = node.value("op", "");
+      if (op == "call_function") {
+        out_.nodes++;
+        lowerNode(node);
+      } else if (op == "get_attr") {
+        constant(node);
+      } else if (op == "output") {
+        returns(node);
+      } else if (op != "placeholder") {
+        issue(node, "a " + op + " node: only aten graphs (AOTAutograd's) are lowered");
+      }
+    }
+    std::string module = "module attributes {dynrep.graph = " + quoted(out_.event) +
+                         (opt_.compileId.empty() ? "" : ", dynrep.compile = " + quoted(opt_.compileId)) + "} {\n";
+    module += "  func.func @" + out_.function + "(" + signature + ") -> (" + resultTypes_ + ") {\n";
+    module += e_.text();
+    module += "  }\n";
+    for (const std::string& decl : declarations_) module += "  " + decl + "\n";
+    if (opt_.library) module += opt_.library->text;
+    module += "}\n";
+    out_.text = module;
+    return out_;
+  }
+
+ private:
+  static TensorType tensorType(const json& meta) {
+    TensorType t;
+    auto dtype = parseDType(meta.value("dtype", ""));
+    if (!dtype) throw Unsupported("dtype " + meta.value("dtype", "?") + " is not lowered");
+    t.dtype = *dtype;
+    for (const json& d : meta.value("shape", json::array())) {
+      Dim dim;
+      if (d.is_number_integer()) dim.size = d.get<int64_t>();
+      else dim.expr = d.is_string() ? d.get<std::string>() : d.dump();
+      t.dims.push_back(dim);
+    }
+    return t;
+  }
+
+  static std::string location(const json& node) {
+    std::string name = quoted(node.value("name", ""));
+    std::vector<std::string> parts;
+    if (node.contains("location")) {
+      const json& l = node["location"];
+      parts.push_back(quoted(l.value("file", "?")) + ":" + std::to_string(l.value("line", 0)) + ":0");
+    }
+    if (node.contains("scope") && node["scope"].is_array() && !node["scope"].empty()) {
+      const json& inner = node["scope"].back();
+      parts.push_back(quoted(inner.value("path", "") + " (" + inner.value("class", "") + ")"));
+    }
+    if (parts.empty()) return "loc(" + name + ")";
+    std::string out = "loc(fused<" + name + ">[";
+    for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
+    return out + "])";
+  }
+
+  void issue(const json& node, const std::string& message) {
+    NodeIssue i;
+    i.node = node.value("name", "");
+    i.op = node.value("target", node.value("op", ""));
+    const json& schemas = ir_.value("schemas", json::object());
+    if (schemas.contains(i.op)) i.schema = schemas[i.op].value("text", "");
+    if (node.contains("location")) {
+      const json& l = node["location"];
+      i.line = l.value("file", "") + ":" + std::to_string(l.value("line", 0)) + "  " + l.value("code", "");
+    }
+    if (node.contains("scope") && node["scope"].is_array() && !node["scope"].empty())
+      i.scope = node["scope"].back().value("path", "") + " (" + node["scope"].back().value("class", "") + ")";
+    i.message = message;
+    out_.issues.push_back(std::move(i));
+  }
+
+  std::string arguments() {
+    std::string signature;
+    int n = 0;
+    for (const json& node : ir_["nodes"]) {
+      if (node.value("op", "") != "placeholder") continue;
+      const json& meta = node.value("outputs", json::array()).empty() ? json() : node["outputs"][0];
+      std::string arg = "%arg" + std::to_string(n++);
+      Port port{node.value("name", ""), "", meta, -1};
+      if (meta.contains("sym")) {
+        std::string kind = meta.value("type", "int");
+        Value::Kind k = kind == "float" ? Value::Kind::Float : kind == "bool" ? Value::Kind::Bool : Value::Kind::Int;
+        port.type = k == Value::Kind::Float ? "f64" : k == Value::Kind::Bool ? "i1" : "i64";
+        values_[port.name] = Value::scalar(k, arg);
+        std::string expr = meta["sym"].is_string() ? meta["sym"].get<std::string>() : "";
+        if (k == Value::Kind::Int && plainSymbol(expr) && !e_.bound(expr)) {
+          std::string idx = e_.fresh("sym");
+          e_.line(idx + " = arith.index_cast " + arg + " : i64 to index");
+          e_.bindSymbol(expr, idx);
+        }
+      } else if (meta.contains("dtype")) {
+        try {
+          TensorType t = tensorType(meta);
+          port.type = t.str();
+          values_[port.name] = Value::tensor(arg, t);
+          for (size_t d = 0; d < t.rank(); ++d)
+            if (!t.dims[d].isStatic() && plainSymbol(t.dims[d].expr) && !e_.bound(t.dims[d].expr)) {
+              std::string idx = e_.fresh("sym");
+              e_.line(idx + " = tensor.dim " + arg + ", " + e_.index(static_cast<int64_t>(d)) + " : " + t.str());
+              e_.bindSymbol(t.dims[d].expr, idx);
+              boundAt_[arg + "/" + std::to_string(d)] = true;
+            }
+        } catch (const Unsupported& u) {
+          issue(node, u.what());
+          port.type = "tensor<f32>";
+        }
+      } else {
+        issue(node, "an input that is neither a tensor nor a symbolic scalar");
+        port.type = "i64";
+      }
+      out_.inputs.push_back(port);
+      signature += std::string(signature.empty() ? "" : ", ") + arg + ": " + port.type;
+      if (port.type.rfind("tensor", 0) == 0 && opt_.dialect != Dialect::Torch) signature += " {bufferization.writable = false}";
+    }
+    return signature;
+  }
+
+  // Every relation between input sizes and every symbol range PyTorch's guards rely on is
+  // asserted, so a call at sizes the graph was not compiled for fails with the reason.
+  void entryChecks() {
+    Scalars s = e_.scalars();
+    for (const Port& port : out_.inputs) {
+      const Value& v = values_[port.name];
+      if (!v.isTensor()) continue;
+      for (size_t d = 0; d < v.type.rank(); ++d) {
+        const Dim& dim = v.type.dims[d];
+        if (dim.isStatic() || boundAt_.count(v.ssa + "/" + std::to_string(d))) continue;
+        try {
+          std::string want = e_.symbolValue(dim.expr);
+          std::string have = e_.fresh("dim");
+          e_.line(have + " = tensor.dim " + v.ssa + ", " + e_.index(static_cast<int64_t>(d)) + " : " + v.type.str());
+          std::string ok = e_.fresh("ok");
+          e_.line(ok + " = arith.cmpi eq, " + have + ", " + want + " : index");
+          e_.line("cf.assert " + ok + ", " + quoted("input " + port.name + " dim " + std::to_string(d) + " must be " + dim.expr));
+        } catch (const Unsupported& u) {
+          json fake = {{"name", port.name}, {"op", "placeholder"}};
+          issue(fake, u.what());
+        }
+      }
+    }
+    for (const auto& [symbol, range] : opt_.ranges) {
+      if (!e_.bound(symbol)) continue;
+      std::string value = e_.symbolValue(symbol);
+      auto check = [&](const char* pred, int64_t bound, const std::string& what) {
+        std::string ok = e_.fresh("ok");
+        e_.line(ok + " = arith.cmpi " + pred + ", " + value + ", " + e_.index(bound) + " : index");
+        e_.line("cf.assert " + ok + ", " + quoted(symbol + " " + what + " (the compile's range is [" + std::to_string(range.first) +
+                                                  ", " + std::to_string(range.second) + "])"));
+      };
+      if (range.first > 0) check("sge", range.first, ">= " + std::to_string(range.first));
+      if (range.second < (int64_t{1} << 62)) check("sle", range.second, "<= " + std::to_string(range.second));
+    }
+    (void)s;
+  }
+
+  Value resolve(const json& arg, const std::string& type) {
+    if (arg.is_null()) return Value();
+    if (arg.is_boolean()) return Value::boolean(arg.get<bool>());
+    if (arg.is_number_integer()) {
+      if (type.rfind("float", 0) == 0) return Value::real(static_cast<double>(arg.get<int64_t>()));
+      return Value::integer(arg.get<int64_t>());
+    }
+    if (arg.is_number()) return Value::real(arg.get<double>());
+    if (arg.is_string()) {
+      Value v;
+      v.kind = Value::Kind::Text;
+      v.text = arg.get<std::string>();
+      return v;
+    }
+    if (arg.is_array()) {
+      std::vector<Value> items;
+      for (const json& item : arg) items.push_back(resolve(item, elementOf(type)));
+      return Value::list(std::move(items));
+    }
+    if (!arg.is_object() || arg.empty()) throw Unsupported("an argument of unknown form: " + arg.dump());
+    const std::string key = arg.begin().key();
+    const json& v = arg.begin().value();
+    if (key == "ref") {
+      auto it = values_.find(v.get<std::string>());
+      if (it == values_.end()) throw Unsupported("uses " + v.get<std::string>() + ", which was not lowered");
+      return it->second;
+    }
+    if (key == "tuple") return resolve(v, type);
+    if (key == "float") {
+      std::string t = v.get<std::string>();
+      return Value::real(t == "nan" ? std::nan("") : t == "-inf" ? -HUGE_VAL : HUGE_VAL);
+    }
+    if (key == "dtype" || key == "layout" || key == "memory_format" || key == "device") {
+      Value out;
+      out.kind = Value::Kind::Text;
+      out.text = v.is_string() ? v.get<std::string>() : v.dump();
+      return out;
+    }
+    if (key == "sym") {
+      std::string idx = e_.symbolValue(v.get<std::string>());
+      std::string i64 = e_.fresh("si");
+      e_.line(i64 + " = arith.index_cast " + idx + " : index to i64");
+      return Value::scalar(Value::Kind::Int, i64);
+    }
+    throw Unsupported("a " + key + " argument is not lowered");
+  }
+
+  void bindOutput(const json& node, Value value) {
+    const json& metas = node.value("outputs", json::array());
+    auto fix = [&](Value& v, const json& meta) {
+      if (v.isTensor() && meta.contains("dtype")) {
+        TensorType want = tensorType(meta);
+        if (want.str() != v.type.str()) {
+          if (want.dtype != v.type.dtype || want.rank() != v.type.rank())
+            throw Unsupported("the lowering produced " + v.type.str() + " where the IR says " + want.str());
+          v = Value::tensor(e_.cast(v, want), want);
+        }
+      } else if (v.kind == Value::Kind::Int && meta.contains("sym") && meta["sym"].is_string()) {
+        std::string expr = meta["sym"].get<std::string>();
+        if (plainSymbol(expr) && !e_.bound(expr)) {
+          std::string ssa = v.ssa;
+          if (v.isConst()) ssa = e_.scalars().constant(v.number, DType::I64);
+          std::string idx = e_.fresh("sym");
+          e_.line(idx + " = arith.index_cast " + ssa + " : i64 to index");
+          e_.bindSymbol(expr, idx);
+        }
+      }
+    };
+    if (value.kind == Value::Kind::List && metas.size() == value.items.size())
+      for (size_t i = 0; i < metas.size(); ++i) fix(value.items[i], metas[i]);
+    else if (metas.size() == 1)
+      fix(value, metas[0]);
+    values_[node.value("name", "")] = std::move(value);
+  }
+
+  OpCall call(const json& node, const std::string& target) {
+    OpCall c{e_, node, target, {}, {}, {}, {}};
+    const json& schemas = ir_.value("schemas", json::object());
+    if (!schemas.contains(target) || !schemas[target].contains("arguments"))
+      throw Unsupported("the IR has no schema for " + target);
+    const json& args = node.value("args", json::array());
+    const json& kwargs = node.value("kwargs", json::object());
+    const json& params = schemas[target]["arguments"];
+    for (size_t i = 0; i < params.size(); ++i) {
+      std::string name = params[i].value("name", ""), type = params[i].value("type", "");
+      c.names.push_back(name);
+      c.types.push_back(type);
+      if (i < args.size() && !params[i].value("kwarg_only", false)) c.args.push_back(resolve(args[i], type));
+      else if (kwargs.contains(name)) c.args.push_back(resolve(kwargs[name], type));
+      else if (params[i].contains("default")) c.args.push_back(parseDefault(params[i]["default"].is_string() ? params[i]["default"].get<std::string>() : params[i]["default"].dump(), type));
+      else throw Unsupported("argument '" + name + "' has no value and no default");
+    }
+    for (const json& meta : node.value("outputs", json::array()))
+      c.outs.push_back(meta.contains("dtype") ? tensorType(meta) : TensorType{});
+    return c;
+  }
+
+  void lowerNode(const json& node) {
+    std::string target = node.value("target", "");
+    e_.setLocation(location(node));
+    try {
+      if (target.find("::") == std::string::npos) {
+        bindOutput(node, python(node, target));
+      } else if (opt_.library && opt_.library->functions.count(target)) {
+        OpCall c = call(node, target);
+        bindOutput(node, libraryCall(c));
+      } else {
+        auto it = builtinOps().find(target);
+        if (it == builtinOps().end()) throw Unsupported("no lowering for " + target);
+        OpCall c = call(node, target);
+        bindOutput(node, it->second(c));
+      }
+    } catch (const Unsupported& u) {
+      issue(node, u.what());
+      standIn(node, target);
+    } catch (const std::exception& ex) {
+      issue(node, std::string("lowering failed: ") + ex.what());
+      standIn(node, target);
+    }
+    e_.setLocation("");
+  }
+
+  // A node that was not lowered becomes a call to an external function of the same types, so
+  // what follows still lowers and the module still verifies (it is not run).
+  void standIn(const json& node, const std::string& target) {
+    std::vector<std::string> types;
+    std::vector<TensorType> tensorTypes;
+    try {
+      for (const json& meta : node.value("outputs", json::array())) {
+        if (meta.contains("dtype")) {
+          tensorTypes.push_back(tensorType(meta));
+          types.push_back(tensorTypes.back().str());
+        } else {
+          tensorTypes.emplace_back();
+          types.push_back("i64");
+        }
+      }
+    } catch (const Unsupported&) {
+      return;  // its users are reported in turn
+    }
+    std::string fn = "unsupported." + node.value("name", "");
+    std::string results, names;
+    for (size_t i = 0; i < types.size(); ++i) results += (i ? ", " : "") + types[i];
+    declarations_.push_back("func.func private @" + quoted(fn) + "() -> (" + results + ") attributes {dynrep.op = " + quoted(target) + "}");
+    std::vector<Value> items;
+    std::string base = e_.fresh("u");
+    e_.line(base + (types.size() > 1 ? ":" + std::to_string(types.size()) : "") + " = func.call @" + quoted(fn) + "() : () -> (" + results + ")");
+    for (size_t i = 0; i < types.size(); ++i) {
+      std::string ssa = types.size() > 1 ? base + "#" + std::to_string(i) : base;
+      items.push_back(tensorTypes[i].dims.empty() && types[i] == "i64" ? Value::scalar(Value::Kind::Int, ssa) : Value::tensor(ssa, tensorTypes[i]));
+    }
+    values_[node.value("name", "")] = items.size() == 1 ? items[0] : Value::list(items);
+  }
+
+  Value libraryCall(OpCall& c) {
+    const LibraryFunction& fn = opt_.library->functions.at(c.target);
+    std::vector<std::string> operands, types;
+    size_t k = 0;
+    for (size_t i = 0; i < c.args.size(); ++i) {
+      const Value& v = c.args[i];
+      if (v.isNone()) continue;
+      if (k >= fn.argTypes.size()) throw Unsupported("the library's " + c.target + " takes " + std::to_string(fn.argTypes.size()) + " arguments; the node passes more");
+      const std::string& want = fn.argTypes[k++];
+      if (v.isTensor()) {
+        operands.push_back(want == v.type.str() ? v.ssa : e_.fresh("lc"));
+        if (want != v.type.str()) e_.line(operands.back() + " = tensor.cast " + v.ssa + " : " + v.type.str() + " to " + want);
+      } else if (v.isScalar()) {
+        DType t = want == "f64" ? DType::F64 : want == "f32" ? DType::F32 : want == "i1" ? DType::Bool : want == "i32" ? DType::I32 : DType::I64;
+        operands.push_back(e_.scalars().of(v, t));
+      } else {
+        throw Unsupported("argument '" + c.names[i] + "' cannot be passed to a library function");
+      }
+      types.push_back(want);
+    }
+    if (k != fn.argTypes.size()) throw Unsupported("the library's " + c.target + " takes " + std::to_string(fn.argTypes.size()) + " arguments; the node passes " + std::to_string(k));
+    if (fn.resultTypes.size() != c.outs.size()) throw Unsupported("the library's " + c.target + " returns " + std::to_string(fn.resultTypes.size()) + " values; the node has " + std::to_string(c.outs.size()));
+    std::string base = e_.fresh("lib");
+    std::string argList, typeList, resultList;
+    for (size_t i = 0; i < operands.size(); ++i) argList += (i ? ", " : "") + operands[i], typeList += (i ? ", " : "") + types[i];
+    for (size_t i = 0; i < fn.resultTypes.size(); ++i) resultList += (i ? ", " : "") + fn.resultTypes[i];
+    e_.line(base + (fn.resultTypes.size() > 1 ? ":" + std::to_string(fn.resultTypes.size()) : "") + " = func.call @" + quoted(c.target) + "(" + argList + ") : (" + typeList + ") -> (" + resultList + ")");
+    std::vector<Value> items;
+    for (size_t i = 0; i < fn.resultTypes.size(); ++i) {
+      std::string ssa = fn.resultTypes.size() > 1 ? base + "#" + std::to_string(i) : base;
+      TensorType have = c.outs[i];
+      // The library result's static dims may differ from the IR's: bindOutput casts to the IR type.
+      std::string cast = e_.fresh("lr");
+      e_.line(cast + " = tensor.cast " + ssa + " : " + fn.resultTypes[i] + " to " + have.str());
+      items.push_back(Value::tensor(cast, have));
+    }
+    return items.size() == 1 ? items[0] : Value::list(items);
+  }
+
+  // The Python-level nodes of aten graphs: tuple indexing and symbolic scalar arithmetic.
+  Value python(const json& node, const std::string& target) {
+    const json& args = node.value("args", json::array());
+    std::string name = target.substr(target.rfind('.') + 1);
+    if (name == "getitem") {
+      Value seq = resolve(args.at(0), "");
+      Value idx = resolve(args.at(1), "int");
+      if (seq.kind != Value::Kind::List || !idx.isConst()) throw Unsupported("getitem on a " + std::string(seq.isTensor() ? "tensor" : "value") + " is not lowered");
+      int64_t i = static_cast<int64_t>(idx.number);
+      if (i < 0) i += static_cast<int64_t>(seq.items.size());
+      if (i < 0 || i >= static_cast<int64_t>(seq.items.size())) throw Unsupported("getitem index out of range");
+      return seq.items[static_cast<size_t>(i)];
+    }
+    if (target == "torch.sym_float" || target == "torch.sym_int" || name == "neg") {
+      Value a = resolve(args.at(0), "");
+      bool toFloat = target == "torch.sym_float" || (name == "neg" && a.kind == Value::Kind::Float);
+      if (a.isConst()) return toFloat ? Value::real(name == "neg" ? -a.number : a.number)
+                                      : Value::integer(static_cast<int64_t>(name == "neg" ? -a.number : a.number));
+      Scalars s = e_.scalars();
+      DType t = toFloat ? DType::F64 : DType::I64;
+      std::string v = s.of(a, t);
+      if (name == "neg") v = s.op(toFloat ? "arith.subf" : "arith.subi", s.constant(0, t), v, t);
+      return Value::scalar(toFloat ? Value::Kind::Float : Value::Kind::Int, v);
+    }
+    static const std::set<std::string> kBinary = {"add", "sub", "mul", "truediv", "floordiv", "mod", "eq", "ne", "lt", "le", "gt", "ge"};
+    if (!kBinary.count(name) || args.size() != 2) throw Unsupported("the Python function " + target + " is not lowered");
+    Value a = resolve(args[0], ""), b = resolve(args[1], "");
+    if (!a.isScalar() || !b.isScalar()) throw Unsupported(target + " on non-scalars");
+    bool real = a.kind == Value::Kind::Float || b.kind == Value::Kind::Float || name == "truediv";
+    bool compare = name == "eq" || name == "ne" || name == "lt" || name == "le" || name == "gt" || name == "ge";
+    if (a.isConst() && b.isConst()) {
+      double x = a.number, y = b.number;
+      if (name == "add") return real ? Value::real(x + y) : Value::integer(static_cast<int64_t>(x + y));
+      if (name == "sub") return real ? Value::real(x - y) : Value::integer(static_cast<int64_t>(x - y));
+      if (name == "mul") return real ? Value::real(x * y) : Value::integer(static_cast<int64_t>(x * y));
+      if (name == "truediv") return Value::real(x / y);
+      if (name == "floordiv") return real ? Value::real(std::floor(x / y)) : Value::integer(static_cast<int64_t>(std::floor(x / y)));
+      if (name == "mod") return real ? Value::real(x - y * std::floor(x / y)) : Value::integer(static_cast<int64_t>(x - y * std::floor(x / y)));
+      bool r = name == "eq" ? x == y : name == "ne" ? x != y : name == "lt" ? x < y : name == "le" ? x <= y : name == "gt" ? x > y : x >= y;
+      return Value::boolean(r);
+    }
+    Scalars s = e_.scalars();
+    DType t = real ? DType::F64 : DType::I64;
+    std::string x = s.of(a, t), y = s.of(b, t);
+    if (compare) {
+      std::string pred = real ? (name == "eq" ? "oeq" : name == "ne" ? "une" : "o" + name) : (name == "eq" || name == "ne" ? name : "s" + name);
+      return Value::scalar(Value::Kind::Bool, s.cmp(pred, x, y, t));
+    }
+    const char* op = name == "add" ? (real ? "arith.addf" : "arith.addi") : name == "sub" ? (real ? "arith.subf" : "arith.subi")
+                   : name == "mul" ? (real ? "arith.mulf" : "arith.muli") : name == "truediv" ? "arith.divf"
+                   : name == "floordiv" ? (real ? nullptr : "arith.floordivsi") : (real ? "arith.remf" : "arith.remsi");
+    if (!op) throw Unsupported("floor division of floats is not lowered");
+    return Value::scalar(real ? Value::Kind::Float : Value::Kind::Int, s.op(op, x, y, t));
+  }
+
+  void constant(const json& node) {
+    e_.setLocation(location(node));
+    std::string target = node.value("target", "");
+    const json& constants = ir_.value("constants", json::object());
+    try {
+      if (!constants.contains(target)) throw Unsupported("constant " + target + " is not in the IR");
+      const json& entry = constants[target];
+      TensorType t = tensorType(entry);
+      // Constants are function arguments fed from the store (like weights), so a large tensor
+      // is not printed into the module; their values arrive with the inputs.
+      (void)t;
+      throw Unsupported("graph constant " + target + " (a get_attr tensor) is not lowered");
+    } catch (const Unsupported& u) {
+      issue(node, u.what());
+      standIn(node, "get_attr");
+    }
+    e_.setLocation("");
+  }
+
+  void returns(const json& node) {
+    const json& args = node.value("args", json::array());
+    json items = args.empty() ? json::array() : args[0];
+    if (items.is_object() && items.contains("tuple")) items = items["tuple"];
+    if (!items.is_array()) items = json::array({items});
+    std::vector<std::string> ssa, types;
+    for (size_t i = 0; i < items.size(); ++i) {
+      Port port{std::to_string(i), "", json(), -1};
+      Value v;
+      try {
+        v = resolve(items[i], "");
+      } catch (const Unsupported& u) {
+        issue(node, u.what());
+        out_.outputs.push_back(port);
+        continue;
+      }
+      if (v.isTensor()) {
+        port.type = v.type.str();
+        ssa.push_back(v.ssa);
+      } else if (v.isScalar()) {
+        DType t = v.kind == Value::Kind::Float ? DType::F64 : v.kind == Value::Kind::Bool ? DType::Bool : DType::I64;
+        port.type = elementType(t);
+        ssa.push_back(e_.scalars().of(v, t));
+      } else {
+        out_.outputs.push_back(port);  // None
+        continue;
+      }
+      port.result = static_cast<int>(types.size());
+      types.push_back(port.type);
+      out_.outputs.push_back(port);
+    }
+    std::string list, typeList;
+    for (size_t i = 0; i < ssa.size(); ++i) list += (i ? ", " : "") + ssa[i], typeList += (i ? ", " : "") + types[i];
+    e_.line("return" + (ssa.empty() ? std::string() : " " + list + " : " + typeList));
+    resultTypes_ = typeList;
+  }
+
+  const json& ir_;
+  const LowerOptions& opt_;
+  Emitter e_;
+  LoweredGraph out_;
+  std::map<std::string, Value> values_;
+  std::map<std::string, bool> boundAt_;  // "arg/dim" that bound a symbol
+  std::vector<std::string> declarations_;
+  std::string resultTypes_;
+};
+
+}  // namespace
+
+LoweredGraph lowerGraph(const json& ir, const LowerOptions& options) {
+  if (!ir.is_object() || !ir.contains("nodes") || !ir["nodes"].is_array())
+    throw std::invalid_argument("not a graph IR (no node list)");
+  if (ir.value("format", 1) < 2)
+    throw std::invalid_argument("graph IR format 1 (parsed from printed text, without schemas); capture the job again to lower it");
+  if (options.dialect == Dialect::Torch) return lowerTorchDialect(ir, options);
+  return GraphLowering(ir, options).run();
+}
+
+}  // namespace dynrep::replay::lowering

@@ -1,0 +1,20 @@
+#include "ops.h"
+
+namespace dynrep::replay::lowering {
+
+const OpTable& builtinOps() {
+  static const OpTable table = [] {
+    OpTable t;
+    addElementwiseOps(t);
+    addCreationOps(t);
+    addShapeOps(t);
+    addLinearOps(t);
+    addReductionOps(t);
+    addNormalizationOps(t);
+    addIndexingOps(t);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace dynrep::replay::lowering

@@ -1,0 +1,18 @@
+// The built-in operator lowerings, one family per file; each file adds its own to the table.
+#pragma once
+
+#include "../op_call.h"
+
+namespace dynrep::replay::lowering {
+
+void addElementwiseOps(OpTable& table);    // ops/elementwise.cc: arithmetic, math, comparisons, casts
+void addCreationOps(OpTable& table);       // ops/creation.cc: full, ones, arange, scalar_tensor, ...
+void addShapeOps(OpTable& table);          // ops/shape.cc: views, permutes, slices, cat, expand
+void addLinearOps(OpTable& table);         // ops/linear.cc: mm, addmm, bmm, convolution
+void addReductionOps(OpTable& table);      // ops/reduction.cc: sum, mean, amax, var, softmax
+void addNormalizationOps(OpTable& table);  // ops/normalization.cc: layer norm, batch norm
+void addIndexingOps(OpTable& table);       // ops/indexing.cc: embedding, gather, index, scatter, losses
+
+const OpTable& builtinOps();
+
+}  // namespace dynrep::replay::lowering

@@ -1,0 +1,12 @@
+// The torch dialect form of a graph, as torch-mlir's FX importer writes it (torch_dialect.cc).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "dynrep/replay/mlir/lower.h"
+
+namespace dynrep::replay::lowering {
+
+LoweredGraph lowerTorchDialect(const nlohmann::json& ir, const LowerOptions& options);
+
+}  // namespace dynrep::replay::lowering

@@ -1,0 +1,41 @@
+// Element types and tensor types of the lowering, spelled as MLIR spells them. A dimension is
+// static (its size) or dynamic (`?`, with the symbolic expression PyTorch printed for it).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dynrep::replay::lowering {
+
+enum class DType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, Bool };
+
+std::optional<DType> parseDType(const std::string& torchName);  // "float32" -> F32
+const char* dtypeName(DType t);                                  // F32 -> "float32"
+const char* elementType(DType t);                                // F32 -> "f32", Bool -> "i1", U8 -> "i8"
+bool isFloat(DType t);
+bool isUnsigned(DType t);  // uint8 and bool: zero-extended
+int bitWidth(DType t);
+size_t byteSize(DType t);  // storage bytes per element (bool: 1)
+// Where float16/bfloat16 arithmetic happens: in float32, as PyTorch's CPU kernels do.
+DType computeType(DType t);
+// PyTorch's promotion of two tensor dtypes (float beats integer, wider beats narrower).
+DType promote(DType a, DType b);
+
+struct Dim {
+  int64_t size = -1;  // >= 0: static
+  std::string expr;   // dynamic: the symbolic size, "s0", "2*s0"
+  bool isStatic() const { return size >= 0; }
+};
+
+struct TensorType {
+  DType dtype = DType::F32;
+  std::vector<Dim> dims;
+  size_t rank() const { return dims.size(); }
+  std::string str() const;          // tensor<?x4xf32>
+  std::string shapeText() const;    // ?x4 (empty for rank 0)
+  TensorType withDtype(DType t) const;
+};
+
+}  // namespace dynrep::replay::lowering
