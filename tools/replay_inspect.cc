@@ -12,13 +12,17 @@
 
 namespace {
 
-// `replay-inspect run ...` is replay-run's: the runner links libtorch, which replay-inspect
-// never does. It is looked for beside this executable, where the package installs both.
-int handOverToRunner(char** argv) {
+std::string besideSelf(const std::string& name) {
   std::string self(4096, '\0');
   ssize_t n = ::readlink("/proc/self/exe", self.data(), self.size() - 1);
   std::string dir = n > 0 ? self.substr(0, self.rfind('/', static_cast<size_t>(n))) : ".";
-  std::string runner = dir + "/replay-run";
+  return dir + "/" + name;
+}
+
+// `replay-inspect run ...` is replay-run's: the runner links libtorch, which replay-inspect
+// never does. It is looked for beside this executable, where the package installs both.
+int handOverToRunner(char** argv) {
+  std::string runner = besideSelf("replay-run");
   if (::access(runner.c_str(), X_OK) == 0) {
     argv[1] = const_cast<char*>("replay-run");
     ::execv(runner.c_str(), argv + 1);
@@ -29,8 +33,22 @@ int handOverToRunner(char** argv) {
   return 2;
 }
 
+// `mlir` and `lower-check` are replay-mlir's, which links MLIR 19; same arrangement.
+int handOverToLowering(char** argv) {
+  std::string tool = besideSelf("replay-mlir");
+  if (::access(tool.c_str(), X_OK) == 0) {
+    argv[0] = const_cast<char*>("replay-mlir");
+    ::execv(tool.c_str(), argv);
+  }
+  std::cerr << "replay-inspect " << argv[1] << ": needs replay-mlir, the MLIR lowering, which is not at " << tool
+            << ". It is built where MLIR 19 is installed: apt-get install libmlir-19-dev mlir-19-tools llvm-19-dev, "
+               "then rebuild dynamo-replay (make test or pip install -e .).\n";
+  return 2;
+}
+
 int run(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "run") return handOverToRunner(argv);
+  if (argc > 1 && (std::string(argv[1]) == "mlir" || std::string(argv[1]) == "lower-check")) return handOverToLowering(argv);
   CLI::App app{"Inspect a dynamo-replay store offline", "replay-inspect"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "replay-inspect " DYNREP_VERSION);
@@ -48,6 +66,8 @@ int run(int argc, char** argv) {
   // Listed for --help only: main() hands `run` to replay-run before parsing.
   app.add_subcommand("run", "run a stored aten graph through libtorch and check its outputs (replay-run --help)")
       ->allow_extras();
+  app.add_subcommand("mlir", "a stored graph as MLIR: torch dialect, linalg or LLVM (replay-inspect mlir --help)")->allow_extras();
+  app.add_subcommand("lower-check", "lower, verify, run and compare every graph through MLIR (lower-check --help)")->allow_extras();
   for (auto* sub : {info, ls, verify, show}) {
     sub->add_option("STORE", path, "store file")->required();
     sub->add_flag("--json", json, "machine-readable output");

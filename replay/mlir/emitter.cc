@@ -45,7 +45,7 @@ Value Value::list(std::vector<Value> items) {
   return v;
 }
 
-std::string quoted(const std::string& s) {
+std::string mlirString(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\', out += c;
@@ -194,6 +194,11 @@ void Emitter::close(const std::string& text) {
   indent_ -= 2;
   depth_--;
   line(text);
+}
+
+void Emitter::label(const std::string& text) {
+  text_.append(static_cast<size_t>(indent_ - 2), ' ');
+  text_ += text + "\n";
 }
 
 std::string Emitter::index(int64_t v) {
@@ -365,7 +370,7 @@ std::string Emitter::generic(const TensorType& out, const std::vector<std::strin
     insTypes += (insTypes.empty() ? "" : ", ") + in->type.str();
   }
   maps += mapText(iterators.size(), outMap);
-  for (size_t i = 0; i < iterators.size(); ++i) iters += std::string(i ? ", " : "") + "#linalg.iterator_type<" + iterators[i] + ">";
+  for (size_t i = 0; i < iterators.size(); ++i) iters += std::string(i ? ", " : "") + mlirString(iterators[i]);
   std::string name = fresh("g");
   std::string head = name + " = linalg.generic {indexing_maps = [" + maps + "], iterator_types = [" + iters + "]}";
   if (!insText.empty()) head += " ins(" + insText + " : " + insTypes + ")";
@@ -379,10 +384,7 @@ std::string Emitter::generic(const TensorType& out, const std::vector<std::strin
     blockArgs += (i ? ", " : "") + a + ": " + elementType(t);
     args.push_back(a);
   }
-  indent_ -= 2;
-  text_.append(static_cast<size_t>(indent_), ' ');
-  text_ += "^bb0(" + blockArgs + "):\n";
-  indent_ += 2;
+  label("^bb0(" + blockArgs + "):");
   std::string result = body(args);
   line("linalg.yield " + result + " : " + elementType(out.dtype));
   close("} -> " + out.str());

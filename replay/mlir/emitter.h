@@ -70,6 +70,7 @@ class Emitter {
   void line(const std::string& text);  // an op, indented, with the current location
   void open(const std::string& text);  // a line that opens a region: `... {`
   void close(const std::string& text); // `} ...`, closing it
+  void label(const std::string& text); // a block header inside the open region: `^bb0(%a: f32):`
   void setLocation(std::string loc) { loc_ = std::move(loc); }
   const std::string& text() const { return text_; }
   Scalars scalars() { return Scalars{*this}; }
@@ -110,6 +111,6 @@ class Emitter {
 };
 
 std::string mapText(size_t loops, const std::vector<std::string>& results);  // affine_map<(d0, d1) -> (d1)>
-std::string quoted(const std::string& s);  // an MLIR string literal
+std::string mlirString(const std::string& s);  // an MLIR string literal
 
 }  // namespace dynrep::replay::lowering

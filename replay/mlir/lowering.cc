@@ -72,8 +72,8 @@ class GraphLowering {
         issue(node, "a " + op + " node: only aten graphs (AOTAutograd's) are lowered");
       }
     }
-    std::string module = "module attributes {dynrep.graph = " + quoted(out_.event) +
-                         (opt_.compileId.empty() ? "" : ", dynrep.compile = " + quoted(opt_.compileId)) + "} {\n";
+    std::string module = "module attributes {dynrep.graph = " + mlirString(out_.event) +
+                         (opt_.compileId.empty() ? "" : ", dynrep.compile = " + mlirString(opt_.compileId)) + "} {\n";
     module += "  func.func @" + out_.function + "(" + signature + ") -> (" + resultTypes_ + ") {\n";
     module += e_.text();
     module += "  }\n";
@@ -100,15 +100,15 @@ class GraphLowering {
   }
 
   static std::string location(const json& node) {
-    std::string name = quoted(node.value("name", ""));
+    std::string name = mlirString(node.value("name", ""));
     std::vector<std::string> parts;
     if (node.contains("location")) {
       const json& l = node["location"];
-      parts.push_back(quoted(l.value("file", "?")) + ":" + std::to_string(l.value("line", 0)) + ":0");
+      parts.push_back(mlirString(l.value("file", "?")) + ":" + std::to_string(l.value("line", 0)) + ":0");
     }
     if (node.contains("scope") && node["scope"].is_array() && !node["scope"].empty()) {
       const json& inner = node["scope"].back();
-      parts.push_back(quoted(inner.value("path", "") + " (" + inner.value("class", "") + ")"));
+      parts.push_back(mlirString(inner.value("path", "") + " (" + inner.value("class", "") + ")"));
     }
     if (parts.empty()) return "loc(" + name + ")";
     std::string out = "loc(fused<" + name + ">[";
@@ -194,7 +194,7 @@ class GraphLowering {
           e_.line(have + " = tensor.dim " + v.ssa + ", " + e_.index(static_cast<int64_t>(d)) + " : " + v.type.str());
           std::string ok = e_.fresh("ok");
           e_.line(ok + " = arith.cmpi eq, " + have + ", " + want + " : index");
-          e_.line("cf.assert " + ok + ", " + quoted("input " + port.name + " dim " + std::to_string(d) + " must be " + dim.expr));
+          e_.line("cf.assert " + ok + ", " + mlirString("input " + port.name + " dim " + std::to_string(d) + " must be " + dim.expr));
         } catch (const Unsupported& u) {
           json fake = {{"name", port.name}, {"op", "placeholder"}};
           issue(fake, u.what());
@@ -207,7 +207,7 @@ class GraphLowering {
       auto check = [&](const char* pred, int64_t bound, const std::string& what) {
         std::string ok = e_.fresh("ok");
         e_.line(ok + " = arith.cmpi " + pred + ", " + value + ", " + e_.index(bound) + " : index");
-        e_.line("cf.assert " + ok + ", " + quoted(symbol + " " + what + " (the compile's range is [" + std::to_string(range.first) +
+        e_.line("cf.assert " + ok + ", " + mlirString(symbol + " " + what + " (the compile's range is [" + std::to_string(range.first) +
                                                   ", " + std::to_string(range.second) + "])"));
       };
       if (range.first > 0) check("sge", range.first, ">= " + std::to_string(range.first));
@@ -359,10 +359,10 @@ class GraphLowering {
     std::string fn = "unsupported." + node.value("name", "");
     std::string results, names;
     for (size_t i = 0; i < types.size(); ++i) results += (i ? ", " : "") + types[i];
-    declarations_.push_back("func.func private @" + quoted(fn) + "() -> (" + results + ") attributes {dynrep.op = " + quoted(target) + "}");
+    declarations_.push_back("func.func private @" + mlirString(fn) + "() -> (" + results + ") attributes {dynrep.op = " + mlirString(target) + "}");
     std::vector<Value> items;
     std::string base = e_.fresh("u");
-    e_.line(base + (types.size() > 1 ? ":" + std::to_string(types.size()) : "") + " = func.call @" + quoted(fn) + "() : () -> (" + results + ")");
+    e_.line(base + (types.size() > 1 ? ":" + std::to_string(types.size()) : "") + " = func.call @" + mlirString(fn) + "() : () -> (" + results + ")");
     for (size_t i = 0; i < types.size(); ++i) {
       std::string ssa = types.size() > 1 ? base + "#" + std::to_string(i) : base;
       items.push_back(tensorTypes[i].dims.empty() && types[i] == "i64" ? Value::scalar(Value::Kind::Int, ssa) : Value::tensor(ssa, tensorTypes[i]));
@@ -396,7 +396,7 @@ class GraphLowering {
     std::string argList, typeList, resultList;
     for (size_t i = 0; i < operands.size(); ++i) argList += (i ? ", " : "") + operands[i], typeList += (i ? ", " : "") + types[i];
     for (size_t i = 0; i < fn.resultTypes.size(); ++i) resultList += (i ? ", " : "") + fn.resultTypes[i];
-    e_.line(base + (fn.resultTypes.size() > 1 ? ":" + std::to_string(fn.resultTypes.size()) : "") + " = func.call @" + quoted(c.target) + "(" + argList + ") : (" + typeList + ") -> (" + resultList + ")");
+    e_.line(base + (fn.resultTypes.size() > 1 ? ":" + std::to_string(fn.resultTypes.size()) : "") + " = func.call @" + mlirString(c.target) + "(" + argList + ") : (" + typeList + ") -> (" + resultList + ")");
     std::vector<Value> items;
     for (size_t i = 0; i < fn.resultTypes.size(); ++i) {
       std::string ssa = fn.resultTypes.size() > 1 ? base + "#" + std::to_string(i) : base;

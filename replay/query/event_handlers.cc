@@ -122,6 +122,8 @@ void onGraphIr(const Event& e, Compile& c) {
   if (e.md.object()) c.graphIrs[e.md.text("graph")] = e.record.payloadKey;
 }
 
+void onSymbols(const Event& e, Compile& c) { c.symbolsKey = e.record.payloadKey; }
+
 void onSample(const Event& e, Compile& c) {
   if (e.md.object()) c.samples.push_back(e.record.metadataJson);
 }
@@ -163,6 +165,7 @@ EventHandler handlerFor(std::string_view eventName) {
       {capture::events::kGuards, onGuardList},
       {capture::events::kGraphIr, onGraphIr},
       {capture::events::kSample, onSample},
+      {capture::events::kSymbols, onSymbols},
       {capture::events::kDroppedGuard, onDroppedGuard},
       {capture::events::kNotPackaged, onNotPackaged},
   };

@@ -9,6 +9,7 @@ const OpTable& builtinOps() {
     addCreationOps(t);
     addShapeOps(t);
     addLinearOps(t);
+    addConvolutionOps(t);
     addReductionOps(t);
     addNormalizationOps(t);
     addIndexingOps(t);

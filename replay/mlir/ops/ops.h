@@ -8,7 +8,8 @@ namespace dynrep::replay::lowering {
 void addElementwiseOps(OpTable& table);    // ops/elementwise.cc: arithmetic, math, comparisons, casts
 void addCreationOps(OpTable& table);       // ops/creation.cc: full, ones, arange, scalar_tensor, ...
 void addShapeOps(OpTable& table);          // ops/shape.cc: views, permutes, slices, cat, expand
-void addLinearOps(OpTable& table);         // ops/linear.cc: mm, addmm, bmm, convolution
+void addLinearOps(OpTable& table);         // ops/linear.cc: mm, addmm, bmm, baddbmm
+void addConvolutionOps(OpTable& table);    // ops/convolution.cc: convolution, pooling and their backward
 void addReductionOps(OpTable& table);      // ops/reduction.cc: sum, mean, amax, var, softmax
 void addNormalizationOps(OpTable& table);  // ops/normalization.cc: layer norm, batch norm
 void addIndexingOps(OpTable& table);       // ops/indexing.cc: embedding, gather, index, scatter, losses

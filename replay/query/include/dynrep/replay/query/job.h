@@ -55,6 +55,7 @@ struct Compile {
   // First-call samples, one JSON object per compiled graph: {graph, inputs, outputs}, each value
   // {dtype, shape, device, blob, bytes, parameter} or {value}; "skipped" when over the cap.
   std::vector<std::string> samples;
+  std::string symbolsKey;  // blob: the symbol table, JSON [{symbol, range, source, hint}]
   std::vector<ShapeEvent> shapes;
   std::vector<std::string> graphBreaks;
   std::map<std::string, double> phaseSeconds;  // from compilation_metrics "*_time_s"

@@ -1,0 +1,377 @@
+// lower-check: lowers each aten graph of a store, verifies it, JIT-compiles it and runs it on
+// the stored samples, feeding a backward graph the saved values its forward graph (also run
+// through MLIR) returns, and compares with what the job produced.
+#include "dynrep/replay/mlir/check.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include <unistd.h>
+
+#include "dynrep/replay/query/sizes.h"
+#include "dynrep/replay/query/tensor_file.h"
+#include "engine.h"
+
+namespace dynrep::replay::lowering {
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+const std::map<std::string, std::vector<std::string>> kGraphEvents = {
+    {"forward", {"aot_forward_graph", "aot_inference_graph"}},
+    {"inference", {"aot_inference_graph"}},
+    {"backward", {"aot_backward_graph"}},
+};
+
+struct StoreError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+HostValue fromEntry(const Job& job, const json& entry) {
+  if (entry.contains("value")) {
+    const json& v = entry["value"];
+    HostValue out;
+    if (v.is_boolean()) out.kind = HostValue::Kind::Bool, out.integer = v.get<bool>();
+    else if (v.is_number_integer()) out.kind = HostValue::Kind::Int, out.integer = v.get<int64_t>();
+    else if (v.is_number()) out.kind = HostValue::Kind::Float, out.real = v.get<double>();
+    else if (v.is_string()) out.kind = HostValue::Kind::Int, out.integer = std::stoll(v.get<std::string>());
+    return out;
+  }
+  if (!entry.contains("blob")) throw StoreError("a value was not stored: " + entry.value("skipped", entry.value("unsupported", entry.dump())));
+  auto dtype = parseDType(entry.value("dtype", ""));
+  if (!dtype) throw StoreError("a stored value of dtype " + entry.value("dtype", "?") + ", which is not lowered");
+  HostValue v = HostValue::tensor(*dtype, entry.value("shape", std::vector<int64_t>{}));
+  std::string key = entry["blob"].get<std::string>();
+  std::string bytes = job.text(key);
+  if (bytes.size() != v.data.size())
+    throw StoreError("stored tensor " + key + ": " + std::to_string(bytes.size()) + " bytes where its shape needs " + std::to_string(v.data.size()));
+  std::memcpy(v.data.data(), bytes.data(), bytes.size());
+  return v;
+}
+
+HostValue fromRaw(const RawValue& r) {
+  HostValue v;
+  if (r.kind == "tensor") {
+    auto dtype = parseDType(r.dtype);
+    if (!dtype) throw StoreError("replay-run gave a " + r.dtype + " tensor, which is not lowered");
+    v = HostValue::tensor(*dtype, r.shape);
+    if (r.bytes.size() != v.data.size()) throw StoreError("replay-run's tensor has the wrong size");
+    std::memcpy(v.data.data(), r.bytes.data(), r.bytes.size());
+  } else if (r.kind == "int") {
+    v.kind = HostValue::Kind::Int, v.integer = r.integer;
+  } else if (r.kind == "float") {
+    v.kind = HostValue::Kind::Float, v.real = r.real;
+  } else if (r.kind == "bool") {
+    v.kind = HostValue::Kind::Bool, v.integer = r.integer;
+  }
+  return v;
+}
+
+class CompileCheck {
+ public:
+  CompileCheck(const Job& job, const Compile& compile, const CheckOptions& options)
+      : job_(job), compile_(compile), opt_(options), ranges_(symbolRanges(job, compile)) {
+    for (const std::string& text : compile.samples) {
+      json sample = json::parse(text, nullptr, false);
+      if (sample.is_object() && !samples_.count(sample.value("pass", "forward"))) samples_[sample.value("pass", "forward")] = sample;
+    }
+  }
+
+  GraphCheck check(const std::string& event) {
+    GraphCheck g;
+    g.compile = compile_.id.str();
+    g.event = event;
+    try {
+      Prepared& p = prepare(event, &g);
+      if (!p.lowered.complete()) {
+        g.stage = "not lowered";
+        g.error = std::to_string(p.lowered.issues.size()) + " node(s) not lowered";
+        return g;
+      }
+      if (!p.jit) {
+        g.stage = p.stage;
+        g.error = p.error;
+        return g;
+      }
+      g.stage = "executed";
+      std::vector<HostValue> inputs, expected;
+      std::vector<int> expectedPositions;
+      if (opt_.sizes.empty()) {
+        inputs = sampleInputs(event, p);
+        for (const auto& [position, value] : expectedOutputs(p.ir)) expectedPositions.push_back(position), expected.push_back(value);
+      } else {
+        referenceRun(event, &inputs, &expected, &expectedPositions);
+      }
+      checkSizes(p, inputs);
+      auto start = Clock::now();
+      std::vector<HostValue> outputs = run(p, inputs);
+      g.runSeconds = since(start);
+      bool all = true;
+      for (size_t i = 0; i < expected.size(); ++i) {
+        size_t position = static_cast<size_t>(expectedPositions[i]);
+        if (position >= outputs.size() || outputs[position].kind == HostValue::Kind::None) continue;
+        Comparison c = compare(outputs[position], expected[i], opt_.rtol, opt_.atol);
+        g.outputs.push_back({static_cast<int>(position), c.status, c.maxAbsDiff});
+        all = all && c.ok();
+      }
+      if (expected.empty()) {
+        g.error = "nothing to compare with: the job stored no outputs for this graph";
+      } else {
+        g.stage = all ? "matched" : "differs";
+      }
+    } catch (const StoreError& e) {
+      g.error = e.what();
+    } catch (const std::exception& e) {
+      g.error = e.what();
+    }
+    return g;
+  }
+
+ private:
+  struct Prepared {
+    json ir;
+    LoweredGraph lowered;
+    std::unique_ptr<Jit> jit;
+    std::string stage, error;
+  };
+
+  Prepared& prepare(const std::string& event, GraphCheck* g) {
+    auto it = prepared_.find(event);
+    if (it != prepared_.end()) {
+      if (g) g->nodes = it->second.lowered.nodes, g->issues = it->second.lowered.issues, g->operators = operators(it->second.ir);
+      return it->second;
+    }
+    Prepared& p = prepared_[event];
+    p.ir = graphIr(job_, compile_, event).second;
+    if (g) g->operators = operators(p.ir);
+    LowerOptions lo;
+    lo.library = opt_.library;
+    lo.ranges = ranges_;
+    lo.compileId = compile_.id.str();
+    auto start = Clock::now();
+    p.lowered = lowerGraph(p.ir, lo);
+    if (g) g->lowerSeconds = since(start), g->nodes = p.lowered.nodes, g->issues = p.lowered.issues;
+    if (!p.lowered.complete()) return p;
+    start = Clock::now();
+    std::string problems = verify(p.lowered.text);
+    if (g) g->verifySeconds = since(start);
+    if (!problems.empty()) {
+      p.stage = "not verified";
+      p.error = problems;
+      return p;
+    }
+    start = Clock::now();
+    try {
+      p.jit = Jit::compile(p.lowered.text);
+    } catch (const std::exception& e) {
+      p.stage = "not compiled";
+      p.error = e.what();
+    }
+    if (g) g->jitSeconds = since(start);
+    return p;
+  }
+
+  static std::map<std::string, int> operators(const json& ir) {
+    std::map<std::string, int> out;
+    for (const json& node : ir.value("nodes", json::array()))
+      if (node.value("op", "") == "call_function") out[node.value("target", "?")]++;
+    return out;
+  }
+
+  std::vector<HostValue> run(Prepared& p, const std::vector<HostValue>& inputs) {
+    std::vector<std::string> resultTypes;
+    for (const Port& port : p.lowered.outputs)
+      if (port.result >= 0) resultTypes.push_back(port.type);
+    std::vector<HostValue> results = p.jit->call(p.lowered.function, inputs, resultTypes);
+    std::vector<HostValue> outputs;  // in graph output order, None where the graph returns None
+    for (const Port& port : p.lowered.outputs) outputs.push_back(port.result >= 0 ? results[static_cast<size_t>(port.result)] : HostValue());
+    return outputs;
+  }
+
+  // The relations between input sizes the function asserts at entry, checked here first so
+  // that a mismatch is reported instead of aborting inside the JIT.
+  void checkSizes(const Prepared& p, const std::vector<HostValue>& inputs) const {
+    Symbols symbols;
+    for (size_t i = 0; i < p.lowered.inputs.size() && i < inputs.size(); ++i) {
+      const json& meta = p.lowered.inputs[i].meta;
+      if (meta.contains("sym") && meta["sym"].is_string() && inputs[i].kind == HostValue::Kind::Int)
+        symbols.emplace(meta["sym"].get<std::string>(), inputs[i].integer);
+      if (meta.contains("shape"))
+        for (size_t d = 0; d < meta["shape"].size() && d < inputs[i].shape.size(); ++d)
+          if (meta["shape"][d].is_string()) symbols.emplace(meta["shape"][d].get<std::string>(), inputs[i].shape[d]);
+    }
+    for (size_t i = 0; i < p.lowered.inputs.size() && i < inputs.size(); ++i) {
+      const json& meta = p.lowered.inputs[i].meta;
+      if (!meta.contains("shape")) continue;
+      if (meta["shape"].size() != inputs[i].shape.size())
+        throw StoreError("input " + p.lowered.inputs[i].name + " has rank " + std::to_string(inputs[i].shape.size()) + ", the graph takes " + std::to_string(meta["shape"].size()));
+      for (size_t d = 0; d < meta["shape"].size(); ++d) {
+        const json& want = meta["shape"][d];
+        int64_t expect = want.is_number_integer() ? want.get<int64_t>() : evaluate(want.get<std::string>(), symbols);
+        if (expect != inputs[i].shape[d])
+          throw StoreError("input " + p.lowered.inputs[i].name + " dim " + std::to_string(d) + " is " + std::to_string(inputs[i].shape[d]) +
+                           " where the graph needs " + (want.is_string() ? want.get<std::string>() + " = " : "") + std::to_string(expect));
+      }
+    }
+    for (const auto& [symbol, range] : ranges_) {
+      auto it = symbols.find(symbol);
+      if (it != symbols.end() && (it->second < range.first || it->second > range.second))
+        throw StoreError(symbol + " = " + std::to_string(it->second) + " is outside the compile's range [" + std::to_string(range.first) + ", " +
+                         std::to_string(range.second) + "]");
+    }
+  }
+
+  const json& sample(const std::string& pass) const {
+    auto it = samples_.find(pass);
+    if (it == samples_.end())
+      throw StoreError("compile " + compile_.id.str() + " has no stored " + pass + " sample (captured with samples off, or never run)");
+    return it->second;
+  }
+
+  std::vector<HostValue> sampleInputs(const std::string& event, Prepared& p) {
+    std::vector<HostValue> values;
+    std::vector<json> tangents;
+    if (samples_.count("backward"))
+      for (const json& t : samples_["backward"]["inputs"])
+        if (!(t.contains("value") && t["value"].is_null())) tangents.push_back(t);
+    size_t tangent = 0;
+    for (const json& node : p.ir["nodes"]) {
+      if (node.value("op", "") != "placeholder") continue;
+      json feed = node.value("feed", json());
+      if (feed.contains("forward_output")) {
+        values.push_back(forwardOutputs().at(feed["forward_output"].get<size_t>()));
+      } else if (feed.contains("sample_input")) {
+        values.push_back(fromEntry(job_, sample("forward")["inputs"].at(feed["sample_input"].get<size_t>())));
+      } else if (feed.contains("tangent") && feed.contains("grad_output")) {
+        size_t position = feed["grad_output"].get<size_t>();
+        const json& grads = sample("backward")["inputs"];
+        if (position >= grads.size()) throw StoreError("no stored gradient feeds " + node.value("name", ""));
+        if (grads[position].contains("value") && grads[position]["value"].is_null()) {
+          const HostValue& like = forwardOutputs().at(position);  // a gradient that never flowed: zeros
+          values.push_back(HostValue::tensor(like.dtype, like.shape));
+        } else {
+          values.push_back(fromEntry(job_, grads[position]));
+        }
+      } else if (feed.contains("tangent")) {
+        if (tangent >= tangents.size()) throw StoreError("no stored gradient feeds " + node.value("name", ""));
+        values.push_back(fromEntry(job_, tangents[tangent++]));
+      } else {
+        throw StoreError("no stored sample feeds input " + node.value("name", "") + " of " + event);
+      }
+    }
+    return values;
+  }
+
+  const std::vector<HostValue>& forwardOutputs() {
+    if (forward_) return *forward_;
+    Prepared& p = prepare("aot_forward_graph", nullptr);
+    if (!p.jit)
+      throw StoreError("its saved inputs come from the forward graph, which " +
+                       std::string(p.lowered.complete() ? "did not compile: " + p.error.substr(0, 200) : "was not lowered completely"));
+    std::vector<HostValue> inputs = sampleInputs("aot_forward_graph", p);
+    checkSizes(p, inputs);
+    forward_ = run(p, inputs);
+    return *forward_;
+  }
+
+  std::vector<std::pair<int, HostValue>> expectedOutputs(const json& ir) {
+    std::vector<std::pair<int, HostValue>> out;
+    if (!ir.contains("results")) return out;
+    for (size_t i = 0; i < ir["results"].size(); ++i) {
+      const json& r = ir["results"][i];
+      const char* pass = r.contains("sample_output") ? "forward" : r.contains("grad_input") ? "backward" : nullptr;
+      if (!pass || !samples_.count(pass)) continue;
+      size_t j = r.contains("sample_output") ? r["sample_output"].get<size_t>() : r["grad_input"].get<size_t>();
+      const json& outs = samples_[pass]["outputs"];
+      if (j < outs.size() && outs[j].contains("blob")) out.emplace_back(static_cast<int>(i), fromEntry(job_, outs[j]));
+    }
+    return out;
+  }
+
+  // Random inputs at other sizes: replay-run draws them, runs the graph with libtorch and
+  // writes both; MLIR's outputs on the same inputs must match libtorch's.
+  void referenceRun(const std::string& event, std::vector<HostValue>* inputs, std::vector<HostValue>* expected, std::vector<int>* positions) {
+    if (opt_.runner.empty()) throw StoreError("checking at other sizes needs replay-run (built where torch is installed) as the reference");
+    std::string sizes;
+    for (const auto& [name, value] : opt_.sizes) sizes += (sizes.empty() ? "" : ",") + name + "=" + std::to_string(value);
+    std::string graph = event == "aot_backward_graph" ? "backward" : event == "aot_inference_graph" ? "inference" : "forward";
+    char path[] = "/tmp/dynrep-lower-check-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) throw StoreError("cannot make a temporary file");
+    close(fd);
+    std::string command = "'" + opt_.runner + "' '" + opt_.store + "' " + compile_.id.str() + " --graph " + graph +
+                          " --inputs random --seed " + std::to_string(opt_.seed) + " --sizes " + sizes + " --dump-raw " + path +
+                          " > /dev/null 2>&1";
+    int rc = std::system(command.c_str());
+    TensorFile file;
+    try {
+      file = readTensorFile(path);
+    } catch (const std::exception& e) {
+      std::remove(path);
+      throw StoreError("replay-run (the reference) did not run this graph at " + sizes + " (exit " + std::to_string(rc) + ")");
+    }
+    std::remove(path);
+    for (const RawValue& r : file.inputs) inputs->push_back(fromRaw(r));
+    for (size_t i = 0; i < file.outputs.size(); ++i) {
+      if (file.outputs[i].kind != "tensor") continue;
+      expected->push_back(fromRaw(file.outputs[i]));
+      positions->push_back(static_cast<int>(i));
+    }
+  }
+
+  const Job& job_;
+  const Compile& compile_;
+  const CheckOptions& opt_;
+  std::map<std::string, std::pair<int64_t, int64_t>> ranges_;
+  std::map<std::string, json> samples_;
+  std::map<std::string, Prepared> prepared_;
+  std::optional<std::vector<HostValue>> forward_;
+};
+
+}  // namespace
+
+std::map<std::string, std::pair<int64_t, int64_t>> symbolRanges(const Job& job, const Compile& compile) {
+  std::map<std::string, std::pair<int64_t, int64_t>> out;
+  if (compile.symbolsKey.empty()) return out;
+  json table = json::parse(job.text(compile.symbolsKey), nullptr, false);
+  if (!table.is_array()) return out;
+  auto bound = [](const json& b, int64_t infinite) { return b.is_number_integer() ? b.get<int64_t>() : infinite; };
+  for (const json& s : table) {
+    if (!s.is_object() || !s.contains("symbol") || !s.contains("range") || !s["range"].is_array() || s["range"].size() != 2) continue;
+    out[s["symbol"].get<std::string>()] = {bound(s["range"][0], INT64_MIN), bound(s["range"][1], INT64_MAX)};
+  }
+  return out;
+}
+
+std::pair<std::string, json> graphIr(const Job& job, const Compile& compile, const std::string& graph) {
+  auto it = kGraphEvents.find(graph);
+  std::vector<std::string> candidates = it == kGraphEvents.end() ? std::vector<std::string>{graph} : it->second;
+  for (const std::string& event : candidates) {
+    auto found = compile.graphIrs.find(event);
+    if (found == compile.graphIrs.end()) continue;
+    json ir = json::parse(job.text(found->second), nullptr, false);
+    if (!ir.is_object()) throw std::runtime_error("the IR of " + event + " in compile " + compile.id.str() + " is not readable JSON");
+    return {event, ir};
+  }
+  std::string have;
+  for (const auto& [name, key] : compile.graphIrs) have += (have.empty() ? "" : ", ") + name;
+  throw std::runtime_error("compile " + compile.id.str() + " has no " + graph + " graph (it has: " + (have.empty() ? "none" : have) + ")");
+}
+
+std::vector<GraphCheck> checkStore(const Job& job, const CheckOptions& options) {
+  std::vector<GraphCheck> out;
+  for (const Compile& compile : job.compiles()) {
+    CompileCheck check(job, compile, options);
+    for (const char* event : {"aot_forward_graph", "aot_inference_graph", "aot_backward_graph"})
+      if (compile.graphIrs.count(event)) out.push_back(check.check(event));
+  }
+  return out;
+}
+
+}  // namespace dynrep::replay::lowering

@@ -1,0 +1,193 @@
+#include "dynrep/replay/mlir/commands.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "dynrep/replay/mlir/check.h"
+#include "dynrep/replay/query/sizes.h"
+#include "engine.h"
+
+namespace dynrep::replay::lowering {
+
+namespace {
+
+using nlohmann::json;
+
+struct Opened {
+  std::unique_ptr<StoreReader> reader;
+  Job job;
+};
+
+// The store and its job, or a message naming what is wrong with it.
+std::unique_ptr<Opened> open(const std::string& path, std::ostream& err) {
+  Result<std::unique_ptr<StoreReader>> reader = StoreReader::open(path);
+  if (!reader.isOk()) {
+    err << "replay-inspect: " << reader.status().toString() << "\n";
+    return nullptr;
+  }
+  auto opened = std::make_unique<Opened>();
+  opened->reader = std::move(*reader);
+  Result<Job> job = Job::load(*opened->reader);
+  if (!job.isOk()) {
+    err << "replay-inspect: " << job.status().toString() << "\n";
+    return nullptr;
+  }
+  opened->job = std::move(*job);
+  return opened;
+}
+
+void printIssues(const std::vector<NodeIssue>& issues, std::ostream& err) {
+  for (const NodeIssue& i : issues) {
+    err << "  not lowered: " << i.node << " = " << i.op << ": " << i.message << "\n";
+    if (!i.line.empty()) err << "    at " << i.line << (i.scope.empty() ? "" : "  [" + i.scope + "]") << "\n";
+  }
+}
+
+std::string seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f s", s);
+  return buf;
+}
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2g", v);
+  return buf;
+}
+
+}  // namespace
+
+int mlirCommand(const MlirRequest& r, std::ostream& out, std::ostream& err) {
+  auto opened = open(r.store, err);
+  if (!opened) return 2;
+  const Compile* compile = opened->job.find(r.compile);
+  if (!compile) {
+    err << "replay-inspect mlir: no compile " << r.compile << " in " << r.store << "\n";
+    return 2;
+  }
+  std::optional<Library> library;
+  LowerOptions options;
+  options.dialect = r.dialect == "torch" ? Dialect::Torch : r.dialect == "llvm" ? Dialect::LLVM : Dialect::Linalg;
+  options.ranges = symbolRanges(opened->job, *compile);
+  options.compileId = compile->id.str();
+  LoweredGraph lowered;
+  try {
+    if (!r.library.empty()) library = loadLibrary(r.library), options.library = &*library;
+    lowered = lowerGraph(graphIr(opened->job, *compile, r.graph).second, options);
+  } catch (const std::exception& e) {
+    err << "replay-inspect mlir: " << e.what() << "\n";
+    return 2;
+  }
+  std::string text = lowered.text;
+  int status = 0;
+  if (!lowered.complete()) {
+    err << lowered.event << ": " << lowered.issues.size() << " of " << lowered.nodes << " nodes not lowered (stood in for by calls to external functions)\n";
+    printIssues(lowered.issues, err);
+    status = 1;
+  }
+  if (options.dialect != Dialect::Torch) {
+    std::string problems = verify(text);
+    if (!problems.empty()) {
+      err << problems;
+      status = 1;
+    } else if (options.dialect == Dialect::LLVM) {
+      if (!lowered.complete()) {
+        err << "replay-inspect mlir: --dialect llvm needs every node lowered\n";
+        return 1;
+      }
+      try {
+        text = lowerToLLVM(text);
+      } catch (const std::exception& e) {
+        err << e.what() << "\n";
+        return 1;
+      }
+    }
+  }
+  if (r.output.empty()) {
+    out << text;
+  } else {
+    std::ofstream file(r.output);
+    file << text;
+    if (!file) {
+      err << "replay-inspect mlir: cannot write " << r.output << "\n";
+      return 2;
+    }
+  }
+  return status;
+}
+
+int lowerCheckCommand(const LowerCheckRequest& r, std::ostream& out, std::ostream& err) {
+  auto opened = open(r.store, err);
+  if (!opened) return 2;
+  std::optional<Library> library;
+  CheckOptions options;
+  options.store = r.store;
+  options.runner = r.runner;
+  options.seed = r.seed;
+  try {
+    if (!r.library.empty()) library = loadLibrary(r.library), options.library = &*library;
+    if (!r.sizes.empty()) options.sizes = parseSizes(r.sizes);
+  } catch (const std::exception& e) {
+    err << "replay-inspect lower-check: " << e.what() << "\n";
+    return 2;
+  }
+  std::vector<GraphCheck> checks = checkStore(opened->job, options);
+  std::map<std::string, std::pair<int, int>> coverage;  // op -> (nodes, not lowered)
+  std::map<std::string, std::string> schemas;
+  std::map<std::string, std::vector<std::string>> lines;
+  int matched = 0;
+  for (const GraphCheck& g : checks) {
+    matched += g.matched();
+    for (const auto& [op, n] : g.operators) coverage[op].first += n;
+    for (const NodeIssue& i : g.issues) {
+      coverage[i.op].second++;
+      schemas[i.op] = i.schema;
+      if (!i.line.empty() && lines[i.op].size() < 5) lines[i.op].push_back(i.line);
+    }
+  }
+  if (r.json) {
+    json doc = {{"store", r.store}, {"graphs", json::array()}, {"operators", json::object()}};
+    for (const GraphCheck& g : checks) {
+      json issues = json::array();
+      for (const NodeIssue& i : g.issues)
+        issues.push_back({{"node", i.node}, {"op", i.op}, {"schema", i.schema}, {"message", i.message}, {"line", i.line}, {"scope", i.scope}});
+      json outputs = json::array();
+      for (const OutputMatch& o : g.outputs) outputs.push_back({{"position", o.position}, {"status", o.status}, {"max_abs_diff", o.maxAbsDiff}});
+      doc["graphs"].push_back({{"compile", g.compile}, {"graph", g.event}, {"nodes", g.nodes}, {"stage", g.stage}, {"matched", g.matched()},
+                               {"error", g.error}, {"issues", issues}, {"outputs", outputs},
+                               {"seconds", {{"lower", g.lowerSeconds}, {"verify", g.verifySeconds}, {"jit", g.jitSeconds}, {"run", g.runSeconds}}}});
+    }
+    for (const auto& [op, c] : coverage)
+      doc["operators"][op] = {{"nodes", c.first}, {"not_lowered", c.second}, {"schema", schemas[op]}, {"lines", lines[op]}};
+    doc["summary"] = {{"graphs", checks.size()}, {"matched", matched}, {"sizes", r.sizes}};
+    out << doc.dump(2) << "\n";
+  } else {
+    for (const GraphCheck& g : checks) {
+      out << g.compile << "  " << g.event << "  " << g.nodes << " nodes  " << g.stage;
+      if (!g.outputs.empty()) {
+        int bitwise = 0;
+        double worst = 0;
+        for (const OutputMatch& o : g.outputs) bitwise += o.status == "bitwise", worst = std::max(worst, o.maxAbsDiff);
+        out << " (" << g.outputs.size() << " outputs: " << bitwise << " bitwise, max |diff| " << number(worst) << ")";
+      }
+      out << "  [lower " << seconds(g.lowerSeconds) << ", verify " << seconds(g.verifySeconds) << ", jit " << seconds(g.jitSeconds) << "]\n";
+      if (!g.error.empty() && g.issues.empty()) out << "    " << g.error.substr(0, 2000) << (g.error.back() == '\n' ? "" : "\n");
+      for (const OutputMatch& o : g.outputs)
+        if (o.status != "bitwise" && o.status != "close") out << "    output " << o.position << ": " << o.status << ", max |diff| " << number(o.maxAbsDiff) << "\n";
+      printIssues(g.issues, out);
+    }
+    int missing = 0;
+    for (const auto& [op, c] : coverage) missing += c.second > 0;
+    out << "\n" << matched << " of " << checks.size() << " graphs matched" << (r.sizes.empty() ? "" : " at " + r.sizes)
+        << "; operators: " << coverage.size() << ", " << missing << " not lowered\n";
+    for (const auto& [op, c] : coverage)
+      if (c.second > 0) {
+        out << "  " << op << "  x" << c.second << (schemas[op].empty() ? "" : "  " + schemas[op]) << "\n";
+        for (const std::string& l : lines[op]) out << "      " << l << "\n";
+      }
+  }
+  return matched == static_cast<int>(checks.size()) ? 0 : 1;
+}
+
+}  // namespace dynrep::replay::lowering

@@ -1,0 +1,37 @@
+// Values that cross into and out of the JIT: contiguous tensors (raw little-endian bytes, as
+// the store keeps them) and scalars. Also how two of them compare.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "types.h"
+
+namespace dynrep::replay::lowering {
+
+struct HostValue {
+  enum class Kind { None, Tensor, Int, Float, Bool };
+  Kind kind = Kind::None;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> data;  // Tensor: numel * byteSize(dtype) bytes, row-major
+  int64_t integer = 0;
+  double real = 0;
+
+  size_t numel() const;
+  double element(size_t i) const;  // as double (float16/bfloat16 widened)
+  static HostValue tensor(DType dtype, std::vector<int64_t> shape);  // zero-filled
+  std::string describe() const;     // float32[2, 8]
+};
+
+// Float tensors match when |a - b| <= atol + rtol * |b| everywhere (nan matches nan);
+// integers, bools and scalars must be equal.
+struct Comparison {
+  std::string status;  // "bitwise", "close", "differs", "shape differs"
+  double maxAbsDiff = 0;
+  bool ok() const { return status == "bitwise" || status == "close"; }
+};
+Comparison compare(const HostValue& got, const HostValue& want, double rtol, double atol);
+
+}  // namespace dynrep::replay::lowering

@@ -1,0 +1,50 @@
+// lower-check: every aten graph of a store lowered to linalg, verified, run by MLIR's JIT on
+// the stored samples (or on random inputs at other sizes, against replay-run) and compared.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dynrep/replay/mlir/lower.h"
+#include "dynrep/replay/query/job.h"
+
+namespace dynrep::replay::lowering {
+
+struct CheckOptions {
+  const Library* library = nullptr;
+  std::map<std::string, int64_t> sizes;  // run at these symbol values, against replay-run
+  std::string runner;                    // replay-run's path (for sizes)
+  std::string store;                     // the store's path (for replay-run)
+  uint64_t seed = 0;
+  double rtol = 1e-3, atol = 1e-5;
+};
+
+struct OutputMatch {
+  int position = 0;
+  std::string status;  // bitwise, close, differs, shape differs
+  double maxAbsDiff = 0;
+};
+
+struct GraphCheck {
+  std::string compile, event;
+  int nodes = 0;
+  std::map<std::string, int> operators;  // target -> nodes calling it
+  std::vector<NodeIssue> issues;  // nodes not lowered
+  std::string stage = "lowered";  // lowered, verified, executed, matched, or where it stopped
+  std::string error;              // why it stopped: a verifier or JIT diagnostic, a missing sample
+  std::vector<OutputMatch> outputs;
+  double lowerSeconds = 0, verifySeconds = 0, jitSeconds = 0, runSeconds = 0;
+  bool matched() const { return stage == "matched"; }
+};
+
+std::vector<GraphCheck> checkStore(const Job& job, const CheckOptions& options);
+
+// The ranges of a compile's symbols, for the entry checks ("s0" -> [2, 64]).
+std::map<std::string, std::pair<int64_t, int64_t>> symbolRanges(const Job& job, const Compile& compile);
+
+// The graph IR of a compile: graph "forward", "backward", "inference" or an event name;
+// throws std::runtime_error naming what the compile has.
+std::pair<std::string, nlohmann::json> graphIr(const Job& job, const Compile& compile, const std::string& graph);
+
+}  // namespace dynrep::replay::lowering

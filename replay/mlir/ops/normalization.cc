@@ -1,0 +1,292 @@
+// Layer norm and batch norm, forward and backward. Statistics are two-pass (the mean, then the
+// squared deviations) in the input's compute type, kept with their reduced dims as size 1 so
+// the normalizing generic reads them through broadcast maps; per-channel tensors ([C]: weight,
+// bias, running stats, saved stats) are read at loop dim 1. Output dtypes come from the IR.
+#include <cmath>
+
+#include "ops.h"
+
+namespace dynrep::replay::lowering {
+
+// Defined in ops/reduction.cc (the generic-building helpers both families use).
+namespace reduction {
+struct Operand {
+  Value v;
+  std::vector<std::string> map;
+};
+using Body = std::function<std::string(Scalars&, std::vector<std::string>&)>;
+using Combine = std::function<std::string(Scalars&, std::vector<std::string>&, const std::string&)>;
+Operand over(const Value& v, const TensorType& space);
+Operand kept(const Value& v, const std::vector<bool>& red, bool keepdim);
+TensorType reducedType(const TensorType& space, const std::vector<bool>& red, bool keepdim, DType t);
+Value pointwise(Emitter& e, const TensorType& out, const std::vector<Operand>& ins, DType compute, const Body& body);
+Value as(Emitter& e, const Value& v, DType to);
+Value squeeze(Emitter& e, const Value& keep, const std::vector<bool>& red);
+Value reduce(Emitter& e, const TensorType& space, const std::vector<Operand>& ins, const std::vector<bool>& red, bool keepdim,
+             DType compute, DType acc, double init, const Combine& combine);
+std::string count(Emitter& e, const TensorType& space, const std::vector<bool>& red, DType f);
+Value meanOf(Emitter& e, const Value& x, const std::vector<bool>& red, DType t, const std::string& n);
+Value squaredDeviations(Emitter& e, const Value& x, const Value& meanKeep, const std::vector<bool>& red, bool keepdim, DType t);
+}  // namespace reduction
+
+namespace {
+
+using namespace reduction;
+
+DType floatCompute(DType t) {
+  DType c = computeType(t);
+  if (!isFloat(c)) throw Unsupported("normalization of an integer tensor");
+  return c;
+}
+
+// bool[3] output_mask; a constant list, all true where absent.
+std::vector<bool> outputMask(const OpCall& c) {
+  std::vector<bool> mask(3, true);
+  const Value& m = c.arg(c.index("output_mask"));
+  for (size_t i = 0; i < m.items.size() && i < 3; ++i) {
+    if (!m.items[i].isConst()) throw Unsupported("a symbolic output_mask");
+    mask[i] = m.items[i].number != 0;
+  }
+  return mask;
+}
+
+Value sumOf(Emitter& e, const TensorType& space, const std::vector<Operand>& ins, const std::vector<bool>& red, bool keepdim, DType t,
+            const Body& term) {
+  return reduce(e, space, ins, red, keepdim, t, t, 0, [&](Scalars& s, std::vector<std::string>& v, const std::string& acc) {
+    return s.op("arith.addf", term(s, v), acc, t);
+  });
+}
+
+std::string mul(Scalars& s, const std::string& a, const std::string& b, DType t) { return s.op("arith.mulf", a, b, t); }
+std::string sub(Scalars& s, const std::string& a, const std::string& b, DType t) { return s.op("arith.subf", a, b, t); }
+std::string add(Scalars& s, const std::string& a, const std::string& b, DType t) { return s.op("arith.addf", a, b, t); }
+// 1 / sqrt(v + eps), as PyTorch's CPU kernels spell rstd / invstd (not rsqrt).
+std::string invSqrt(Scalars& s, const std::string& v, double eps, DType t) {
+  return s.op("arith.divf", s.constant(1, t), s.unary("math.sqrt", add(s, v, s.constant(eps, t), t), t), t);
+}
+
+// ---- layer norm ----------------------------------------------------------------------------
+
+// The trailing dims that normalized_shape names.
+std::vector<bool> normalizedDims(const OpCall& c, const Value& x) {
+  size_t k = c.ints(c.index("normalized_shape")).size(), r = x.type.rank();
+  if (k > r) throw Unsupported("normalized_shape longer than the input's rank");
+  std::vector<bool> red(r, false);
+  for (size_t d = r - k; d < r; ++d) red[d] = true;
+  return red;
+}
+
+// (y, mean, rstd): mean and rstd keep the normalized dims as 1, as the IR's output types do.
+Value layerNorm(OpCall& c) {
+  const Value& x = c.tensor(0);
+  const Value &w = c.arg(2), &b = c.arg(3);
+  double eps = c.real(4);
+  std::vector<bool> red = normalizedDims(c, x);
+  DType t = floatCompute(x.type.dtype);
+  std::string n = count(c.e, x.type, red, t);
+  Value mean = meanOf(c.e, x, red, t, n);
+  Value ss = squaredDeviations(c.e, x, mean, red, true, t);
+  Value rstd = pointwise(c.e, ss.type, {over(ss, ss.type)}, t,
+                         [&](Scalars& s, std::vector<std::string>& v) { return invSqrt(s, s.op("arith.divf", v[0], n, t), eps, t); });
+  std::vector<Operand> ins = {over(x, x.type), over(mean, x.type), over(rstd, x.type)};
+  if (w.isTensor()) ins.push_back(over(w, x.type));
+  if (b.isTensor()) ins.push_back(over(b, x.type));
+  Value y = pointwise(c.e, x.type.withDtype(c.out(0).dtype), ins, t, [&](Scalars& s, std::vector<std::string>& v) {
+    std::string r = mul(s, sub(s, v[0], v[1], t), v[2], t);
+    size_t i = 3;
+    if (w.isTensor()) r = mul(s, r, v[i++], t);
+    if (b.isTensor()) r = add(s, r, v[i], t);
+    return r;
+  });
+  return Value::list({y, as(c.e, mean, c.out(1).dtype), as(c.e, rstd, c.out(2).dtype)});
+}
+
+// PyTorch's layer norm backward with xhat = (x - mean) * rstd and g' = g * weight:
+//   dx = rstd / N * (N g' - sum(g') - xhat * sum(g' xhat))   over the normalized dims
+//   dweight = sum(g xhat), dbias = sum(g)                      over the outer dims
+Value layerNormBackward(OpCall& c) {
+  const Value &g = c.tensor(0), &x = c.tensor(1), &mean = c.tensor(3), &rstd = c.tensor(4), &w = c.arg(5);
+  std::vector<bool> red = normalizedDims(c, x), outer(red.size());
+  for (size_t d = 0; d < red.size(); ++d) outer[d] = !red[d];
+  if (mean.type.rank() != x.type.rank() || rstd.type.rank() != x.type.rank())
+    throw Unsupported("layer norm statistics not shaped like the input with the normalized dims as 1");
+  std::vector<bool> mask = outputMask(c);
+  DType t = floatCompute(x.type.dtype);
+  const TensorType& sp = x.type;
+  bool hasW = w.isTensor();
+  // Operands g, x, mean, rstd[, w] and the body's g' and xhat from them.
+  std::vector<Operand> base = {over(g, sp), over(x, sp), over(mean, sp), over(rstd, sp)};
+  if (hasW) base.push_back(over(w, sp));
+  auto gw = [&](Scalars& s, std::vector<std::string>& v) { return hasW ? mul(s, v[0], v[4], t) : v[0]; };
+  auto xhat = [&](Scalars& s, std::vector<std::string>& v) { return mul(s, sub(s, v[1], v[2], t), v[3], t); };
+  Value dx, dw, db;
+  if (mask[0]) {
+    std::string n = count(c.e, sp, red, t);
+    Value sumG = sumOf(c.e, sp, base, red, true, t, gw);
+    Value sumGX = sumOf(c.e, sp, base, red, true, t, [&](Scalars& s, std::vector<std::string>& v) { return mul(s, gw(s, v), xhat(s, v), t); });
+    std::vector<Operand> ins = base;
+    ins.push_back(over(sumG, sp));
+    ins.push_back(over(sumGX, sp));
+    size_t k = ins.size() - 2;
+    dx = pointwise(c.e, sp.withDtype(c.out(0).dtype), ins, t, [&](Scalars& s, std::vector<std::string>& v) {
+      std::string inner = sub(s, sub(s, mul(s, n, gw(s, v), t), v[k], t), mul(s, xhat(s, v), v[k + 1], t), t);
+      return mul(s, s.op("arith.divf", v[3], n, t), inner, t);
+    });
+  }
+  if (mask[1])
+    dw = as(c.e, sumOf(c.e, sp, base, outer, false, t, [&](Scalars& s, std::vector<std::string>& v) { return mul(s, v[0], xhat(s, v), t); }),
+            c.out(1).dtype);
+  if (mask[2]) db = as(c.e, sumOf(c.e, sp, {over(g, sp)}, outer, false, t, [](Scalars&, std::vector<std::string>& v) { return v[0]; }), c.out(2).dtype);
+  return Value::list({dx, dw, db});
+}
+
+// ---- batch norm ----------------------------------------------------------------------------
+
+// Every dim but the channels (dim 1).
+std::vector<bool> batchDims(const Value& x) {
+  if (x.type.rank() < 2) throw Unsupported("batch norm of a tensor of rank < 2");
+  std::vector<bool> red(x.type.rank(), true);
+  red[1] = false;
+  return red;
+}
+
+// A per-channel [C] tensor read in the loops of the input's space.
+Operand channel(const Value& v) {
+  if (v.type.rank() != 1) throw Unsupported("a per-channel batch norm tensor that is not 1-d");
+  return {v, {"d1"}};
+}
+
+// The batch norm forwards. Training: batch statistics, running stats updated with momentum and
+// the unbiased batch variance. Eval: the running stats normalize; the saved statistics are
+// empty where the IR says so (PyTorch's CPU kernel) and otherwise the running ones.
+// Outputs (y, save_mean, save_invstd[, new_running_mean, new_running_var]), as many as the IR has.
+Value batchNorm(OpCall& c, const Value& x, const Value& w, const Value& b, const Value& rm, const Value& rv, bool training,
+                double momentum, double eps) {
+  std::vector<bool> red = batchDims(x);
+  DType t = floatCompute(x.type.dtype);
+  const TensorType& sp = x.type;
+  auto affine = [&](Scalars& s, std::vector<std::string>& v, std::string r, size_t i) {
+    if (w.isTensor()) r = mul(s, r, v[i++], t);
+    if (b.isTensor()) r = add(s, r, v[i], t);
+    return r;
+  };
+  std::vector<Value> outs;
+  if (training) {
+    std::string n = count(c.e, sp, red, t);
+    Value mean = meanOf(c.e, x, red, t, n);
+    Value ss = squaredDeviations(c.e, x, mean, red, true, t);
+    Value invstd = pointwise(c.e, ss.type, {over(ss, ss.type)}, t,
+                             [&](Scalars& s, std::vector<std::string>& v) { return invSqrt(s, s.op("arith.divf", v[0], n, t), eps, t); });
+    std::vector<Operand> ins = {over(x, sp), over(mean, sp), over(invstd, sp)};
+    if (w.isTensor()) ins.push_back(channel(w));
+    if (b.isTensor()) ins.push_back(channel(b));
+    outs.push_back(pointwise(c.e, sp.withDtype(c.out(0).dtype), ins, t, [&](Scalars& s, std::vector<std::string>& v) {
+      return affine(s, v, mul(s, sub(s, v[0], v[1], t), v[2], t), 3);
+    }));
+    outs.push_back(as(c.e, squeeze(c.e, mean, red), c.out(1).dtype));
+    outs.push_back(as(c.e, squeeze(c.e, invstd, red), c.out(2).dtype));
+    if (c.outs.size() > 3) {
+      if (!rm.isTensor() || !rv.isTensor()) throw Unsupported("running stats to update that are None");
+      Scalars sc = c.e.scalars();
+      std::string keepOld = sc.constant(1 - momentum, t), takeNew = sc.constant(momentum, t);
+      std::string unbias = sc.op("arith.subf", n, sc.constant(1, t), t);
+      outs.push_back(pointwise(c.e, rm.type.withDtype(c.out(3).dtype), {over(rm, rm.type), kept(mean, red, false)}, t,
+                               [&](Scalars& s, std::vector<std::string>& v) { return add(s, mul(s, keepOld, v[0], t), mul(s, takeNew, v[1], t), t); }));
+      outs.push_back(pointwise(c.e, rv.type.withDtype(c.out(4).dtype), {over(rv, rv.type), kept(ss, red, false)}, t,
+                               [&](Scalars& s, std::vector<std::string>& v) {
+                                 return add(s, mul(s, keepOld, v[0], t), mul(s, takeNew, s.op("arith.divf", v[1], unbias, t), t), t);
+                               }));
+    }
+  } else {
+    if (!rm.isTensor() || !rv.isTensor()) throw Unsupported("batch norm in eval mode without running stats");
+    std::vector<Operand> ins = {over(x, sp), channel(rm), channel(rv)};
+    if (w.isTensor()) ins.push_back(channel(w));
+    if (b.isTensor()) ins.push_back(channel(b));
+    outs.push_back(pointwise(c.e, sp.withDtype(c.out(0).dtype), ins, t, [&](Scalars& s, std::vector<std::string>& v) {
+      return affine(s, v, mul(s, sub(s, v[0], v[1], t), invSqrt(s, v[2], eps, t), t), 3);
+    }));
+    for (size_t i = 1; i < 3 && i < c.outs.size(); ++i) {
+      const TensorType& o = c.out(i);
+      bool empty = false;
+      for (const Dim& d : o.dims) empty = empty || (d.isStatic() && d.size == 0);
+      if (empty) outs.push_back(Value::tensor(c.e.fill(o, 0), o));
+      else if (i == 1) outs.push_back(as(c.e, rm, o.dtype));
+      else outs.push_back(pointwise(c.e, rv.type.withDtype(o.dtype), {over(rv, rv.type)}, t,
+                                    [&](Scalars& s, std::vector<std::string>& v) { return invSqrt(s, v[0], eps, t); }));
+    }
+    if (c.outs.size() > 3) {
+      outs.push_back(as(c.e, rm, c.out(3).dtype));
+      outs.push_back(as(c.e, rv, c.out(4).dtype));
+    }
+  }
+  outs.resize(c.outs.size());
+  return Value::list(outs);
+}
+
+// PyTorch's CPU batch norm backward, with mean/invstd the saved batch statistics in training and
+// the running ones in eval; sums over every dim but the channels:
+//   train: dx = (g - sum(g)/N - (x - mean) * sum((x - mean) g) * invstd^2 / N) * invstd * w
+//   eval:  dx = g * invstd * w;   dweight = sum((x - mean) g) * invstd;   dbias = sum(g)
+Value batchNormBackward(OpCall& c) {
+  const Value &g = c.tensor(0), &x = c.tensor(1), &w = c.arg(2);
+  bool train = c.flag(c.index("train"));
+  double eps = c.real(c.index("eps"));
+  std::vector<bool> mask = outputMask(c), red = batchDims(x);
+  DType t = floatCompute(x.type.dtype);
+  const TensorType& sp = x.type;
+  const Value& mean = train ? c.arg(c.index("save_mean")) : c.arg(c.index("running_mean"));
+  Value invstd = train ? c.arg(c.index("save_invstd")) : c.arg(c.index("running_var"));
+  if (!mean.isTensor() || !invstd.isTensor()) throw Unsupported(train ? "batch norm backward without saved statistics"
+                                                                      : "batch norm backward in eval mode without running stats");
+  if (!train)
+    invstd = pointwise(c.e, invstd.type.withDtype(t), {over(invstd, invstd.type)}, t,
+                       [&](Scalars& s, std::vector<std::string>& v) { return invSqrt(s, v[0], eps, t); });
+  std::vector<Operand> base = {over(g, sp), over(x, sp), channel(mean), channel(invstd)};
+  Value sumG = sumOf(c.e, sp, {over(g, sp)}, red, true, t, [](Scalars&, std::vector<std::string>& v) { return v[0]; });
+  Value dot = sumOf(c.e, sp, base, red, true, t,
+                    [&](Scalars& s, std::vector<std::string>& v) { return mul(s, sub(s, v[1], v[2], t), v[0], t); });
+  Value dx, dw, db;
+  if (mask[0]) {
+    std::vector<Operand> ins = base;
+    ins.push_back(over(sumG, sp));
+    ins.push_back(over(dot, sp));
+    if (w.isTensor()) ins.push_back(channel(w));
+    std::string n = train ? count(c.e, sp, red, t) : "";
+    dx = pointwise(c.e, sp.withDtype(c.out(0).dtype), ins, t, [&](Scalars& s, std::vector<std::string>& v) {
+      std::string r = v[0];
+      if (train) {
+        std::string proj = s.op("arith.divf", mul(s, mul(s, v[5], v[3], t), v[3], t), n, t);
+        r = sub(s, sub(s, v[0], s.op("arith.divf", v[4], n, t), t), mul(s, sub(s, v[1], v[2], t), proj, t), t);
+      }
+      r = mul(s, r, v[3], t);
+      return w.isTensor() ? mul(s, r, v[6], t) : r;
+    });
+  }
+  if (mask[1])
+    dw = pointwise(c.e, TensorType{c.out(1).dtype, {sp.dims[1]}}, {kept(dot, red, false), over(invstd, invstd.type)}, t,
+                   [&](Scalars& s, std::vector<std::string>& v) { return mul(s, v[0], v[1], t); });
+  if (mask[2]) db = as(c.e, squeeze(c.e, sumG, red), c.out(2).dtype);
+  return Value::list({dx, dw, db});
+}
+
+}  // namespace
+
+void addNormalizationOps(OpTable& t) {
+  t["aten::native_layer_norm.default"] = layerNorm;
+  t["aten::native_layer_norm_backward.default"] = layerNormBackward;
+  // (input, weight, bias, running_mean, running_var, training, momentum, eps)
+  for (const char* name : {"aten::native_batch_norm.default", "aten::_native_batch_norm_legit_functional.default",
+                           "aten::_native_batch_norm_legit.default"})
+    t[name] = [](OpCall& c) { return batchNorm(c, c.tensor(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4), c.flag(5), c.real(6), c.real(7)); };
+  // (input, weight, bias, training, momentum, eps): no running stats
+  t["aten::_native_batch_norm_legit.no_stats"] = [](OpCall& c) {
+    return batchNorm(c, c.tensor(0), c.arg(1), c.arg(2), Value(), Value(), c.flag(3), c.real(4), c.real(5));
+  };
+  // (input, weight, bias, running_mean, running_var, momentum, eps)
+  t["aten::_native_batch_norm_legit_no_training.default"] = [](OpCall& c) {
+    return batchNorm(c, c.tensor(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4), false, c.real(5), c.real(6));
+  };
+  t["aten::native_batch_norm_backward.default"] = batchNormBackward;
+}
+
+}  // namespace dynrep::replay::lowering

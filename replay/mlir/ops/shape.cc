@@ -1,0 +1,278 @@
+// Views, permutations, slices and concatenation. The graphs are functional (AOTAutograd
+// removed mutation), so a view is a value: reshapes become tensor.reshape, permutations and
+// broadcasts a linalg.generic with a permuted map, slices tensor.extract_slice.
+#include "ops.h"
+
+namespace dynrep::replay::lowering {
+
+namespace {
+
+std::vector<std::string> identity(size_t rank) {
+  std::vector<std::string> m;
+  for (size_t d = 0; d < rank; ++d) m.push_back("d" + std::to_string(d));
+  return m;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i];
+  return out;
+}
+
+// x reshaped to `out` (same elements, row-major), sizes from the IR's output type.
+Value reshape(Emitter& e, const Value& x, const TensorType& out) {
+  if (x.type.str() == out.str() && out.rank() == x.type.rank()) return x;
+  std::vector<std::string> sizes;
+  for (size_t d = 0; d < out.rank(); ++d) sizes.push_back(e.dimSize(out, d));
+  std::string shape = e.fresh("shape");
+  std::string shapeType = "tensor<" + std::to_string(out.rank()) + "xindex>";
+  e.line(shape + " = tensor.from_elements " + join(sizes) + " : " + shapeType);
+  std::string name = e.fresh("r");
+  e.line(name + " = tensor.reshape " + x.ssa + "(" + shape + ") : (" + x.type.str() + ", " + shapeType + ") -> " + out.str());
+  return Value::tensor(name, out);
+}
+
+// out[d...] = x[map(d...)], a copy with a permuted or broadcast indexing map.
+Value remap(Emitter& e, const Value& x, const TensorType& out, const std::vector<std::string>& map) {
+  std::string name = e.generic(out, identity(out.rank()), {{x.ssa, x.type, map}}, std::vector<std::string>(out.rank(), "parallel"),
+                               [](std::vector<std::string>& a) { return a[0]; });
+  return Value::tensor(name, out);
+}
+
+Value permute(Emitter& e, const Value& x, const std::vector<int64_t>& perm, const TensorType& out) {
+  std::vector<std::string> map(x.type.rank());
+  for (size_t i = 0; i < perm.size(); ++i) map[static_cast<size_t>(OpCall::dim(perm[i], x.type.rank()))] = "d" + std::to_string(i);
+  return remap(e, x, out, map);
+}
+
+// An index value: a constant or arithmetic on an SSA size.
+std::string startIndex(Emitter& e, int64_t start, const TensorType& t, size_t d) {
+  if (start >= 0 && t.dims[d].isStatic()) return e.index(std::min(start, t.dims[d].size));
+  if (start >= 0) {
+    std::string v = e.fresh("st");
+    e.line(v + " = arith.minsi " + e.index(start) + ", " + e.dimSize(t, d) + " : index");
+    return v;
+  }
+  std::string sum = e.fresh("st");
+  e.line(sum + " = arith.addi " + e.dimSize(t, d) + ", " + e.index(start) + " : index");
+  std::string v = e.fresh("st");
+  e.line(v + " = arith.maxsi " + sum + ", " + e.index(0) + " : index");
+  return v;
+}
+
+// tensor.extract_slice with per-dim offsets, the result's sizes and strides; `drop` removes
+// size-1 dims (select).
+Value slice(Emitter& e, const Value& x, const std::vector<std::string>& offsets, const TensorType& out,
+            const std::vector<int64_t>& steps, int64_t drop = -1) {
+  std::vector<std::string> sizes, strides;
+  TensorType result;
+  result.dtype = x.type.dtype;
+  size_t o = 0;
+  for (size_t d = 0; d < x.type.rank(); ++d) {
+    if (static_cast<int64_t>(d) == drop) {
+      sizes.push_back("1");
+    } else {
+      const Dim& od = out.dims.at(o++);
+      sizes.push_back(od.isStatic() ? std::to_string(od.size) : e.sizeOf(od));
+      result.dims.push_back(od);
+    }
+    strides.push_back(std::to_string(steps[d]));
+  }
+  std::string name = e.fresh("sl");
+  e.line(name + " = tensor.extract_slice " + x.ssa + "[" + join(offsets) + "] [" + join(sizes) + "] [" + join(strides) + "] : " +
+         x.type.str() + " to " + result.str());
+  return Value::tensor(name, result);
+}
+
+Value insert(Emitter& e, const Value& piece, const std::string& dest, const TensorType& destType, const std::vector<std::string>& offsets,
+             const std::vector<int64_t>& steps) {
+  std::vector<std::string> sizes, strides;
+  for (size_t d = 0; d < piece.type.rank(); ++d) {
+    sizes.push_back(piece.type.dims[d].isStatic() ? std::to_string(piece.type.dims[d].size) : e.dimSize(piece.type, d));
+    strides.push_back(std::to_string(steps[d]));
+  }
+  std::string name = e.fresh("ins");
+  e.line(name + " = tensor.insert_slice " + piece.ssa + " into " + dest + "[" + join(offsets) + "] [" + join(sizes) + "] [" +
+         join(strides) + "] : " + piece.type.str() + " into " + destType.str());
+  return Value::tensor(name, destType);
+}
+
+std::vector<std::string> zeros(Emitter& e, size_t rank) { return std::vector<std::string>(rank, e.index(0)); }
+
+// Pieces of x along `dim`, each as long as its output type says (split, split_with_sizes, chunk).
+Value split(OpCall& c, int64_t dimArg) {
+  const Value& x = c.tensor(0);
+  size_t dim = static_cast<size_t>(OpCall::dim(dimArg, x.type.rank()));
+  std::vector<Value> pieces;
+  std::string offset = c.e.index(0);
+  for (const TensorType& out : c.outs) {
+    std::vector<std::string> offsets = zeros(c.e, x.type.rank());
+    offsets[dim] = offset;
+    pieces.push_back(slice(c.e, x, offsets, out, std::vector<int64_t>(x.type.rank(), 1)));
+    std::string next = c.e.fresh("off");
+    c.e.line(next + " = arith.addi " + offset + ", " + c.e.dimSize(out, dim) + " : index");
+    offset = next;
+  }
+  return Value::list(pieces);
+}
+
+}  // namespace
+
+void addShapeOps(OpTable& t) {
+  for (const char* name : {"aten::view.default", "aten::_unsafe_view.default", "aten::reshape.default", "aten::unsqueeze.default",
+                           "aten::squeeze.dim", "aten::squeeze.dims", "aten::squeeze.default", "aten::flatten.using_ints",
+                           "aten::view.dtype", "aten::_reshape_alias.default", "aten::unflatten.int"})
+    t[name] = [](OpCall& c) {
+      if (c.tensor(0).type.dtype != c.out().dtype) throw Unsupported("a view that reinterprets the dtype");
+      return reshape(c.e, c.tensor(0), c.out());
+    };
+  t["aten::permute.default"] = [](OpCall& c) { return permute(c.e, c.tensor(0), c.ints(1), c.out()); };
+  t["aten::t.default"] = [](OpCall& c) {
+    const Value& x = c.tensor(0);
+    if (x.type.rank() < 2) return x;
+    return permute(c.e, x, {1, 0}, c.out());
+  };
+  for (const char* name : {"aten::transpose.int", "aten::swapaxes.default"})
+    t[name] = [](OpCall& c) {
+      const Value& x = c.tensor(0);
+      size_t r = x.type.rank();
+      if (r < 2) return x;
+      std::vector<int64_t> perm;
+      for (size_t i = 0; i < r; ++i) perm.push_back(static_cast<int64_t>(i));
+      std::swap(perm[static_cast<size_t>(OpCall::dim(c.integer(1), r))], perm[static_cast<size_t>(OpCall::dim(c.integer(2), r))]);
+      return permute(c.e, x, perm, c.out());
+    };
+  for (const char* name : {"aten::expand.default", "aten::broadcast_to.default", "aten::expand_as.default"})
+    t[name] = [](OpCall& c) {
+      const Value& x = c.tensor(0);
+      const TensorType& out = c.out();
+      std::vector<std::string> map;
+      size_t lead = out.rank() - x.type.rank();
+      for (size_t d = 0; d < x.type.rank(); ++d) {
+        const Dim& in = x.type.dims[d];
+        bool broadcast = in.isStatic() && in.size == 1 && !(out.dims[lead + d].isStatic() && out.dims[lead + d].size == 1);
+        map.push_back(broadcast ? "0" : "d" + std::to_string(lead + d));
+      }
+      return remap(c.e, x, out, map);
+    };
+  t["aten::slice.Tensor"] = [](OpCall& c) {
+    const Value& x = c.tensor(0);
+    size_t dim = static_cast<size_t>(OpCall::dim(c.integer(1), x.type.rank()));
+    int64_t start = c.none(2) ? 0 : c.integer(2), step = c.none(4) ? 1 : c.integer(4);
+    std::vector<std::string> offsets = zeros(c.e, x.type.rank());
+    offsets[dim] = startIndex(c.e, start, x.type, dim);
+    std::vector<int64_t> steps(x.type.rank(), 1);
+    steps[dim] = step;
+    return slice(c.e, x, offsets, c.out(), steps);
+  };
+  t["aten::select.int"] = [](OpCall& c) {
+    const Value& x = c.tensor(0);
+    size_t dim = static_cast<size_t>(OpCall::dim(c.integer(1), x.type.rank()));
+    std::vector<std::string> offsets = zeros(c.e, x.type.rank());
+    offsets[dim] = startIndex(c.e, c.integer(2), x.type, dim);
+    return slice(c.e, x, offsets, c.out(), std::vector<int64_t>(x.type.rank(), 1), static_cast<int64_t>(dim));
+  };
+  t["aten::split.Tensor"] = t["aten::split_with_sizes.default"] = [](OpCall& c) { return split(c, c.integer(2)); };
+  t["aten::chunk.default"] = [](OpCall& c) { return split(c, c.integer(2)); };
+  t["aten::unbind.int"] = [](OpCall& c) {
+    const Value& x = c.tensor(0);
+    size_t dim = static_cast<size_t>(OpCall::dim(c.integer(1), x.type.rank()));
+    std::vector<Value> pieces;
+    for (size_t i = 0; i < c.outs.size(); ++i) {
+      std::vector<std::string> offsets = zeros(c.e, x.type.rank());
+      offsets[dim] = c.e.index(static_cast<int64_t>(i));
+      pieces.push_back(slice(c.e, x, offsets, c.outs[i], std::vector<int64_t>(x.type.rank(), 1), static_cast<int64_t>(dim)));
+    }
+    return Value::list(pieces);
+  };
+  t["aten::cat.default"] = [](OpCall& c) {
+    const TensorType& out = c.out();
+    size_t dim = static_cast<size_t>(OpCall::dim(c.integer(1), out.rank()));
+    std::string dest = c.e.empty(out);
+    Value acc = Value::tensor(dest, out);
+    std::string offset = c.e.index(0);
+    for (const Value& piece : c.arg(0).items) {
+      if (!piece.isTensor()) throw Unsupported("cat of a non-tensor");
+      if (piece.type.rank() != out.rank()) continue;  // PyTorch skips legacy empty 1-d pieces
+      Value p = piece.type.dtype == out.dtype ? piece
+                : c.e.elementwise(piece.type.withDtype(out.dtype), {piece}, computeType(out.dtype), [](Scalars&, std::vector<std::string>& v) { return v[0]; });
+      std::vector<std::string> offsets = zeros(c.e, out.rank());
+      offsets[dim] = offset;
+      acc = insert(c.e, p, acc.ssa, out, offsets, std::vector<int64_t>(out.rank(), 1));
+      std::string next = c.e.fresh("off");
+      c.e.line(next + " = arith.addi " + offset + ", " + c.e.dimSize(p.type, dim) + " : index");
+      offset = next;
+    }
+    return acc;
+  };
+  // The gradient of a slice: zeros with the gradient written at the slice's place.
+  t["aten::slice_backward.default"] = [](OpCall& c) {
+    const Value& g = c.tensor(0);
+    const TensorType& out = c.out();
+    size_t dim = static_cast<size_t>(OpCall::dim(c.integer(2), out.rank()));
+    std::vector<std::string> offsets = zeros(c.e, out.rank());
+    offsets[dim] = startIndex(c.e, c.integer(3), out, dim);
+    std::vector<int64_t> steps(out.rank(), 1);
+    steps[dim] = c.integer(5);
+    return insert(c.e, g, c.e.fill(out, 0), out, offsets, steps);
+  };
+  t["aten::select_backward.default"] = [](OpCall& c) {
+    const Value& g = c.tensor(0);
+    const TensorType& out = c.out();
+    size_t dim = static_cast<size_t>(OpCall::dim(c.integer(2), out.rank()));
+    TensorType unsq = out;
+    unsq.dims[dim] = Dim{1, ""};
+    Value g1 = reshape(c.e, g, unsq);
+    std::vector<std::string> offsets = zeros(c.e, out.rank());
+    offsets[dim] = startIndex(c.e, c.integer(3), out, dim);
+    return insert(c.e, g1, c.e.fill(out, 0), out, offsets, std::vector<int64_t>(out.rank(), 1));
+  };
+  t["aten::constant_pad_nd.default"] = [](OpCall& c) {
+    const Value& x = c.tensor(0);
+    std::vector<int64_t> pad = c.ints(1);
+    double value = c.none(2) ? 0 : c.real(2);
+    size_t r = x.type.rank();
+    std::vector<std::string> low(r, "0"), high(r, "0");
+    for (size_t i = 0; i + 1 < pad.size() + 1 && i / 2 < r; i += 2) {
+      if (pad[i] < 0 || pad[i + 1] < 0) throw Unsupported("negative padding (a crop) is not lowered");
+      low[r - 1 - i / 2] = std::to_string(pad[i]);
+      high[r - 1 - i / 2] = std::to_string(pad[i + 1]);
+    }
+    TensorType result = x.type;
+    for (size_t d = 0; d < r; ++d)
+      if (result.dims[d].isStatic()) result.dims[d].size += std::stoll(low[d]) + std::stoll(high[d]);
+    std::string name = c.e.fresh("pad");
+    c.e.open(name + " = tensor.pad " + x.ssa + " low[" + join(low) + "] high[" + join(high) + "] {");
+    std::string args;
+    for (size_t d = 0; d < r; ++d) args += (d ? ", " : "") + c.e.fresh("p") + ": index";
+    c.e.label("^bb0(" + args + "):");
+    Scalars s = c.e.scalars();
+    std::string v = s.constant(value, x.type.dtype);
+    c.e.line("tensor.yield " + v + " : " + elementType(x.type.dtype));
+    c.e.close("} : " + x.type.str() + " to " + result.str());
+    return Value::tensor(name, result);
+  };
+  t["aten::tril.default"] = t["aten::triu.default"] = [](OpCall& c) {
+    const Value& x = c.tensor(0);
+    int64_t diagonal = c.integer(1);
+    bool lower = c.target == "aten::tril.default";
+    size_t r = x.type.rank();
+    std::string name = c.e.generic(c.out(), identity(r), {{x.ssa, x.type, identity(r)}}, std::vector<std::string>(r, "parallel"),
+                                   [&](std::vector<std::string>& a) {
+                                     Scalars s = c.e.scalars();
+                                     std::string i = c.e.fresh("row"), j = c.e.fresh("col");
+                                     c.e.line(i + " = linalg.index " + std::to_string(r - 2) + " : index");
+                                     c.e.line(j + " = linalg.index " + std::to_string(r - 1) + " : index");
+                                     std::string diff = c.e.fresh("dd");
+                                     c.e.line(diff + " = arith.subi " + j + ", " + i + " : index");
+                                     std::string k = c.e.fresh("dg");
+                                     c.e.line(k + " = arith.constant " + std::to_string(diagonal) + " : index");
+                                     std::string keep = c.e.fresh("keep");
+                                     c.e.line(keep + " = arith.cmpi " + (lower ? "sle" : "sge") + ", " + diff + ", " + k + " : index");
+                                     return s.select(keep, a[0], s.constant(0, x.type.dtype), x.type.dtype);
+                                   });
+    return Value::tensor(name, c.out());
+  };
+}
+
+}  // namespace dynrep::replay::lowering

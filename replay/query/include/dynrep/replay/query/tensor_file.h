@@ -1,0 +1,29 @@
+// A graph's inputs and outputs as one file, how replay-run hands them to another tool (--dump-raw)
+// without either linking the other: a first line "dynrep-tensors 1", a JSON line
+// {"inputs": [...], "outputs": [...]} (tensors {"dtype", "shape", "offset", "bytes"}, scalars
+// {"int"}, {"float"}, {"bool"}, None {}), then the tensors' raw little-endian bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dynrep::replay {
+
+struct RawValue {
+  std::string kind;  // tensor, int, float, bool, none
+  std::string dtype;  // float32, as PyTorch names it
+  std::vector<int64_t> shape;
+  std::string bytes;  // contiguous, row-major
+  int64_t integer = 0;
+  double real = 0;
+};
+
+struct TensorFile {
+  std::vector<RawValue> inputs, outputs;
+};
+
+void writeTensorFile(const std::string& path, const TensorFile& file);  // throws std::runtime_error
+TensorFile readTensorFile(const std::string& path);                     // throws std::runtime_error
+
+}  // namespace dynrep::replay
