@@ -8,7 +8,8 @@ PY     := $(VENV)/bin/python
 BUILD  := build/py
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := g++ make libzstd-dev libcereal-dev libxxhash-dev libgtest-dev \
-                nlohmann-json3-dev libcli11-dev libfmt-dev zstd
+                nlohmann-json3-dev libcli11-dev libfmt-dev zstd \
+                libmlir-19-dev mlir-19-tools llvm-19-dev
 # Exactly this torch: the local CPU build. Anything unpinned pulls GBs of CUDA wheels.
 # transformers builds the real models the tests and benchmarks run (from configs, no downloads).
 PY_PACKAGES  := torch==2.13.0 numpy pytest scikit-build-core pybind11 cmake ninja transformers==5.23.0

@@ -78,6 +78,7 @@ int run(int argc, char** argv) {
   app.add_option("--repeat", options.repeat, "calls to time (median reported)");
   app.add_option("--load", options.libraries, "a shared library that registers custom operators");
   app.add_option("--dump", options.dumpPath, "write the inputs and outputs here (torch.load reads it)");
+  app.add_option("--dump-raw", options.rawDumpPath, "write the inputs and outputs as a tensor file (raw bytes, for lower-check)");
   app.add_flag("--json", json, "machine-readable output");
   try {
     app.parse(argc, argv);

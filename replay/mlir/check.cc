@@ -3,6 +3,7 @@
 // through MLIR) returns, and compares with what the job produced.
 #include "dynrep/replay/mlir/check.h"
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -102,6 +103,11 @@ class CompileCheck {
       g.stage = "executed";
       std::vector<HostValue> inputs, expected;
       std::vector<int> expectedPositions;
+      if (!opt_.sizes.empty() && !mentionsSize(p.ir)) {
+        g.stage = "static";
+        g.error = "none of its inputs has these dynamic sizes: not run at them";
+        return g;
+      }
       if (opt_.sizes.empty()) {
         inputs = sampleInputs(event, p);
         for (const auto& [position, value] : expectedOutputs(p.ir)) expectedPositions.push_back(position), expected.push_back(value);
@@ -154,6 +160,7 @@ class CompileCheck {
     lo.library = opt_.library;
     lo.ranges = ranges_;
     lo.compileId = compile_.id.str();
+    lo.constants = constantBytes(job_, p.ir);
     auto start = Clock::now();
     p.lowered = lowerGraph(p.ir, lo);
     if (g) g->lowerSeconds = since(start), g->nodes = p.lowered.nodes, g->issues = p.lowered.issues;
@@ -175,6 +182,17 @@ class CompileCheck {
     }
     if (g) g->jitSeconds = since(start);
     return p;
+  }
+
+  bool mentionsSize(const json& ir) const {
+    for (const json& node : ir["nodes"]) {
+      if (node.value("op", "") != "placeholder") continue;
+      std::string text = node.value("outputs", json::array()).dump();
+      for (const auto& [symbol, value] : opt_.sizes)
+        for (size_t at = text.find(symbol); at != std::string::npos; at = text.find(symbol, at + 1))
+          if (!std::isalnum(static_cast<unsigned char>(text[at + symbol.size()]))) return true;
+    }
+    return false;
   }
 
   static std::map<std::string, int> operators(const json& ir) {
@@ -346,6 +364,17 @@ std::map<std::string, std::pair<int64_t, int64_t>> symbolRanges(const Job& job, 
     if (!s.is_object() || !s.contains("symbol") || !s.contains("range") || !s["range"].is_array() || s["range"].size() != 2) continue;
     out[s["symbol"].get<std::string>()] = {bound(s["range"][0], INT64_MIN), bound(s["range"][1], INT64_MAX)};
   }
+  return out;
+}
+
+std::map<std::string, std::string> constantBytes(const Job& job, const json& ir) {
+  std::map<std::string, std::string> out;
+  if (ir.contains("constants") && ir["constants"].is_object())
+    for (const auto& [name, entry] : ir["constants"].items())
+      if (entry.is_object() && entry.contains("blob") && entry["blob"].is_string()) {
+        std::string bytes = job.text(entry["blob"].get<std::string>());
+        if (bytes.size() == entry.value("bytes", bytes.size())) out[name] = std::move(bytes);
+      }
   return out;
 }
 

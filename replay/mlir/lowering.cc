@@ -472,10 +472,17 @@ class GraphLowering {
       if (!constants.contains(target)) throw Unsupported("constant " + target + " is not in the IR");
       const json& entry = constants[target];
       TensorType t = tensorType(entry);
-      // Constants are function arguments fed from the store (like weights), so a large tensor
-      // is not printed into the module; their values arrive with the inputs.
-      (void)t;
-      throw Unsupported("graph constant " + target + " (a get_attr tensor) is not lowered");
+      auto bytes = opt_.constants.find(target);
+      if (bytes == opt_.constants.end()) throw Unsupported("graph constant " + target + ": its data was not stored (" + entry.value("skipped", "no blob") + ")");
+      for (const Dim& d : t.dims)
+        if (!d.isStatic()) throw Unsupported("graph constant " + target + " has a symbolic shape");
+      // MLIR reads a dense literal from the hex of its raw little-endian bytes.
+      static const char* kHex = "0123456789ABCDEF";
+      std::string hex = "0x";
+      for (unsigned char byte : bytes->second) hex += kHex[byte >> 4], hex += kHex[byte & 15];
+      std::string name = e_.fresh("cst");
+      e_.line(name + " = arith.constant dense<\"" + hex + "\"> : " + t.str());
+      values_[node.value("name", "")] = Value::tensor(name, t);
     } catch (const Unsupported& u) {
       issue(node, u.what());
       standIn(node, "get_attr");

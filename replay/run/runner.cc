@@ -12,11 +12,12 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/serialize.h>
 
+#include "dynrep/replay/query/sizes.h"
+#include "dynrep/replay/query/tensor_file.h"
 #include "graph_program.h"
 #include "stored_values.h"
-#include "dynrep/replay/query/sizes.h"
 
-namespace dynrep::replay {
+namespace dynrep::replay::run {
 
 namespace {
 
@@ -230,6 +231,7 @@ class Run {
       check(*first, want, report);
     }
     if (!opt_.dumpPath.empty()) dump(in, *first);
+    if (!opt_.rawDumpPath.empty()) dumpRaw(in, *first);
   }
 
   // Random operators (dropout) draw from the CPU generator: each run starts from the state the
@@ -242,6 +244,42 @@ class Run {
       generator.set_state(stored_.blob((*forward)["rng_state"], json()));
     } else {
       generator.set_current_seed(opt_.seed);
+    }
+  }
+
+  static RawValue raw(const c10::IValue& v) {
+    RawValue r;
+    if (v.isTensor()) {
+      at::Tensor t = v.toTensor().contiguous();
+      r.kind = "tensor";
+      r.dtype = c10::toString(t.scalar_type());
+      std::string name = r.dtype;  // PyTorch's C++ names (Float, Long) -> Python's (float32, int64)
+      static const std::map<std::string, std::string> kNames = {{"Float", "float32"}, {"Double", "float64"}, {"Half", "float16"},
+          {"BFloat16", "bfloat16"}, {"Long", "int64"}, {"Int", "int32"}, {"Short", "int16"}, {"Char", "int8"}, {"Byte", "uint8"}, {"Bool", "bool"}};
+      auto it = kNames.find(name);
+      r.dtype = it == kNames.end() ? name : it->second;
+      r.shape = t.sizes().vec();
+      r.bytes.assign(static_cast<const char*>(t.data_ptr()), t.nbytes());
+    } else if (v.isInt()) {
+      r.kind = "int", r.integer = v.toInt();
+    } else if (v.isDouble()) {
+      r.kind = "float", r.real = v.toDouble();
+    } else if (v.isBool()) {
+      r.kind = "bool", r.integer = v.toBool();
+    } else {
+      r.kind = "none";
+    }
+    return r;
+  }
+
+  void dumpRaw(const std::vector<c10::IValue>& in, const std::vector<c10::IValue>& out) const {
+    TensorFile file;
+    for (const c10::IValue& v : in) file.inputs.push_back(raw(v));
+    for (const c10::IValue& v : out) file.outputs.push_back(raw(v));
+    try {
+      writeTensorFile(opt_.rawDumpPath, file);
+    } catch (const std::exception& e) {
+      throw RunError(e.what());
     }
   }
 
@@ -287,4 +325,4 @@ RunReport runGraph(const Job& job, const std::string& compileId, const RunOption
   return report;
 }
 
-}  // namespace dynrep::replay
+}  // namespace dynrep::replay::run

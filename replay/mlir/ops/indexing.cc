@@ -259,6 +259,34 @@ Value scatter(OpCall& c, const std::string& reduce) {
   return Value::tensor(r, out);
 }
 
+// index_add: out[.., index[i], ..] += alpha * source[.., i, ..] (the gradient of index_select).
+Value indexAdd(OpCall& c) {
+  const Value& self = c.tensor(0);
+  const Value& index = c.tensor(2);
+  const Value& src = c.tensor(3);
+  requireIntegerIndex(index.type);
+  const TensorType& out = c.out();
+  if (self.type.rank() == 0 || src.type.rank() != self.type.rank()) throw Unsupported("index_add of a 0-d tensor or of a source of another rank");
+  size_t dim = static_cast<size_t>(OpCall::dim(c.integer(1), self.type.rank()));
+  DType ct = computeType(out.dtype);
+  const Value& alpha = c.arg(c.index("alpha"));
+  std::vector<std::string> selfSizes = sizesOf(c.e, self.type);
+  Scalars fs = c.e.scalars();
+  std::string scale = alpha.isConst() && alpha.number == 1 ? "" : fs.of(alpha, ct);
+  Value base = converted(c.e, self, out.dtype);
+  std::string r = loops(c.e, sizesOf(c.e, src.type), base.ssa, out, [&](const std::vector<std::string>& iv, const std::string& acc) {
+    Scalars s = c.e.scalars();
+    std::vector<std::string> at = iv;
+    std::string i = extract(c.e, index.ssa, index.type, index.type.rank() ? std::vector<std::string>{iv[dim]} : std::vector<std::string>{});
+    at[dim] = boundIndex(c.e, i, index.type.dtype, selfSizes[dim], true);
+    std::string v = s.cast(extract(c.e, src.ssa, src.type, iv), src.type.dtype, ct);
+    if (!scale.empty()) v = s.op(isFloat(ct) ? "arith.mulf" : "arith.muli", v, scale, ct);
+    v = s.op(isFloat(ct) ? "arith.addf" : "arith.addi", s.cast(extract(c.e, acc, out, at), out.dtype, ct), v, ct);
+    return insert(c.e, s.cast(v, ct, out.dtype), acc, out, at);
+  });
+  return Value::tensor(r, out);
+}
+
 // ---- embedding -------------------------------------------------------------------------------
 
 Value embedding(OpCall& c) {
@@ -609,6 +637,7 @@ void addIndexingOps(OpTable& t) {
   };
   t["aten::scatter.src"] = t["aten::scatter.value"] = [](OpCall& c) { return scatter(c, ""); };
   t["aten::scatter_add.default"] = [](OpCall& c) { return scatter(c, "add"); };
+  t["aten::index_add.default"] = indexAdd;
   t["aten::scatter.reduce"] = t["aten::scatter.value_reduce"] = [](OpCall& c) {
     const Value& r = c.arg(c.index("reduce"));
     if (r.kind != Value::Kind::Text || (r.text != "add" && r.text != "multiply")) throw Unsupported("scatter reduce '" + r.text + "'");

@@ -87,7 +87,7 @@ Value squeeze(Emitter& e, const Value& keep, const std::vector<bool>& red) {
 
 // A fill with a reduction's identity. ±inf on an integer type means its limits (a max starts at
 // the lowest value), which a double cannot carry exactly for int64, so they are spelled here.
-std::string identity(Emitter& e, const TensorType& t, double v) {
+static std::string identity(Emitter& e, const TensorType& t, double v) {
   if (isFloat(t.dtype) || std::isfinite(v)) return e.fill(t, v);
   std::string literal;
   if (t.dtype == DType::Bool) {
@@ -128,6 +128,12 @@ Value reduce(Emitter& e, const TensorType& space, const std::vector<Operand>& in
   return Value::tensor(ssa, out);
 }
 
+static std::string indexOp(Emitter& e, const char* op, const std::string& a, const std::string& b) {
+  std::string v = e.fresh("ix");
+  e.line(v + " = " + op + " " + a + ", " + b + " : index");
+  return v;
+}
+
 // How many elements each output element reduces, as a float of type f: the product of the
 // reduced sizes, computed at run time where one is symbolic.
 std::string count(Emitter& e, const TensorType& space, const std::vector<bool>& red, DType f) {
@@ -139,14 +145,13 @@ std::string count(Emitter& e, const TensorType& space, const std::vector<bool>& 
       known *= space.dims[d].size;
       continue;
     }
-    std::string dim = e.dimSize(space, d), p = e.fresh("n");
-    if (size.empty()) size = dim;
-    else e.line(p + " = arith.muli " + size + ", " + dim + " : index"), size = p;
+    std::string dim = e.dimSize(space, d);
+    size = size.empty() ? dim : indexOp(e, "arith.muli", size, dim);
   }
   Scalars s = e.scalars();
   if (size.empty()) return s.constant(static_cast<double>(known), f);
-  std::string n = e.fresh("n"), p = e.fresh("n");
-  if (known != 1) e.line(p + " = arith.muli " + size + ", " + e.index(known) + " : index"), size = p;
+  if (known != 1) size = indexOp(e, "arith.muli", size, e.index(known));
+  std::string n = e.fresh("n");
   e.line(n + " = arith.index_cast " + size + " : index to i64");
   return s.cast(n, DType::I64, f);
 }
@@ -227,13 +232,7 @@ Value firstIndex(Emitter& e, const Value& x, const Value& m, const std::vector<b
                     if (!red[d]) continue;
                     std::string i = e.fresh("ix");
                     e.line(i + " = linalg.index " + std::to_string(d) + " : index");
-                    if (!linear.empty()) {
-                      std::string scaled = e.fresh("ix"), sum = e.fresh("ix");
-                      e.line(scaled + " = arith.muli " + linear + ", " + sizes[d] + " : index");
-                      e.line(sum + " = arith.addi " + scaled + ", " + i + " : index");
-                      i = sum;
-                    }
-                    linear = i;
+                    linear = linear.empty() ? i : indexOp(e, "arith.addi", indexOp(e, "arith.muli", linear, sizes[d]), i);
                   }
                   std::string at = e.fresh("ix");
                   e.line(at + " = arith.index_cast " + (linear.empty() ? e.index(0) : linear) + " : index to i64");

@@ -227,30 +227,19 @@ void addShapeOps(OpTable& t) {
     offsets[dim] = startIndex(c.e, c.integer(3), out, dim);
     return insert(c.e, g1, c.e.fill(out, 0), out, offsets, std::vector<int64_t>(out.rank(), 1));
   };
+  // A constant pad: the output filled with the value, the input written at its low offsets
+  // (tensor.pad's bufferization mishandles dynamic sizes in MLIR 19).
   t["aten::constant_pad_nd.default"] = [](OpCall& c) {
     const Value& x = c.tensor(0);
     std::vector<int64_t> pad = c.ints(1);
     double value = c.none(2) ? 0 : c.real(2);
     size_t r = x.type.rank();
-    std::vector<std::string> low(r, "0"), high(r, "0");
-    for (size_t i = 0; i + 1 < pad.size() + 1 && i / 2 < r; i += 2) {
+    std::vector<std::string> offsets = zeros(c.e, r);
+    for (size_t i = 0; i + 1 < pad.size() && i / 2 < r; i += 2) {
       if (pad[i] < 0 || pad[i + 1] < 0) throw Unsupported("negative padding (a crop) is not lowered");
-      low[r - 1 - i / 2] = std::to_string(pad[i]);
-      high[r - 1 - i / 2] = std::to_string(pad[i + 1]);
+      offsets[r - 1 - i / 2] = c.e.index(pad[i]);
     }
-    TensorType result = x.type;
-    for (size_t d = 0; d < r; ++d)
-      if (result.dims[d].isStatic()) result.dims[d].size += std::stoll(low[d]) + std::stoll(high[d]);
-    std::string name = c.e.fresh("pad");
-    c.e.open(name + " = tensor.pad " + x.ssa + " low[" + join(low) + "] high[" + join(high) + "] {");
-    std::string args;
-    for (size_t d = 0; d < r; ++d) args += (d ? ", " : "") + c.e.fresh("p") + ": index";
-    c.e.label("^bb0(" + args + "):");
-    Scalars s = c.e.scalars();
-    std::string v = s.constant(value, x.type.dtype);
-    c.e.line("tensor.yield " + v + " : " + elementType(x.type.dtype));
-    c.e.close("} : " + x.type.str() + " to " + result.str());
-    return Value::tensor(name, result);
+    return insert(c.e, x, c.e.fill(c.out(), value), c.out(), offsets, std::vector<int64_t>(r, 1));
   };
   t["aten::tril.default"] = t["aten::triu.default"] = [](OpCall& c) {
     const Value& x = c.tensor(0);

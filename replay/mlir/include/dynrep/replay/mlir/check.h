@@ -43,6 +43,9 @@ std::vector<GraphCheck> checkStore(const Job& job, const CheckOptions& options);
 // The ranges of a compile's symbols, for the entry checks ("s0" -> [2, 64]).
 std::map<std::string, std::pair<int64_t, int64_t>> symbolRanges(const Job& job, const Compile& compile);
 
+// The bytes of a graph's constants, read from the store.
+std::map<std::string, std::string> constantBytes(const Job& job, const nlohmann::json& ir);
+
 // The graph IR of a compile: graph "forward", "backward", "inference" or an event name;
 // throws std::runtime_error naming what the compile has.
 std::pair<std::string, nlohmann::json> graphIr(const Job& job, const Compile& compile, const std::string& graph);

@@ -37,6 +37,9 @@ struct LowerOptions {
   // Final ranges of the compile's symbols ("s0" -> [2, 64]); the lowered function checks them at entry.
   std::map<std::string, std::pair<int64_t, int64_t>> ranges;
   std::string compileId;
+  // Graph constants (get_attr targets) -> their raw bytes, from the store; printed as dense
+  // literals. A constant without bytes is reported.
+  std::map<std::string, std::string> constants;
 };
 
 // One input or output of the lowered function, in graph order.

@@ -25,6 +25,7 @@ struct RunOptions {
   int repeat = 1;                   // calls to time; the first one's outputs are checked
   std::vector<std::string> libraries;  // shared libraries registering custom operators
   std::string dumpPath;             // where to write (inputs, outputs) as tuples (torch.load reads it)
+  std::string rawDumpPath;          // the same as a tensor file (query/tensor_file.h), for tools without torch
 };
 
 // The node a run stopped at, with where it came from in the user's code.
