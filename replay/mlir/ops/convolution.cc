@@ -71,24 +71,24 @@ double lowest(DType t) {
   return t == DType::Bool || isUnsigned(t) ? 0 : -std::ldexp(1.0, bitWidth(t) - 1);
 }
 
-// x padded by low/high per dim with `value`.
+// x padded by low/high per dim with `value`: a filled tensor with x inserted. (tensor.pad
+// with dynamic sizes needs tensor's shape-reification interfaces at bufferization, which the
+// engine's context does not register; fill + insert_slice bufferizes to the same copy.)
 Value pad(Emitter& e, const Value& x, const std::vector<int64_t>& low, const std::vector<int64_t>& high, double value) {
   bool any = false;
   TensorType t = x.type;
-  std::vector<std::string> lo, hi, args;
+  std::vector<std::string> offs, sizes, ones;
   for (size_t i = 0; i < t.rank(); ++i) {
     any = any || low[i] || high[i];
     t.dims[i] = plus(t.dims[i], low[i] + high[i]);
-    lo.push_back(std::to_string(low[i]));
-    hi.push_back(std::to_string(high[i]));
-    args.push_back(e.fresh("p") + ": index");
+    offs.push_back(std::to_string(low[i]));
+    sizes.push_back(x.type.dims[i].isStatic() ? std::to_string(x.type.dims[i].size) : e.dimSize(x.type, i));
+    ones.push_back("1");
   }
   if (!any) return x;
   std::string name = e.fresh("pad");
-  e.open(name + " = tensor.pad " + x.ssa + " low[" + join(lo) + "] high[" + join(hi) + "] {");
-  e.label("^bb0(" + join(args) + "):");
-  e.line("tensor.yield " + e.scalars().constant(value, t.dtype) + " : " + elementType(t.dtype));
-  e.close("} : " + x.type.str() + " to " + t.str());
+  e.line(name + " = tensor.insert_slice " + x.ssa + " into " + e.fill(t, value) + "[" + join(offs) + "] [" + join(sizes) + "] [" + join(ones) + "] : " +
+         x.type.str() + " into " + t.str());
   return Value::tensor(name, t);
 }
 

@@ -1,0 +1,57 @@
+"""A store's aten graphs re-lowered to MLIR, without PyTorch: the same as `replay-inspect mlir`
+and `lower-check`, through replay-mlir (the C++ lowering over MLIR 19, installed with the
+package where MLIR 19 was found at build time).
+
+    >>> from dynamo_replay import mlir
+    >>> text = mlir.lower("job.dynrep", "0/1", graph="forward", dialect="linalg")
+    >>> report = mlir.lower_check("job.dynrep", sizes={"s0": 5})
+    >>> report["summary"]    # {"graphs": 2, "matched": 2, ...}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from typing import Any
+
+from dynamo_replay.errors import GraphError
+from dynamo_replay.tools import _executable
+
+PathLike = str | os.PathLike[str]
+
+
+def _tool() -> str:
+    try:
+        return _executable("replay-mlir")
+    except FileNotFoundError as e:
+        raise GraphError("replay-mlir (the MLIR lowering) is not installed: it is built where MLIR 19 is "
+                         "(apt-get install libmlir-19-dev mlir-19-tools llvm-19-dev), then reinstall dynamo-replay") from e
+
+
+def lower(store: PathLike, compile_id: str, graph: str = "forward", dialect: str = "linalg",
+          library: PathLike | None = None) -> str:
+    """The graph as an MLIR module (text). Raises GraphError naming the nodes that were not
+    lowered, or what is wrong with the store or the library."""
+    args = [_tool(), "mlir", os.fspath(store), compile_id, "--graph", graph, "--dialect", dialect]
+    if library is not None:
+        args += ["--library", os.fspath(library)]
+    done = subprocess.run(args, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise GraphError(done.stderr.strip() or f"replay-mlir exited {done.returncode}")
+    return done.stdout
+
+
+def lower_check(store: PathLike, library: PathLike | None = None, sizes: dict[str, int] | None = None,
+                seed: int = 0) -> dict[str, Any]:
+    """Every aten graph lowered, verified, run by MLIR's JIT and compared (lower-check --json):
+    {"graphs": [...], "operators": {...}, "summary": {"graphs", "matched"}}."""
+    args = [_tool(), "lower-check", os.fspath(store), "--json", "--seed", str(seed)]
+    if library is not None:
+        args += ["--library", os.fspath(library)]
+    if sizes:
+        args += ["--sizes", ",".join(f"{k}={v}" for k, v in sizes.items())]
+    done = subprocess.run(args, capture_output=True, text=True)
+    if not done.stdout:
+        raise GraphError(done.stderr.strip() or f"replay-mlir exited {done.returncode}")
+    return json.loads(done.stdout)
