@@ -8,10 +8,11 @@
 // ints, lists as prim.ListConstruct; tuple results as op results, Tensor[] as a list unpacked by
 // prim.ListUnpack; SymInt arithmetic as aten.<op>.{int,float,float_int}; torch.symbolic_int per
 // symbol and torch.bind_symbolic_shape after each symbolic tensor; constants as vtensor.literal
-// (dense splat, or dense_resource with the bytes in dialect_resources). Differences: locations are
-// lowering.cc's; zero-element constants are dense<>; a node that cannot be lowered is reported and
-// stood in for by a call to an external function. Checked: every aot_* graph of the corpus stores
-// (mlp, gpt, convnet, hf_gpt2_train, hf_bert, graph_break, inductor) parses with mlir-opt-19.
+// (a dense splat, or dense_resource with options.constants' bytes in dialect_resources).
+// Differences: locations are lowering.cc's; zero-element constants are dense<>; a node that cannot
+// be lowered is reported and stood in for by a call to an external function. Checked: every aot_*
+// graph of the corpus stores (mlp, gpt, convnet, hf_gpt2_train, hf_bert, graph_break, inductor)
+// lowers without issues and parses with mlir-opt-19 --allow-unregistered-dialect.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -62,6 +63,8 @@ constexpr DType kDTypes[] = {{"float32", "f32", 6, 4}, {"float64", "f64", 7, 8},
 
 const DType* dtypeOf(std::string name) {
   if (name.rfind("torch.", 0) == 0) name = name.substr(6);
+  static const std::map<std::string, std::string> kAliases = {{"float", "float32"}, {"double", "float64"}, {"half", "float16"}, {"long", "int64"}, {"int", "int32"}};
+  if (kAliases.count(name)) name = kAliases.at(name);
   for (const DType& d : kDTypes)
     if (name == d.torch) return &d;
   return nullptr;
@@ -149,7 +152,7 @@ struct TV {  // an SSA value and its torch type
 struct NodeValue {
   std::vector<TV> results;
   bool list = false;  // results[0] is a !torch.list, unpacked into itemTypes by the first getitem
-  std::vector<std::string> itemTypes;
+  std::vector<std::string> itemTypes = {};
 };
 
 class TorchLowering {
@@ -531,7 +534,8 @@ class TorchLowering {
   void constant(const json& node) {
     std::string target = node.value("target", "");
     const json& c = ir_.value("constants", json::object()).value(target, json::object());
-    if (c.empty() || c.contains("skipped")) throw Unsupported("constant " + target + (c.empty() ? " is not in the IR" : " was not stored: " + (c["skipped"].is_string() ? c["skipped"].get<std::string>() : c["skipped"].dump())));
+    if (c.empty()) throw Unsupported("constant " + target + " is not in the IR");
+    if (c.contains("skipped")) throw Unsupported("constant " + target + " was not stored: " + (c["skipped"].is_string() ? c["skipped"].get<std::string>() : c["skipped"].dump()));
     const DType* d = dtypeOf(c.value("dtype", ""));
     if (!d) throw Unsupported("dtype " + c.value("dtype", "?") + " is not lowered");
     std::string element = d->scalarType == 11 ? "ui8" : d->element, dims, shape, blobName = "torch_tensor";  // bool data as uint8
