@@ -19,6 +19,7 @@
 #include <mlir/Dialect/Arith/IR/Arith.h>
 #include <mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h>
 #include <mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h>
+#include <mlir/Dialect/Arith/Transforms/Passes.h>
 #include <mlir/Dialect/Bufferization/IR/Bufferization.h>
 #include <mlir/Dialect/Bufferization/Pipelines/Passes.h>
 #include <mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h>
@@ -65,6 +66,7 @@ void registerOnce() {
     mlir::registerConversionPasses();
     mlir::registerTransformsPasses();
     mlir::registerLinalgPasses();
+    mlir::arith::registerArithPasses();  // arith-expand: floordivsi/ceildivsi of symbolic sizes
     mlir::memref::registerMemRefPasses();
     mlir::bufferization::registerBufferizationPasses();
     mlir::bufferization::registerBufferizationPipelines();
@@ -139,7 +141,7 @@ const char* llvmPipeline() {
   return "builtin.module(inline,symbol-dce,"
          "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
          "buffer-deallocation-pipeline,convert-bufferization-to-memref,func.func(convert-linalg-to-loops),"
-         "convert-scf-to-cf,expand-strided-metadata,lower-affine,finalize-memref-to-llvm,convert-math-to-llvm,"
+         "convert-scf-to-cf,expand-strided-metadata,lower-affine,arith-expand,finalize-memref-to-llvm,convert-math-to-llvm,"
          "convert-math-to-libm,convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,"
          "reconcile-unrealized-casts)";
 }
