@@ -64,6 +64,30 @@ std::string mapText(size_t loops, const std::vector<std::string>& results) {
   return out + ")>";
 }
 
+Strings loopDims(size_t n, size_t from) {
+  Strings out;
+  for (size_t i = 0; i < n; ++i) out.push_back("d" + std::to_string(from + i));
+  return out;
+}
+
+Strings broadcastMap(const TensorType& t, const TensorType& space) {
+  if (t.rank() > space.rank()) throw Unsupported("an operand of higher rank than the result");
+  Strings map;
+  size_t lead = space.rank() - t.rank();
+  for (size_t d = 0; d < t.rank(); ++d) {
+    const Dim& sd = space.dims[lead + d];
+    bool broadcast = t.dims[d].isStatic() && t.dims[d].size == 1 && !(sd.isStatic() && sd.size == 1);
+    map.push_back(broadcast ? "0" : "d" + std::to_string(lead + d));
+  }
+  return map;
+}
+
+std::string join(const Strings& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
+  return out;
+}
+
 // ---- scalars -------------------------------------------------------------------------------
 
 namespace {
@@ -199,6 +223,32 @@ void Emitter::close(const std::string& text) {
 void Emitter::label(const std::string& text) {
   text_.append(static_cast<size_t>(indent_ - 2), ' ');
   text_ += text + "\n";
+}
+
+std::string Emitter::assign(const std::string& hint, const std::string& rhs) {
+  std::string name = fresh(hint);
+  line(name + " = " + rhs);
+  return name;
+}
+
+std::string Emitter::loopIndex(size_t d) { return assign("li", "linalg.index " + std::to_string(d) + " : index"); }
+
+std::string Emitter::indexOp(const std::string& op, const std::string& a, const std::string& b) {
+  return assign("ix", op + " " + a + ", " + b + " : index");
+}
+
+std::string Emitter::toIndex(const std::string& i64) { return assign("idx", "arith.index_cast " + i64 + " : i64 to index"); }
+
+std::string Emitter::fromIndex(const std::string& index, DType to) {
+  return scalars().cast(assign("n", "arith.index_cast " + index + " : index to i64"), DType::I64, to);
+}
+
+std::string Emitter::indexCmp(const std::string& predicate, const std::string& a, const std::string& b) {
+  return assign("ic", "arith.cmpi " + predicate + ", " + a + ", " + b + " : index");
+}
+
+Value Emitter::copyInto(const Value& v, const TensorType& out) {
+  return elementwise(out, {v}, computeType(out.dtype), [](Scalars&, Strings& a) { return a[0]; });
 }
 
 std::string Emitter::index(int64_t v) {
@@ -400,21 +450,10 @@ Value Emitter::elementwise(const TensorType& out, const std::vector<Value>& oper
       slot.push_back(-1);
       continue;
     }
-    if (v.type.rank() > out.rank()) throw Unsupported("an operand of higher rank than the result");
-    GenericInput in{v.ssa, v.type, {}};
-    size_t lead = out.rank() - v.type.rank();
-    for (size_t d = 0; d < v.type.rank(); ++d) {
-      const Dim& od = out.dims[lead + d];
-      bool broadcast = v.type.dims[d].isStatic() && v.type.dims[d].size == 1 && !(od.isStatic() && od.size == 1);
-      in.map.push_back(broadcast ? "0" : "d" + std::to_string(lead + d));
-    }
     slot.push_back(static_cast<int>(ins.size()));
-    ins.push_back(std::move(in));
+    ins.push_back({v.ssa, v.type, broadcastMap(v.type, out)});
   }
-  std::vector<std::string> iterators(out.rank(), "parallel");
-  std::vector<std::string> outMap;
-  for (size_t d = 0; d < out.rank(); ++d) outMap.push_back("d" + std::to_string(d));
-  std::string ssa = generic(out, outMap, ins, iterators, [&](std::vector<std::string>& args) {
+  std::string ssa = generic(out, loopDims(out.rank()), ins, Strings(out.rank(), "parallel"), [&](std::vector<std::string>& args) {
     Scalars s = scalars();
     std::vector<std::string> values;
     for (size_t i = 0; i < operands.size(); ++i) {

@@ -56,6 +56,8 @@ struct Scalars {
   std::string of(const Value& v, DType t);
 };
 
+using Strings = std::vector<std::string>;
+
 // One linalg.generic operand: a tensor and its indexing map's results over the loop dims
 // ("d0", "0", "d1 * 2 + d3"), or a scalar captured from above (map empty).
 struct GenericInput {
@@ -75,7 +77,13 @@ class Emitter {
   const std::string& text() const { return text_; }
   Scalars scalars() { return Scalars{*this}; }
 
+  std::string assign(const std::string& hint, const std::string& rhs);  // `%hintN = rhs`, returns %hintN
   std::string index(int64_t v);  // arith.constant : index (cached at function level)
+  std::string loopIndex(size_t d);  // linalg.index d, inside a linalg region
+  std::string indexOp(const std::string& op, const std::string& a, const std::string& b);  // "arith.addi" on index
+  std::string toIndex(const std::string& i64);                        // an i64 as an index
+  std::string fromIndex(const std::string& index, DType to = DType::I64);  // an index as a number of type `to`
+  std::string indexCmp(const std::string& predicate, const std::string& a, const std::string& b);  // "slt": an i1
   // The size of dim `d` of a tensor: a constant, or the symbolic expression's value.
   std::string dimSize(const TensorType& t, size_t d);
   std::string sizeOf(const Dim& dim);  // index
@@ -93,6 +101,10 @@ class Emitter {
   std::string generic(const TensorType& out, const std::vector<std::string>& outMap, const std::vector<GenericInput>& ins,
                       const std::vector<std::string>& iterators, const std::function<std::string(std::vector<std::string>&)>& body,
                       const std::string& init = "");
+  // v copied into `out`'s type: broadcast as elementwise() does and converted to out's dtype.
+  Value copyInto(const Value& v, const TensorType& out);
+  Value convert(const Value& v, DType to) { return v.type.dtype == to ? v : copyInto(v, v.type.withDtype(to)); }
+
   // Elementwise over `out` with broadcasting (PyTorch's rules, right-aligned): tensors are
   // converted to `compute` in the body, scalars too; the body's value (of type compute, or i1
   // when boolResult) is converted to out's dtype.
@@ -111,6 +123,11 @@ class Emitter {
 };
 
 std::string mapText(size_t loops, const std::vector<std::string>& results);  // affine_map<(d0, d1) -> (d1)>
+Strings loopDims(size_t n, size_t from = 0);
+// t read in the loops of `space`, right-aligned as PyTorch broadcasts: a static size-1 dim where
+// the space's is not 1 is read at 0. Throws Unsupported when t has the higher rank.
+Strings broadcastMap(const TensorType& t, const TensorType& space);  // d<from>, d<from+1>, ...: an identity map's results
+std::string join(const Strings& items);     // "a, b, c"
 std::string mlirString(const std::string& s);  // an MLIR string literal
 
 }  // namespace dynrep::replay::lowering

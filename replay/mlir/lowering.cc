@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "dynrep/replay/mlir/lower.h"
+#include "graph_nodes.h"
 #include "op_call.h"
 #include "ops/ops.h"
 #include "torch_dialect.h"
@@ -56,7 +57,7 @@ class GraphLowering {
 
   LoweredGraph run() {
     out_.event = ir_.value("graph", "graph");
-    out_.function = out_.event.rfind("aot_", 0) == 0 ? out_.event.substr(4, out_.event.rfind("_graph") - 4) : "graph";
+    out_.function = functionName(out_.event);
     std::string signature = arguments();
     entryChecks();
     for (const json& node : ir_["nodes"]) {
@@ -99,38 +100,7 @@ class GraphLowering {
     return t;
   }
 
-  static std::string location(const json& node) {
-    std::string name = mlirString(node.value("name", ""));
-    std::vector<std::string> parts;
-    if (node.contains("location")) {
-      const json& l = node["location"];
-      parts.push_back(mlirString(l.value("file", "?")) + ":" + std::to_string(l.value("line", 0)) + ":0");
-    }
-    if (node.contains("scope") && node["scope"].is_array() && !node["scope"].empty()) {
-      const json& inner = node["scope"].back();
-      parts.push_back(mlirString(inner.value("path", "") + " (" + inner.value("class", "") + ")"));
-    }
-    if (parts.empty()) return "loc(" + name + ")";
-    std::string out = "loc(fused<" + name + ">[";
-    for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
-    return out + "])";
-  }
-
-  void issue(const json& node, const std::string& message) {
-    NodeIssue i;
-    i.node = node.value("name", "");
-    i.op = node.value("target", node.value("op", ""));
-    const json& schemas = ir_.value("schemas", json::object());
-    if (schemas.contains(i.op)) i.schema = schemas[i.op].value("text", "");
-    if (node.contains("location")) {
-      const json& l = node["location"];
-      i.line = l.value("file", "") + ":" + std::to_string(l.value("line", 0)) + "  " + l.value("code", "");
-    }
-    if (node.contains("scope") && node["scope"].is_array() && !node["scope"].empty())
-      i.scope = node["scope"].back().value("path", "") + " (" + node["scope"].back().value("class", "") + ")";
-    i.message = message;
-    out_.issues.push_back(std::move(i));
-  }
+  void issue(const json& node, const std::string& message) { out_.issues.push_back(nodeIssue(ir_, node, message)); }
 
   std::string arguments() {
     std::string signature;
@@ -146,11 +116,7 @@ class GraphLowering {
         port.type = k == Value::Kind::Float ? "f64" : k == Value::Kind::Bool ? "i1" : "i64";
         values_[port.name] = Value::scalar(k, arg);
         std::string expr = meta["sym"].is_string() ? meta["sym"].get<std::string>() : "";
-        if (k == Value::Kind::Int && plainSymbol(expr) && !e_.bound(expr)) {
-          std::string idx = e_.fresh("sym");
-          e_.line(idx + " = arith.index_cast " + arg + " : i64 to index");
-          e_.bindSymbol(expr, idx);
-        }
+        if (k == Value::Kind::Int && plainSymbol(expr) && !e_.bound(expr)) e_.bindSymbol(expr, e_.toIndex(arg));
       } else if (meta.contains("dtype")) {
         try {
           TensorType t = tensorType(meta);
@@ -255,10 +221,7 @@ class GraphLowering {
       return out;
     }
     if (key == "sym") {
-      std::string idx = e_.symbolValue(v.get<std::string>());
-      std::string i64 = e_.fresh("si");
-      e_.line(i64 + " = arith.index_cast " + idx + " : index to i64");
-      return Value::scalar(Value::Kind::Int, i64);
+      return Value::scalar(Value::Kind::Int, e_.fromIndex(e_.symbolValue(v.get<std::string>())));
     }
     throw Unsupported("a " + key + " argument is not lowered");
   }
@@ -276,11 +239,7 @@ class GraphLowering {
       } else if (v.kind == Value::Kind::Int && meta.contains("sym") && meta["sym"].is_string()) {
         std::string expr = meta["sym"].get<std::string>();
         if (plainSymbol(expr) && !e_.bound(expr)) {
-          std::string ssa = v.ssa;
-          if (v.isConst()) ssa = e_.scalars().constant(v.number, DType::I64);
-          std::string idx = e_.fresh("sym");
-          e_.line(idx + " = arith.index_cast " + ssa + " : i64 to index");
-          e_.bindSymbol(expr, idx);
+          e_.bindSymbol(expr, e_.toIndex(v.isConst() ? e_.scalars().constant(v.number, DType::I64) : v.ssa));
         }
       }
     };
@@ -315,7 +274,7 @@ class GraphLowering {
 
   void lowerNode(const json& node) {
     std::string target = node.value("target", "");
-    e_.setLocation(location(node));
+    e_.setLocation(nodeLocation(node));
     try {
       if (target.find("::") == std::string::npos) {
         bindOutput(node, python(node, target));
@@ -465,7 +424,7 @@ class GraphLowering {
   }
 
   void constant(const json& node) {
-    e_.setLocation(location(node));
+    e_.setLocation(nodeLocation(node));
     std::string target = node.value("target", "");
     const json& constants = ir_.value("constants", json::object());
     try {

@@ -9,7 +9,7 @@
 // prim.ListUnpack; SymInt arithmetic as aten.<op>.{int,float,float_int}; torch.symbolic_int per
 // symbol and torch.bind_symbolic_shape after each symbolic tensor; constants as vtensor.literal
 // (a dense splat, or dense_resource with options.constants' bytes in dialect_resources).
-// Differences: locations are lowering.cc's; zero-element constants are dense<>; a node that cannot
+// Differences: locations are the linalg lowering's (graph_nodes.h); zero-element constants are dense<>; a node that cannot
 // be lowered is reported and stood in for by a call to an external function. Checked: every aot_*
 // graph of the corpus stores (mlp, gpt, convnet, hf_gpt2_train, hf_bert, graph_break, inductor)
 // lowers without issues and parses with mlir-opt-19 --allow-unregistered-dialect.
@@ -23,21 +23,14 @@
 
 #include "torch_dialect.h"
 
+#include "emitter.h"
+#include "graph_nodes.h"
+
 namespace dynrep::replay::lowering {
 
 namespace {
 
 using nlohmann::json;
-
-struct Unsupported : std::runtime_error {  // something a node holds that is not lowered
-  using std::runtime_error::runtime_error;
-};
-
-std::string mlirString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) out += c == '"' || c == '\\' ? std::string("\\") + c : c == '\n' ? "\\n" : std::string(1, static_cast<unsigned char>(c) < 0x20 ? ' ' : c);
-  return out + "\"";
-}
 
 // Ops AOTAutograd emits that torch-mlir (2026-08) does not define, so they import as torch.operator.
 const std::set<std::string> kAtenMissing = {
@@ -51,23 +44,6 @@ const std::set<std::string> kPrimsDefined = {"collapse", "convert_element_type",
 bool registered(const std::string& name) {  // "aten.add.Tensor"
   std::string ns = name.substr(0, name.find('.')), rest = name.substr(name.find('.') + 1);
   return ns == "aten" ? !kAtenMissing.count(rest) : ns == "prims" && kPrimsDefined.count(rest);
-}
-
-struct DType {
-  const char *torch, *element;
-  int scalarType, bytes;  // c10::ScalarType, as torch-mlir's TORCH_DTYPE_TO_INT
-};
-constexpr DType kDTypes[] = {{"float32", "f32", 6, 4}, {"float64", "f64", 7, 8}, {"float16", "f16", 5, 2}, {"bfloat16", "bf16", 15, 2},
-                             {"int64", "si64", 4, 8}, {"int32", "si32", 3, 4}, {"int16", "si16", 2, 2}, {"int8", "si8", 1, 1},
-                             {"uint8", "ui8", 0, 1}, {"bool", "i1", 11, 1}};
-
-const DType* dtypeOf(std::string name) {
-  if (name.rfind("torch.", 0) == 0) name = name.substr(6);
-  static const std::map<std::string, std::string> kAliases = {{"float", "float32"}, {"double", "float64"}, {"half", "float16"}, {"long", "int64"}, {"int", "int32"}};
-  if (kAliases.count(name)) name = kAliases.at(name);
-  for (const DType& d : kDTypes)
-    if (name == d.torch) return &d;
-  return nullptr;
 }
 
 // MLIR's float literal needs a '.'; non-finite values are spelled by their bits.
@@ -161,12 +137,12 @@ class TorchLowering {
 
   LoweredGraph run() {
     out_.event = ir_.value("graph", "graph");
-    out_.function = out_.event.rfind("aot_", 0) == 0 ? out_.event.substr(4, out_.event.rfind("_graph") - 4) : "graph";
+    out_.function = functionName(out_.event);
     for (const json& node : ir_["nodes"]) used_.insert("%" + node.value("name", ""));
     std::string signature = arguments();
     for (const json& node : ir_["nodes"]) {
       std::string op = node.value("op", "");
-      loc_ = location(node), node_ = node.value("name", ""), named_ = false;
+      loc_ = nodeLocation(node), node_ = node.value("name", ""), named_ = false;
       if (op == "call_function") out_.nodes++, guarded(node, [&] { callFunction(node); });
       else if (op == "get_attr") guarded(node, [&] { constant(node); });
       else if (op == "output" && return_.empty()) returns(node);
@@ -187,35 +163,7 @@ class TorchLowering {
   }
 
  private:
-  static std::string location(const json& node) {  // exactly as lowering.cc writes it
-    std::string name = mlirString(node.value("name", ""));
-    std::vector<std::string> parts;
-    if (node.contains("location")) {
-      const json& l = node["location"];
-      parts.push_back(mlirString(l.value("file", "?")) + ":" + std::to_string(l.value("line", 0)) + ":0");
-    }
-    if (node.contains("scope") && node["scope"].is_array() && !node["scope"].empty()) {
-      const json& inner = node["scope"].back();
-      parts.push_back(mlirString(inner.value("path", "") + " (" + inner.value("class", "") + ")"));
-    }
-    if (parts.empty()) return "loc(" + name + ")";
-    std::string out = "loc(fused<" + name + ">[";
-    for (size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
-    return out + "])";
-  }
-
-  void issue(const json& node, const std::string& message) {  // filled as lowering.cc fills one
-    NodeIssue i{node.value("name", ""), node.value("target", node.value("op", "")), "", message, "", ""};
-    const json& schemas = ir_.value("schemas", json::object());
-    if (schemas.contains(i.op)) i.schema = schemas[i.op].value("text", "");
-    if (node.contains("location")) {
-      const json& l = node["location"];
-      i.line = l.value("file", "") + ":" + std::to_string(l.value("line", 0)) + "  " + l.value("code", "");
-    }
-    if (node.contains("scope") && node["scope"].is_array() && !node["scope"].empty())
-      i.scope = node["scope"].back().value("path", "") + " (" + node["scope"].back().value("class", "") + ")";
-    out_.issues.push_back(std::move(i));
-  }
+  void issue(const json& node, const std::string& message) { out_.issues.push_back(nodeIssue(ir_, node, message)); }
 
   // A node lowers whole or not at all: on failure its partial text is dropped, the node reported,
   // and a call to an external function of its types stands in for it so that its users lower.
@@ -279,11 +227,11 @@ class TorchLowering {
 
   static std::string typeOf(const json& meta) {
     if (meta.contains("dtype")) {
-      const DType* d = dtypeOf(meta["dtype"].get<std::string>());
+      std::optional<DType> d = parseDType(meta["dtype"].get<std::string>());
       if (!d) throw Unsupported("dtype " + meta["dtype"].get<std::string>() + " is not lowered");
       std::string shape;
       for (const json& s : meta.value("shape", json::array())) shape += (shape.empty() ? "" : ",") + (s.is_number_integer() ? s.dump() : "?");
-      return "!torch.vtensor<[" + shape + "]," + d->element + ">";
+      return "!torch.vtensor<[" + shape + "]," + torchElementType(*d) + ">";
     }
     std::string kind = meta.value("type", "int");
     if (meta.contains("sym")) return kind == "float" || kind == "bool" ? "!torch." + kind : "!torch.int";
@@ -324,7 +272,7 @@ class TorchLowering {
                        " : i64, max_val = " + std::to_string(range.second) + " : i64", s)[0].ssa;
     }
     for (const json& node : ir_["nodes"])
-      if (node.value("op", "") == "placeholder") loc_ = location(node), bindShape(node);
+      if (node.value("op", "") == "placeholder") loc_ = nodeLocation(node), bindShape(node);
     return signature;
   }
 
@@ -409,7 +357,7 @@ class TorchLowering {
       return convertBool(it->second.results[0], base);
     }
     if (key == "float") return constFloat(text == "nan" ? NAN : text == "-inf" ? -INFINITY : INFINITY);
-    if (key == "dtype" && dtypeOf(text)) return constInt(dtypeOf(text)->scalarType);
+    if (key == "dtype" && parseDType(text)) return constInt(scalarTypeCode(*parseDType(text)));
     if ((key == "layout" || key == "memory_format") && kEnums.count(text)) return constInt(kEnums.at(text));
     if (key == "device") return constant("device", mlirString(text), "!torch.Device", text);
     if (key == "sym" && symValues_.count(text)) return symValues_.at(text);
@@ -536,9 +484,10 @@ class TorchLowering {
     const json& c = ir_.value("constants", json::object()).value(target, json::object());
     if (c.empty()) throw Unsupported("constant " + target + " is not in the IR");
     if (c.contains("skipped")) throw Unsupported("constant " + target + " was not stored: " + (c["skipped"].is_string() ? c["skipped"].get<std::string>() : c["skipped"].dump()));
-    const DType* d = dtypeOf(c.value("dtype", ""));
+    std::optional<DType> d = parseDType(c.value("dtype", ""));
     if (!d) throw Unsupported("dtype " + c.value("dtype", "?") + " is not lowered");
-    std::string element = d->scalarType == 11 ? "ui8" : d->element, dims, shape, blobName = "torch_tensor";  // bool data as uint8
+    const int bytesPer = static_cast<int>(byteSize(*d));
+    std::string element = *d == DType::Bool ? "ui8" : torchElementType(*d), dims, shape, blobName = "torch_tensor";  // bool data as uint8
     int64_t count = 1;
     for (const json& s : c.value("shape", json::array())) {
       if (!s.is_number_integer()) throw Unsupported("constant " + target + " has a symbolic shape");
@@ -549,28 +498,28 @@ class TorchLowering {
       auto blob = opt_.constants.find(target);  // options.constants: the bytes read from the store
       if (blob == opt_.constants.end()) throw Unsupported("constant " + target + ": constant data not available");
       const std::string& bytes = blob->second;
-      if (bytes.size() != static_cast<size_t>(count * d->bytes))
-        throw Unsupported("constant data has " + std::to_string(bytes.size()) + " bytes, the tensor " + std::to_string(count * d->bytes));
+      if (bytes.size() != static_cast<size_t>(count * bytesPer))
+        throw Unsupported("constant data has " + std::to_string(bytes.size()) + " bytes, the tensor " + std::to_string(count * bytesPer));
       const char* hex = "0123456789ABCDEF";
       if (count == 1) {
         uint64_t bits = 0;
-        for (int i = d->bytes - 1; i >= 0; --i) bits = bits << 8 | static_cast<unsigned char>(bytes[static_cast<size_t>(i)]);
-        int shift = 64 - 8 * d->bytes;
+        for (int i = bytesPer - 1; i >= 0; --i) bits = bits << 8 | static_cast<unsigned char>(bytes[static_cast<size_t>(i)]);
+        int shift = 64 - 8 * bytesPer;
         if (element[0] == 'f' || element[0] == 'b')  // floats by their bits, exactly
-          for (int i = d->bytes * 2 - 1; i >= 0; --i) value += (value.empty() ? "0x" : "") + std::string(1, hex[(bits >> (4 * i)) & 15]);
+          for (int i = bytesPer * 2 - 1; i >= 0; --i) value += (value.empty() ? "0x" : "") + std::string(1, hex[(bits >> (4 * i)) & 15]);
         else value = element[0] == 'u' ? std::to_string(bits) : std::to_string(static_cast<int64_t>(bits << shift) >> shift);
       } else {
-        blobName += std::string("_torch.") + d->torch;
+        blobName += std::string("_torch.") + dtypeName(*d);
         for (std::string base = blobName; !blobNames_.insert(blobName).second;) blobName = base + "_" + std::to_string(blobNames_.size());
         value = "0x";  // a blob: its alignment (little-endian u32), then the bytes
-        for (int shift = 0; shift < 32; shift += 8) value += hex[(d->bytes >> (shift + 4)) & 15], value += hex[(d->bytes >> shift) & 15];
+        for (int shift = 0; shift < 32; shift += 8) value += hex[(bytesPer >> (shift + 4)) & 15], value += hex[(bytesPer >> shift) & 15];
         for (char b : bytes) value += hex[static_cast<unsigned char>(b) >> 4], value += hex[b & 15];
         resources_.push_back(blobName + ": \"" + value + "\"");
       }
     }
     std::string attr = count > 1 ? "dense_resource<" + blobName + ">" : "dense<" + value + ">";
     TV literal = op("torch.vtensor.literal", {}, {"!torch.vtensor<[" + shape + "]," + element + ">"}, "value = " + attr + " : tensor<" + dims + element + ">", node_)[0];
-    if (d->scalarType == 11) literal = op("torch.prims.convert_element_type", {literal, constInt(11)}, {"!torch.vtensor<[" + shape + "],i1>"}, "", node_)[0];
+    if (*d == DType::Bool) literal = op("torch.prims.convert_element_type", {literal, constInt(11)}, {"!torch.vtensor<[" + shape + "],i1>"}, "", node_)[0];
     setValue(node, {{literal}});
   }
 
@@ -613,7 +562,6 @@ class TorchLowering {
 }  // namespace
 
 LoweredGraph lowerTorchDialect(const nlohmann::json& ir, const LowerOptions& options) {
-  if (!ir.is_object() || !ir.contains("nodes") || !ir["nodes"].is_array()) throw std::invalid_argument("not a graph IR (no node list)");
   try {
     return TorchLowering(ir, options).run();
   } catch (const std::exception& ex) {  // a malformed placeholder or output: reported, never thrown

@@ -8,14 +8,17 @@ struct DTypeInfo {
   DType type;
   const char* torch;
   const char* mlir;
+  const char* torchMlir;  // the torch dialect's element type (signedness spelled)
   int bits;
+  int scalarType;  // c10::ScalarType
 };
 
 constexpr DTypeInfo kDTypes[] = {
-    {DType::F64, "float64", "f64", 64}, {DType::F32, "float32", "f32", 32}, {DType::F16, "float16", "f16", 16},
-    {DType::BF16, "bfloat16", "bf16", 16}, {DType::I64, "int64", "i64", 64}, {DType::I32, "int32", "i32", 32},
-    {DType::I16, "int16", "i16", 16}, {DType::I8, "int8", "i8", 8}, {DType::U8, "uint8", "i8", 8},
-    {DType::Bool, "bool", "i1", 1},
+    {DType::F64, "float64", "f64", "f64", 64, 7},     {DType::F32, "float32", "f32", "f32", 32, 6},
+    {DType::F16, "float16", "f16", "f16", 16, 5},     {DType::BF16, "bfloat16", "bf16", "bf16", 16, 15},
+    {DType::I64, "int64", "i64", "si64", 64, 4},      {DType::I32, "int32", "i32", "si32", 32, 3},
+    {DType::I16, "int16", "i16", "si16", 16, 2},      {DType::I8, "int8", "i8", "si8", 8, 1},
+    {DType::U8, "uint8", "i8", "ui8", 8, 0},          {DType::Bool, "bool", "i1", "i1", 1, 11},
 };
 
 const DTypeInfo& info(DType t) {
@@ -48,13 +51,17 @@ std::optional<DType> parseDType(const std::string& torchName) {
   for (const DTypeInfo& i : kDTypes)
     if (name == i.torch) return i.type;
   if (name == "float") return DType::F32;
-  if (name == "long") return DType::I64;
+  if (name == "double") return DType::F64;
   if (name == "half") return DType::F16;
+  if (name == "long") return DType::I64;
+  if (name == "int") return DType::I32;
   return std::nullopt;
 }
 
 const char* dtypeName(DType t) { return info(t).torch; }
 const char* elementType(DType t) { return info(t).mlir; }
+const char* torchElementType(DType t) { return info(t).torchMlir; }
+int scalarTypeCode(DType t) { return info(t).scalarType; }
 bool isFloat(DType t) { return t == DType::F64 || t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 bool isUnsigned(DType t) { return t == DType::U8 || t == DType::Bool; }
 int bitWidth(DType t) { return info(t).bits; }

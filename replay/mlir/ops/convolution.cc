@@ -12,50 +12,15 @@ namespace dynrep::replay::lowering {
 
 namespace {
 
-using Strings = std::vector<std::string>;
 using Ints = std::vector<int64_t>;
 
-Strings dims(size_t n, size_t from = 0) {
-  Strings m;
-  for (size_t i = 0; i < n; ++i) m.push_back("d" + std::to_string(from + i));
-  return m;
-}
 std::string d(size_t i) { return "d" + std::to_string(i); }
-std::string join(const Strings& v) {
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i];
-  return out;
-}
 // A window expression: out * stride + k * dilation + offset (dilation and offset may be < 0).
 std::string window(size_t out, int64_t stride, size_t k, int64_t dilation, int64_t offset = 0) {
   std::string s = d(out) + " * " + std::to_string(stride) + (dilation < 0 ? " - " : " + ") + d(k) + " * " + std::to_string(std::abs(dilation));
   return offset ? s + (offset < 0 ? " - " : " + ") + std::to_string(std::abs(offset)) : s;
 }
-std::string loopIndex(Emitter& e, size_t i) {
-  std::string v = e.fresh("li");
-  e.line(v + " = linalg.index " + std::to_string(i) + " : index");
-  return v;
-}
-std::string ix(Emitter& e, const std::string& op, const std::string& a, const std::string& b) {
-  std::string out = e.fresh("ix");
-  e.line(out + " = " + op + " " + a + ", " + b + " : index");
-  return out;
-}
-std::string ixCmp(Emitter& e, const std::string& pred, const std::string& a, const std::string& b) {
-  std::string out = e.fresh("ic");
-  e.line(out + " = arith.cmpi " + pred + ", " + a + ", " + b + " : index");
-  return out;
-}
-std::string ixTo(Emitter& e, const std::string& i, DType t) {  // an index as a number of type t
-  std::string v = e.fresh("iv");
-  e.line(v + " = arith.index_cast " + i + " : index to i64");
-  return e.scalars().cast(v, DType::I64, t);
-}
 Dim plus(const Dim& dim, int64_t k) { return dim.isStatic() ? Dim{dim.size + k, ""} : Dim{-1, "(" + dim.expr + ") + " + std::to_string(k)}; }
-Value converted(Emitter& e, const Value& v, DType to) {
-  if (v.type.dtype == to) return v;
-  return e.elementwise(v.type.withDtype(to), {v}, computeType(to), [](Scalars&, Strings& a) { return a[0]; });
-}
 
 // x inserted at `offsets` with `strides` into a tensor of type `to` filled with `value`: padding
 // (strides 1) and spreading a gradient by the stride. (tensor.pad with dynamic sizes needs
@@ -98,7 +63,7 @@ std::string reduce(Emitter& e, const TensorType& acc, size_t loops, size_t paral
                    const std::function<std::string(Strings&)>& body, std::string init = "") {
   Strings iters(loops, "reduction");
   std::fill(iters.begin(), iters.begin() + static_cast<long>(parallel), "parallel");
-  return e.generic(acc, dims(parallel), ins, iters, body, init.empty() ? e.fill(acc, 0) : init);
+  return e.generic(acc, loopDims(parallel), ins, iters, body, init.empty() ? e.fill(acc, 0) : init);
 }
 // acc + a[0] * a[1], each operand converted from its dtype to ct.
 std::function<std::string(Strings&)> mulAdd(Emitter& e, DType a, DType b, DType ct) {
@@ -163,11 +128,11 @@ Value convolution(OpCall& c) {
   std::string init;
   if (!c.none(2)) {
     const Value& b = c.tensor(2);
-    init = c.e.generic(acc, dims(out.rank()), {{b.ssa, b.type, {"d1"}}}, Strings(out.rank(), "parallel"),
+    init = c.e.generic(acc, loopDims(out.rank()), {{b.ssa, b.type, {"d1"}}}, Strings(out.rank(), "parallel"),
                        [&](Strings& a) { return c.e.scalars().cast(a[0], b.type.dtype, ct); });
   }
   std::string r = reduce(c.e, acc, 3 + 2 * p.k, 2 + p.k, {{xp.ssa, xp.type, xmap}, {w.ssa, w.type, wmap}}, mulAdd(c.e, x.type.dtype, w.type.dtype, ct), init);
-  return converted(c.e, Value::tensor(r, acc), out.dtype);
+  return c.e.convert(Value::tensor(r, acc), out.dtype);
 }
 
 // (grad_input, grad_weight, grad_bias) for output_mask, None where masked off.
@@ -179,7 +144,7 @@ Value convolutionBackward(OpCall& c) {
   const Value& maskArg = c.arg(10);
   std::vector<Value> results(3);
   DType ct = computeType(c.out(0).dtype);
-  Value g = converted(c.e, c.tensor(0), ct);
+  Value g = c.e.convert(c.tensor(0), ct);
   auto wanted = [&](size_t i) { return maskArg.kind != Value::Kind::List || maskArg.items.size() != 3 || maskArg.items[i].number != 0; };
   if (wanted(0)) {
     // grad_input[n, c, h] = sum over (oj, kh) of Z[n, o, h + pad + off - kh * dil] * w[o, c', kh]: Z holds
@@ -200,7 +165,7 @@ Value convolutionBackward(OpCall& c) {
     std::vector<GenericInput> ins = {{z.ssa, zt, zmap}, {w.ssa, w.type, wmap}};
     if (p.groups != 1) ins.push_back(extent(c.e, {Dim{p.og, ""}}, {d(oj)}));
     TensorType acc = c.out(0).withDtype(ct);
-    results[0] = converted(c.e, Value::tensor(reduce(c.e, acc, 3 + 2 * k, 2 + k, ins, mulAdd(c.e, ct, w.type.dtype, ct)), acc), c.out(0).dtype);
+    results[0] = c.e.convert(Value::tensor(reduce(c.e, acc, 3 + 2 * k, 2 + k, ins, mulAdd(c.e, ct, w.type.dtype, ct)), acc), c.out(0).dtype);
   }
   if (wanted(1)) {
     // grad_weight[o, ci, kh] = sum over (n, oh) of grad_output[n, o, oh] * x_padded[n, c, oh * stride + kh * dil]
@@ -210,14 +175,14 @@ Value convolutionBackward(OpCall& c) {
     for (size_t i = 0; i < k; ++i) xmap.push_back(window(o0 + i, p.stride[i], 2 + i, p.dilation[i])), gmap.push_back(d(o0 + i));
     TensorType acc = c.out(1).withDtype(ct);
     std::string r = reduce(c.e, acc, 3 + 2 * k, 2 + k, {{g.ssa, g.type, gmap}, {xp.ssa, xp.type, xmap}}, mulAdd(c.e, ct, x.type.dtype, ct));
-    results[1] = converted(c.e, Value::tensor(r, acc), c.out(1).dtype);
+    results[1] = c.e.convert(Value::tensor(r, acc), c.out(1).dtype);
   }
   if (wanted(2)) {
     TensorType acc = c.out(2).withDtype(ct);
     Strings gmap = {"d1", "d0"};
     for (size_t i = 0; i < k; ++i) gmap.push_back(d(2 + i));
     std::string r = reduce(c.e, acc, 2 + k, 1, {{g.ssa, g.type, gmap}}, [&](Strings& a) { return c.e.scalars().op("arith.addf", a[1], a[0], ct); });
-    results[2] = converted(c.e, Value::tensor(r, acc), c.out(2).dtype);
+    results[2] = c.e.convert(Value::tensor(r, acc), c.out(2).dtype);
   }
   return Value::list(results);
 }
@@ -242,7 +207,7 @@ Pool poolParams(const OpCall& c, const Value& x, size_t first, bool dilation) {
 
 // Loops: lead dims, oh, ow, kh, kw; the input windows of a padded input.
 Strings windows(const Pool& p, int64_t offset = 0) {
-  Strings m = dims(p.lead);
+  Strings m = loopDims(p.lead);
   for (size_t i = 0; i < 2; ++i) m.push_back(window(p.lead + i, p.stride[i], p.lead + 2 + i, p.dilation[i], offset));
   return m;
 }
@@ -267,7 +232,7 @@ Value maxPool(OpCall& c) {
   Strings iters(L + 4, "parallel"), maps, inits = {c.e.fill(vt, lowest), c.e.fill(it, -1)}, a;
   iters[L + 2] = iters[L + 3] = "reduction";
   for (const GenericInput& in : ins) maps.push_back(mapText(L + 4, in.map));
-  maps.push_back(mapText(L + 4, dims(L + 2)));
+  maps.push_back(mapText(L + 4, loopDims(L + 2)));
   maps.push_back(maps.back());
   std::string name = c.e.fresh("mp"), args, types = vt.str() + ", " + it.str();
   for (std::string& i : iters) i = mlirString(i);
@@ -279,15 +244,15 @@ Value maxPool(OpCall& c) {
   Scalars s = c.e.scalars();
   std::string pos[2], valid = s.constant(1, DType::Bool);
   for (size_t i = 0; i < 2; ++i) {
-    std::string at = ix(c.e, "arith.addi", ix(c.e, "arith.muli", loopIndex(c.e, L + i), c.e.index(p.stride[i])),
-                        ix(c.e, "arith.muli", loopIndex(c.e, L + 2 + i), c.e.index(p.dilation[i])));
-    pos[i] = ix(c.e, "arith.subi", at, c.e.index(p.padding[i]));
-    valid = s.op("arith.andi", valid, s.op("arith.andi", ixCmp(c.e, "sge", pos[i], c.e.index(0)), ixCmp(c.e, "slt", pos[i], size[i]), DType::Bool), DType::Bool);
+    std::string at = c.e.indexOp("arith.addi", c.e.indexOp("arith.muli", c.e.loopIndex(L + i), c.e.index(p.stride[i])),
+                        c.e.indexOp("arith.muli", c.e.loopIndex(L + 2 + i), c.e.index(p.dilation[i])));
+    pos[i] = c.e.indexOp("arith.subi", at, c.e.index(p.padding[i]));
+    valid = s.op("arith.andi", valid, s.op("arith.andi", c.e.indexCmp("sge", pos[i], c.e.index(0)), c.e.indexCmp("slt", pos[i], size[i]), DType::Bool), DType::Bool);
   }
   std::string v = s.cast(a[0], dt, ct), better = s.cmp(isFloat(ct) ? "ogt" : "sgt", v, s.cast(a[2], dt, ct), ct);
   if (isFloat(ct)) better = s.op("arith.ori", better, s.cmp("uno", v, v, ct), DType::Bool);
   better = s.op("arith.ori", better, s.op("arith.andi", valid, s.cmp("eq", a[3], s.constant(-1, DType::I64), DType::I64), DType::Bool), DType::Bool);
-  std::string flat = ixTo(c.e, ix(c.e, "arith.addi", ix(c.e, "arith.muli", pos[0], size[1]), pos[1]), DType::I64);
+  std::string flat = c.e.fromIndex(c.e.indexOp("arith.addi", c.e.indexOp("arith.muli", pos[0], size[1]), pos[1]), DType::I64);
   c.e.line("linalg.yield " + s.select(better, a[0], a[2], dt) + ", " + s.select(better, flat, a[3], DType::I64) + " : " + elementType(dt) + ", i64");
   c.e.close("} -> (" + types + ")");
   return Value::list({Value::tensor(name + "#0", vt), Value::tensor(name + "#1", it)});
@@ -304,7 +269,7 @@ Value maxPoolBackward(OpCall& c) {
   size_t L = x.type.rank() - 2, r = gy.type.rank();
   DType ct = computeType(out.dtype);
   TensorType acc = out.withDtype(ct);
-  std::string W = c.e.dimSize(x.type, L + 1), last = ix(c.e, "arith.subi", ix(c.e, "arith.muli", c.e.dimSize(x.type, L), W), c.e.index(1));
+  std::string W = c.e.dimSize(x.type, L + 1), last = c.e.indexOp("arith.subi", c.e.indexOp("arith.muli", c.e.dimSize(x.type, L), W), c.e.index(1));
   Strings sizes, iv, names, accs;
   for (size_t i = 0; i < r; ++i) sizes.push_back(c.e.dimSize(gy.type, i));
   std::string init = c.e.fill(acc, 0);
@@ -315,13 +280,13 @@ Value maxPoolBackward(OpCall& c) {
              ") -> (" + acc.str() + ") {");
   }
   Scalars s = c.e.scalars();
-  std::string i = c.e.fresh("pi"), at = c.e.fresh("pa"), gv = c.e.fresh("gv"), old = c.e.fresh("old"), put = c.e.fresh("put");
-  c.e.line(i + " = tensor.extract " + idx.ssa + "[" + join(iv) + "] : " + idx.type.str());
-  c.e.line(at + " = arith.index_cast " + i + " : i64 to index");
-  at = ix(c.e, "arith.minsi", ix(c.e, "arith.maxsi", at, c.e.index(0)), last);
+  std::string gv = c.e.fresh("gv"), old = c.e.fresh("old"), put = c.e.fresh("put");
+  std::string i = c.e.assign("pi", "tensor.extract " + idx.ssa + "[" + join(iv) + "] : " + idx.type.str());
+  std::string at = c.e.toIndex(i);
+  at = c.e.indexOp("arith.minsi", c.e.indexOp("arith.maxsi", at, c.e.index(0)), last);
   Strings to(iv.begin(), iv.begin() + static_cast<long>(L));
-  to.push_back(ix(c.e, "arith.divsi", at, W));
-  to.push_back(ix(c.e, "arith.remsi", at, W));
+  to.push_back(c.e.indexOp("arith.divsi", at, W));
+  to.push_back(c.e.indexOp("arith.remsi", at, W));
   c.e.line(gv + " = tensor.extract " + gy.ssa + "[" + join(iv) + "] : " + gy.type.str());
   c.e.line(old + " = tensor.extract " + accs.back() + "[" + join(to) + "] : " + acc.str());
   c.e.line(put + " = tensor.insert " + s.op("arith.addf", old, s.cast(gv, gy.type.dtype, ct), ct) + " into " + accs.back() + "[" + join(to) + "] : " + acc.str());
@@ -329,7 +294,7 @@ Value maxPoolBackward(OpCall& c) {
     c.e.line("scf.yield " + (k + 1 == r ? put : names[k + 1]) + " : " + acc.str());
     c.e.close("}");
   }
-  return converted(c.e, Value::tensor(r ? names[0] : init, acc), out.dtype);
+  return c.e.convert(Value::tensor(r ? names[0] : init, acc), out.dtype);
 }
 
 // PyTorch's avg_pool2d divisor at output (oh, ow): the window clipped to the padded input
@@ -338,12 +303,12 @@ std::string avgDivisor(OpCall& c, const Pool& p, const std::string* size, bool i
   if (override_) return c.e.scalars().constant(static_cast<double>(override_), ct);
   std::string all[2], clipped[2];
   for (size_t i = 0; i < 2; ++i) {
-    std::string start = ix(c.e, "arith.subi", ix(c.e, "arith.muli", loopIndex(c.e, p.lead + i), c.e.index(p.stride[i])), c.e.index(p.padding[i]));
-    std::string end = ix(c.e, "arith.minsi", ix(c.e, "arith.addi", start, c.e.index(p.kernel[i])), ix(c.e, "arith.addi", size[i], c.e.index(p.padding[i])));
-    all[i] = ix(c.e, "arith.subi", end, start);
-    clipped[i] = ix(c.e, "arith.subi", ix(c.e, "arith.minsi", end, size[i]), ix(c.e, "arith.maxsi", start, c.e.index(0)));
+    std::string start = c.e.indexOp("arith.subi", c.e.indexOp("arith.muli", c.e.loopIndex(p.lead + i), c.e.index(p.stride[i])), c.e.index(p.padding[i]));
+    std::string end = c.e.indexOp("arith.minsi", c.e.indexOp("arith.addi", start, c.e.index(p.kernel[i])), c.e.indexOp("arith.addi", size[i], c.e.index(p.padding[i])));
+    all[i] = c.e.indexOp("arith.subi", end, start);
+    clipped[i] = c.e.indexOp("arith.subi", c.e.indexOp("arith.minsi", end, size[i]), c.e.indexOp("arith.maxsi", start, c.e.index(0)));
   }
-  return ixTo(c.e, includePad ? ix(c.e, "arith.muli", all[0], all[1]) : ix(c.e, "arith.muli", clipped[0], clipped[1]), ct);
+  return c.e.fromIndex(includePad ? c.e.indexOp("arith.muli", all[0], all[1]) : c.e.indexOp("arith.muli", clipped[0], clipped[1]), ct);
 }
 
 // avg_pool2d(self, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override), and
@@ -362,9 +327,9 @@ Value avgPool(OpCall& c, bool backward) {
   std::string size[2] = {c.e.dimSize(x.type, L), c.e.dimSize(x.type, L + 1)};
   auto sum = [&](Strings& a) { return c.e.scalars().op("arith.addf", a[2], a[0], ct); };
   if (!backward) {
-    Value xp = pad(c.e, converted(c.e, x, ct), lead(L, p.padding), lead(L, {p.padding[0] + p.kernel[0], p.padding[1] + p.kernel[1]}), 0);
+    Value xp = pad(c.e, c.e.convert(x, ct), lead(L, p.padding), lead(L, {p.padding[0] + p.kernel[0], p.padding[1] + p.kernel[1]}), 0);
     std::string total = reduce(c.e, acc, L + 4, L + 2, {{xp.ssa, xp.type, windows(p)}, kernelExtent(c.e, p)}, sum);
-    std::string r = c.e.generic(out, dims(L + 2), {{total, acc, dims(L + 2)}}, Strings(L + 2, "parallel"), [&](Strings& a) {
+    std::string r = c.e.generic(out, loopDims(L + 2), {{total, acc, loopDims(L + 2)}}, Strings(L + 2, "parallel"), [&](Strings& a) {
       Scalars s = c.e.scalars();
       return s.cast(s.op("arith.divf", a[0], avgDivisor(c, p, size, includePad, override_, ct), ct), ct, out.dtype);
     });
@@ -372,11 +337,11 @@ Value avgPool(OpCall& c, bool backward) {
   }
   const Value& gy = c.tensor(0);
   TensorType gt = gy.type.withDtype(ct), zt = gt;
-  std::string gd = c.e.generic(gt, dims(L + 2), {{gy.ssa, gy.type, dims(L + 2)}}, Strings(L + 2, "parallel"), [&](Strings& a) {
+  std::string gd = c.e.generic(gt, loopDims(L + 2), {{gy.ssa, gy.type, loopDims(L + 2)}}, Strings(L + 2, "parallel"), [&](Strings& a) {
     Scalars s = c.e.scalars();
     return s.op("arith.divf", s.cast(a[0], gy.type.dtype, ct), avgDivisor(c, p, size, includePad, override_, ct), ct);
   });
-  Strings zmap = dims(L);
+  Strings zmap = loopDims(L);
   for (size_t i = 0; i < 2; ++i) {
     zt.dims[L + i] = plus(x.type.dims[L + i], 2 * p.padding[i] + p.kernel[i] - 1);
     zmap.push_back(window(L + i, 1, L + 2 + i, -1, p.padding[i] + p.kernel[i] - 1));
@@ -385,7 +350,7 @@ Value avgPool(OpCall& c, bool backward) {
   std::fill(strides.begin(), strides.begin() + static_cast<long>(L), 1);
   Value z = place(c.e, Value::tensor(gd, gt), zt, 0, lead(L, {p.kernel[0] - 1, p.kernel[1] - 1}), strides);
   std::string r = reduce(c.e, acc, L + 4, L + 2, {{z.ssa, zt, zmap}, kernelExtent(c.e, p)}, sum);
-  return converted(c.e, Value::tensor(r, acc), out.dtype);
+  return c.e.convert(Value::tensor(r, acc), out.dtype);
 }
 
 // Adaptive average pooling bins: [floor(i * In / Out), ceil((i + 1) * In / Out)); the same
@@ -393,11 +358,11 @@ Value avgPool(OpCall& c, bool backward) {
 // Sizes are non-negative, so unsigned division floors (arith's floordivsi and ceildivsi need
 // arith-expand, which the LLVM pipeline does not run).
 std::string binStart(Emitter& e, const std::string& i, const std::string& in, const std::string& out) {
-  return ix(e, "arith.divui", ix(e, "arith.muli", i, in), out);
+  return e.indexOp("arith.divui", e.indexOp("arith.muli", i, in), out);
 }
 std::string binEnd(Emitter& e, const std::string& i, const std::string& in, const std::string& out) {
-  std::string num = ix(e, "arith.muli", ix(e, "arith.addi", i, e.index(1)), in);
-  return ix(e, "arith.divui", ix(e, "arith.addi", num, ix(e, "arith.subi", out, e.index(1))), out);
+  std::string num = e.indexOp("arith.muli", e.indexOp("arith.addi", i, e.index(1)), in);
+  return e.indexOp("arith.divui", e.indexOp("arith.addi", num, e.indexOp("arith.subi", out, e.index(1))), out);
 }
 // The widest bin: exact for static sizes, else the bound ceil(In / Out) + 1 (the extra
 // positions are masked), bound to a symbol of its own so that a loop extent can use it.
@@ -408,7 +373,7 @@ Dim widestBin(Emitter& e, const Dim& in, const Dim& out) {
     return Dim{m, ""};
   }
   std::string n = e.sizeOf(in), o = e.sizeOf(out);
-  std::string bound = ix(e, "arith.addi", ix(e, "arith.divui", ix(e, "arith.addi", n, ix(e, "arith.subi", o, e.index(1))), o), e.index(1));
+  std::string bound = e.indexOp("arith.addi", e.indexOp("arith.divui", e.indexOp("arith.addi", n, e.indexOp("arith.subi", o, e.index(1))), o), e.index(1));
   std::string symbol = "dynrep_" + e.fresh("bin").substr(1);
   e.bindSymbol(symbol, bound);
   return Dim{-1, symbol};
@@ -429,19 +394,19 @@ Value adaptiveAvgPool(OpCall& c, bool backward) {
   for (size_t i = 0; i < 2; ++i)
     span.push_back(backward ? widestBin(c.e, pooled.dims[L + i], x.type.dims[L + i]) : widestBin(c.e, x.type.dims[L + i], pooled.dims[L + i]));
   auto divide = [&](Scalars& s, std::string v, const std::string& o, size_t i) {  // v / (bin o's extent in dim i)
-    return s.op("arith.divf", v, ixTo(c.e, ix(c.e, "arith.subi", binEnd(c.e, o, in[i], po[i]), binStart(c.e, o, in[i], po[i])), ct), ct);
+    return s.op("arith.divf", v, c.e.fromIndex(c.e.indexOp("arith.subi", binEnd(c.e, o, in[i], po[i]), binStart(c.e, o, in[i], po[i])), ct), ct);
   };
   TensorType acc = out.withDtype(ct);
   std::string r = reduce(c.e, acc, L + 4, L + 2, {extent(c.e, span, {d(L + 2), d(L + 3)})}, [&](Strings& a) {
     Scalars s = c.e.scalars();
     Strings at;
-    for (size_t i = 0; i < L; ++i) at.push_back(loopIndex(c.e, i));
+    for (size_t i = 0; i < L; ++i) at.push_back(c.e.loopIndex(i));
     std::string valid = s.constant(1, DType::Bool);
     for (size_t i = 0; i < 2; ++i) {
-      std::string o = loopIndex(c.e, L + i), from = backward ? po[i] : in[i], to = backward ? in[i] : po[i];
-      std::string j = ix(c.e, "arith.addi", binStart(c.e, o, from, to), loopIndex(c.e, L + 2 + i));
-      valid = s.op("arith.andi", valid, ixCmp(c.e, "slt", j, binEnd(c.e, o, from, to)), DType::Bool);
-      at.push_back(ix(c.e, "arith.minsi", j, ix(c.e, "arith.subi", from, c.e.index(1))));
+      std::string o = c.e.loopIndex(L + i), from = backward ? po[i] : in[i], to = backward ? in[i] : po[i];
+      std::string j = c.e.indexOp("arith.addi", binStart(c.e, o, from, to), c.e.loopIndex(L + 2 + i));
+      valid = s.op("arith.andi", valid, c.e.indexCmp("slt", j, binEnd(c.e, o, from, to)), DType::Bool);
+      at.push_back(c.e.indexOp("arith.minsi", j, c.e.indexOp("arith.subi", from, c.e.index(1))));
     }
     std::string v = c.e.fresh("x");
     c.e.line(v + " = tensor.extract " + src.ssa + "[" + join(at) + "] : " + src.type.str());
@@ -449,10 +414,10 @@ Value adaptiveAvgPool(OpCall& c, bool backward) {
     if (backward) v = divide(s, divide(s, v, at[L], 0), at[L + 1], 1);
     return s.op("arith.addf", a[1], s.select(valid, v, s.constant(0, ct), ct), ct);
   });
-  if (backward) return converted(c.e, Value::tensor(r, acc), out.dtype);
-  std::string q = c.e.generic(out, dims(L + 2), {{r, acc, dims(L + 2)}}, Strings(L + 2, "parallel"), [&](Strings& a) {
+  if (backward) return c.e.convert(Value::tensor(r, acc), out.dtype);
+  std::string q = c.e.generic(out, loopDims(L + 2), {{r, acc, loopDims(L + 2)}}, Strings(L + 2, "parallel"), [&](Strings& a) {
     Scalars s = c.e.scalars();
-    return s.cast(divide(s, divide(s, a[0], loopIndex(c.e, L), 0), loopIndex(c.e, L + 1), 1), ct, out.dtype);
+    return s.cast(divide(s, divide(s, a[0], c.e.loopIndex(L), 0), c.e.loopIndex(L + 1), 1), ct, out.dtype);
   });
   return Value::tensor(q, out);
 }

@@ -10,9 +10,7 @@ Value filled(OpCall& c, double value) { return Value::tensor(c.e.fill(c.out(), v
 
 // A fill whose value is an SSA scalar (a symbolic number): broadcast in a generic.
 Value filledWith(OpCall& c, const Value& v) {
-  if (v.isConst()) return filled(c, v.number);
-  DType d = computeType(c.out().dtype);
-  return c.e.elementwise(c.out(), {v}, d, [](Scalars&, std::vector<std::string>& a) { return a[0]; });
+  return v.isConst() ? filled(c, v.number) : c.e.copyInto(v, c.out());
 }
 
 // out[i] = start + i * step, in the output dtype.
@@ -21,11 +19,7 @@ Value range(OpCall& c, const Value& start, const Value& step) {
   DType d = isFloat(out.dtype) ? DType::F64 : DType::I64;
   std::string name = c.e.generic(out, {"d0"}, {}, {"parallel"}, [&](std::vector<std::string>&) {
     Scalars s = c.e.scalars();
-    std::string i = c.e.fresh("ix");
-    c.e.line(i + " = linalg.index 0 : index");
-    std::string n = c.e.fresh("ix");
-    c.e.line(n + " = arith.index_cast " + i + " : index to i64");
-    std::string x = s.cast(n, DType::I64, d);
+    std::string x = c.e.fromIndex(c.e.loopIndex(0), d);
     std::string v = s.op(isFloat(d) ? "arith.addf" : "arith.addi", s.of(start, d), s.op(isFloat(d) ? "arith.mulf" : "arith.muli", x, s.of(step, d), d), d);
     return s.cast(v, d, out.dtype);
   });

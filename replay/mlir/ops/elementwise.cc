@@ -277,22 +277,17 @@ void addElementwiseOps(OpTable& t) {
                            "aten::to.dtype", "aten::type_as.default", "aten::positive.default"})
     t[name] = [](OpCall& c) {
       const Value& x = c.tensor(0);
-      if (x.type.dtype == c.out().dtype && x.type.str() == c.out().str()) return x;
-      DType d = computeType(c.out().dtype);
-      return c.e.elementwise(c.out(), {x}, d, [&](Scalars&, std::vector<std::string>& v) { return v[0]; });
+      return x.type.str() == c.out().str() ? x : c.e.copyInto(x, c.out());
     };
   // copy_(dst, src): the functional result is src broadcast into dst's shape and dtype.
-  t["aten::copy_.default"] = t["aten::copy.default"] = [](OpCall& c) {
-    DType d = computeType(c.out().dtype);
-    return c.e.elementwise(c.out(), {c.arg(1)}, d, [&](Scalars&, std::vector<std::string>& v) { return v[0]; });
-  };
+  t["aten::copy_.default"] = t["aten::copy.default"] = [](OpCall& c) { return c.e.copyInto(c.tensor(1), c.out()); };
   // Dropout that drops nothing (p = 0, or eval): the mask is all true. A random mask cannot be
   // reproduced without PyTorch's generator, so p > 0 in training is reported.
   t["aten::native_dropout.default"] = [](OpCall& c) {
     double p = c.real(1);
     bool train = c.none(2) || c.flag(2);
     if (p != 0 && train) throw Unsupported("dropout with p=" + std::to_string(p) + " draws from PyTorch's random generator, which is not reproduced");
-    Value y = c.e.elementwise(c.out(0), {c.arg(0)}, computeType(c.out(0).dtype), [&](Scalars&, std::vector<std::string>& v) { return v[0]; });
+    Value y = c.e.copyInto(c.tensor(0), c.out(0));
     Value mask = Value::tensor(c.e.fill(c.out(1), 1), c.out(1));
     return Value::list({y, mask});
   };

@@ -12,40 +12,16 @@ namespace dynrep::replay::lowering {
 
 namespace {
 
-using Strings = std::vector<std::string>;
-
-Strings identity(size_t rank) {
-  Strings m;
-  for (size_t d = 0; d < rank; ++d) m.push_back("d" + std::to_string(d));
-  return m;
-}
-std::string join(const Strings& v) {
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i];
-  return out;
-}
-// `rhs` assigned to a fresh SSA name.
-std::string emit(Emitter& e, const std::string& hint, const std::string& rhs) {
-  std::string v = e.fresh(hint);
-  e.line(v + " = " + rhs);
-  return v;
-}
-std::string loopIndex(Emitter& e, size_t d) { return emit(e, "li", "linalg.index " + std::to_string(d) + " : index"); }
-std::string ix(Emitter& e, const std::string& op, const std::string& a, const std::string& b) { return emit(e, "ix", op + " " + a + ", " + b + " : index"); }
 std::string extract(Emitter& e, const std::string& t, const TensorType& type, const Strings& at) {
-  return emit(e, "x", "tensor.extract " + t + "[" + join(at) + "] : " + type.str());
+  return e.assign("x", "tensor.extract " + t + "[" + join(at) + "] : " + type.str());
 }
 std::string insert(Emitter& e, const std::string& v, const std::string& t, const TensorType& type, const Strings& at) {
-  return emit(e, "in", "tensor.insert " + v + " into " + t + "[" + join(at) + "] : " + type.str());
+  return e.assign("in", "tensor.insert " + v + " into " + t + "[" + join(at) + "] : " + type.str());
 }
 Strings sizesOf(Emitter& e, const TensorType& t) {
   Strings s;
   for (size_t d = 0; d < t.rank(); ++d) s.push_back(e.dimSize(t, d));
   return s;
-}
-Value converted(Emitter& e, const Value& v, DType to) {
-  if (v.type.dtype == to) return v;
-  return e.elementwise(v.type.withDtype(to), {v}, computeType(to), [](Scalars&, Strings& a) { return a[0]; });
 }
 void requireIntegerIndex(const Value& t) {
   if (t.type.dtype == DType::Bool || t.type.dtype == DType::U8)
@@ -55,12 +31,12 @@ void requireIntegerIndex(const Value& t) {
 
 // An element of an index tensor as an in-bounds index into a dim of `size`.
 std::string boundIndex(Emitter& e, const std::string& v, DType t, const std::string& size, bool wrap) {
-  std::string i = emit(e, "ic", "arith.index_cast " + v + " : " + elementType(t) + " to index"), zero = e.index(0);
+  std::string i = e.assign("ic", "arith.index_cast " + v + " : " + elementType(t) + " to index"), zero = e.index(0);
   if (wrap) {
-    std::string neg = emit(e, "neg", "arith.cmpi slt, " + i + ", " + zero + " : index");
-    i = emit(e, "ws", "arith.select " + neg + ", " + ix(e, "arith.addi", i, size) + ", " + i + " : index");
+    std::string neg = e.indexCmp("slt", i, zero);
+    i = e.assign("ws", "arith.select " + neg + ", " + e.indexOp("arith.addi", i, size) + ", " + i + " : index");
   }
-  return ix(e, "arith.minsi", ix(e, "arith.maxsi", i, zero), ix(e, "arith.subi", size, e.index(1)));
+  return e.indexOp("arith.minsi", e.indexOp("arith.maxsi", i, zero), e.indexOp("arith.subi", size, e.index(1)));
 }
 
 // Nested scf.for loops over `sizes` threading the tensor `init` of type t; body gets the
@@ -84,7 +60,7 @@ using Element = std::function<std::string(Scalars&, const Strings&, DType)>;
 Value scatterLoop(OpCall& c, const Strings& sizes, const Coordinates& target, const Element& value, const std::string& reduce) {
   const TensorType& out = c.out();
   DType ct = computeType(out.dtype);
-  std::string r = loops(c.e, sizes, converted(c.e, c.tensor(0), out.dtype).ssa, out, [&](const Strings& iv, const std::string& acc) {
+  std::string r = loops(c.e, sizes, c.e.convert(c.tensor(0), out.dtype).ssa, out, [&](const Strings& iv, const std::string& acc) {
     Scalars s = c.e.scalars();
     Strings at = target(iv);
     std::string v = value(s, iv, ct);
@@ -106,9 +82,9 @@ Value gatherAlong(OpCall& c, const Value& index, size_t dim, const Strings& inde
   requireIntegerIndex(index);
   if (self.type.rank() != out.rank()) throw Unsupported("an index and an input of different ranks");
   Strings sizes = sizesOf(c.e, self.type);
-  std::string name = c.e.generic(out, identity(out.rank()), {{index.ssa, index.type, indexMap}}, Strings(out.rank(), "parallel"), [&](Strings& a) {
+  std::string name = c.e.generic(out, loopDims(out.rank()), {{index.ssa, index.type, indexMap}}, Strings(out.rank(), "parallel"), [&](Strings& a) {
     Strings at;
-    for (size_t d = 0; d < out.rank(); ++d) at.push_back(d == dim ? boundIndex(c.e, a[0], index.type.dtype, sizes[d], true) : loopIndex(c.e, d));
+    for (size_t d = 0; d < out.rank(); ++d) at.push_back(d == dim ? boundIndex(c.e, a[0], index.type.dtype, sizes[d], true) : c.e.loopIndex(d));
     return c.e.scalars().cast(extract(c.e, self.ssa, self.type, at), self.type.dtype, out.dtype);
   });
   return Value::tensor(name, out);
@@ -198,9 +174,9 @@ Value indexTensor(OpCall& c) {
   const TensorType& out = c.out();
   if (out.rank() != p.slots.size()) throw Unsupported("the IR's result rank differs from the indexing's");
   Strings selfSizes = sizesOf(c.e, self.type);
-  std::string name = c.e.generic(out, identity(out.rank()), {}, Strings(out.rank(), "parallel"), [&](Strings&) {
+  std::string name = c.e.generic(out, loopDims(out.rank()), {}, Strings(out.rank(), "parallel"), [&](Strings&) {
     Strings r;
-    for (size_t d = 0; d < out.rank(); ++d) r.push_back(loopIndex(c.e, d));
+    for (size_t d = 0; d < out.rank(); ++d) r.push_back(c.e.loopIndex(d));
     std::string v = extract(c.e, self.ssa, self.type, selfCoordinates(c.e, p, r, selfSizes));
     return c.e.scalars().cast(v, self.type.dtype, out.dtype);
   });
@@ -278,9 +254,9 @@ Value embedding(OpCall& c) {
   if (weight.type.rank() != 2 || out.rank() != ids.type.rank() + 1) throw Unsupported("embedding of a weight that is not 2-d");
   std::string rows = c.e.dimSize(weight.type, 0);
   size_t r = out.rank();
-  std::string name = c.e.generic(out, identity(r), {{ids.ssa, ids.type, identity(r - 1)}}, Strings(r, "parallel"), [&](Strings& a) {
+  std::string name = c.e.generic(out, loopDims(r), {{ids.ssa, ids.type, loopDims(r - 1)}}, Strings(r, "parallel"), [&](Strings& a) {
     std::string row = boundIndex(c.e, a[0], ids.type.dtype, rows, false);
-    return c.e.scalars().cast(extract(c.e, weight.ssa, weight.type, {row, loopIndex(c.e, r - 1)}), weight.type.dtype, out.dtype);
+    return c.e.scalars().cast(extract(c.e, weight.ssa, weight.type, {row, c.e.loopIndex(r - 1)}), weight.type.dtype, out.dtype);
   });
   return Value::tensor(name, out);
 }
@@ -316,19 +292,19 @@ Value embeddingBackward(OpCall& c) {
     Strings offs = iv, sizes(iv.size(), "1"), ones(iv.size() + 1, "1");
     offs.push_back(c.e.index(0));
     sizes.push_back(widthText);
-    std::string g = emit(c.e, "grow", "tensor.extract_slice " + grad.ssa + "[" + join(offs) + "] [" + join(sizes) + "] [" + join(ones) + "] : " +
+    std::string g = c.e.assign("grow", "tensor.extract_slice " + grad.ssa + "[" + join(offs) + "] [" + join(sizes) + "] [" + join(ones) + "] : " +
                                           grad.type.str() + " to " + gradRow.str());
     std::string place = "[" + row + ", " + c.e.index(0) + "] [1, " + widthText + "] [1, 1]";
-    std::string old = emit(c.e, "wrow", "tensor.extract_slice " + t + place + " : " + acc.str() + " to " + rowType.str());
+    std::string old = c.e.assign("wrow", "tensor.extract_slice " + t + place + " : " + acc.str() + " to " + rowType.str());
     std::string sum = c.e.generic(rowType, {"d0"}, {{g, gradRow, {"d0"}}}, {"parallel"}, [&](Strings& a) {
       Scalars b = c.e.scalars();
       std::string v = b.cast(a[0], grad.type.dtype, ct);
       if (byFreq) v = b.op("arith.divf", v, count, ct);
       return b.op("arith.addf", a[1], b.select(skip, b.constant(0, ct), v, ct), ct);
     }, old);
-    return emit(c.e, "wput", "tensor.insert_slice " + sum + " into " + t + place + " : " + rowType.str() + " into " + acc.str());
+    return c.e.assign("wput", "tensor.insert_slice " + sum + " into " + t + place + " : " + rowType.str() + " into " + acc.str());
   });
-  return converted(c.e, Value::tensor(r, acc), out.dtype);
+  return c.e.convert(Value::tensor(r, acc), out.dtype);
 }
 
 // ---- losses ----------------------------------------------------------------------------------
@@ -359,11 +335,11 @@ Value nllForward(OpCall& c) {
   DType ct = computeType(c.out(0).dtype);
   std::string classes = c.e.dimSize(self.type, self.type.rank() - 1);
   size_t n = self.type.rank() - 1;
-  GenericInput tin{target.ssa, target.type, identity(target.type.rank())};
+  GenericInput tin{target.ssa, target.type, loopDims(target.type.rank())};
   if (reduction == 0) {
     const TensorType& out = c.out(0);
-    std::string name = c.e.generic(out, identity(out.rank()), {tin}, Strings(out.rank(), "parallel"), [&](Strings& a) {
-      return c.e.scalars().cast(nllTerm(c, a[0], n ? loopIndex(c.e, 0) : "", classes, ct).first, ct, out.dtype);
+    std::string name = c.e.generic(out, loopDims(out.rank()), {tin}, Strings(out.rank(), "parallel"), [&](Strings& a) {
+      return c.e.scalars().cast(nllTerm(c, a[0], n ? c.e.loopIndex(0) : "", classes, ct).first, ct, out.dtype);
     });
     return Value::list({Value::tensor(name, out), Value::tensor(c.e.fill(c.out(1), 0), c.out(1))});
   }
@@ -371,13 +347,13 @@ Value nllForward(OpCall& c) {
   TensorType scalar{ct, {}};
   auto total = [&](bool weights) {
     return Value::tensor(c.e.generic(scalar, {}, {tin}, Strings(n, "reduction"), [&](Strings& a) {
-      auto term = nllTerm(c, a[0], n ? loopIndex(c.e, 0) : "", classes, ct);
+      auto term = nllTerm(c, a[0], n ? c.e.loopIndex(0) : "", classes, ct);
       return c.e.scalars().op("arith.addf", a[1], weights ? term.second : term.first, ct);
     }, c.e.fill(scalar, 0)), scalar);
   };
   Value loss = total(false), weight = total(true);
   if (reduction == 1) loss = c.e.elementwise(scalar, {loss, weight}, ct, [&](Scalars& s, Strings& v) { return s.op("arith.divf", v[0], v[1], ct); });
-  return Value::list({converted(c.e, loss, c.out(0).dtype), converted(c.e, weight, c.out(1).dtype)});
+  return Value::list({c.e.convert(loss, c.out(0).dtype), c.e.convert(weight, c.out(1).dtype)});
 }
 
 // grad_input[n, c] = weight[t] * -(grad, / total_weight for mean) where c == t != ignore_index.
@@ -392,12 +368,12 @@ Value nllBackward(OpCall& c) {
   if (r < 1 || r > 2) throw Unsupported("nll_loss_backward of a " + std::to_string(r) + "-d input");
   DType ct = computeType(out.dtype);
   std::string classes = c.e.dimSize(c.tensor(1).type, r - 1);
-  std::vector<GenericInput> ins = {{target.ssa, target.type, identity(target.type.rank())},
-                                   {grad.ssa, grad.type, reduction == 0 ? identity(grad.type.rank()) : Strings(grad.type.rank(), "0")},
+  std::vector<GenericInput> ins = {{target.ssa, target.type, loopDims(target.type.rank())},
+                                   {grad.ssa, grad.type, reduction == 0 ? loopDims(grad.type.rank()) : Strings(grad.type.rank(), "0")},
                                    {total.ssa, total.type, Strings(total.type.rank(), "0")}};
-  std::string name = c.e.generic(out, identity(r), ins, Strings(r, "parallel"), [&](Strings& a) {
+  std::string name = c.e.generic(out, loopDims(r), ins, Strings(r, "parallel"), [&](Strings& a) {
     Scalars s = c.e.scalars();
-    std::string t = s.cast(a[0], target.type.dtype, DType::I64), col = emit(c.e, "col", "arith.index_cast " + loopIndex(c.e, r - 1) + " : index to i64");
+    std::string t = s.cast(a[0], target.type.dtype, DType::I64), col = c.e.fromIndex(c.e.loopIndex(r - 1));
     std::string hit = s.op("arith.andi", s.cmp("eq", t, col, DType::I64), s.cmp("ne", t, s.of(c.arg(5), DType::I64), DType::I64), DType::Bool);
     std::string g = s.cast(a[1], grad.type.dtype, ct);
     if (reduction == 1) g = s.op("arith.divf", g, s.cast(a[2], total.type.dtype, ct), ct);
@@ -431,12 +407,12 @@ Value flashAttention(OpCall& c) {
   TensorType outT = c.out(0).withDtype(ct);
   Strings p4(4, "parallel"), bhl = {"d0", "d1", "d2"}, reduceLast = {"parallel", "parallel", "parallel", "reduction"};
   Strings reduce5 = {"parallel", "parallel", "parallel", "parallel", "reduction"};
-  std::string raw = c.e.generic(scoresT, identity(4), {{q.ssa, q.type, {"d0", "d1", "d2", "d4"}}, {k.ssa, k.type, {"d0", "d1", "d3", "d4"}}}, reduce5,
+  std::string raw = c.e.generic(scoresT, loopDims(4), {{q.ssa, q.type, {"d0", "d1", "d2", "d4"}}, {k.ssa, k.type, {"d0", "d1", "d3", "d4"}}}, reduce5,
                                 [&](Strings& a) {
                                   Scalars s = c.e.scalars();
                                   return s.op("arith.addf", a[2], s.op("arith.mulf", s.cast(a[0], q.type.dtype, ct), s.cast(a[1], k.type.dtype, ct), ct), ct);
                                 }, c.e.fill(scoresT, 0));
-  std::vector<GenericInput> ins = {{raw, scoresT, identity(4)}};
+  std::vector<GenericInput> ins = {{raw, scoresT, loopDims(4)}};
   if (mask.isTensor()) {  // broadcast right-aligned against [B, H, L, S]
     Strings m;
     for (size_t d = 0; d < mask.type.rank(); ++d) {
@@ -446,32 +422,32 @@ Value flashAttention(OpCall& c) {
     }
     ins.push_back({mask.ssa, mask.type, m});
   }
-  std::string scores = c.e.generic(scoresT, identity(4), ins, p4, [&](Strings& a) {
+  std::string scores = c.e.generic(scoresT, loopDims(4), ins, p4, [&](Strings& a) {
     Scalars s = c.e.scalars();
     std::string x = s.op("arith.mulf", a[0], s.constant(scale, ct), ct), ninf = s.constant(-HUGE_VAL, ct);
     if (mask.isTensor() && mask.type.dtype == DType::Bool) x = s.select(a[1], x, ninf, ct);
     else if (mask.isTensor()) x = s.op("arith.addf", x, s.cast(a[1], mask.type.dtype, ct), ct);
     if (!causal) return x;
-    std::string above = emit(c.e, "above", "arith.cmpi sgt, " + loopIndex(c.e, 3) + ", " + loopIndex(c.e, 2) + " : index");
+    std::string above = c.e.indexCmp("sgt", c.e.loopIndex(3), c.e.loopIndex(2));
     return s.select(above, ninf, x, ct);
   });
-  std::string mx = c.e.generic(rowT, bhl, {{scores, scoresT, identity(4)}}, reduceLast,
+  std::string mx = c.e.generic(rowT, bhl, {{scores, scoresT, loopDims(4)}}, reduceLast,
                                [&](Strings& a) { return c.e.scalars().op("arith.maximumf", a[0], a[1], ct); }, c.e.fill(rowT, -HUGE_VAL));
   // A row masked entirely keeps max -inf; subtracting 0 then keeps exp(-inf) = 0, not nan.
   auto shifted = [&](Scalars& s, const std::string& x, const std::string& m) {
     std::string dead = s.cmp("oeq", m, s.constant(-HUGE_VAL, ct), ct);
     return s.unary("math.exp", s.op("arith.subf", x, s.select(dead, s.constant(0, ct), m, ct), ct), ct);
   };
-  std::string sum = c.e.generic(rowT, bhl, {{scores, scoresT, identity(4)}, {mx, rowT, bhl}}, reduceLast, [&](Strings& a) {
+  std::string sum = c.e.generic(rowT, bhl, {{scores, scoresT, loopDims(4)}, {mx, rowT, bhl}}, reduceLast, [&](Strings& a) {
     Scalars s = c.e.scalars();
     return s.op("arith.addf", a[2], shifted(s, a[0], a[1]), ct);
   }, c.e.fill(rowT, 0));
-  std::string acc = c.e.generic(outT, identity(4), {{scores, scoresT, {"d0", "d1", "d2", "d4"}}, {mx, rowT, bhl}, {v.ssa, v.type, {"d0", "d1", "d4", "d3"}}},
+  std::string acc = c.e.generic(outT, loopDims(4), {{scores, scoresT, {"d0", "d1", "d2", "d4"}}, {mx, rowT, bhl}, {v.ssa, v.type, {"d0", "d1", "d4", "d3"}}},
                                 reduce5, [&](Strings& a) {
                                   Scalars s = c.e.scalars();
                                   return s.op("arith.addf", a[3], s.op("arith.mulf", shifted(s, a[0], a[1]), s.cast(a[2], v.type.dtype, ct), ct), ct);
                                 }, c.e.fill(outT, 0));
-  std::string o = c.e.generic(c.out(0), identity(4), {{acc, outT, identity(4)}, {sum, rowT, bhl}}, p4, [&](Strings& a) {
+  std::string o = c.e.generic(c.out(0), loopDims(4), {{acc, outT, loopDims(4)}, {sum, rowT, bhl}}, p4, [&](Strings& a) {
     Scalars s = c.e.scalars();
     return s.cast(s.op("arith.mulf", a[0], s.op("arith.divf", s.constant(1, ct), a[1], ct), ct), ct, c.out(0).dtype);
   });
@@ -494,18 +470,18 @@ Value sizeProduct(Emitter& e, const Value& x, size_t from, size_t to) {
       known *= x.type.dims[d].size;
       continue;
     }
-    std::string dim = emit(e, "dim", "tensor.dim " + x.ssa + ", " + e.index(static_cast<int64_t>(d)) + " : " + x.type.str());
-    v = v.empty() ? dim : ix(e, "arith.muli", v, dim);
+    std::string dim = e.assign("dim", "tensor.dim " + x.ssa + ", " + e.index(static_cast<int64_t>(d)) + " : " + x.type.str());
+    v = v.empty() ? dim : e.indexOp("arith.muli", v, dim);
   }
   if (v.empty()) return Value::integer(known);
-  if (known != 1) v = ix(e, "arith.muli", v, e.index(known));
-  return Value::scalar(Value::Kind::Int, emit(e, "sz", "arith.index_cast " + v + " : index to i64"));
+  if (known != 1) v = e.indexOp("arith.muli", v, e.index(known));
+  return Value::scalar(Value::Kind::Int, e.fromIndex(v));
 }
 
 std::string indexOf(Emitter& e, const Value& v) {
   if (v.isConst()) return e.index(static_cast<int64_t>(v.number));
   if (v.kind != Value::Kind::Int) throw Unsupported("a size that is not an integer");
-  return emit(e, "iv", "arith.index_cast " + v.ssa + " : i64 to index");
+  return e.toIndex(v.ssa);
 }
 
 // as_strided of a contiguous input (the graph's values are dense row-major, so a view of a
@@ -524,11 +500,11 @@ Value asStrided(OpCall& c) {
     for (const Dim& d : x.type.dims) n = d.isStatic() && n.isStatic() ? Dim{n.size * d.size, ""} : Dim{-1, "n"};
     flatT.dims.push_back(n);
     for (size_t d = 0; d < x.type.rank(); ++d) all.push_back(std::to_string(d));
-    flat = emit(c.e, "flat", "tensor.collapse_shape " + x.ssa + " [[" + join(all) + "]] : " + x.type.str() + " into " + flatT.str());
+    flat = c.e.assign("flat", "tensor.collapse_shape " + x.ssa + " [[" + join(all) + "]] : " + x.type.str() + " into " + flatT.str());
   }
-  std::string name = c.e.generic(out, identity(out.rank()), {}, Strings(out.rank(), "parallel"), [&](Strings&) {
+  std::string name = c.e.generic(out, loopDims(out.rank()), {}, Strings(out.rank(), "parallel"), [&](Strings&) {
     std::string at = offset;
-    for (size_t d = 0; d < out.rank(); ++d) at = ix(c.e, "arith.addi", at, ix(c.e, "arith.muli", loopIndex(c.e, d), st[d]));
+    for (size_t d = 0; d < out.rank(); ++d) at = c.e.indexOp("arith.addi", at, c.e.indexOp("arith.muli", c.e.loopIndex(d), st[d]));
     return c.e.scalars().cast(extract(c.e, flat, flatT, flatT.dims.empty() ? Strings{} : Strings{at}), x.type.dtype, out.dtype);
   });
   return Value::tensor(name, out);
@@ -541,7 +517,7 @@ void addIndexingOps(OpTable& t) {
   t["aten::embedding_dense_backward.default"] = embeddingBackward;
   t["aten::gather.default"] = [](OpCall& c) {
     const Value& index = c.tensor(2);
-    return gatherAlong(c, index, static_cast<size_t>(OpCall::dim(c.integer(1), c.tensor(0).type.rank())), identity(index.type.rank()));
+    return gatherAlong(c, index, static_cast<size_t>(OpCall::dim(c.integer(1), c.tensor(0).type.rank())), loopDims(index.type.rank()));
   };
   t["aten::index_select.default"] = [](OpCall& c) {
     const Value& index = c.tensor(2);

@@ -6,22 +6,16 @@ namespace dynrep::replay::lowering {
 
 namespace {
 
-Value converted(Emitter& e, const Value& v, DType to) {
-  if (v.type.dtype == to) return v;
-  TensorType t = v.type.withDtype(to);
-  return e.elementwise(t, {v}, to, [](Scalars&, std::vector<std::string>& a) { return a[0]; });
-}
-
 // linalg.matmul / batch_matmul of a [.., m, k] and b [.., k, n] into `out`'s shape.
 Value product(Emitter& e, const char* op, const Value& a, const Value& b, const TensorType& out) {
   DType acc = computeType(out.dtype);
-  Value x = converted(e, a, acc), y = converted(e, b, acc);
+  Value x = e.convert(a, acc), y = e.convert(b, acc);
   TensorType t = out.withDtype(acc);
   std::string init = e.fill(t, 0);
   std::string name = e.fresh("mm");
   e.line(name + " = " + op + " ins(" + x.ssa + ", " + y.ssa + " : " + x.type.str() + ", " + y.type.str() + ") outs(" + init + " : " +
          t.str() + ") -> " + t.str());
-  return converted(e, Value::tensor(name, t), out.dtype);
+  return e.convert(Value::tensor(name, t), out.dtype);
 }
 
 // beta * self + alpha * product, self broadcast to the product's shape.

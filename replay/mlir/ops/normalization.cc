@@ -4,30 +4,10 @@
 // bias, running stats, saved stats) are read at loop dim 1. Output dtypes come from the IR.
 #include <cmath>
 
-#include "ops.h"
+#include "reduction.h"
 
 namespace dynrep::replay::lowering {
 
-// Defined in ops/reduction.cc (the generic-building helpers both families use).
-namespace reduction {
-struct Operand {
-  Value v;
-  std::vector<std::string> map;
-};
-using Body = std::function<std::string(Scalars&, std::vector<std::string>&)>;
-using Combine = std::function<std::string(Scalars&, std::vector<std::string>&, const std::string&)>;
-Operand over(const Value& v, const TensorType& space);
-Operand kept(const Value& v, const std::vector<bool>& red, bool keepdim);
-TensorType reducedType(const TensorType& space, const std::vector<bool>& red, bool keepdim, DType t);
-Value pointwise(Emitter& e, const TensorType& out, const std::vector<Operand>& ins, DType compute, const Body& body);
-Value as(Emitter& e, const Value& v, DType to);
-Value squeeze(Emitter& e, const Value& keep, const std::vector<bool>& red);
-Value reduce(Emitter& e, const TensorType& space, const std::vector<Operand>& ins, const std::vector<bool>& red, bool keepdim,
-             DType compute, DType acc, double init, const Combine& combine);
-std::string count(Emitter& e, const TensorType& space, const std::vector<bool>& red, DType f);
-Value meanOf(Emitter& e, const Value& x, const std::vector<bool>& red, DType t, const std::string& n);
-Value squaredDeviations(Emitter& e, const Value& x, const Value& meanKeep, const std::vector<bool>& red, bool keepdim, DType t);
-}  // namespace reduction
 
 namespace {
 
@@ -98,7 +78,7 @@ Value layerNorm(OpCall& c) {
     if (b.isTensor()) r = add(s, r, v[i], t);
     return r;
   });
-  return Value::list({y, as(c.e, mean, c.out(1).dtype), as(c.e, rstd, c.out(2).dtype)});
+  return Value::list({y, c.e.convert(mean, c.out(1).dtype), c.e.convert(rstd, c.out(2).dtype)});
 }
 
 // PyTorch's layer norm backward with xhat = (x - mean) * rstd and g' = g * weight:
@@ -134,9 +114,9 @@ Value layerNormBackward(OpCall& c) {
     });
   }
   if (mask[1])
-    dw = as(c.e, sumOf(c.e, sp, base, outer, false, t, [&](Scalars& s, std::vector<std::string>& v) { return mul(s, v[0], xhat(s, v), t); }),
+    dw = c.e.convert(sumOf(c.e, sp, base, outer, false, t, [&](Scalars& s, std::vector<std::string>& v) { return mul(s, v[0], xhat(s, v), t); }),
             c.out(1).dtype);
-  if (mask[2]) db = as(c.e, sumOf(c.e, sp, {over(g, sp)}, outer, false, t, [](Scalars&, std::vector<std::string>& v) { return v[0]; }), c.out(2).dtype);
+  if (mask[2]) db = c.e.convert(sumOf(c.e, sp, {over(g, sp)}, outer, false, t, [](Scalars&, std::vector<std::string>& v) { return v[0]; }), c.out(2).dtype);
   return Value::list({dx, dw, db});
 }
 
@@ -183,8 +163,8 @@ Value batchNorm(OpCall& c, const Value& x, const Value& w, const Value& b, const
     outs.push_back(pointwise(c.e, sp.withDtype(c.out(0).dtype), ins, t, [&](Scalars& s, std::vector<std::string>& v) {
       return affine(s, v, mul(s, sub(s, v[0], v[1], t), v[2], t), 3);
     }));
-    outs.push_back(as(c.e, squeeze(c.e, mean, red), c.out(1).dtype));
-    outs.push_back(as(c.e, squeeze(c.e, invstd, red), c.out(2).dtype));
+    outs.push_back(c.e.convert(squeeze(c.e, mean, red), c.out(1).dtype));
+    outs.push_back(c.e.convert(squeeze(c.e, invstd, red), c.out(2).dtype));
     if (c.outs.size() > 3) {
       if (!rm.isTensor() || !rv.isTensor()) throw Unsupported("running stats to update that are None");
       Scalars sc = c.e.scalars();
@@ -210,13 +190,13 @@ Value batchNorm(OpCall& c, const Value& x, const Value& w, const Value& b, const
       bool empty = false;
       for (const Dim& d : o.dims) empty = empty || (d.isStatic() && d.size == 0);
       if (empty) outs.push_back(Value::tensor(c.e.fill(o, 0), o));
-      else if (i == 1) outs.push_back(as(c.e, rm, o.dtype));
+      else if (i == 1) outs.push_back(c.e.convert(rm, o.dtype));
       else outs.push_back(pointwise(c.e, rv.type.withDtype(o.dtype), {over(rv, rv.type)}, t,
                                     [&](Scalars& s, std::vector<std::string>& v) { return invSqrt(s, v[0], eps, t); }));
     }
     if (c.outs.size() > 3) {
-      outs.push_back(as(c.e, rm, c.out(3).dtype));
-      outs.push_back(as(c.e, rv, c.out(4).dtype));
+      outs.push_back(c.e.convert(rm, c.out(3).dtype));
+      outs.push_back(c.e.convert(rv, c.out(4).dtype));
     }
   }
   outs.resize(c.outs.size());
@@ -265,7 +245,7 @@ Value batchNormBackward(OpCall& c) {
   if (mask[1])
     dw = pointwise(c.e, TensorType{c.out(1).dtype, {sp.dims[1]}}, {kept(dot, red, false), over(invstd, invstd.type)}, t,
                    [&](Scalars& s, std::vector<std::string>& v) { return mul(s, v[0], v[1], t); });
-  if (mask[2]) db = as(c.e, squeeze(c.e, sumG, red), c.out(2).dtype);
+  if (mask[2]) db = c.e.convert(squeeze(c.e, sumG, red), c.out(2).dtype);
   return Value::list({dx, dw, db});
 }
 

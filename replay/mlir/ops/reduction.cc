@@ -5,38 +5,18 @@
 // is squeezed only at the end when keepdim is false. Arithmetic is in computeType (float32 for
 // float16/bfloat16, as PyTorch's CPU kernels accumulate) and converted to the IR's output dtype.
 //
-// The helpers in namespace `reduction` are shared with ops/normalization.cc, which declares them.
+// The helpers in namespace `reduction` (reduction.h) are shared with ops/normalization.cc.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "ops.h"
+#include "reduction.h"
 
 namespace dynrep::replay::lowering {
 
 namespace reduction {
 
-struct Operand {
-  Value v;
-  std::vector<std::string> map;  // its indexing map over the loops of the generic it feeds
-};
-using Body = std::function<std::string(Scalars&, std::vector<std::string>&)>;
-using Combine = std::function<std::string(Scalars&, std::vector<std::string>&, const std::string&)>;
-
-// t read in the loops of `space`, right-aligned as PyTorch broadcasts: a static size-1 dim that
-// the space does not have as 1 is read at 0 (keepdim statistics, [C] weights of a layer norm).
-std::vector<std::string> aligned(const TensorType& t, const TensorType& space) {
-  if (t.rank() > space.rank()) throw Unsupported("an operand of higher rank than its result");
-  std::vector<std::string> map;
-  size_t lead = space.rank() - t.rank();
-  for (size_t d = 0; d < t.rank(); ++d) {
-    const Dim& sd = space.dims[lead + d];
-    bool broadcast = t.dims[d].isStatic() && t.dims[d].size == 1 && !(sd.isStatic() && sd.size == 1);
-    map.push_back(broadcast ? "0" : "d" + std::to_string(lead + d));
-  }
-  return map;
-}
-Operand over(const Value& v, const TensorType& space) { return {v, aligned(v.type, space)}; }
+Operand over(const Value& v, const TensorType& space) { return {v, broadcastMap(v.type, space)}; }
 
 // A keepdim statistic read in the loops of the result of the same reduction with `keepdim`.
 Operand kept(const Value& v, const std::vector<bool>& red, bool keepdim) {
@@ -63,20 +43,13 @@ TensorType reducedType(const TensorType& space, const std::vector<bool>& red, bo
 Value pointwise(Emitter& e, const TensorType& out, const std::vector<Operand>& ins, DType compute, const Body& body) {
   std::vector<GenericInput> inputs;
   for (const Operand& o : ins) inputs.push_back({o.v.ssa, o.v.type, o.map});
-  std::vector<std::string> outMap;
-  for (size_t d = 0; d < out.rank(); ++d) outMap.push_back("d" + std::to_string(d));
-  std::string ssa = e.generic(out, outMap, inputs, std::vector<std::string>(out.rank(), "parallel"), [&](std::vector<std::string>& a) {
+  std::string ssa = e.generic(out, loopDims(out.rank()), inputs, std::vector<std::string>(out.rank(), "parallel"), [&](std::vector<std::string>& a) {
     Scalars s = e.scalars();
     std::vector<std::string> v;
     for (size_t i = 0; i < ins.size(); ++i) v.push_back(s.cast(a[i], ins[i].v.type.dtype, compute));
     return s.cast(body(s, v), compute, out.dtype);
   });
   return Value::tensor(ssa, out);
-}
-
-Value as(Emitter& e, const Value& v, DType to) {
-  if (v.type.dtype == to) return v;
-  return pointwise(e, v.type.withDtype(to), {over(v, v.type)}, v.type.dtype, [](Scalars&, std::vector<std::string>& a) { return a[0]; });
 }
 
 Value squeeze(Emitter& e, const Value& keep, const std::vector<bool>& red) {
@@ -128,12 +101,6 @@ Value reduce(Emitter& e, const TensorType& space, const std::vector<Operand>& in
   return Value::tensor(ssa, out);
 }
 
-static std::string indexOp(Emitter& e, const char* op, const std::string& a, const std::string& b) {
-  std::string v = e.fresh("ix");
-  e.line(v + " = " + op + " " + a + ", " + b + " : index");
-  return v;
-}
-
 // How many elements each output element reduces, as a float of type f: the product of the
 // reduced sizes, computed at run time where one is symbolic.
 std::string count(Emitter& e, const TensorType& space, const std::vector<bool>& red, DType f) {
@@ -146,14 +113,12 @@ std::string count(Emitter& e, const TensorType& space, const std::vector<bool>& 
       continue;
     }
     std::string dim = e.dimSize(space, d);
-    size = size.empty() ? dim : indexOp(e, "arith.muli", size, dim);
+    size = size.empty() ? dim : e.indexOp("arith.muli", size, dim);
   }
   Scalars s = e.scalars();
   if (size.empty()) return s.constant(static_cast<double>(known), f);
-  if (known != 1) size = indexOp(e, "arith.muli", size, e.index(known));
-  std::string n = e.fresh("n");
-  e.line(n + " = arith.index_cast " + size + " : index to i64");
-  return s.cast(n, DType::I64, f);
+  if (known != 1) size = e.indexOp("arith.muli", size, e.index(known));
+  return e.fromIndex(size, f);
 }
 
 // The mean over `red`, kept with size-1 dims, in float type t.
@@ -230,12 +195,10 @@ Value firstIndex(Emitter& e, const Value& x, const Value& m, const std::vector<b
                   std::string linear;
                   for (size_t d = 0; d < x.type.rank(); ++d) {
                     if (!red[d]) continue;
-                    std::string i = e.fresh("ix");
-                    e.line(i + " = linalg.index " + std::to_string(d) + " : index");
-                    linear = linear.empty() ? i : indexOp(e, "arith.addi", indexOp(e, "arith.muli", linear, sizes[d]), i);
+                    std::string i = e.loopIndex(d);
+                    linear = linear.empty() ? i : e.indexOp("arith.addi", e.indexOp("arith.muli", linear, sizes[d]), i);
                   }
-                  std::string at = e.fresh("ix");
-                  e.line(at + " = arith.index_cast " + (linear.empty() ? e.index(0) : linear) + " : index to i64");
+                  std::string at = e.fromIndex(linear.empty() ? e.index(0) : linear);
                   return s.select(hit, s.op("arith.minsi", acc, at, DType::I64), acc, DType::I64);
                 });
 }
@@ -250,7 +213,7 @@ LowerFn accumulate(bool mean, bool product) {
     if (t == DType::Bool) throw Unsupported("a sum or product accumulated as bool");
     Value r = reduce(c.e, x.type, {over(x, x.type)}, red, keepdim(c), t, t, product ? 1 : 0,
                      [=](Scalars& s, std::vector<std::string>& v, const std::string& acc) { return s.op(op, v[0], acc, t); });
-    if (!mean) return as(c.e, r, out);
+    if (!mean) return c.e.convert(r, out);
     std::string n = count(c.e, x.type, red, t);
     return pointwise(c.e, r.type.withDtype(out), {over(r, r.type)}, t,
                      [&](Scalars& s, std::vector<std::string>& v) { return s.op("arith.divf", v[0], n, t); });
@@ -277,7 +240,7 @@ LowerFn moments(bool root, bool withMean) {
       return root ? s.unary("math.sqrt", q, t) : q;
     });
     if (!withMean) return var;
-    return Value::list({var, as(c.e, keep ? mean : squeeze(c.e, mean, red), c.out(1).dtype)});
+    return Value::list({var, c.e.convert(keep ? mean : squeeze(c.e, mean, red), c.out(1).dtype)});
   };
 }
 
@@ -290,7 +253,7 @@ LowerFn extremeWithIndex(bool max, bool values) {
     Value m = extreme(c.e, x, red, true, max);
     Value idx = firstIndex(c.e, x, m, red, keep);
     if (!values) return idx;
-    return Value::list({as(c.e, keep ? m : squeeze(c.e, m, red), c.out(0).dtype), idx});
+    return Value::list({c.e.convert(keep ? m : squeeze(c.e, m, red), c.out(0).dtype), idx});
   };
 }
 
@@ -305,7 +268,7 @@ Value vectorNorm(OpCall& c) {
     const char* op = p > 0 ? "arith.maximumf" : "arith.minimumf";
     r = reduce(c.e, x.type, {over(x, x.type)}, red, keepdim(c), t, t, p > 0 ? 0 : INFINITY,
                [=](Scalars& s, std::vector<std::string>& v, const std::string& acc) { return s.op(op, s.unary("math.absf", v[0], t), acc, t); });
-    return as(c.e, r, c.out().dtype);
+    return c.e.convert(r, c.out().dtype);
   }
   r = reduce(c.e, x.type, {over(x, x.type)}, red, keepdim(c), t, t, 0, [=](Scalars& s, std::vector<std::string>& v, const std::string& acc) {
     std::string term;
@@ -329,7 +292,7 @@ Value logSumExp(OpCall& c) {
   std::vector<bool> red = reducedDims(c, x.type.rank());
   bool keep = keepdim(c);
   DType t = floatCompute(c, "logsumexp");
-  Value xf = as(c.e, x, t);
+  Value xf = c.e.convert(x, t);
   Value m = extreme(c.e, xf, red, true, true);
   auto shift = [t](Scalars& s, const std::string& max) {
     return s.select(s.cmp("oeq", s.unary("math.absf", max, t), s.constant(INFINITY, t), t), s.constant(0, t), max, t);
@@ -349,7 +312,7 @@ LowerFn anyAll(bool any) {
     const char* op = any ? "arith.ori" : "arith.andi";
     Value r = reduce(c.e, x.type, {over(x, x.type)}, red, keepdim(c), DType::Bool, DType::Bool, any ? 0 : 1,
                      [=](Scalars& s, std::vector<std::string>& v, const std::string& acc) { return s.op(op, v[0], acc, DType::Bool); });
-    return as(c.e, r, c.out().dtype);
+    return c.e.convert(r, c.out().dtype);
   };
 }
 
@@ -362,7 +325,7 @@ Value softmax(OpCall& c, Softmax kind) {
   std::vector<bool> red(x.type.rank(), false);
   if (x.type.rank()) red[static_cast<size_t>(OpCall::dim(c.integer(1), x.type.rank()))] = true;
   DType t = floatCompute(c, "softmax");
-  Value xf = as(c.e, x, t);
+  Value xf = c.e.convert(x, t);
   Value m = extreme(c.e, xf, red, true, true);
   Value sum = reduce(c.e, x.type, {over(xf, x.type), over(m, x.type)}, red, true, t, t, 0,
                      [&](Scalars& s, std::vector<std::string>& v, const std::string& acc) {
@@ -408,7 +371,7 @@ void addReductionOps(OpTable& t) {
                            {"aten::min.default", false}})
     t[name] = [max = max](OpCall& c) {
       const Value& x = c.tensor(0);
-      return as(c.e, extreme(c.e, x, reducedDims(c, x.type.rank()), keepdim(c), max), c.out().dtype);
+      return c.e.convert(extreme(c.e, x, reducedDims(c, x.type.rank()), keepdim(c), max), c.out().dtype);
     };
   t["aten::max.dim"] = extremeWithIndex(true, true);
   t["aten::min.dim"] = extremeWithIndex(false, true);

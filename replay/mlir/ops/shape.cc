@@ -7,18 +7,6 @@ namespace dynrep::replay::lowering {
 
 namespace {
 
-std::vector<std::string> identity(size_t rank) {
-  std::vector<std::string> m;
-  for (size_t d = 0; d < rank; ++d) m.push_back("d" + std::to_string(d));
-  return m;
-}
-
-std::string join(const std::vector<std::string>& v) {
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i];
-  return out;
-}
-
 // x reshaped to `out` (same elements, row-major), sizes from the IR's output type.
 Value reshape(Emitter& e, const Value& x, const TensorType& out) {
   if (x.type.str() == out.str() && out.rank() == x.type.rank()) return x;
@@ -34,7 +22,7 @@ Value reshape(Emitter& e, const Value& x, const TensorType& out) {
 
 // out[d...] = x[map(d...)], a copy with a permuted or broadcast indexing map.
 Value remap(Emitter& e, const Value& x, const TensorType& out, const std::vector<std::string>& map) {
-  std::string name = e.generic(out, identity(out.rank()), {{x.ssa, x.type, map}}, std::vector<std::string>(out.rank(), "parallel"),
+  std::string name = e.generic(out, loopDims(out.rank()), {{x.ssa, x.type, map}}, std::vector<std::string>(out.rank(), "parallel"),
                                [](std::vector<std::string>& a) { return a[0]; });
   return Value::tensor(name, out);
 }
@@ -144,16 +132,7 @@ void addShapeOps(OpTable& t) {
     };
   for (const char* name : {"aten::expand.default", "aten::broadcast_to.default", "aten::expand_as.default"})
     t[name] = [](OpCall& c) {
-      const Value& x = c.tensor(0);
-      const TensorType& out = c.out();
-      std::vector<std::string> map;
-      size_t lead = out.rank() - x.type.rank();
-      for (size_t d = 0; d < x.type.rank(); ++d) {
-        const Dim& in = x.type.dims[d];
-        bool broadcast = in.isStatic() && in.size == 1 && !(out.dims[lead + d].isStatic() && out.dims[lead + d].size == 1);
-        map.push_back(broadcast ? "0" : "d" + std::to_string(lead + d));
-      }
-      return remap(c.e, x, out, map);
+      return remap(c.e, c.tensor(0), c.out(), broadcastMap(c.tensor(0).type, c.out()));
     };
   t["aten::slice.Tensor"] = [](OpCall& c) {
     const Value& x = c.tensor(0);
@@ -194,8 +173,7 @@ void addShapeOps(OpTable& t) {
     for (const Value& piece : c.arg(0).items) {
       if (!piece.isTensor()) throw Unsupported("cat of a non-tensor");
       if (piece.type.rank() != out.rank()) continue;  // PyTorch skips legacy empty 1-d pieces
-      Value p = piece.type.dtype == out.dtype ? piece
-                : c.e.elementwise(piece.type.withDtype(out.dtype), {piece}, computeType(out.dtype), [](Scalars&, std::vector<std::string>& v) { return v[0]; });
+      Value p = c.e.convert(piece, out.dtype);
       std::vector<std::string> offsets = zeros(c.e, out.rank());
       offsets[dim] = offset;
       acc = insert(c.e, p, acc.ssa, out, offsets, std::vector<int64_t>(out.rank(), 1));
@@ -246,18 +224,11 @@ void addShapeOps(OpTable& t) {
     int64_t diagonal = c.integer(1);
     bool lower = c.target == "aten::tril.default";
     size_t r = x.type.rank();
-    std::string name = c.e.generic(c.out(), identity(r), {{x.ssa, x.type, identity(r)}}, std::vector<std::string>(r, "parallel"),
+    std::string name = c.e.generic(c.out(), loopDims(r), {{x.ssa, x.type, loopDims(r)}}, std::vector<std::string>(r, "parallel"),
                                    [&](std::vector<std::string>& a) {
                                      Scalars s = c.e.scalars();
-                                     std::string i = c.e.fresh("row"), j = c.e.fresh("col");
-                                     c.e.line(i + " = linalg.index " + std::to_string(r - 2) + " : index");
-                                     c.e.line(j + " = linalg.index " + std::to_string(r - 1) + " : index");
-                                     std::string diff = c.e.fresh("dd");
-                                     c.e.line(diff + " = arith.subi " + j + ", " + i + " : index");
-                                     std::string k = c.e.fresh("dg");
-                                     c.e.line(k + " = arith.constant " + std::to_string(diagonal) + " : index");
-                                     std::string keep = c.e.fresh("keep");
-                                     c.e.line(keep + " = arith.cmpi " + (lower ? "sle" : "sge") + ", " + diff + ", " + k + " : index");
+                                     std::string diff = c.e.indexOp("arith.subi", c.e.loopIndex(r - 1), c.e.loopIndex(r - 2));
+                                     std::string keep = c.e.indexCmp(lower ? "sle" : "sge", diff, c.e.index(diagonal));
                                      return s.select(keep, a[0], s.constant(0, x.type.dtype), x.type.dtype);
                                    });
     return Value::tensor(name, c.out());

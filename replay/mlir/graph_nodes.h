@@ -1,0 +1,22 @@
+// What both lowerings (linalg: lowering.cc, torch dialect: torch_dialect.cc) read the same way
+// from a graph IR node: its MLIR location, its report when it is not lowered, the function name.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "dynrep/replay/mlir/lower.h"
+
+namespace dynrep::replay::lowering {
+
+// loc(fused<"node">["user_file.py":LINE:0, "module.path (Class)"]), or loc("node") without either.
+std::string nodeLocation(const nlohmann::json& node);
+
+// The report for a node that was not lowered: its operator and schema, user line and scope.
+NodeIssue nodeIssue(const nlohmann::json& ir, const nlohmann::json& node, const std::string& message);
+
+// aot_forward_graph -> forward (the lowered func.func's name).
+std::string functionName(const std::string& event);
+
+}  // namespace dynrep::replay::lowering
