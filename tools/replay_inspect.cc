@@ -1,29 +1,21 @@
 // replay-inspect: reads a store without the model and without PyTorch. A thin shell over
 // dynrep::replay's inspect calls: exit 0 ok, 1 a problem found in the data, 2 bad usage.
-#include <unistd.h>
-
-#include <exception>
 #include <iostream>
 #include <string>
 
-#include <CLI/CLI.hpp>
-
 #include "dynrep/replay/inspect/inspect.h"
+#include "tool_main.h"
 
 namespace {
 
-std::string besideSelf(const std::string& name) {
-  std::string self(4096, '\0');
-  ssize_t n = ::readlink("/proc/self/exe", self.data(), self.size() - 1);
-  std::string dir = n > 0 ? self.substr(0, self.rfind('/', static_cast<size_t>(n))) : ".";
-  return dir + "/" + name;
-}
+using dynrep::tools::besideSelf;
+using dynrep::tools::isExecutable;
 
 // `replay-inspect run ...` is replay-run's: the runner links libtorch, which replay-inspect
 // never does. It is looked for beside this executable, where the package installs both.
 int handOverToRunner(char** argv) {
   std::string runner = besideSelf("replay-run");
-  if (::access(runner.c_str(), X_OK) == 0) {
+  if (isExecutable(runner)) {
     argv[1] = const_cast<char*>("replay-run");
     ::execv(runner.c_str(), argv + 1);
   }
@@ -36,7 +28,7 @@ int handOverToRunner(char** argv) {
 // `mlir` and `lower-check` are replay-mlir's, which links MLIR 19; same arrangement.
 int handOverToLowering(char** argv) {
   std::string tool = besideSelf("replay-mlir");
-  if (::access(tool.c_str(), X_OK) == 0) {
+  if (isExecutable(tool)) {
     argv[0] = const_cast<char*>("replay-mlir");
     ::execv(tool.c_str(), argv);
   }
@@ -82,12 +74,7 @@ int run(int argc, char** argv) {
   show->add_flag("--graph", sections.graph, "Dynamo, AOT and Inductor graphs");
   show->add_flag("--shapes", sections.shapes, "symbols, guards on them and specializations, with user lines");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 2;  // --help and --version exit 0; everything else is bad usage
-  }
+  if (int code; !dynrep::tools::parse(app, argc, argv, &code)) return code;
   dynrep::replay::InspectOptions options;
   options.json = json;
   options.color = color == "always" || (color == "auto" && ::isatty(STDOUT_FILENO));
@@ -110,13 +97,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Whatever run() did not foresee (outside the reports) still ends in a message and exit 1.
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "replay-inspect: " << e.what() << "\n";
-  } catch (...) {
-    std::cerr << "replay-inspect: unknown error\n";
-  }
-  return 1;
+  return dynrep::tools::guardedMain("replay-inspect", [&] { return run(argc, argv); });
 }

@@ -1,25 +1,13 @@
 // replay-mlir: the MLIR lowering's command line. replay-inspect hands `mlir` and `lower-check`
 // to it (it links MLIR, which replay-inspect does not). Exit 0 ok, 1 something did not lower
 // or match, 2 bad usage or an unusable store.
-#include <unistd.h>
-
-#include <climits>
 #include <iostream>
 #include <string>
 
-#include <CLI/CLI.hpp>
-
 #include "dynrep/replay/mlir/commands.h"
+#include "tool_main.h"
 
 namespace {
-
-std::string besideSelf(const std::string& name) {
-  std::string self(PATH_MAX, '\0');
-  ssize_t n = ::readlink("/proc/self/exe", self.data(), self.size() - 1);
-  std::string dir = n > 0 ? self.substr(0, self.rfind('/', static_cast<size_t>(n))) : ".";
-  std::string path = dir + "/" + name;
-  return ::access(path.c_str(), X_OK) == 0 ? path : "";
-}
 
 int run(int argc, char** argv) {
   CLI::App app{"Re-lower a dynamo-replay store's graphs to MLIR", "replay-inspect"};
@@ -39,26 +27,15 @@ int run(int argc, char** argv) {
   check->add_option("--sizes", c.sizes, "run at these sizes on random inputs, against replay-run: s0=7,s1=3");
   check->add_option("--seed", c.seed, "seed of the random inputs");
   check->add_flag("--json", c.json, "machine-readable output");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  }
+  if (int code; !dynrep::tools::parse(app, argc, argv, &code)) return code;
   if (mlir->parsed()) return dynrep::replay::lowering::mlirCommand(m, std::cout, std::cerr);
-  c.runner = besideSelf("replay-run");
+  std::string runner = dynrep::tools::besideSelf("replay-run");  // the reference for --sizes, where built
+  if (dynrep::tools::isExecutable(runner)) c.runner = runner;
   return dynrep::replay::lowering::lowerCheckCommand(c, std::cout, std::cerr);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "replay-inspect: " << e.what() << "\n";
-  } catch (...) {
-    std::cerr << "replay-inspect: unknown error\n";
-  }
-  return 1;
+  return dynrep::tools::guardedMain("replay-inspect", [&] { return run(argc, argv); });
 }

@@ -15,6 +15,7 @@
 #include "dynrep/replay/run/runner.h"
 #include "dynrep/replay/query/sizes.h"
 #include "dynrep/store/reader.h"
+#include "tool_main.h"
 
 namespace {
 
@@ -80,13 +81,10 @@ int run(int argc, char** argv) {
   app.add_option("--dump", options.dumpPath, "write the inputs and outputs here (torch.load reads it)");
   app.add_option("--dump-raw", options.rawDumpPath, "write the inputs and outputs as a tensor file (raw bytes, for lower-check)");
   app.add_flag("--json", json, "machine-readable output");
+  if (int code; !dynrep::tools::parse(app, argc, argv, &code)) return code;
   try {
-    app.parse(argc, argv);
     options.inputs = inputs == "random" ? dynrep::replay::run::InputSource::Random : dynrep::replay::run::InputSource::Samples;
     if (!sizes.empty()) options.sizes = dynrep::replay::parseSizes(sizes);
-  } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 2;
   } catch (const std::exception& e) {
     std::cerr << "replay-run: " << e.what() << "\n";
     return 2;
@@ -127,10 +125,5 @@ int main(int argc, char** argv) {
   // page-fault them in again, which cost more than the dispatch itself on larger graphs.
   ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
   ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "replay-run: " << e.what() << "\n";
-  }
-  return 1;
+  return dynrep::tools::guardedMain("replay-run", [&] { return run(argc, argv); });
 }
