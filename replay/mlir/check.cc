@@ -3,14 +3,19 @@
 // through MLIR) returns, and compares with what the job produced.
 #include "dynrep/replay/mlir/check.h"
 
-#include <cctype>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "dynrep/replay/query/graph_samples.h"
 #include "dynrep/replay/query/sizes.h"
 #include "dynrep/replay/query/tensor_file.h"
 #include "engine.h"
@@ -74,15 +79,43 @@ HostValue fromRaw(const RawValue& r) {
   return v;
 }
 
+// A temporary file, removed with its owner.
+struct TempFile {
+  std::string path;
+  TempFile() {
+    char name[] = "/tmp/dynrep-lower-check-XXXXXX";
+    int fd = ::mkstemp(name);
+    if (fd < 0) throw StoreError("cannot make a temporary file");
+    ::close(fd);
+    path = name;
+  }
+  ~TempFile() { std::remove(path.c_str()); }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+};
+
+// Runs argv (no shell: paths are passed as they are) with stdout to `out`, stderr discarded;
+// its exit status, or -1 when it could not start.
+int spawn(const std::vector<std::string>& argv, const std::string& out) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_TRUNC, 0);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  int status = 0;
+  if (rc != 0 || ::waitpid(pid, &status, 0) < 0) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 class CompileCheck {
  public:
   CompileCheck(const Job& job, const Compile& compile, const CheckOptions& options)
-      : job_(job), compile_(compile), opt_(options), ranges_(symbolRanges(job, compile)) {
-    for (const std::string& text : compile.samples) {
-      json sample = json::parse(text, nullptr, false);
-      if (sample.is_object() && !samples_.count(sample.value("pass", "forward"))) samples_[sample.value("pass", "forward")] = sample;
-    }
-  }
+      : job_(job), compile_(compile), opt_(options), ranges_(symbolRanges(job, compile)), samples_(compile) {}
 
   GraphCheck check(const std::string& event) {
     GraphCheck g;
@@ -103,14 +136,15 @@ class CompileCheck {
       g.stage = "executed";
       std::vector<HostValue> inputs, expected;
       std::vector<int> expectedPositions;
-      if (!opt_.sizes.empty() && !mentionsSize(p.ir)) {
+      if (!opt_.sizes.empty() &&
+          std::none_of(opt_.sizes.begin(), opt_.sizes.end(), [&](const auto& size) { return inputsMention(p.ir, size.first); })) {
         g.stage = "static";
         g.error = "none of its inputs has these dynamic sizes: not run at them";
         return g;
       }
       if (opt_.sizes.empty()) {
-        inputs = sampleInputs(event, p);
-        for (const auto& [position, value] : expectedOutputs(p.ir)) expectedPositions.push_back(position), expected.push_back(value);
+        inputs = sampleInputs(p);
+        for (const auto& [position, entry] : samples_.expected(p.ir)) expectedPositions.push_back(position), expected.push_back(fromEntry(job_, *entry));
       } else {
         referenceRun(event, &inputs, &expected, &expectedPositions);
       }
@@ -184,17 +218,6 @@ class CompileCheck {
     return p;
   }
 
-  bool mentionsSize(const json& ir) const {
-    for (const json& node : ir["nodes"]) {
-      if (node.value("op", "") != "placeholder") continue;
-      std::string text = node.value("outputs", json::array()).dump();
-      for (const auto& [symbol, value] : opt_.sizes)
-        for (size_t at = text.find(symbol); at != std::string::npos; at = text.find(symbol, at + 1))
-          if (!std::isalnum(static_cast<unsigned char>(text[at + symbol.size()]))) return true;
-    }
-    return false;
-  }
-
   static std::map<std::string, int> operators(const json& ir) {
     std::map<std::string, int> out;
     for (const json& node : ir.value("nodes", json::array()))
@@ -245,42 +268,17 @@ class CompileCheck {
     }
   }
 
-  const json& sample(const std::string& pass) const {
-    auto it = samples_.find(pass);
-    if (it == samples_.end())
-      throw StoreError("compile " + compile_.id.str() + " has no stored " + pass + " sample (captured with samples off, or never run)");
-    return it->second;
-  }
-
-  std::vector<HostValue> sampleInputs(const std::string& event, Prepared& p) {
+  std::vector<HostValue> sampleInputs(const Prepared& p) {
     std::vector<HostValue> values;
-    std::vector<json> tangents;
-    if (samples_.count("backward"))
-      for (const json& t : samples_["backward"]["inputs"])
-        if (!(t.contains("value") && t["value"].is_null())) tangents.push_back(t);
-    size_t tangent = 0;
-    for (const json& node : p.ir["nodes"]) {
-      if (node.value("op", "") != "placeholder") continue;
-      json feed = node.value("feed", json());
-      if (feed.contains("forward_output")) {
-        values.push_back(forwardOutputs().at(feed["forward_output"].get<size_t>()));
-      } else if (feed.contains("sample_input")) {
-        values.push_back(fromEntry(job_, sample("forward")["inputs"].at(feed["sample_input"].get<size_t>())));
-      } else if (feed.contains("tangent") && feed.contains("grad_output")) {
-        size_t position = feed["grad_output"].get<size_t>();
-        const json& grads = sample("backward")["inputs"];
-        if (position >= grads.size()) throw StoreError("no stored gradient feeds " + node.value("name", ""));
-        if (grads[position].contains("value") && grads[position]["value"].is_null()) {
-          const HostValue& like = forwardOutputs().at(position);  // a gradient that never flowed: zeros
-          values.push_back(HostValue::tensor(like.dtype, like.shape));
-        } else {
-          values.push_back(fromEntry(job_, grads[position]));
-        }
-      } else if (feed.contains("tangent")) {
-        if (tangent >= tangents.size()) throw StoreError("no stored gradient feeds " + node.value("name", ""));
-        values.push_back(fromEntry(job_, tangents[tangent++]));
+    for (const Feed& feed : samples_.feeds(p.ir)) {
+      if (feed.kind == Feed::Kind::Missing) throw StoreError(feed.missing);
+      if (feed.kind == Feed::Kind::ForwardOutput) {
+        values.push_back(forwardOutputs().at(feed.index));
+      } else if (feed.kind == Feed::Kind::Zeros) {  // a gradient that never flowed
+        const HostValue& like = forwardOutputs().at(feed.index);
+        values.push_back(HostValue::tensor(like.dtype, like.shape));
       } else {
-        throw StoreError("no stored sample feeds input " + node.value("name", "") + " of " + event);
+        values.push_back(fromEntry(job_, *feed.entry));
       }
     }
     return values;
@@ -292,24 +290,10 @@ class CompileCheck {
     if (!p.jit)
       throw StoreError("its saved inputs come from the forward graph, which " +
                        std::string(p.lowered.complete() ? "did not compile: " + p.error.substr(0, 200) : "was not lowered completely"));
-    std::vector<HostValue> inputs = sampleInputs("aot_forward_graph", p);
+    std::vector<HostValue> inputs = sampleInputs(p);
     checkSizes(p, inputs);
     forward_ = run(p, inputs);
     return *forward_;
-  }
-
-  std::vector<std::pair<int, HostValue>> expectedOutputs(const json& ir) {
-    std::vector<std::pair<int, HostValue>> out;
-    if (!ir.contains("results")) return out;
-    for (size_t i = 0; i < ir["results"].size(); ++i) {
-      const json& r = ir["results"][i];
-      const char* pass = r.contains("sample_output") ? "forward" : r.contains("grad_input") ? "backward" : nullptr;
-      if (!pass || !samples_.count(pass)) continue;
-      size_t j = r.contains("sample_output") ? r["sample_output"].get<size_t>() : r["grad_input"].get<size_t>();
-      const json& outs = samples_[pass]["outputs"];
-      if (j < outs.size() && outs[j].contains("blob")) out.emplace_back(static_cast<int>(i), fromEntry(job_, outs[j]));
-    }
-    return out;
   }
 
   // Random inputs at other sizes: replay-run draws them, runs the graph with libtorch and
@@ -319,22 +303,20 @@ class CompileCheck {
     std::string sizes;
     for (const auto& [name, value] : opt_.sizes) sizes += (sizes.empty() ? "" : ",") + name + "=" + std::to_string(value);
     std::string graph = event == "aot_backward_graph" ? "backward" : event == "aot_inference_graph" ? "inference" : "forward";
-    char path[] = "/tmp/dynrep-lower-check-XXXXXX";
-    int fd = mkstemp(path);
-    if (fd < 0) throw StoreError("cannot make a temporary file");
-    close(fd);
-    std::string command = "'" + opt_.runner + "' '" + opt_.store + "' " + compile_.id.str() + " --graph " + graph +
-                          " --inputs random --seed " + std::to_string(opt_.seed) + " --sizes " + sizes + " --dump-raw " + path +
-                          " > /dev/null 2>&1";
-    int rc = std::system(command.c_str());
+    TempFile dump, report;
+    int status = spawn({opt_.runner, opt_.store, compile_.id.str(), "--graph", graph, "--inputs", "random", "--seed",
+                        std::to_string(opt_.seed), "--sizes", sizes, "--dump-raw", dump.path, "--json"},
+                       report.path);
     TensorFile file;
     try {
-      file = readTensorFile(path);
-    } catch (const std::exception& e) {
-      std::remove(path);
-      throw StoreError("replay-run (the reference) did not run this graph at " + sizes + " (exit " + std::to_string(rc) + ")");
+      file = readTensorFile(dump.path);
+    } catch (const std::exception&) {
+      json r = json::parse(std::ifstream(report.path), nullptr, false);
+      std::string why = !r.is_object() ? "exit " + std::to_string(status)
+                        : r.contains("failure") ? r["failure"].value("message", "a node failed")
+                                                : r.value("error", "exit " + std::to_string(status));
+      throw StoreError("replay-run (the reference) did not run this graph at " + sizes + ": " + why);
     }
-    std::remove(path);
     for (const RawValue& r : file.inputs) inputs->push_back(fromRaw(r));
     for (size_t i = 0; i < file.outputs.size(); ++i) {
       if (file.outputs[i].kind != "tensor") continue;
@@ -347,7 +329,7 @@ class CompileCheck {
   const Compile& compile_;
   const CheckOptions& opt_;
   std::map<std::string, std::pair<int64_t, int64_t>> ranges_;
-  std::map<std::string, json> samples_;
+  CompileSamples samples_;
   std::map<std::string, Prepared> prepared_;
   std::optional<std::vector<HostValue>> forward_;
 };

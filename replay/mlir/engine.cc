@@ -258,7 +258,6 @@ std::vector<HostValue> Jit::call(const std::string& function, const std::vector<
                                  const std::vector<std::string>& resultTypes) const {
   std::vector<int64_t> words;
   words.reserve(inputs.size() * 16);
-  std::vector<size_t> slots;  // index into words for each argument word
   std::vector<uint8_t> bools;
   bools.reserve(inputs.size());
   std::vector<void*> args;

@@ -147,7 +147,6 @@ class GraphLowering {
   // Every relation between input sizes and every symbol range PyTorch's guards rely on is
   // asserted, so a call at sizes the graph was not compiled for fails with the reason.
   void entryChecks() {
-    Scalars s = e_.scalars();
     for (const Port& port : out_.inputs) {
       const Value& v = values_[port.name];
       if (!v.isTensor()) continue;
@@ -179,7 +178,6 @@ class GraphLowering {
       if (range.first > 0) check("sge", range.first, ">= " + std::to_string(range.first));
       if (range.second < (int64_t{1} << 62)) check("sle", range.second, "<= " + std::to_string(range.second));
     }
-    (void)s;
   }
 
   Value resolve(const json& arg, const std::string& type) {

@@ -45,20 +45,6 @@ class Run {
     }
   }
 
-  // Whether a placeholder's shape mentions `symbol` (as a whole identifier).
-  static bool mentions(const json& ir, const std::string& symbol) {
-    for (const json& node : ir["nodes"]) {
-      if (node.value("op", "") != "placeholder" || node.value("outputs", json::array()).empty()) continue;
-      std::string text = node["outputs"][0].dump();
-      for (size_t at = text.find(symbol); at != std::string::npos; at = text.find(symbol, at + 1)) {
-        auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-        bool before = at > 0 && ident(text[at - 1]), after = at + symbol.size() < text.size() && ident(text[at + symbol.size()]);
-        if (!before && !after) return true;
-      }
-    }
-    return false;
-  }
-
   c10::IValue randomInput(const json& node) {
     const json& meta = node["outputs"][0];
     if (meta.contains("sym")) return evaluate(meta["sym"].get<std::string>(), symbols_);
@@ -90,56 +76,31 @@ class Run {
   }
 
   std::vector<c10::IValue> inputs(const std::string& event, const json& ir) {
+    std::vector<Feed> feeds = stored_.samples().feeds(ir);
     std::vector<c10::IValue> values;
     std::optional<std::vector<c10::IValue>> forwardOutputs;
-    std::vector<json> tangents;
-    if (const json* backward = stored_.sample("backward"))
-      for (const json& t : (*backward)["inputs"])
-        if (!(t.contains("value") && t["value"].is_null())) tangents.push_back(t);
-    int tangent = 0;
+    auto forward = [&]() -> const std::vector<c10::IValue>& {
+      if (!forwardOutputs) forwardOutputs = runForward();
+      return *forwardOutputs;
+    };
+    size_t i = 0;
     for (const json& node : ir["nodes"]) {
       if (node.value("op", "") != "placeholder") continue;
-      std::string name = node.value("name", "");
-      json feed = node.value("feed", json());
       json stride = node.value("outputs", json::array()).empty() ? json() : node["outputs"][0].value("stride", json());
-      bool random = opt_.inputs == InputSource::Random && !isWeight(node);
-      if (feed.contains("forward_output")) {
-        if (!forwardOutputs) forwardOutputs = runForward();
-        values.push_back(forwardOutputs->at(feed["forward_output"].get<size_t>()));
-      } else if (random) {
+      const Feed& feed = feeds.at(i++);
+      if (feed.kind == Feed::Kind::ForwardOutput) {
+        values.push_back(forward().at(feed.index));
+      } else if (opt_.inputs == InputSource::Random && !isWeight(node)) {
         values.push_back(randomInput(node));
-      } else if (feed.contains("sample_input")) {
-        if (!stored_.sample("forward"))
-          throw RunError("compile " + stored_.compileId() + " has no stored sample (captured with samples off, or the graph never ran); "
-                         "use --inputs random");
-        const json& entry = (*stored_.sample("forward"))["inputs"].at(feed["sample_input"].get<size_t>());
-        values.push_back(entry.contains("blob") ? c10::IValue(stored_.blob(entry, stride)) : stored_.valueOf(entry));
-      } else if (feed.contains("tangent")) {
-        values.push_back(tangentInput(node, feed, stride, tangents, &tangent, &forwardOutputs));
+      } else if (feed.kind == Feed::Kind::Missing) {
+        throw RunError(feed.missing + "; use --inputs random");
+      } else if (feed.kind == Feed::Kind::Zeros) {  // a gradient that never flowed
+        values.push_back(stored_.restride(at::zeros_like(forward().at(feed.index).toTensor(), at::MemoryFormat::Contiguous), stride));
       } else {
-        throw RunError("no stored sample feeds input " + name + " of " + event);
+        values.push_back(feed.entry->contains("blob") ? c10::IValue(stored_.blob(*feed.entry, stride)) : stored_.valueOf(*feed.entry));
       }
     }
     return values;
-  }
-
-  // A backward graph's tangent: the gradient at its position among those flowing into the
-  // compiled graph ("grad_output"; older stores: the n-th one that is not None). A gradient
-  // that never flowed is autograd's zeros, shaped as the forward output it belongs to.
-  c10::IValue tangentInput(const json& node, const json& feed, const json& stride, const std::vector<json>& tangents,
-                           int* tangent, std::optional<std::vector<c10::IValue>>* forwardOutputs) {
-    std::string missing = "no stored backward sample feeds " + node.value("name", "") +
-                          " (the job never ran backward inside capture); use --inputs random";
-    if (!feed.contains("grad_output")) {
-      if (static_cast<size_t>(*tangent) >= tangents.size()) throw RunError(missing);
-      return stored_.blob(tangents[(*tangent)++], stride);
-    }
-    size_t position = feed["grad_output"].get<size_t>();
-    const json grads = stored_.sample("backward") ? (*stored_.sample("backward"))["inputs"] : json::array();
-    if (position >= grads.size()) throw RunError(missing);
-    if (!(grads[position].contains("value") && grads[position]["value"].is_null())) return stored_.blob(grads[position], stride);
-    if (!*forwardOutputs) *forwardOutputs = runForward();
-    return stored_.restride(at::zeros_like((*forwardOutputs)->at(position).toTensor(), at::MemoryFormat::Contiguous), stride);
   }
 
   std::vector<c10::IValue> runForward() {
@@ -184,7 +145,7 @@ class Run {
     symbols_ = {};
     bindSymbols(ev == "aot_backward_graph" && stored_.has("aot_forward_graph") ? stored_.ir("aot_forward_graph") : graphIr);
     for (const auto& [name, value] : opt_.sizes) {
-      if (!symbols_.count(name) && !mentions(graphIr, name)) {
+      if (!symbols_.count(name) && !inputsMention(graphIr, name)) {
         std::string known;
         for (const auto& [symbol, hint] : symbols_) known += (known.empty() ? "" : ", ") + symbol + "=" + std::to_string(hint);
         throw RunError(name + " is not a dynamic size of " + ev +

@@ -19,14 +19,7 @@ const std::map<std::string, std::vector<std::string>> kGraphEvents = {
 
 }  // namespace
 
-StoredValues::StoredValues(const Job& job, const Compile& compile) : job_(job), compile_(compile) {
-  for (const std::string& text : compile_.samples) {
-    json sample = json::parse(text, nullptr, false);
-    if (!sample.is_object()) continue;
-    std::string pass = sample.value("pass", "forward");
-    if (!samples_.count(pass)) samples_[pass] = sample;
-  }
-}
+StoredValues::StoredValues(const Job& job, const Compile& compile) : job_(job), compile_(compile), samples_(compile) {}
 
 json StoredValues::ir(const std::string& event) const {
   auto it = compile_.graphIrs.find(event);
@@ -95,21 +88,8 @@ c10::IValue StoredValues::valueOf(const json& entry) {
 
 std::vector<std::pair<int, at::Tensor>> StoredValues::expected(const json& ir) const {
   std::vector<std::pair<int, at::Tensor>> out;
-  if (!ir.contains("results")) return out;
-  for (size_t i = 0; i < ir["results"].size(); ++i) {
-    const json& r = ir["results"][i];
-    const char* pass = r.contains("sample_output") ? "forward" : r.contains("grad_input") ? "backward" : nullptr;
-    if (!pass || !samples_.count(pass)) continue;
-    size_t j = r.contains("sample_output") ? r["sample_output"].get<size_t>() : r["grad_input"].get<size_t>();
-    const json& outs = samples_.at(pass)["outputs"];
-    if (j < outs.size() && outs[j].contains("blob")) out.emplace_back(static_cast<int>(i), blob(outs[j], json()));
-  }
+  for (const auto& [position, entry] : samples_.expected(ir)) out.emplace_back(position, blob(*entry, json()));
   return out;
-}
-
-const json* StoredValues::sample(const std::string& pass) const {
-  auto it = samples_.find(pass);
-  return it == samples_.end() ? nullptr : &it->second;
 }
 
 }  // namespace dynrep::replay::run

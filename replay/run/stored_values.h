@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include "dynrep/replay/query/graph_samples.h"
 #include "dynrep/replay/query/job.h"
 
 namespace dynrep::replay::run {
@@ -29,7 +30,8 @@ class StoredValues {
   // `forward` -> the event that holds it (aot_forward_graph or aot_inference_graph), ...
   std::string event(const std::string& graph) const;
   nlohmann::json ir(const std::string& event) const;  // format 2 or RunError
-  const nlohmann::json* sample(const std::string& pass) const;  // "forward"/"backward", or null
+  const nlohmann::json* sample(const std::string& pass) const { return samples_.pass(pass); }  // "forward"/"backward", or null
+  const CompileSamples& samples() const { return samples_; }
 
   at::Tensor blob(const nlohmann::json& entry, const nlohmann::json& stride) const;
   static at::Tensor restride(const at::Tensor& t, const nlohmann::json& stride);
@@ -41,7 +43,7 @@ class StoredValues {
  private:
   const Job& job_;
   const Compile& compile_;
-  std::map<std::string, nlohmann::json> samples_;  // by pass
+  CompileSamples samples_;
 };
 
 }  // namespace dynrep::replay::run
