@@ -1,6 +1,6 @@
 """MLIR lowering figures (docs/benchmarks.md): per graph, lowering + verification time and JIT
 compile time against its node count, and lower-check's pass rate over a corpus of captured jobs
-(the jobs of tests/python/test_graph_run.py and test_mlir.py). Run: .venv/bin/python benchmarks/lowering.py"""
+(tests/python/graph_jobs.py). Run: .venv/bin/python benchmarks/lowering.py"""
 
 from __future__ import annotations
 
@@ -9,31 +9,24 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
-
-import dynamo_replay as dr
 from dynamo_replay import mlir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "python"))
-import test_graph_run  # noqa: E402
-import test_mlir  # noqa: E402
+import graph_jobs as jobs  # noqa: E402
 
-JOBS = dict(test_graph_run.JOBS)
-JOBS["hf_gpt2_train_no_dropout"] = test_mlir._hf_gpt2_training_step
-JOBS["custom_op"] = test_mlir._custom_op
+JOBS = {"mlp": jobs.mlp, "gpt": jobs.gpt, "convnet": jobs.convnet_training_step, "graph_break": jobs.graph_break,
+        "hf_gpt2_train": jobs.hf_gpt2_training_step, "hf_bert": jobs.hf_bert, "inductor": jobs.inductor_mlp,
+        "hf_gpt2_train_no_dropout": lambda: jobs.hf_gpt2_training_step(dropout=False), "custom_op": jobs.custom_op}
 
 
 def main() -> None:
     rows, graphs, matched = [], 0, 0
     failures: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for name, job in JOBS.items():
-            store = Path(tmp) / f"{name}.dynrep"
-            torch._dynamo.reset()
-            with dr.capture(store, precompile=False):
-                job()
+        stores = jobs.capture_stores(lambda name: Path(tempfile.mkdtemp(prefix=name, dir=tmp)), JOBS)
+        for name, store in stores.items():
             start = time.perf_counter()
-            report = mlir.lower_check(store, library=test_mlir.LIBRARY if name == "custom_op" else None)
+            report = mlir.lower_check(store, library=jobs.SCALE_LIBRARY if name == "custom_op" else None)
             wall = time.perf_counter() - start
             graphs += report["summary"]["graphs"]
             matched += report["summary"]["matched"]

@@ -19,88 +19,18 @@ from dynamo_replay.graphs.stored import stored_graphs
 from dynamo_replay.tools import runner_executable
 
 sys.path.insert(0, str(Path(__file__).parent))
-from models import MLP, ConvNet, TinyGPT  # noqa: E402
+import graph_jobs as jobs  # noqa: E402
 
 AOT_GRAPHS = ("aot_forward_graph", "aot_inference_graph", "aot_backward_graph")
 
 
-def _mlp() -> None:
-    compiled = torch.compile(MLP(), backend="aot_eager")
-    with torch.no_grad():
-        compiled(torch.randn(8, 16))
-
-
-def _gpt() -> None:
-    model = TinyGPT().eval()
-    compiled = torch.compile(model, backend="aot_eager")
-    with torch.no_grad():
-        for batch, seq in ((2, 8), (3, 12)):
-            compiled(torch.randint(0, 97, (batch, seq)))
-
-
-def _convnet_training_step() -> None:
-    model = ConvNet().train()  # batch norm updates its running statistics: mutated inputs
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    compiled = torch.compile(model, backend="aot_eager")
-    loss = torch.nn.functional.cross_entropy(compiled(torch.randn(4, 3, 16, 16)), torch.tensor([1, 2, 3, 4]))
-    loss.backward()
-    optimizer.step()
-
-
-def _graph_break() -> None:
-    def step(x: torch.Tensor) -> torch.Tensor:
-        y = torch.sin(x) * 2
-        print("a graph break", file=sys.stderr)
-        return torch.cos(y).sum(dim=0)
-
-    torch.compile(step, backend="aot_eager")(torch.randn(5, 3, requires_grad=True)).sum().backward()
-
-
-def _hf_gpt2_training_step() -> None:
-    """transformers' GPT-2 from its config (random weights): dropout, a loss frame, recompiles."""
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=500, n_positions=64)).train()
-    compiled = torch.compile(model, backend="aot_eager")
-    for batch, seq in ((2, 8), (3, 12)):
-        ids = torch.randint(0, 500, (batch, seq))
-        compiled(ids, labels=ids).loss.backward()
-
-
-def _hf_bert() -> None:
-    from transformers import BertConfig, BertModel
-
-    config = BertConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128,
-                        vocab_size=500)
-    compiled = torch.compile(BertModel(config).eval(), backend="aot_eager")
-    with torch.no_grad():
-        compiled(torch.randint(0, 500, (2, 16)), attention_mask=torch.ones(2, 16, dtype=torch.long))
-
-
-def _inductor_mlp() -> None:
-    model = MLP()
-
-    def step(x: torch.Tensor) -> torch.Tensor:  # Inductor's decompositions make arange prims.iota
-        return model(x) + torch.arange(4, dtype=torch.float32)
-
-    with torch.no_grad():
-        torch.compile(step, backend="inductor")(torch.randn(8, 16))
-
-
-JOBS = {"mlp": _mlp, "gpt": _gpt, "convnet": _convnet_training_step, "graph_break": _graph_break,
-        "hf_gpt2_train": _hf_gpt2_training_step, "hf_bert": _hf_bert, "inductor": _inductor_mlp}
+JOBS = {"mlp": jobs.mlp, "gpt": jobs.gpt, "convnet": jobs.convnet_training_step, "graph_break": jobs.graph_break,
+        "hf_gpt2_train": jobs.hf_gpt2_training_step, "hf_bert": jobs.hf_bert, "inductor": jobs.inductor_mlp}
 
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    out = {}
-    for name, job in JOBS.items():
-        path = tmp_path_factory.mktemp(name) / "job.dynrep"
-        torch._dynamo.reset()
-        with dr.capture(path, precompile=False):
-            job()
-        out[name] = path
-    return out
+    return jobs.capture_stores(tmp_path_factory.mktemp, JOBS)
 
 
 def run(*args: str) -> tuple[int, dict]:

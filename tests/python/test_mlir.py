@@ -5,76 +5,34 @@ a custom op lowers through a library; what cannot be lowered is named with its u
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import torch
 
-import dynamo_replay as dr
 from dynamo_replay import mlir
 from dynamo_replay.errors import GraphError
 from dynamo_replay.graphs.stored import read_compile
 from dynamo_replay.tools import inspect_executable
 
 sys.path.insert(0, str(Path(__file__).parent))
-from models import MLP, ConvNet, TinyGPT  # noqa: E402
-from test_graph_run import _convnet_training_step, _gpt, _mlp  # noqa: E402
+import graph_jobs as jobs  # noqa: E402
 
 MLIR_OPT = shutil.which("mlir-opt-19")
 FILECHECK = shutil.which("FileCheck-19") or "/usr/lib/llvm-19/bin/FileCheck"
-LIBRARY = Path(__file__).parent / "mlir" / "scale_ops.mlir"
 
 pytestmark = pytest.mark.skipif(MLIR_OPT is None, reason="MLIR 19 is not installed (make test installs it)")
 
 
-@torch.library.custom_op("dynrep_mlir::scale", mutates_args=())
-def scale(x: torch.Tensor, s: float) -> torch.Tensor:
-    return x * s
-
-
-@scale.register_fake
-def _(x: torch.Tensor, s: float) -> torch.Tensor:
-    return torch.empty_like(x)
-
-
-def _custom_op() -> None:
-    def step(x: torch.Tensor) -> torch.Tensor:
-        y = torch.relu(x)
-        return scale(y, 2.5) + 1  # the custom op's user line
-
-    torch.compile(step, backend="aot_eager")(torch.randn(6, 5))
-
-
-def _hf_gpt2_training_step() -> None:
-    """transformers' GPT-2 training step without dropout (whose draws MLIR cannot reproduce)."""
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    config = GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=500, n_positions=64,
-                        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
-    config._attn_implementation = "eager"  # sdpa's CPU backward kernel is not lowered yet
-    compiled = torch.compile(GPT2LMHeadModel(config).train(), backend="aot_eager")
-    ids = torch.randint(0, 500, (2, 8))
-    compiled(ids, labels=ids).loss.backward()
-
-
-JOBS = {"mlp": _mlp, "gpt": _gpt, "convnet": _convnet_training_step, "custom_op": _custom_op,
-        "hf_gpt2_train": _hf_gpt2_training_step}
+JOBS = {"mlp": jobs.mlp, "gpt": jobs.gpt, "convnet": jobs.convnet_training_step, "custom_op": jobs.custom_op,
+        "hf_gpt2_train": lambda: jobs.hf_gpt2_training_step(dropout=False)}
 
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    out = {}
-    for name, job in JOBS.items():
-        path = tmp_path_factory.mktemp(name) / "job.dynrep"
-        torch._dynamo.reset()
-        with dr.capture(path, precompile=False):
-            job()
-        out[name] = path
-    return out
+    return jobs.capture_stores(tmp_path_factory.mktemp, JOBS)
 
 
 def inspect(*args: str) -> subprocess.CompletedProcess[str]:
@@ -145,10 +103,24 @@ def test_torch_dialect_parses_with_symbolic_shapes(stores: dict[str, Path], tmp_
     done = inspect("mlir", stores["gpt"], "0/1", "--dialect", "torch", "-o", out)
     assert done.returncode == 0, done.stderr
     assert subprocess.run([MLIR_OPT, "--allow-unregistered-dialect", out], capture_output=True).returncode == 0
-    text = out.read_text()
-    assert "!torch.vtensor<[?,?],si64>" in text
-    assert "torch.symbolic_int" in text and "torch.bind_symbolic_shape" in text
-    assert "torch.aten.native_layer_norm" in text
+    # The dynamic GPT: both sizes are symbols with the compile's range, the token ids are bound
+    # to them, layer norm's operands come in schema order (eps filled from the call), and a view
+    # that flattens batch and sequence is bound to their product, at the user's line and module.
+    checks = tmp_path / "checks.txt"
+    checks.write_text(
+        "CHECK: func.func @inference(%arg0: !torch.int, %arg1: !torch.int, %arg2: !torch.vtensor<[?,?],si64>\n"
+        "CHECK: %[[B:s[0-9]+]] = \"torch.symbolic_int\"() {symbol_name = \"[[B]]\", min_val = 2 : i64\n"
+        "CHECK: %[[T:s[0-9]+]] = \"torch.symbolic_int\"() {symbol_name = \"[[T]]\", min_val = 2 : i64\n"
+        "CHECK: \"torch.bind_symbolic_shape\"(%arg2, %{{s[0-9]+}}, %{{s[0-9]+}}) {shape_expressions = affine_map<()[s0, s1] -> ({{s[01]}}, {{s[01]}})>}\n"
+        "CHECK: %list = \"torch.prim.ListConstruct\"(%int32) : (!torch.int) -> !torch.list<int>\n"
+        "CHECK: %float = \"torch.constant.float\"() {value = 1.0e-05 : f64}\n"
+        "CHECK: \"torch.aten.native_layer_norm\"(%{{[a-z_0-9]+}}, %list, %arg{{[0-9]+}}, %arg{{[0-9]+}}, %float) : "
+        "(!torch.vtensor<[?,?,32],f32>, !torch.list<int>, !torch.vtensor<[32],f32>, !torch.vtensor<[32],f32>, !torch.float)\n"
+        "CHECK: %view = \"torch.aten.view\"({{.*}}) : (!torch.vtensor<[?,?,32],f32>, !torch.list<int>) -> !torch.vtensor<[?,32],f32> "
+        "loc(fused<\"view\">[\"{{.*}}models.py\":{{[0-9]+}}:0, \"blocks.0.attn.qkv (torch.nn.modules.linear.Linear)\"])\n"
+        "CHECK-NEXT: \"torch.bind_symbolic_shape\"(%view, %{{s[0-9]+}}, %{{s[0-9]+}}) {shape_expressions = affine_map<()[s0, s1] -> (s0 * s1, 32)>}\n")
+    done = subprocess.run([FILECHECK, checks, "--input-file", out], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
 
 
 def test_custom_op_is_reported_without_a_library_and_lowers_with_one(stores: dict[str, Path]) -> None:
@@ -158,9 +130,9 @@ def test_custom_op_is_reported_without_a_library_and_lowers_with_one(stores: dic
     assert op["not_lowered"] == 1
     assert "dynrep_mlir::scale(Tensor x, float s) -> Tensor" in op["schema"]
     assert any("return scale(y, 2.5) + 1" in line for line in op["lines"]), op
-    with_library = mlir.lower_check(stores["custom_op"], library=LIBRARY)
+    with_library = mlir.lower_check(stores["custom_op"], library=jobs.SCALE_LIBRARY)
     assert with_library["summary"]["matched"] == with_library["summary"]["graphs"] == 1, with_library
-    text = mlir.lower(stores["custom_op"], "0/0", library=LIBRARY)
+    text = mlir.lower(stores["custom_op"], "0/0", library=jobs.SCALE_LIBRARY)
     assert 'func.call @"dynrep_mlir::scale.default"' in text
 
 
