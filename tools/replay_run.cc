@@ -95,17 +95,12 @@ int run(int argc, char** argv) {
       return 2;
     }
   }
-  auto reader = dynrep::StoreReader::open(path);
-  if (!reader.isOk()) {
-    std::cerr << "replay-run: " << reader.status().message() << "\n";
+  auto opened = dynrep::replay::openJob(path);
+  if (!opened.isOk()) {
+    std::cerr << "replay-run: " << opened.status().toString() << "\n";
     return 2;
   }
-  auto job = dynrep::replay::Job::load(**reader);
-  if (!job.isOk()) {
-    std::cerr << "replay-run: " << path << ": " << job.status().message() << "\n";
-    return 2;
-  }
-  RunReport report = dynrep::replay::run::runGraph(*job, compileId, options);
+  RunReport report = dynrep::replay::run::runGraph(opened->job, compileId, options);
   if (json) {
     std::cout << toJson(report).dump(2) << "\n";
   } else if (!report.error.empty()) {

@@ -16,14 +16,14 @@ import subprocess
 from typing import Any
 
 from dynamo_replay.errors import GraphError
-from dynamo_replay.tools import _executable
+from dynamo_replay.tools import mlir_executable
 
 PathLike = str | os.PathLike[str]
 
 
 def _tool() -> str:
     try:
-        return _executable("replay-mlir")
+        return mlir_executable()
     except FileNotFoundError as e:
         raise GraphError("replay-mlir (the MLIR lowering) is not installed: it is built where MLIR 19 is "
                          "(apt-get install libmlir-19-dev mlir-19-tools llvm-19-dev), then reinstall dynamo-replay") from e

@@ -1,5 +1,6 @@
-"""Locating and running the executables installed with the package: replay-inspect, and
-replay-run (the libtorch graph runner, built where torch was installed at build time)."""
+"""Locating and running the executables installed with the package: replay-inspect,
+replay-run (the libtorch graph runner, built where torch was installed at build time) and
+replay-mlir (the MLIR lowering, built where MLIR 19 was)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,10 @@ def inspect_executable() -> str:
 
 def runner_executable() -> str:
     return _executable("replay-run")
+
+
+def mlir_executable() -> str:
+    return _executable("replay-mlir")
 
 
 def run_inspect(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:

@@ -200,16 +200,18 @@ class CompileCheck {
     if (g) g->lowerSeconds = since(start), g->nodes = p.lowered.nodes, g->issues = p.lowered.issues;
     if (!p.lowered.complete()) return p;
     start = Clock::now();
-    std::string problems = verify(p.lowered.text);
-    if (g) g->verifySeconds = since(start);
-    if (!problems.empty()) {
+    std::unique_ptr<Module> module;
+    try {
+      module = Module::parse(p.lowered.text);
+    } catch (const std::exception& e) {
       p.stage = "not verified";
-      p.error = problems;
-      return p;
+      p.error = e.what();
     }
+    if (g) g->verifySeconds = since(start);
+    if (!module) return p;
     start = Clock::now();
     try {
-      p.jit = Jit::compile(p.lowered.text);
+      p.jit = Jit::compile(std::move(module));
     } catch (const std::exception& e) {
       p.stage = "not compiled";
       p.error = e.what();

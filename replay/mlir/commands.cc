@@ -14,27 +14,14 @@ namespace {
 
 using nlohmann::json;
 
-struct Opened {
-  std::unique_ptr<StoreReader> reader;
-  Job job;
-};
-
 // The store and its job, or a message naming what is wrong with it.
-std::unique_ptr<Opened> open(const std::string& path, std::ostream& err) {
-  Result<std::unique_ptr<StoreReader>> reader = StoreReader::open(path);
-  if (!reader.isOk()) {
-    err << "replay-inspect: " << reader.status().toString() << "\n";
-    return nullptr;
+std::optional<OpenedJob> open(const std::string& path, std::ostream& err) {
+  Result<OpenedJob> opened = openJob(path);
+  if (!opened.isOk()) {
+    err << "replay-inspect: " << opened.status().toString() << "\n";
+    return std::nullopt;
   }
-  auto opened = std::make_unique<Opened>();
-  opened->reader = std::move(*reader);
-  Result<Job> job = Job::load(*opened->reader);
-  if (!job.isOk()) {
-    err << "replay-inspect: " << job.status().toString() << "\n";
-    return nullptr;
-  }
-  opened->job = std::move(*job);
-  return opened;
+  return std::move(*opened);
 }
 
 void printIssues(const std::vector<NodeIssue>& issues, std::ostream& err) {
@@ -89,21 +76,19 @@ int mlirCommand(const MlirRequest& r, std::ostream& out, std::ostream& err) {
     status = 1;
   }
   if (options.dialect != Dialect::Torch) {
-    std::string problems = verify(text);
-    if (!problems.empty()) {
-      err << problems;
+    try {
+      std::unique_ptr<Module> module = Module::parse(text);
+      if (options.dialect == Dialect::LLVM) {
+        if (!lowered.complete()) {
+          err << "replay-inspect mlir: --dialect llvm needs every node lowered\n";
+          return 1;
+        }
+        text = module->toLLVM();
+      }
+    } catch (const std::exception& e) {  // MLIR's diagnostics: the module is still written
+      err << e.what() << (std::string(e.what()).back() == '\n' ? "" : "\n");
+      if (options.dialect == Dialect::LLVM) return 1;
       status = 1;
-    } else if (options.dialect == Dialect::LLVM) {
-      if (!lowered.complete()) {
-        err << "replay-inspect mlir: --dialect llvm needs every node lowered\n";
-        return 1;
-      }
-      try {
-        text = lowerToLLVM(text);
-      } catch (const std::exception& e) {
-        err << e.what() << "\n";
-        return 1;
-      }
     }
   }
   if (r.output.empty()) {

@@ -146,25 +146,26 @@ const char* llvmPipeline() {
          "reconcile-unrealized-casts)";
 }
 
-std::string verify(const std::string& text) {
-  auto context = makeContext();
-  Diagnostics diagnostics(context.get());
-  try {
-    parse(context.get(), text, diagnostics);
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "";
+struct Module::Impl {
+  std::unique_ptr<mlir::MLIRContext> context = makeContext();
+  Diagnostics diagnostics{context.get()};
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+};
+
+Module::Module(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Module::~Module() = default;
+
+std::unique_ptr<Module> Module::parse(const std::string& text) {
+  auto impl = std::make_unique<Impl>();
+  impl->module = lowering::parse(impl->context.get(), text, impl->diagnostics);
+  return std::unique_ptr<Module>(new Module(std::move(impl)));
 }
 
-std::string lowerToLLVM(const std::string& text) {
-  auto context = makeContext();
-  Diagnostics diagnostics(context.get());
-  mlir::OwningOpRef<mlir::ModuleOp> module = parse(context.get(), text, diagnostics);
-  runPipeline(context.get(), *module, diagnostics);
+std::string Module::toLLVM() {
+  runPipeline(impl_->context.get(), *impl_->module, impl_->diagnostics);
   std::string out;
   llvm::raw_string_ostream os(out);
-  module->print(os);
+  impl_->module->print(os);
   return out;
 }
 
@@ -205,29 +206,28 @@ Library loadLibrary(const std::string& path) {
 // ---- JIT -----------------------------------------------------------------------------------
 
 struct Jit::Impl {
-  std::unique_ptr<mlir::MLIRContext> context;
+  std::unique_ptr<Module> module;  // its context outlives the engine
   std::unique_ptr<mlir::ExecutionEngine> engine;
 };
 
 Jit::Jit(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Jit::~Jit() = default;
 
-std::unique_ptr<Jit> Jit::compile(const std::string& text) {
+std::unique_ptr<Jit> Jit::compile(std::unique_ptr<Module> module) {
   auto impl = std::make_unique<Impl>();
-  impl->context = makeContext();
-  Diagnostics diagnostics(impl->context.get());
-  mlir::OwningOpRef<mlir::ModuleOp> module = parse(impl->context.get(), text, diagnostics);
-  runPipeline(impl->context.get(), *module, diagnostics);
+  impl->module = std::move(module);
+  Module::Impl& m = *impl->module->impl_;
+  runPipeline(m.context.get(), *m.module, m.diagnostics);
   mlir::ExecutionEngineOptions options;
   static const llvm::StringRef runtime[] = {DYNREP_MLIR_RUNTIME};
   options.sharedLibPaths = runtime;
   options.transformer = mlir::makeOptimizingTransformer(/*optLevel=*/2, /*sizeLevel=*/0, /*targetMachine=*/nullptr);
-  auto engine = mlir::ExecutionEngine::create(*module, options);
+  auto engine = mlir::ExecutionEngine::create(*m.module, options);
   if (!engine) {
     std::string error;
     llvm::raw_string_ostream os(error);
     os << engine.takeError();
-    throw std::runtime_error("the JIT could not compile the module: " + error + "\n" + diagnostics.text());
+    throw std::runtime_error("the JIT could not compile the module: " + error + "\n" + m.diagnostics.text());
   }
   impl->engine = std::move(*engine);
   return std::unique_ptr<Jit>(new Jit(std::move(impl)));

@@ -16,11 +16,23 @@ namespace dynrep::replay::lowering {
 // The pass pipeline from linalg-on-tensors to the LLVM dialect, as mlir-opt-19 takes it.
 const char* llvmPipeline();
 
-// "" when the module parses and verifies; else MLIR's diagnostics, each with its location.
-std::string verify(const std::string& text);
+// A module MLIR has parsed and verified, in its own context: parsed once, then printed as
+// LLVM dialect or handed to the JIT.
+class Module {
+ public:
+  // Throws std::runtime_error with MLIR's diagnostics, each at its location, when the text does
+  // not parse or verify.
+  static std::unique_ptr<Module> parse(const std::string& text);
+  ~Module();
+  // Lowers the module in place to the LLVM dialect (llvmPipeline) and prints it.
+  std::string toLLVM();
 
-// The module lowered to the LLVM dialect, printed; throws std::runtime_error with diagnostics.
-std::string lowerToLLVM(const std::string& text);
+ private:
+  friend class Jit;
+  struct Impl;
+  explicit Module(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
 
 // A custom-op library file: its func.func definitions and their signatures; throws
 // std::runtime_error naming the file and MLIR's diagnostics.
@@ -29,7 +41,7 @@ Library loadLibrary(const std::string& path);
 class Jit {
  public:
   // Lowers and compiles; throws std::runtime_error with diagnostics.
-  static std::unique_ptr<Jit> compile(const std::string& text);
+  static std::unique_ptr<Jit> compile(std::unique_ptr<Module> module);
   ~Jit();
   // Calls `function` with inputs in signature order (tensors contiguous); returns its results
   // in order, with the function's result types (a tensor<...>, i64, f64, i1 each).

@@ -80,4 +80,15 @@ std::string Job::text(const std::string& key) const {
   return data.isOk() ? *data : "[" + data.status().message() + "]";
 }
 
+Result<OpenedJob> openJob(const std::string& path) {
+  Result<std::unique_ptr<StoreReader>> reader = StoreReader::open(path);
+  if (!reader.isOk()) return reader.status();
+  OpenedJob opened;
+  opened.reader = std::move(*reader);
+  Result<Job> job = Job::load(*opened.reader);
+  if (!job.isOk()) return job.status();
+  opened.job = std::move(*job);
+  return opened;
+}
+
 }  // namespace dynrep::replay

@@ -75,7 +75,7 @@ class Run {
     return role == "parameter" || role == "buffer";
   }
 
-  std::vector<c10::IValue> inputs(const std::string& event, const json& ir) {
+  std::vector<c10::IValue> inputs(const json& ir) {
     std::vector<Feed> feeds = stored_.samples().feeds(ir);
     std::vector<c10::IValue> values;
     std::optional<std::vector<c10::IValue>> forwardOutputs;
@@ -108,7 +108,7 @@ class Run {
     GraphProgram program(forwardIr, stored_.constants(forwardIr));
     NodeFailure failure;
     if (program.failure()) throw RunError("the forward graph cannot run: " + program.failure()->message);
-    std::vector<c10::IValue> in = inputs("aot_forward_graph", forwardIr);
+    std::vector<c10::IValue> in = inputs(forwardIr);
     seedGenerator("aot_forward_graph");  // its dropout masks are the backward's saved values
     std::optional<std::vector<c10::IValue>> out = program.run(in, &failure);
     if (!out) throw RunError("the forward graph failed at " + failure.node + ": " + failure.message);
@@ -160,7 +160,7 @@ class Run {
       report->failure = program.failure();
       return;
     }
-    std::vector<c10::IValue> in = inputs(ev, graphIr);
+    std::vector<c10::IValue> in = inputs(graphIr);
     report->sizes = symbols_;
     std::vector<double> seconds;
     std::optional<std::vector<c10::IValue>> first;

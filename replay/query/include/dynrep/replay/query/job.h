@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -80,5 +81,13 @@ class Job {
   const StoreReader* reader_ = nullptr;
   std::vector<Compile> compiles_;  // ordered by compile id
 };
+
+// A store opened with its job: the reader the job reads blobs through, kept alive beside it.
+struct OpenedJob {
+  std::unique_ptr<StoreReader> reader;
+  Job job;
+};
+// Opens `path` and loads its job; the status names the file and what is wrong with it.
+Result<OpenedJob> openJob(const std::string& path);
 
 }  // namespace dynrep::replay
