@@ -56,6 +56,14 @@ std::string mlirString(const std::string& s) {
   return out + "\"";
 }
 
+std::string hexBytes(const std::string& bytes) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char b : bytes) out += kHex[b >> 4], out += kHex[b & 15];
+  return out;
+}
+
 std::string mapText(size_t loops, const std::vector<std::string>& results) {
   std::string out = "affine_map<(";
   for (size_t i = 0; i < loops; ++i) out += (i ? ", d" : "d") + std::to_string(i);

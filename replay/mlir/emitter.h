@@ -129,5 +129,6 @@ Strings loopDims(size_t n, size_t from = 0);
 Strings broadcastMap(const TensorType& t, const TensorType& space);  // d<from>, d<from+1>, ...: an identity map's results
 std::string join(const Strings& items);     // "a, b, c"
 std::string mlirString(const std::string& s);  // an MLIR string literal
+std::string hexBytes(const std::string& bytes);  // "0A1B..": raw bytes as MLIR's dense hex literals spell them
 
 }  // namespace dynrep::replay::lowering

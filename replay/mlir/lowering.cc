@@ -270,10 +270,25 @@ class GraphLowering {
     return c;
   }
 
-  void lowerNode(const json& node) {
-    std::string target = node.value("target", "");
+  // Lowers one node at its location; what cannot be lowered is reported and stood in for.
+  template <typename F>
+  void guarded(const json& node, const std::string& target, F lower) {
     e_.setLocation(nodeLocation(node));
     try {
+      lower();
+    } catch (const Unsupported& u) {
+      issue(node, u.what());
+      standIn(node, target);
+    } catch (const std::exception& ex) {
+      issue(node, std::string("lowering failed: ") + ex.what());
+      standIn(node, target);
+    }
+    e_.setLocation("");
+  }
+
+  void lowerNode(const json& node) {
+    std::string target = node.value("target", "");
+    guarded(node, target, [&] {
       if (target.find("::") == std::string::npos) {
         bindOutput(node, python(node, target));
       } else if (opt_.library && opt_.library->functions.count(target)) {
@@ -285,14 +300,7 @@ class GraphLowering {
         OpCall c = call(node, target);
         bindOutput(node, it->second(c));
       }
-    } catch (const Unsupported& u) {
-      issue(node, u.what());
-      standIn(node, target);
-    } catch (const std::exception& ex) {
-      issue(node, std::string("lowering failed: ") + ex.what());
-      standIn(node, target);
-    }
-    e_.setLocation("");
+    });
   }
 
   // A node that was not lowered becomes a call to an external function of the same types, so
@@ -421,11 +429,11 @@ class GraphLowering {
     return Value::scalar(real ? Value::Kind::Float : Value::Kind::Int, s.op(op, x, y, t));
   }
 
+  // A graph constant as a dense literal of its stored bytes.
   void constant(const json& node) {
-    e_.setLocation(nodeLocation(node));
     std::string target = node.value("target", "");
     const json& constants = ir_.value("constants", json::object());
-    try {
+    guarded(node, "get_attr", [&] {
       if (!constants.contains(target)) throw Unsupported("constant " + target + " is not in the IR");
       const json& entry = constants[target];
       TensorType t = tensorType(entry);
@@ -433,18 +441,9 @@ class GraphLowering {
       if (bytes == opt_.constants.end()) throw Unsupported("graph constant " + target + ": its data was not stored (" + entry.value("skipped", "no blob") + ")");
       for (const Dim& d : t.dims)
         if (!d.isStatic()) throw Unsupported("graph constant " + target + " has a symbolic shape");
-      // MLIR reads a dense literal from the hex of its raw little-endian bytes.
-      static const char* kHex = "0123456789ABCDEF";
-      std::string hex = "0x";
-      for (unsigned char byte : bytes->second) hex += kHex[byte >> 4], hex += kHex[byte & 15];
-      std::string name = e_.fresh("cst");
-      e_.line(name + " = arith.constant dense<\"" + hex + "\"> : " + t.str());
+      std::string name = e_.assign("cst", "arith.constant dense<\"0x" + hexBytes(bytes->second) + "\"> : " + t.str());
       values_[node.value("name", "")] = Value::tensor(name, t);
-    } catch (const Unsupported& u) {
-      issue(node, u.what());
-      standIn(node, "get_attr");
-    }
-    e_.setLocation("");
+    });
   }
 
   void returns(const json& node) {

@@ -500,20 +500,19 @@ class TorchLowering {
       const std::string& bytes = blob->second;
       if (bytes.size() != static_cast<size_t>(count * bytesPer))
         throw Unsupported("constant data has " + std::to_string(bytes.size()) + " bytes, the tensor " + std::to_string(count * bytesPer));
-      const char* hex = "0123456789ABCDEF";
       if (count == 1) {
         uint64_t bits = 0;
         for (int i = bytesPer - 1; i >= 0; --i) bits = bits << 8 | static_cast<unsigned char>(bytes[static_cast<size_t>(i)]);
         int shift = 64 - 8 * bytesPer;
-        if (element[0] == 'f' || element[0] == 'b')  // floats by their bits, exactly
-          for (int i = bytesPer * 2 - 1; i >= 0; --i) value += (value.empty() ? "0x" : "") + std::string(1, hex[(bits >> (4 * i)) & 15]);
+        if (element[0] == 'f' || element[0] == 'b')  // floats by their bits (big-endian hex), exactly
+          value = "0x" + hexBytes(std::string(bytes.rbegin(), bytes.rend()));
         else value = element[0] == 'u' ? std::to_string(bits) : std::to_string(static_cast<int64_t>(bits << shift) >> shift);
       } else {
         blobName += std::string("_torch.") + dtypeName(*d);
         for (std::string base = blobName; !blobNames_.insert(blobName).second;) blobName = base + "_" + std::to_string(blobNames_.size());
         value = "0x";  // a blob: its alignment (little-endian u32), then the bytes
-        for (int shift = 0; shift < 32; shift += 8) value += hex[(bytesPer >> (shift + 4)) & 15], value += hex[(bytesPer >> shift) & 15];
-        for (char b : bytes) value += hex[static_cast<unsigned char>(b) >> 4], value += hex[b & 15];
+        const char alignment[4] = {static_cast<char>(bytesPer), 0, 0, 0};  // little-endian u32
+        value += hexBytes(std::string(alignment, 4)) + hexBytes(bytes);
         resources_.push_back(blobName + ": \"" + value + "\"");
       }
     }
