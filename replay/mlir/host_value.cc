@@ -1,5 +1,6 @@
 #include "host_value.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -73,6 +74,13 @@ Comparison compare(const HostValue& got, const HostValue& want, double rtol, dou
   if (got.shape != want.shape || got.dtype != want.dtype) return {"shape differs", 0};
   if (got.data == want.data) return {"bitwise", 0};
   bool close = isFloat(got.dtype);
+  if (got.dtype == DType::BF16 || got.dtype == DType::F16) {
+    rtol = std::max(rtol, got.dtype == DType::BF16 ? 1.6e-2 : 1e-3);
+    double scale = 0;
+    for (size_t i = 0; i < want.numel(); ++i)
+      if (std::isfinite(want.element(i))) scale = std::max(scale, std::fabs(want.element(i)));
+    atol = std::max(atol, rtol * scale);
+  }
   for (size_t i = 0; i < got.numel(); ++i) {
     double a = got.element(i), b = want.element(i);
     if (std::isnan(a) && std::isnan(b)) continue;

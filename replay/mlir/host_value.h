@@ -25,8 +25,12 @@ struct HostValue {
   std::string describe() const;     // float32[2, 8]
 };
 
-// Float tensors match when |a - b| <= atol + rtol * |b| everywhere (nan matches nan);
-// integers, bools and scalars must be equal.
+// Float tensors match when |a - b| <= atol + rtol * |b| everywhere (nan matches nan). In
+// float16/bfloat16 a value is only known to its last bit, and a one-bit difference in a
+// rounded intermediate (PyTorch's kernels and the lowering accumulate in different orders)
+// moves every value computed from it by about that bit of *its* scale, so there rtol is at least
+// the dtype's (1e-3 float16, 1.6e-2 bfloat16, as torch.testing.assert_close takes them) and atol
+// at least rtol times the tensor's largest magnitude. Integers, bools and scalars must be equal.
 struct Comparison {
   std::string status;  // "bitwise", "close", "differs", "shape differs"
   double maxAbsDiff = 0;

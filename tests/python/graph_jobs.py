@@ -115,3 +115,11 @@ def capture_stores(directory: Callable[[str], Path], jobs: dict[str, Callable[[]
             job()
         out[name] = path
     return out
+
+
+def bf16_convnet() -> None:
+    """The convnet in bfloat16, batch norm in training mode, forward only: PyTorch's kernels and
+    the lowering accumulate in different orders, so values may differ in their last bit."""
+    model = ConvNet().to(torch.bfloat16).train()
+    with torch.no_grad():
+        torch.compile(model, backend="aot_eager")(torch.randn(4, 3, 16, 16, dtype=torch.bfloat16))

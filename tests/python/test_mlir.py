@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(MLIR_OPT is None, reason="MLIR 19 is not install
 
 
 JOBS = {"mlp": jobs.mlp, "gpt": jobs.gpt, "convnet": jobs.convnet_training_step, "custom_op": jobs.custom_op,
-        "hf_gpt2_train": lambda: jobs.hf_gpt2_training_step(dropout=False)}
+        "hf_gpt2_train": lambda: jobs.hf_gpt2_training_step(dropout=False), "bf16_convnet": jobs.bf16_convnet}
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,7 @@ def inspect(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([inspect_executable(), *map(str, args)], capture_output=True, text=True, timeout=600)
 
 
-@pytest.mark.parametrize("job", ["mlp", "gpt", "convnet", "hf_gpt2_train"])
+@pytest.mark.parametrize("job", ["mlp", "gpt", "convnet", "hf_gpt2_train", "bf16_convnet"])
 def test_every_graph_lowers_runs_and_matches(stores: dict[str, Path], job: str) -> None:
     report = mlir.lower_check(stores[job])
     failed = [(g["compile"], g["graph"], g["stage"], g["error"][:300], g["issues"][:3]) for g in report["graphs"] if not g["matched"]]
