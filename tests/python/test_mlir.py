@@ -39,6 +39,18 @@ def inspect(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([inspect_executable(), *map(str, args)], capture_output=True, text=True, timeout=600)
 
 
+def lower_and_filecheck(tmp_path: Path, store: Path, args: list[str], checks: str, mlir_opt_flags: tuple[str, ...] = ()) -> None:
+    """`replay-inspect mlir STORE ARGS`: the module mlir-opt-19 parses and FileCheck's CHECK lines match."""
+    out = tmp_path / "module.mlir"
+    done = inspect("mlir", store, *args, "-o", out)
+    assert done.returncode == 0, done.stderr
+    parsed = subprocess.run([MLIR_OPT, *mlir_opt_flags, out], capture_output=True, text=True)
+    assert parsed.returncode == 0, parsed.stderr
+    (tmp_path / "checks.txt").write_text(checks)
+    done = subprocess.run([FILECHECK, tmp_path / "checks.txt", "--input-file", out], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
 @pytest.mark.parametrize("job", ["mlp", "gpt", "convnet", "hf_gpt2_train", "bf16_convnet"])
 def test_every_graph_lowers_runs_and_matches(stores: dict[str, Path], job: str) -> None:
     report = mlir.lower_check(stores[job])
@@ -77,37 +89,29 @@ def test_sizes_outside_the_compiled_range_are_refused(stores: dict[str, Path]) -
 
 
 def test_linalg_module_verifies_and_carries_dynamic_dims_checks_and_user_lines(stores: dict[str, Path], tmp_path: Path) -> None:
-    out = tmp_path / "gpt.mlir"
-    done = inspect("mlir", stores["gpt"], "0/1", "--graph", "forward", "-o", out)
-    assert done.returncode == 0, done.stderr
-    assert subprocess.run([MLIR_OPT, out], capture_output=True).returncode == 0
-    checks = tmp_path / "checks.txt"
-    checks.write_text("CHECK: func.func @inference(%arg0: i64, %arg1: i64, %arg2: tensor<?x?xi64>\n"
-                      "CHECK: tensor.dim %arg2\n"
-                      "CHECK: cf.assert {{.*}} \"input arg{{[0-9_]+}} dim 0 must be {{s[0-9]+}}\"\n"
-                      "CHECK: cf.assert {{.*}} \"{{s[0-9]+}} >= 2 (the compile's range is [2,\n"
-                      "CHECK: tensor.reshape {{.*}} -> tensor<?x?x4x8xf32> loc(fused<\"view{{.*}}\">[\"{{.*}}models.py\":{{[0-9]+}}:0, \"blocks.0.attn (models.CausalSelfAttention)\"])\n"
-                      "CHECK: linalg.batch_matmul\n")
-    done = subprocess.run([FILECHECK, checks, "--input-file", out], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    lower_and_filecheck(tmp_path, stores["gpt"], ["0/1", "--graph", "forward"],
+                        "CHECK: func.func @inference(%arg0: i64, %arg1: i64, %arg2: tensor<?x?xi64>\n"
+                        "CHECK: tensor.dim %arg2\n"
+                        "CHECK: cf.assert {{.*}} \"input arg{{[0-9_]+}} dim 0 must be {{s[0-9]+}}\"\n"
+                        "CHECK: cf.assert {{.*}} \"{{s[0-9]+}} >= 2 (the compile's range is [2,\n"
+                        "CHECK: tensor.reshape {{.*}} -> tensor<?x?x4x8xf32> loc(fused<\"view{{.*}}\">[\"{{.*}}models.py\":{{[0-9]+}}:0, \"blocks.0.attn (models.CausalSelfAttention)\"])\n"
+                        "CHECK: linalg.batch_matmul\n")
 
 
-def test_llvm_dialect_output(stores: dict[str, Path]) -> None:
+def test_llvm_dialect_output_translates_to_llvm_ir(stores: dict[str, Path]) -> None:
     done = inspect("mlir", stores["mlp"], "0/0", "--dialect", "llvm")
     assert done.returncode == 0, done.stderr
-    assert "llvm.func @inference" in done.stdout and "linalg." not in done.stdout
+    llvm_ir = subprocess.run(["mlir-translate-19", "--mlir-to-llvmir"], input=done.stdout,
+                             capture_output=True, text=True)
+    assert llvm_ir.returncode == 0, llvm_ir.stderr  # only the LLVM dialect is left
+    assert "define { ptr, ptr, i64, [2 x i64], [2 x i64] } @inference(" in llvm_ir.stdout  # returns the [8, 4] memref
 
 
 def test_torch_dialect_parses_with_symbolic_shapes(stores: dict[str, Path], tmp_path: Path) -> None:
-    out = tmp_path / "gpt.torch.mlir"
-    done = inspect("mlir", stores["gpt"], "0/1", "--dialect", "torch", "-o", out)
-    assert done.returncode == 0, done.stderr
-    assert subprocess.run([MLIR_OPT, "--allow-unregistered-dialect", out], capture_output=True).returncode == 0
     # The dynamic GPT: both sizes are symbols with the compile's range, the token ids are bound
     # to them, layer norm's operands come in schema order (eps filled from the call), and a view
     # that flattens batch and sequence is bound to their product, at the user's line and module.
-    checks = tmp_path / "checks.txt"
-    checks.write_text(
+    lower_and_filecheck(tmp_path, stores["gpt"], ["0/1", "--dialect", "torch"], (
         "CHECK: func.func @inference(%arg0: !torch.int, %arg1: !torch.int, %arg2: !torch.vtensor<[?,?],si64>\n"
         "CHECK: %[[B:s[0-9]+]] = \"torch.symbolic_int\"() {symbol_name = \"[[B]]\", min_val = 2 : i64\n"
         "CHECK: %[[T:s[0-9]+]] = \"torch.symbolic_int\"() {symbol_name = \"[[T]]\", min_val = 2 : i64\n"
@@ -118,9 +122,7 @@ def test_torch_dialect_parses_with_symbolic_shapes(stores: dict[str, Path], tmp_
         "(!torch.vtensor<[?,?,32],f32>, !torch.list<int>, !torch.vtensor<[32],f32>, !torch.vtensor<[32],f32>, !torch.float)\n"
         "CHECK: %view = \"torch.aten.view\"({{.*}}) : (!torch.vtensor<[?,?,32],f32>, !torch.list<int>) -> !torch.vtensor<[?,32],f32> "
         "loc(fused<\"view\">[\"{{.*}}models.py\":{{[0-9]+}}:0, \"blocks.0.attn.qkv (torch.nn.modules.linear.Linear)\"])\n"
-        "CHECK-NEXT: \"torch.bind_symbolic_shape\"(%view, %{{s[0-9]+}}, %{{s[0-9]+}}) {shape_expressions = affine_map<()[s0, s1] -> (s0 * s1, 32)>}\n")
-    done = subprocess.run([FILECHECK, checks, "--input-file", out], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+        "CHECK-NEXT: \"torch.bind_symbolic_shape\"(%view, %{{s[0-9]+}}, %{{s[0-9]+}}) {shape_expressions = affine_map<()[s0, s1] -> (s0 * s1, 32)>}\n"), ("--allow-unregistered-dialect",))
 
 
 def test_custom_op_is_reported_without_a_library_and_lowers_with_one(stores: dict[str, Path]) -> None:
