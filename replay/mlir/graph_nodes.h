@@ -19,4 +19,8 @@ NodeIssue nodeIssue(const nlohmann::json& ir, const nlohmann::json& node, const 
 // aot_forward_graph -> forward (the lowered func.func's name).
 std::string functionName(const std::string& event);
 
+// `module attributes {dynrep.graph, dynrep.compile} {` and the function's opening line.
+std::string moduleOpening(const LoweredGraph& g, const LowerOptions& options, const std::string& signature,
+                          const std::string& resultTypes);
+
 }  // namespace dynrep::replay::lowering

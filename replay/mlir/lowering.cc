@@ -73,9 +73,7 @@ class GraphLowering {
         issue(node, "a " + op + " node: only aten graphs (AOTAutograd's) are lowered");
       }
     }
-    std::string module = "module attributes {dynrep.graph = " + mlirString(out_.event) +
-                         (opt_.compileId.empty() ? "" : ", dynrep.compile = " + mlirString(opt_.compileId)) + "} {\n";
-    module += "  func.func @" + out_.function + "(" + signature + ") -> (" + resultTypes_ + ") {\n";
+    std::string module = moduleOpening(out_, opt_, signature, resultTypes_);
     module += e_.text();
     module += "  }\n";
     for (const std::string& decl : declarations_) module += "  " + decl + "\n";

@@ -149,8 +149,7 @@ class TorchLowering {
       else if (op != "placeholder") issue(node, "a " + op + " node: only aten graphs (AOTAutograd's) are lowered");
     }
     std::string& m = out_.text;
-    m = "module attributes {dynrep.graph = " + mlirString(out_.event) + (opt_.compileId.empty() ? "" : ", dynrep.compile = " + mlirString(opt_.compileId)) + "} {\n";
-    m += "  func.func @" + out_.function + "(" + signature + ") -> (" + resultTypes_ + ") {\n";
+    m = moduleOpening(out_, opt_, signature, resultTypes_);
     if (return_.empty()) issue(json{{"name", "output"}, {"op", "output"}}, "the graph has no output node"), return_ = "return loc(unknown)";
     for (const std::string& l : body_) m += "    " + l + "\n";
     m += "    " + return_ + "\n";
