@@ -26,6 +26,16 @@ EVENT_SYMBOLS = "dynamo_replay.symbols"
 EVENT_DROPPED_GUARD = "dynamo_replay.dropped_guard"
 # A frame PyTorch's precompile could not save, and why (replay compiles it as usual).
 EVENT_NOT_PACKAGED = "dynamo_replay.not_packaged"
+# Where a symbol came from: the operator, FX node and user line that made it.
+EVENT_SYMBOL_ORIGIN = "dynamo_replay.symbol_origin"
+# A guard or runtime assert on symbols: its expression, kind, symbols and user line.
+EVENT_SHAPE_GUARD = "dynamo_replay.shape_guard"
+# A failed compile's facts apart from the message: the undecidable expression, its symbols, the line.
+EVENT_COMPILE_FAILURE = "dynamo_replay.compile_failure"
+# Why a compile happened again: each failed guard with the value expected and the value seen.
+EVENT_RECOMPILE = "dynamo_replay.recompile"
+# How many times a compile's code ran during capture.
+EVENT_HITS = "dynamo_replay.hits"
 
 # Fingerprint entries: the CPU's feature flags and the vector ISAs Inductor's probe accepted.
 FINGERPRINT_CPU_FLAGS = "cpu.flags"

@@ -136,6 +136,57 @@ void onDroppedGuard(const Event& e, Compile& c) {
                        md.get<bool>("risky", true)});
 }
 
+// capture's user frames: {file, line, function, code}, or null when none is known.
+UserFrame captureFrame(const json& f) {
+  return {field(f, "file", ""), field<int>(f, "line", 0), field(f, "function", ""), field(f, "code", "")};
+}
+
+std::vector<std::string> texts(const json& list) {
+  std::vector<std::string> out;
+  for (const json& v : list)
+    if (v.is_string()) out.push_back(v.get<std::string>());
+  return out;
+}
+
+void onSymbolOrigin(const Event& e, Compile& c) {
+  Metadata& md = e.md;
+  if (!md.object()) return;
+  SymbolOrigin o;
+  o.symbol = md.text("symbol");
+  o.unbacked = md.get<bool>("unbacked", false);
+  o.phase = md.text("phase");
+  o.op = md.text("op");
+  o.node = md.text("node");
+  o.source = md.text("source");
+  o.value = md.text("value");
+  o.userFrame = captureFrame(md.raw().value("user_frame", json()));
+  o.attributed = md.text("attributed");
+  c.origins.push_back(std::move(o));
+}
+
+void onShapeGuard(const Event& e, Compile& c) {
+  Metadata& md = e.md;
+  if (!md.object()) return;
+  c.shapeGuards.push_back({md.text("expr"), md.text("kind"), texts(md.array("symbols")),
+                           captureFrame(md.raw().value("user_frame", json()))});
+}
+
+void onCompileFailure(const Event& e, Compile& c) {
+  Metadata& md = e.md;
+  if (!md.object()) return;
+  c.failed = true;
+  c.failure = {md.text("type"), texts(md.array("chain")), md.text("expr"), texts(md.array("symbols")),
+               captureFrame(md.raw().value("user_frame", json())), md.text("message")};
+}
+
+void onRecompile(const Event& e, Compile& c) {
+  for (const json& r : e.md.array("causes"))
+    c.recompileCauses.push_back({field(r, "entry", ""), field(r, "guard", ""), field(r, "source", ""),
+                                 field(r, "expected", ""), field(r, "seen", ""), field(r, "text", "")});
+}
+
+void onHits(const Event& e, Compile& c) { c.calls = e.md.get<int64_t>("calls", -1); }
+
 // Even unreadable, the event says the frame was not saved.
 void onNotPackaged(const Event& e, Compile& c) { c.notSaved = e.md.get<std::string>("reason", "(no reason recorded)"); }
 
@@ -168,6 +219,11 @@ EventHandler handlerFor(std::string_view eventName) {
       {capture::events::kSymbols, onSymbols},
       {capture::events::kDroppedGuard, onDroppedGuard},
       {capture::events::kNotPackaged, onNotPackaged},
+      {capture::events::kSymbolOrigin, onSymbolOrigin},
+      {capture::events::kShapeGuard, onShapeGuard},
+      {capture::events::kCompileFailure, onCompileFailure},
+      {capture::events::kRecompile, onRecompile},
+      {capture::events::kHits, onHits},
   };
   auto it = kHandlers.find(eventName);
   return it == kHandlers.end() ? nullptr : it->second;

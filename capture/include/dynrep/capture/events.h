@@ -17,9 +17,16 @@ inline constexpr std::string_view kSample = "dynamo_replay.sample";
 inline constexpr std::string_view kSymbols = "dynamo_replay.symbols";
 inline constexpr std::string_view kDroppedGuard = "dynamo_replay.dropped_guard";
 inline constexpr std::string_view kNotPackaged = "dynamo_replay.not_packaged";
+inline constexpr std::string_view kSymbolOrigin = "dynamo_replay.symbol_origin";
+inline constexpr std::string_view kShapeGuard = "dynamo_replay.shape_guard";
+inline constexpr std::string_view kCompileFailure = "dynamo_replay.compile_failure";
+inline constexpr std::string_view kRecompile = "dynamo_replay.recompile";
+inline constexpr std::string_view kHits = "dynamo_replay.hits";
 
 // Every name above, for code and tests that need the whole set.
-inline constexpr std::string_view kAll[] = {kSummary, kError,   kGraphIr,      kGuards,
-                                            kSample,  kSymbols, kDroppedGuard, kNotPackaged};
+inline constexpr std::string_view kAll[] = {kSummary,      kError,      kGraphIr,        kGuards,
+                                            kSample,       kSymbols,    kDroppedGuard,   kNotPackaged,
+                                            kSymbolOrigin, kShapeGuard, kCompileFailure, kRecompile,
+                                            kHits};
 
 }  // namespace dynrep::capture::events

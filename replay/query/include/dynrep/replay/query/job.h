@@ -42,6 +42,48 @@ struct DroppedGuard {
   bool risky = true;   // on user code: replay re-checks it; else pinned by the torch build
 };
 
+// Where a symbol came from, as capture recorded it when the symbol was made
+// (dynamo_replay.symbol_origin).
+struct SymbolOrigin {
+  std::string symbol;  // s0, u0, zf0
+  bool unbacked = false;
+  std::string phase;   // dynamo, aot or inductor: which stage of the compile made it
+  std::string op;      // the operator that produced it: aten.nonzero.default, torch.Tensor.item
+  std::string node;    // the FX node it was made for, where one was found
+  std::string source;  // an input's size or value for a backed symbol: L['x'].size()[0]
+  std::string value;   // its value at capture (a backed symbol's hint)
+  UserFrame userFrame; // file empty when no user line is known
+  std::string attributed;  // where userFrame came from: user_stack or graph_node
+};
+
+// A guard or runtime assert on symbols (dynamo_replay.shape_guard), in the order PyTorch added them.
+struct ShapeGuard {
+  std::string expr;  // Eq(u0, 0), 2 <= s0
+  std::string kind;  // guard, runtime_assert or guard_suppressed
+  std::vector<std::string> symbols;
+  UserFrame userFrame;
+};
+
+// A compile that failed (dynamo_replay.compile_failure): the facts apart from PyTorch's message.
+struct CompileFailure {
+  std::string type;                 // UserError, Unsupported, ...
+  std::vector<std::string> chain;   // exception types, outermost first (UserError, GuardOnDataDependentSymNode)
+  std::string expr;                 // the expression it could not decide, where there is one: Eq(u0, 0)
+  std::vector<std::string> symbols; // the symbols in expr
+  UserFrame userFrame;              // the user line it failed at
+  std::string message;              // the exception's first line
+};
+
+// One cache entry's failed guard that made this compile happen (dynamo_replay.recompile).
+struct RecompileCause {
+  std::string entry;     // the compile whose guards failed: 0/0
+  std::string guard;     // the failing guard as PyTorch names it: L['scale'] == 0.5
+  std::string source;    // what it checks: L['scale'], L['x'].size()[0]
+  std::string expected;  // what the entry was compiled for, where known: 0.5
+  std::string seen;      // the value the call brought: 0.7
+  std::string text;      // PyTorch's reason line
+};
+
 struct Compile {
   capture::CompileId id;
   std::string function, file;
@@ -66,6 +108,13 @@ struct Compile {
   // Event name -> how many of this compile's events had metadata of other types than PyTorch
   // and capture write (what could be read of them was used; the rest is shown as unreadable).
   std::map<std::string, int> unreadable;
+  // Symbolic-shape provenance and failures, from capture's own events (see the structs above).
+  std::vector<SymbolOrigin> origins;
+  std::vector<ShapeGuard> shapeGuards;
+  bool failed = false;  // failure below is filled
+  CompileFailure failure;
+  std::vector<RecompileCause> recompileCauses;
+  int64_t calls = -1;  // how many times this compile's code ran during capture; -1 not counted
 };
 
 class Job {
