@@ -1,0 +1,20 @@
+// The why-answer: what made a compile fail or happen again, where each symbol in it came from,
+// and the edit that fixes it, chosen from the pattern table in docs/why.md. `replay-inspect why`
+// prints it; the HTML report embeds it. Private to replay/inspect.
+// Thread-safety: pure functions of an immutable Job.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "dynrep/replay/query/job.h"
+
+namespace dynrep::replay {
+
+// The answer for a whole job, as `why --json` prints it (docs/capture-schema.md): one entry
+// per compile that failed or recompiled (only `compileId` when given), and one summary per
+// function compiled more than once. `symbol` limits symbol provenance to that symbol.
+nlohmann::json explainJob(const Job& job, const std::string& compileId = "", const std::string& symbol = "");
+
+}  // namespace dynrep::replay
