@@ -33,7 +33,7 @@ from typing import Any, Callable, TypeVar
 
 from dynamo_replay._core import Artifact, CodeObject, Manifest, Store, TraceEvent, __version__
 from dynamo_replay import _torch, kernels, schema, signing
-from dynamo_replay.capture import graph_feeds, graph_ir, graph_text, guards, symbols, tensor_samples
+from dynamo_replay.capture import graph_feeds, graph_ir, graph_text, guards, shape_events, symbols, tensor_samples
 from dynamo_replay.fingerprint import environment_fingerprint, source_hash
 
 __all__ = ["capture"]
@@ -98,7 +98,8 @@ class _Session:
         self.sample_limit = sample_limit  # bytes per graph call; 0: no samples
         self.precompile = precompile
         self.module_globals: dict[str, str] = {}  # see _torch.module_globals
-        self.recorders: list[tensor_samples.FirstCallRecorder] = []
+        self.recorders: list[tuple[tuple[int, int, int], tensor_samples.CallRecorder]] = []  # compile id, recorder
+        self.shapes = shape_events.ShapeEvents(self.put_event, self.shape_envs)
         self.not_packaged: list[tuple[str, str]] = []  # frame, why PyTorch's precompile left it out
         self.dropped: set[tuple[tuple[int, int, int], str, str]] = set()  # compile id, kind, source
         self.risky_dropped = 0
@@ -130,6 +131,10 @@ class _Session:
             self.graph_logged(_compile_id(metadata), name, payload)
         elif name == "dynamo_cpp_guards_str" and isinstance(payload, str):
             self.guard_trees.append((_compile_id(metadata), payload))
+        try:
+            self.shapes.logged(name, _compile_id(metadata), metadata.get(name), payload)
+        except Exception:  # the event itself is stored; only capture's reading of it is lost
+            self.note_failure(f"shape event {name}")
 
     def graph_logged(self, compile_id: tuple[int, int, int], event: str, text: str) -> None:
         """Reads the graph PyTorch is logging while its module is at hand (see graph_ir)."""
@@ -208,19 +213,19 @@ class _Session:
                 ))
             if self.precompile:
                 self.module_globals.update(_torch.module_globals(new_code))
-            if self.sample_limit:
-                self.record_samples(compile_id)
+            self.record_calls(compile_id)
         except Exception:
             self.note_failure("bytecode hook")
         return None  # keep Dynamo's code
 
-    def record_samples(self, compile_id: tuple[int, int, int]) -> None:
+    def record_calls(self, compile_id: tuple[int, int, int]) -> None:
+        """Counts the calls of each graph this compile installed, and samples the first."""
         found = tensor_samples.compiled_graph_globals(depth=3)
         if found is None:
-            self.note_failure("samples: could not find the compiled graphs")
+            self.note_failure("call counts and samples: could not find the compiled graphs")
             return
         scope, names = found
-        taken = {id(r.stand_in) for r in self.recorders}
+        taken = {id(r.stand_in) for _, r in self.recorders}
         for name in names:
             if id(scope.get(name)) in taken:
                 continue
@@ -232,9 +237,17 @@ class _Session:
                     sample["rng_state"] = rng_state
                 self.put_event(schema.EVENT_SAMPLE, compile_id, sample, None)
 
-            recorder = tensor_samples.FirstCallRecorder(scope, name, self.sample_limit, self.store.put_blob, record)
+            recorder = tensor_samples.CallRecorder(scope, name, self.sample_limit, self.store.put_blob, record)
             recorder.install()
-            self.recorders.append(recorder)
+            self.recorders.append((compile_id, recorder))
+
+    def save_calls(self) -> None:
+        """One hits event per compile: how many times its code ran (its graphs' most-called)."""
+        calls: dict[tuple[int, int, int], int] = {}
+        for compile_id, recorder in self.recorders:
+            calls[compile_id] = max(calls.get(compile_id, 0), recorder.calls)
+        for compile_id, count in sorted(calls.items()):
+            self.put_event(schema.EVENT_HITS, compile_id, {"calls": count}, None)
 
     def put_artifact(self, name: str, media_type: str, data: bytes, attributes: dict[str, str] | None = None) -> None:
         self.store.put(Artifact(name=name, media_type=media_type, blob_key=self.store.put_blob(data),
@@ -359,7 +372,7 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         session, self._session = self._session, None
         if session is None:
             return
-        for recorder in session.recorders:  # graphs never called inside the block
+        for _, recorder in session.recorders:
             recorder.restore()
         try:
             _report_precompile(session)
@@ -367,6 +380,7 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
                 session.put_event(schema.EVENT_ERROR, _NO_COMPILE,
                                   {"type": exc_type.__qualname__, "message": str(exc)},
                                   "".join(traceback.format_exception(exc_type, exc, tb)))
+            session.save_calls()
             session.save_structured()
             session.save_mega_cache()
             session.save_kernels()

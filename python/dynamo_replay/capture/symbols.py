@@ -9,11 +9,18 @@ from __future__ import annotations
 from typing import Any
 
 
-def _bound(value: Any) -> int | str:
-    try:
-        return int(value)
-    except (TypeError, ValueError, AttributeError, OverflowError):  # int_oo, a float bound, sympy's oo
-        return str(value)
+def _bound(value: Any) -> int | float | str:
+    """A bound or hint as JSON: an integer, a float (a float symbol's hint), or its text
+    (int_oo, sympy's oo)."""
+    if getattr(value, "is_Integer", False) or isinstance(value, int):
+        try:
+            return int(value)
+        except (TypeError, ValueError, OverflowError):
+            return str(value)
+    if getattr(value, "is_Float", False) or isinstance(value, float):
+        number = float(value)
+        return number if number not in (float("inf"), float("-inf")) and number == number else str(value)
+    return str(value)
 
 
 def symbol_table(shape_env: Any) -> list[dict[str, Any]]:

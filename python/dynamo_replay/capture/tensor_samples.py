@@ -1,10 +1,12 @@
-"""The real inputs and outputs of each compiled graph's first call, for numeric checks later.
+"""How often each compiled graph runs, and the real inputs and outputs of its first call, for
+numeric checks later.
 
 Dynamo installs each compiled graph as a global of the user's module (`__compiled_fn_*`) and
 the transformed bytecode calls it by name. When Dynamo hands capture the transformed code (the
 bytecode hook), capture finds that global through the compile that is running (the hook's
-caller holds its OutputGraph) and puts a recorder in its place. On the first call the recorder
-puts the graph back, copies the inputs, runs the graph, copies the outputs and stores them.
+caller holds its OutputGraph) and puts a recorder in its place until capture ends. The
+recorder counts calls (about a microsecond each); on the first call, when samples are on, it
+copies the inputs, runs the graph, copies the outputs and stores them.
 
 Tensors are stored torch-free: raw contiguous bytes (little-endian) as a blob, with dtype and
 shape in the event's JSON; anything over the size cap is named but not stored.
@@ -62,8 +64,9 @@ def describe_value(value: Any, budget: list[int], put_blob: Callable[[bytes], st
     return {"unsupported": type(value).__qualname__}
 
 
-class FirstCallRecorder:
-    """Stands in for one compiled graph until its first call, then puts it back.
+class CallRecorder:
+    """Stands in for one compiled graph while capture runs: counts its calls and, with a
+    sample limit, records the first.
 
     `record(inputs, outputs, backward=False)` gets the described values; inputs are read before
     the call, since a graph may update them in place (batch-norm statistics, optimizer state).
@@ -77,17 +80,23 @@ class FirstCallRecorder:
 
         self.scope, self.name, self.graph = scope, name, scope[name]
         self.limit, self.put_blob, self.record = limit, put_blob, record
+        self.calls = 0
         # What goes into the scope: the transformed code calls it from inside the compiled
         # region, so it must be a function Dynamo does not trace.
-        self.stand_in = torch.compiler.disable(self._first_call)
+        self.stand_in = torch.compiler.disable(self._call)
 
     def install(self) -> None:
         self.scope[self.name] = self.stand_in
 
+    def _call(self, *args: Any) -> Any:
+        self.calls += 1
+        if self.calls == 1 and self.limit:
+            return self._first_call(*args)
+        return self.graph(*args)
+
     def _first_call(self, *args: Any) -> Any:
         import torch
 
-        self.restore()
         budget = [self.limit]
         try:
             inputs = [describe_value(a, budget, self.put_blob) for a in args]

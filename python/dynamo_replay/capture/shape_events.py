@@ -1,0 +1,170 @@
+"""Capture's symbolic-shape records, made while PyTorch logs its own shape events.
+
+For each symbol: where it came from (operator, FX node, user line, phase); for each guard and
+runtime assert on symbols: its expression, kind and symbols; for a failed compile: the
+expression it could not decide and the user line, apart from the message; for a recompile:
+each failed guard with the value the entry expected and the value the call brought. The ShapeEnv
+of each compile is kept so the symbol table, with the ranges learned by the end, is written for
+failed compiles too. Formats: docs/capture-schema.md, "Capture's own events".
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import sys
+from typing import Any, Callable
+
+from dynamo_replay import _torch_shapes, schema
+
+PutEvent = Callable[[str, tuple[int, int, int], Any, Any], None]
+
+_TENSOR_MISMATCH = re.compile(r"tensor '(?P<name>[^']+)' (?P<what>[\w ]+?) mismatch(?: at index (?P<index>\d+))?\. "
+                              r"expected (?P<expected>[^,]+?)(?:, actual (?P<seen>.+))?$")
+_SOURCE = re.compile(r"[A-Za-z_]\w*(?:\[[^\]]+\]|\.[A-Za-z_]\w*|\(\))*")
+_COMPARISON = re.compile(r"^(?P<source>.+?) (?P<op>==|!=|is|is not) (?P<value>.+)$")
+
+
+class ShapeEvents:
+    def __init__(self, put_event: PutEvent, shape_envs: dict[tuple[int, int, int], Any]) -> None:
+        self.put_event = put_event
+        self.shape_envs = shape_envs  # compile id -> its ShapeEnv, shared with the session
+
+    def logged(self, name: str, compile_id: tuple[int, int, int], metadata: Any, payload: Any) -> None:
+        """Called for each trace event as PyTorch logs it, inside PyTorch's logging call."""
+        if name in ("create_symbol", "create_unbacked_symbol"):
+            self.symbol_created(compile_id, metadata, unbacked=name == "create_unbacked_symbol")
+        elif name == "guard_added_fast":
+            self.guard_added(compile_id, metadata)
+        elif name == "compilation_metrics" and isinstance(metadata, dict) and metadata.get("fail_type"):
+            self.compile_failed(compile_id, metadata)
+        elif name == "artifact" and isinstance(metadata, dict) and metadata.get("name") == "recompile_reasons":
+            self.recompiled(compile_id, payload)
+
+    def keep_shape_env(self, compile_id: tuple[int, int, int], shape_env: Any) -> None:
+        if shape_env is not None and compile_id not in self.shape_envs:
+            self.shape_envs[compile_id] = shape_env
+
+    def symbol_created(self, compile_id: tuple[int, int, int], metadata: dict[str, Any], unbacked: bool) -> None:
+        context = _torch_shapes.creation_context()
+        self.keep_shape_env(compile_id, context.get("shape_env"))
+        node = context.get("node")
+        frame, attributed = _torch_shapes.tracing_user_frame(), "user_stack"
+        if frame is None:  # made while AOTAutograd or Inductor ran the graph: the node's own line
+            frame, attributed = _torch_shapes.current_meta_frame() or _torch_shapes.node_frame(node), "graph_node"
+        origin = {
+            "symbol": str(metadata.get("symbol", "")), "unbacked": unbacked, "phase": context["phase"],
+            "op": context.get("op") or (_torch_shapes.target_name(node.target) if node is not None else ""),
+            "node": node.name if node is not None else "",
+            "node_target": _torch_shapes.target_name(node.target) if node is not None else "",
+            "source": metadata.get("source", ""), "value": metadata.get("val"),
+            "user_frame": frame, "attributed": attributed if frame else "",
+        }
+        self.put_event(schema.EVENT_SYMBOL_ORIGIN, compile_id, origin, None)
+
+    def guard_added(self, compile_id: tuple[int, int, int], metadata: dict[str, Any]) -> None:
+        context = _torch_shapes.guard_context()
+        self.keep_shape_env(compile_id, context.get("shape_env"))
+        frame = _torch_shapes.tracing_user_frame() or _torch_shapes.current_meta_frame()
+        expr = context.get("expr")
+        self.put_event(schema.EVENT_SHAPE_GUARD, compile_id, {
+            "expr": str(metadata.get("expr", "")), "kind": context.get("kind", "guard"),
+            "symbols": _torch_shapes.free_symbols(expr), "user_frame": frame,
+        }, None)
+
+    def compile_failed(self, compile_id: tuple[int, int, int], metadata: dict[str, Any]) -> None:
+        error = sys.exc_info()[1]  # the metrics are logged while the compile's exception unwinds
+        if error is not None:
+            facts = _torch_shapes.failure_facts(error)
+        else:
+            facts = {"type": metadata.get("fail_type"), "chain": [], "expr": "", "symbols": [],
+                     "user_frame": None, "message": str(metadata.get("fail_reason") or "").split("\n")[0]}
+        if facts["user_frame"] is None and metadata.get("fail_user_frame_filename"):
+            facts["user_frame"] = _torch_shapes.user_frame(metadata["fail_user_frame_filename"],
+                                                           int(metadata.get("fail_user_frame_lineno") or 0), "")
+        self.put_event(schema.EVENT_COMPILE_FAILURE, compile_id, facts, None)
+
+    def recompiled(self, compile_id: tuple[int, int, int], payload: Any) -> None:
+        reasons = _reason_list(payload)
+        frame = _torch_shapes.recompiling_frame()
+        causes = [recompile_cause(reason, frame) for reason in reasons]
+        self.put_event(schema.EVENT_RECOMPILE, compile_id, {"causes": causes}, None)
+
+
+def _reason_list(payload: Any) -> list[str]:
+    if isinstance(payload, list):
+        return [str(r) for r in payload]
+    if isinstance(payload, str):
+        try:
+            parsed = json.loads(payload)
+        except ValueError:
+            return [payload]
+        return [str(r) for r in parsed] if isinstance(parsed, list) else [str(parsed)]
+    return []
+
+
+def recompile_cause(reason: str, frame: tuple[dict[str, Any], dict[str, Any]] | None) -> dict[str, str]:
+    """One cache entry's failure, `0/0: scale == 0.5  # user line...`, as entry, guard, source,
+    expected and seen; seen is read from the call's own frame where PyTorch's text lacks it."""
+    entry, _, rest = reason.partition(": ")
+    guard = rest.split("\n")[0].split("  #")[0].strip()
+    cause = {"entry": entry, "guard": guard, "source": "", "expected": "", "seen": "", "text": reason.split("\n")[0]}
+    if match := _TENSOR_MISMATCH.match(guard):
+        what = match["what"].replace(" ", "_")
+        attribute = {"size": f".size()[{match['index']}]", "stride": f".stride()[{match['index']}]"}.get(what, f".{what}")
+        cause["source"] = match["name"] + attribute
+        cause["expected"] = match["expected"].removeprefix(f"{what}=").strip()
+        cause["seen"] = (match["seen"] or "").strip()
+    elif match := _COMPARISON.match(guard):
+        cause["source"], cause["expected"] = match["source"].strip(), match["value"].strip()
+    else:
+        sources = [s for s in _SOURCE.findall(guard) if not s.isdigit() and s not in ("and", "or", "not", "True", "False")]
+        cause["source"], cause["expected"] = (sources[0] if sources else ""), guard
+    if not cause["seen"] and cause["source"] and frame is not None:
+        cause["seen"] = read_source(cause["source"], *frame)
+    return cause
+
+
+def read_source(source: str, local: dict[str, Any], scope: dict[str, Any]) -> str:
+    """The value a guard source names in the calling frame (`x.size()[0]`, `L['scale']`,
+    `self.training`), read with a small evaluator: names, subscripts by constant, attributes
+    and size()/stride()/dim() calls only; "" when it cannot be read."""
+    try:
+        return _describe(_evaluate(ast.parse(source, mode="eval").body, local, scope))
+    except Exception:
+        return ""
+
+
+def _evaluate(node: ast.AST, local: dict[str, Any], scope: dict[str, Any]) -> Any:
+    if isinstance(node, ast.Name):
+        if node.id == "L":
+            return local
+        if node.id == "G":
+            return scope
+        return local[node.id] if node.id in local else scope[node.id]
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        return _evaluate(node.value, local, scope)[node.slice.value]
+    if isinstance(node, ast.Attribute) and not node.attr.startswith("_"):
+        return getattr(_evaluate(node.value, local, scope), node.attr)
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("size", "stride", "dim")
+            and not node.keywords and all(isinstance(a, ast.Constant) for a in node.args)):
+        import torch
+
+        target = _evaluate(node.func.value, local, scope)
+        if isinstance(target, torch.Tensor):
+            return getattr(target, node.func.attr)(*(a.value for a in node.args))
+    raise ValueError(f"not read: {ast.dump(node)}")
+
+
+def _describe(value: Any) -> str:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return f"tensor {tuple(value.shape)} {str(value.dtype).removeprefix('torch.')}"
+    if isinstance(value, (torch.Size, tuple, list)):
+        return str(tuple(value))
+    if isinstance(value, torch.dtype):
+        return str(value).removeprefix("torch.")
+    text = repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."
