@@ -1,9 +1,10 @@
-"""The job behind tests/data/capture-1.1/every-record.dynrep: a small captured job that makes
+"""The job behind tests/data/capture-1.2/every-record.dynrep: a small captured job that makes
 every record kind and every event capture writes (make_data.py --new-capture runs it).
 
-A training step with a dynamic batch (forward and backward graphs, symbols, samples of both
-passes), a frame PyTorch's precompile cannot save (code made by exec: not_packaged), guards it
-drops (dropped_guard), and an exception that ends the job (error).
+A training step with a dynamic batch (forward and backward graphs, symbols and their origins,
+a recompile, call counts, samples of both passes), a frame PyTorch's precompile cannot save (code
+made by exec: not_packaged), guards it drops (dropped_guard), a compile that fails on an unbacked
+symbol (compile_failure, shape_guard from torch._check), and an exception that ends the job (error).
 """
 
 from __future__ import annotations
@@ -35,6 +36,14 @@ def calls_generated(x: torch.Tensor) -> torch.Tensor:
     return _GENERATED["generated"](x) + 1  # the graph break makes `generated` a frame of its own
 
 
+def branches_on_data(x: torch.Tensor) -> torch.Tensor:
+    count = torch.nonzero(x > 0.5).size(0)
+    torch._check(count <= x.numel() // 2)  # a runtime assert on u0
+    if count == 0:  # undecidable at compile time: the compile fails under fullgraph
+        return x
+    return x * 2
+
+
 def main(path: str) -> None:
     torch.manual_seed(0)
     model = MLP()
@@ -43,6 +52,10 @@ def main(path: str) -> None:
         with dr.capture(path):
             for batch in (4, 6):
                 step(torch.randn(batch, 16)).sum().backward()
+            try:
+                torch.compile(branches_on_data, backend="aot_eager", fullgraph=True)(torch.rand(8))
+            except Exception:  # the store keeps the failure
+                pass
             torch.compile(calls_generated, backend="aot_eager")(torch.randn(3))
             raise RuntimeError("the job stops here, on purpose: the store keeps this error")
     except RuntimeError:

@@ -1,6 +1,7 @@
-"""The kept capture (tests/data/capture-1.1/every-record.dynrep, see make_data.py): a store
-written by capture-schema 1.1 with every record kind and every event capture writes. Whatever
-reads stores today must keep reading it: inspect, the graph rebuild and the C++ runner."""
+"""The kept captures (tests/data/capture-1.N/every-record.dynrep, see make_data.py): stores
+written by each capture-schema version, the newest with every record kind and every event
+capture writes. Whatever reads stores today must keep reading them: inspect, the graph rebuild
+and the C++ runner."""
 
 from __future__ import annotations
 
@@ -23,7 +24,14 @@ GRAPHS = {"dynamo_output_graph": "dynamo", "aot_forward_graph": "forward", "aot_
 
 @pytest.fixture
 def kept(data_dir: Path) -> Path:
-    return data_dir / "capture-1.1" / "every-record.dynrep"
+    return data_dir / "capture-1.2" / "every-record.dynrep"
+
+
+def test_the_older_schema_still_reads(data_dir: Path, inspect) -> None:
+    older = data_dir / "capture-1.1" / "every-record.dynrep"
+    listing = json.loads(inspect("ls", "--json", str(older)).stdout)
+    assert [c["compile_id"] for c in listing["compiles"]][:2] == ["0/0", "0/1"]
+    assert inspect("show", str(older), "0/1", "--shapes").returncode == 0
 
 
 def test_it_holds_every_record_kind_and_every_event(kept: Path, inspect) -> None:
@@ -79,3 +87,20 @@ def test_its_dynamic_compile_has_a_symbol_table(kept: Path) -> None:
                   for e in s.records(dr.TraceEvent) if e.name == schema.EVENT_SYMBOLS}
     (batch,) = [entry for entry in tables["0/1"] if entry.get("source") == "L['x'].size()[0]"]
     assert re.fullmatch(r"s\d+", batch["symbol"]) and batch["hint"] == 6 and batch["range"][0] == 2
+
+
+def test_its_failed_compile_keeps_the_expression_and_the_symbol_origin(kept: Path) -> None:
+    with dr.Store.open(kept) as s:
+        events = [(e.name, compile_text(e.compile_id), json.loads(e.metadata_json)) for e in s.records(dr.TraceEvent)]
+    (failure,) = [md for name, cid, md in events if name == schema.EVENT_COMPILE_FAILURE and md["expr"]]
+    assert failure["expr"] == "Eq(u0, 0)" and failure["symbols"] == ["u0"]
+    assert failure["user_frame"]["code"].startswith("if count == 0:")
+    origin = next(md for name, cid, md in events if name == schema.EVENT_SYMBOL_ORIGIN and md["symbol"] == "u0")
+    assert origin["op"] == "aten.nonzero.default" and "torch.nonzero" in origin["user_frame"]["code"]
+    (assert_,) = [md for name, cid, md in events if name == schema.EVENT_SHAPE_GUARD]
+    assert assert_["kind"] == "runtime_assert" and assert_["expr"] == "u0 <= 4"
+    (recompile,) = [md for name, cid, md in events if name == schema.EVENT_RECOMPILE]
+    assert recompile["causes"][0] | {"text": ""} == {"entry": "0/0", "guard": recompile["causes"][0]["guard"],
+                                                       "source": "x.size()[0]", "expected": "4", "seen": "6", "text": ""}
+    calls = {cid: md["calls"] for name, cid, md in events if name == schema.EVENT_HITS}
+    assert calls["0/0"] == 1 and calls["0/1"] == 1
