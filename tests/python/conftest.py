@@ -35,6 +35,15 @@ def _precompile_settings_put_back():
             setattr(sys.modules.get(module_name) or __import__(module_name, fromlist=["_"]), attr, False)
 
 
+@pytest.fixture(scope="session")
+def why_stores(tmp_path_factory) -> dict[str, dict[str, Path]]:
+    """{program: {"broken": store, "fixed": store}} for every why-program (why_programs.py),
+    captured once a session for test_why_programs and test_why."""
+    from why_programs import why_stores as capture_why_stores
+
+    return capture_why_stores(tmp_path_factory.mktemp("why"))
+
+
 @pytest.fixture
 def data_dir() -> Path:
     return DATA
