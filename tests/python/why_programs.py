@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 JOBS = Path(__file__).resolve().parent / "jobs"
-sys.path.insert(0, str(JOBS))
+sys.path.append(str(JOBS))  # after everything else: the jobs folder holds scripts, too
 import why  # noqa: E402  (tests/python/jobs/why: the programs, no PyTorch at import)
 
 PROGRAMS = why.PROGRAMS
