@@ -56,6 +56,29 @@ std::string baseName(const std::string& file) {
   return slash == std::string::npos ? file : file.substr(slash + 1);
 }
 
+// Per frame: how often its compiled code ran, and how many calls found no entry whose guards
+// passed and so compiled again (each recompile is one such call).
+struct FrameCalls {
+  std::string function, file;
+  int line = 0;
+  int64_t compiles = 0, calls = 0, fellThrough = 0;
+  bool counted = false;
+};
+
+std::vector<FrameCalls> frameCalls(const Job& job) {
+  std::vector<FrameCalls> frames;
+  std::map<int32_t, size_t> index;
+  for (const Compile& c : job.compiles()) {
+    auto [it, added] = index.emplace(c.id.frame, frames.size());
+    if (added) frames.push_back({c.function, c.file, c.firstLine});
+    FrameCalls& f = frames[it->second];
+    if (c.id.attempt == 0) f.compiles++;
+    if (c.id.attempt == 0 && c.id.compile > 0) f.fellThrough++;
+    if (c.calls >= 0) f.calls += c.calls, f.counted = true;
+  }
+  return frames;
+}
+
 void printCompiles(const std::string& path, const Job& job, const InspectOptions& o, std::ostream& out) {
   size_t recompiles = 0;
   for (const Compile& c : job.compiles()) recompiles += c.id.compile > 0;
@@ -68,9 +91,15 @@ void printCompiles(const std::string& path, const Job& job, const InspectOptions
                       {"line", c.firstLine}, {"graphs", graphs}, {"guards", c.guardCount},
                       {"status", c.status}, {"reason", c.reason}, {"graph_breaks", c.graphBreaks},
                       {"not_saved", c.notSaved}, {"dropped_guards", c.dropped.size()},
-                      {"unreadable_events", c.unreadable}});
+                      {"unreadable_events", c.unreadable},
+                      {"calls", c.calls < 0 ? json(nullptr) : json(c.calls)}});
     }
-    out << dumpJson({{"path", path}, {"frames", job.frameCount()}, {"recompiles", recompiles}, {"compiles", rows}}, 2)
+    json functions = json::array();
+    for (const FrameCalls& f : frameCalls(job))
+      functions.push_back({{"function", f.function}, {"file", f.file}, {"line", f.line}, {"compiles", f.compiles},
+                           {"calls", f.counted ? json(f.calls) : json(nullptr)}, {"fell_through", f.fellThrough}});
+    out << dumpJson({{"path", path}, {"frames", job.frameCount()}, {"recompiles", recompiles}, {"compiles", rows},
+                     {"functions", functions}}, 2)
         << "\n";
     return;
   }
@@ -80,17 +109,21 @@ void printCompiles(const std::string& path, const Job& job, const InspectOptions
     fnWidth = std::max(fnWidth, c.function.size());
     locWidth = std::max(locWidth, fmt::format("{}:{}", baseName(c.file), c.firstLine).size());
   }
-  fmt::print(out, "{:<9}  {:<{}}  {:<{}}  {:>6}  {:>6}  {:>6}  {:<10}  {}\n", "COMPILE", "FUNCTION", fnWidth, "LOCATION",
-             locWidth, "GRAPHS", "GUARDS", "BREAKS", "STATUS", "REASON");
+  fmt::print(out, "{:<9}  {:<{}}  {:<{}}  {:>6}  {:>6}  {:>6}  {:>6}  {:<10}  {}\n", "COMPILE", "FUNCTION", fnWidth,
+             "LOCATION", locWidth, "GRAPHS", "GUARDS", "BREAKS", "CALLS", "STATUS", "REASON");
   for (const Compile& c : job.compiles()) {
     std::string status = firstLine(c.status).substr(0, 10);
     status = fmt::format("{:<10}", status);  // pad before colouring, so escapes do not count
     status = paint(o, c.status == "ok" ? "32" : c.status == "restarted" ? "33" : "31", status);
-    fmt::print(out, "{:<9}  {:<{}}  {:<{}}  {:>6}  {:>6}  {:>6}  {}  {}\n", c.id.str(), c.function, fnWidth,
+    fmt::print(out, "{:<9}  {:<{}}  {:<{}}  {:>6}  {:>6}  {:>6}  {:>6}  {}  {}\n", c.id.str(), c.function, fnWidth,
                fmt::format("{}:{}", baseName(c.file), c.firstLine), locWidth, c.graphs.size(), c.guardCount,
-               c.graphBreaks.size(), status, firstLine(c.reason));
+               c.graphBreaks.size(), c.calls < 0 ? "-" : std::to_string(c.calls), status, firstLine(c.reason));
   }
   fmt::print(out, "total: {} frames, {} compiles, {} recompiles\n", job.frameCount(), job.compiles().size(), recompiles);
+  for (const FrameCalls& f : frameCalls(job))
+    if (f.fellThrough > 0)
+      fmt::print(out, "{}: {} compiles, {} calls ran compiled code, {} fell through to a recompile\n", f.function,
+                 f.compiles, f.counted ? std::to_string(f.calls) : "?", f.fellThrough);
   for (const Compile& c : job.compiles())
     if (!c.notSaved.empty())
       fmt::print(out, "not saved for replay without Dynamo: {} {}: {}\n", c.id.str(), c.function, firstLine(c.notSaved));

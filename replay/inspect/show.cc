@@ -14,6 +14,7 @@
 #include "dynrep/capture/records.h"
 #include "dynrep/replay/query/job.h"
 #include "dynrep/replay/query/json_fields.h"
+#include "provenance.h"
 #include "render.h"
 
 namespace dynrep::replay {
@@ -21,10 +22,6 @@ namespace dynrep::replay {
 namespace {
 
 using nlohmann::json;
-
-json frameJson(const UserFrame& f) {
-  return {{"file", f.file}, {"line", f.line}, {"function", f.function}, {"code", f.code}};
-}
 
 json droppedJson(const DroppedGuard& g) {
   return {{"kind", g.kind}, {"source", g.source}, {"value", g.value}, {"line", g.line}, {"risky", g.risky}};
@@ -141,6 +138,31 @@ std::vector<json> samplesOf(const Job& job, const Compile& c) {
   return samples;
 }
 
+json callsJson(const Compile& c) { return c.calls < 0 ? json(nullptr) : json(c.calls); }
+
+// "file.py:4: if n.numel() == 0:", or "(no user line recorded)".
+std::string lineText(const UserFrame& f) {
+  if (f.file.empty()) return "(no user line recorded)";
+  return fmt::format("{}:{}{}", f.file, f.line, f.code.empty() ? "" : ": " + f.code);
+}
+
+// One line per symbol: its final range, then where it came from.
+void printSymbols(const Job& job, const Compile& c, std::ostream& out) {
+  json table = symbolTable(job, c);
+  if (table.empty()) fmt::print(out, "(no symbol table recorded)\n");
+  for (const json& entry : table) {
+    std::string symbol = field(entry, "symbol", "?");
+    std::string origin = field(entry, "source", "");
+    for (const SymbolOrigin& o : c.origins) {
+      if (o.symbol != symbol) continue;
+      if (!o.op.empty()) origin = fmt::format("{} ({}) at {}", o.op, o.phase, lineText(o.userFrame));
+      break;
+    }
+    std::string replaced = field(entry, "replaced_by", "");
+    fmt::print(out, "{:<8} {:<20} {}{}\n", symbol, rangeText(entry), origin, replaced.empty() ? "" : " = " + replaced);
+  }
+}
+
 }  // namespace
 
 int inspectShow(const std::string& path, const std::string& compileId, ShowSections s, const InspectOptions& o,
@@ -160,7 +182,10 @@ int inspectShow(const std::string& path, const std::string& compileId, ShowSecti
     json j = {{"compile_id", c->id.str()}, {"function", c->function}, {"file", c->file}, {"line", c->firstLine},
               {"reason", c->reason}, {"status", c->status}, {"guard_count", c->guardCount},
               {"phase_seconds", c->phaseSeconds}, {"graph_breaks", c->graphBreaks}, {"not_saved", c->notSaved},
-              {"unreadable_events", c->unreadable}};
+              {"unreadable_events", c->unreadable}, {"calls", callsJson(*c)}, {"failure", failureJson(*c)}};
+    json causes = json::array();
+    for (const RecompileCause& r : c->recompileCauses) causes.push_back(causeJson(r));
+    j["recompile_causes"] = causes;
     if (s.guards) {
       j["guards"] = job->text(c->guardTreeKey);
       json dropped = json::array();
@@ -194,6 +219,12 @@ int inspectShow(const std::string& path, const std::string& compileId, ShowSecti
                           {"expr", e.expr}, {"value", e.value}, {"user_stack", stack}});
       }
       j["shapes"] = shapes;
+      j["symbols"] = symbolTable(*job, *c);
+      json origins = json::array(), guards = json::array();
+      for (const SymbolOrigin& origin : c->origins) origins.push_back(originJson(origin));
+      for (const ShapeGuard& g : c->shapeGuards) guards.push_back(shapeGuardJson(g));
+      j["symbol_origins"] = origins;
+      j["shape_guards"] = guards;
     }
     out << dumpJson(j, 2) << "\n";
     return 0;
@@ -201,6 +232,12 @@ int inspectShow(const std::string& path, const std::string& compileId, ShowSecti
   auto heading = [&](const std::string& h) { fmt::print(out, "\n{}\n", paint(o, "1", h)); };
   fmt::print(out, "compile {}: {} at {}:{}\n", c->id.str(), c->function, c->file, c->firstLine);
   fmt::print(out, "reason:  {}\nstatus:  {}\nguards:  {}\n", c->reason, c->status, c->guardCount);
+  fmt::print(out, "calls:   {}\n", c->calls < 0 ? "not counted" : std::to_string(c->calls));
+  for (const RecompileCause& r : c->recompileCauses)
+    fmt::print(out, "failed:  {} {}{}\n", r.entry, r.guard,
+               r.seen.empty() ? "" : fmt::format(" (expected {}, saw {})", r.expected, r.seen));
+  if (c->failed && !c->failure.expr.empty())
+    fmt::print(out, "failed on: {} at {}\n", c->failure.expr, lineText(c->failure.userFrame));
   if (!c->notSaved.empty())
     fmt::print(out, "saved:   no, replay traces it with Dynamo: {}\n", firstLine(c->notSaved));
   if (!c->unreadable.empty()) fmt::print(out, "{}\n", unreadableText(*c));
@@ -230,7 +267,12 @@ int inspectShow(const std::string& path, const std::string& compileId, ShowSecti
     for (const json& sample : samplesOf(*job, *c)) out << sampleSummary(sample);
   }
   if (s.shapes) {
-    heading("symbolic shapes");
+    heading("symbols (final ranges)");
+    printSymbols(*job, *c, out);
+    if (!c->shapeGuards.empty()) heading("guards and runtime asserts on symbols");
+    for (const ShapeGuard& g : c->shapeGuards)
+      fmt::print(out, "{:<16} {:<30} {}\n", g.kind, g.expr, lineText(g.userFrame));
+    heading("symbolic shape events");
     for (const ShapeEvent& e : c->shapes) {
       std::string what = e.symbol.empty() ? e.expr : e.symbol;
       fmt::print(out, "{:<30} {:<12} range {:<16} {}{}\n", e.event, what, e.valueRange,
