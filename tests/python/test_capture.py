@@ -230,6 +230,19 @@ def test_recompile_ladder_reasons_through_the_cli(tmp_path: Path, inspect) -> No
     shapes = show(inspect, store, "0/1", "--shapes")["shapes"]
     backed = [s for s in shapes if s["event"] == "create_symbol"]
     assert backed and backed[0]["source"] == "L['x'].size()[0]" and backed[0]["value"] == "8"
+    # Each recompile's failed guard with the value it was compiled for and the value the call brought.
+    (size,) = show(inspect, store, "0/1")["recompile_causes"]
+    assert (size["entry"], size["source"], size["expected"], size["seen"]) == ("0/0", "x.size()[0]", "4", "8")
+    # Newest entry first: 0/1 (dynamic size) failed on the float, 0/0 still on the size.
+    factor_cause, first_entry = show(inspect, store, "0/2")["recompile_causes"]
+    assert (first_entry["entry"], first_entry["source"], first_entry["seen"]) == ("0/0", "x.size()[0]", "16")
+    assert (factor_cause["source"], factor_cause["expected"], factor_cause["seen"]) == ("factor", "2.0", "3.0")
+    # Hit counts: 0/0 ran once (n=4), 0/1 twice (dynamic n=8, 16), 0/2 once; two calls fell through.
+    listing = ls(inspect, store)
+    assert [c["calls"] for c in listing["compiles"]] == [1, 2, 1]
+    (function,) = listing["functions"]
+    assert (function["function"], function["compiles"], function["calls"], function["fell_through"]) == \
+        ("scale_and_shift", 3, 4, 2)
     (manifest,) = dr.Store.open(store).records(dr.Manifest)
     assert manifest.command_line[0].endswith("recompile_ladder.py")
     assert manifest.environment["torch.version"] == torch.__version__
@@ -247,6 +260,33 @@ def test_unbacked_symbol_points_at_the_user_line(store_path: Path, inspect) -> N
     frame = unbacked[0]["user_stack"][-1]
     assert (frame["file"], frame["line"]) == (__file__, line_of(total_plus, ".item()"))
     assert frame["code"] == "n = y.sum().item()"
+
+
+def test_symbols_made_after_dynamo_take_their_graph_node_line(store_path: Path, inspect) -> None:
+    def count_and_check(x: torch.Tensor) -> torch.Tensor:
+        n = torch.nonzero(x > 0.5).size(0)
+        torch._check(n <= 3)
+        return x * n
+
+    with dr.capture(store_path), torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True):
+        torch.compile(count_and_check, backend="aot_eager", fullgraph=True)(torch.tensor([0.9, 0.1, 0.7, 0.2]))
+    shown = show(inspect, store_path, "0/0", "--shapes")
+    line = line_of(count_and_check, "torch.nonzero")
+    origins = {o["symbol"]: o for o in shown["symbol_origins"]}
+    # u0 is Dynamo's; AOTAutograd traces the graph again and makes its own, attributed to the graph node.
+    assert origins["u0"]["phase"] == "dynamo" and origins["u0"]["attributed"] == "user_stack"
+    later = [o for o in origins.values() if o["phase"] == "aot"]
+    assert later and all(o["attributed"] == "graph_node" for o in later)
+    for origin in origins.values():
+        assert origin["op"] == "aten.nonzero.default"
+        assert (origin["user_frame"]["file"], origin["user_frame"]["line"]) == (__file__, line)
+    # Final ranges: what the compile learned (a count, at most 3 by the check), not the
+    # [-int_oo, int_oo] it was made with.
+    table = {entry["symbol"]: entry for entry in shown["symbols"]}
+    assert table["u0"]["range"] == [0, 3]
+    (check,) = shown["shape_guards"]
+    assert (check["kind"], check["symbols"], check["user_frame"]["line"]) == \
+        ("runtime_assert", ["u0"], line_of(count_and_check, "torch._check"))
 
 
 def test_graph_break_is_recorded_with_its_user_line(store_path: Path, inspect) -> None:
@@ -316,6 +356,12 @@ def test_data_dependent_error_still_leaves_a_finished_store(store_path: Path) ->
             torch.compile(branchy, backend="eager", fullgraph=True)(torch.ones(3))
     store = dr.Store.open(store_path)
     assert store.info().state == "finished"
+    # The failure's facts apart from the message: the expression, its symbol, the user line.
+    (failure,) = [json.loads(e.metadata_json) for e in store.records(dr.TraceEvent)
+                  if e.name == "dynamo_replay.compile_failure"]
+    assert failure["expr"] and failure["symbols"] and failure["type"] == type(excinfo.value).__qualname__
+    assert (failure["user_frame"]["line"], failure["user_frame"]["code"]) == \
+        (line_of(branchy, "if x.sum()"), "if x.sum().item() > 0:  # Dynamo cannot trace a branch on data with fullgraph=True")
     errors = [e for e in store.records(dr.TraceEvent) if e.name == "dynamo_replay.error"]
     assert len(errors) == 1
     assert json.loads(errors[0].metadata_json)["type"] == type(excinfo.value).__qualname__
