@@ -111,8 +111,10 @@ def creation_context() -> dict[str, Any]:
 
     found: dict[str, Any] = {}
     for frame in _frames(3):
-        local = frame.f_locals
         name = frame.f_code.co_name
+        names = frame.f_code.co_varnames
+        # f_locals copies a frame's locals: read it only where a wanted name is a local.
+        local = frame.f_locals if ("self" in names or "func" in names or "node" in names or "n" in names) else {}
         if "shape_env" not in found and isinstance(local.get("self"), ShapeEnv):
             found["shape_env"] = local["self"]
         if "op" not in found and isinstance(local.get("func"), torch._ops.OpOverload):
