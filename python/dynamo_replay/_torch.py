@@ -1,7 +1,8 @@
 """Every private PyTorch 2.13 touchpoint of dynamo-replay, in one place.
 
-Capture and replay reach into PyTorch only through this module, so a new PyTorch release
-is checked here. What it touches, and why:
+Capture and replay reach into PyTorch only through this module and _torch_shapes (what
+capture's shape events read from PyTorch's frames), so a new PyTorch release is checked in
+these two. What this one touches, and why:
 - Dynamo's caching precompile (torch._dynamo.package): capture saves each frame's guards and
   transformed bytecode through it, replay installs them. Two PyTorch classes are swapped for
   subclasses while a capture or replay is active, so that one frame PyTorch cannot save or
