@@ -83,3 +83,24 @@ def test_isa_probe_result_is_reused_only_when_it_is_what_this_cpu_gives() -> Non
             "print(_torch.reuse_vec_isa_probe(['avx512', 'avx2', 'not-an-isa']), valid_vec_isa_list.cache_info().currsize)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["False", "0"]  # nothing cached: Inductor probes as usual
+
+
+def test_recompile_causes_read_expected_and_seen() -> None:
+    """PyTorch's reason lines, as 2.13 writes them, become source, expected and seen; a value the
+    text lacks is read from the call's frame, and nothing beyond names, constant subscripts,
+    attributes and size()/stride()/dim() is evaluated."""
+    import torch
+
+    from dynamo_replay.capture.shape_events import read_source, recompile_cause
+
+    frame = ({"x": torch.zeros(1, 3), "scale": 0.7, "cfg": {"k": 2}}, {})
+    size = recompile_cause("0/0: tensor 'x' size mismatch at index 0. expected 4, actual 8", frame)
+    assert (size["entry"], size["source"], size["expected"], size["seen"]) == ("0/0", "x.size()[0]", "4", "8")
+    grad = recompile_cause("0/3: tensor 'x' requires_grad mismatch. expected requires_grad=1", frame)
+    assert (grad["source"], grad["expected"], grad["seen"]) == ("x.requires_grad", "1", "False")
+    scale = recompile_cause("0/1: scale == 0.5                # return x * scale  # f.py:3 in f", frame)
+    assert (scale["guard"], scale["expected"], scale["seen"]) == ("scale == 0.5", "0.5", "0.7")
+    zero_one = recompile_cause("0/2: 2 <= x.size()[0]  # (0/1 specialization ...)", frame)
+    assert (zero_one["source"], zero_one["seen"]) == ("x.size()[0]", "1")
+    assert read_source("L['cfg']['k']", *frame) == "2"
+    assert read_source("x.sum()", *frame) == "" and read_source("__import__('os')", *frame) == ""
