@@ -415,3 +415,29 @@ def test_hooks_come_out_and_decorator_form(store_path: Path) -> None:
     assert (trace_logger.handlers, trace_logger.level, trace_logger.propagate) == (handlers, level, propagate)
     assert len(_bytecode_hooks) == 0
     assert len(dr.Store.open(store_path).records(dr.CodeObject)) == 2
+
+
+def test_gpt2_recompile_symbols_and_calls(store_path: Path, inspect) -> None:
+    """transformers' GPT-2 (random weights): a longer sequence recompiles with the sequence
+    dynamic; the record names the failed guard with both lengths, the symbol's input and final
+    range, and counts the calls the dynamic entry served."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=128)).eval()
+    compiled = torch.compile(model, backend="aot_eager")
+    with dr.capture(store_path), torch.no_grad():
+        for seq in (8, 12, 16):
+            ids = torch.randint(0, 128, (2, seq))
+            torch.testing.assert_close(compiled(ids).logits, model(ids).logits)
+    listing = ls(inspect, store_path)
+    ok = [c for c in listing["compiles"] if c["status"] == "ok"]
+    assert [c["calls"] for c in ok] == [1, 2]  # 8; then 12 and 16 on the dynamic entry
+    second = show(inspect, store_path, ok[1]["compile_id"], "--shapes")
+    (cause,) = second["recompile_causes"]
+    # transformers' forward is compiled through its `wrapper(*args, **kwargs)` decorator.
+    assert (cause["source"], cause["expected"], cause["seen"]) == ("args[0].size()[1]", "8", "12")
+    (seq,) = [o for o in second["symbol_origins"] if o["source"] == "L['args'][0].size()[1]"]
+    assert not seq["unbacked"] and seq["value"] == "12"
+    (entry,) = [e for e in second["symbols"] if e["symbol"] == seq["symbol"]]
+    assert entry["range"][0] == 2 and entry["hint"] == 12  # the 0/1 rule: 2 and above
