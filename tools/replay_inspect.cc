@@ -55,6 +55,7 @@ int run(int argc, char** argv) {
   auto* ls = app.add_subcommand("ls", "frames and compiles of a captured job (--records, --blobs: the raw store)");
   auto* verify = app.add_subcommand("verify", "check every checksum and blob hash; exit 1 when any fails");
   auto* show = app.add_subcommand("show", "one compile in detail: reason, guards, code, graphs, symbolic shapes");
+  auto* why = app.add_subcommand("why", "why compiles failed, broke their graphs or compiled again, and the fix (docs/why.md)");
   // Listed for --help only: main() hands `run` to replay-run before parsing.
   app.add_subcommand("run", "run a stored aten graph through libtorch and check its outputs (replay-run --help)")
       ->allow_extras();
@@ -69,6 +70,12 @@ int run(int argc, char** argv) {
   ls->add_flag("--records", records, "list typed records");
   ls->get_option("--blobs")->excludes("--records");
   show->add_option("COMPILE_ID", compileId, "compile id as ls prints it, e.g. 0/1")->required();
+  std::string whySymbol;
+  why->add_option("STORE", path, "store file")->required();
+  why->add_option("COMPILE_ID", compileId, "only this compile, e.g. 0/1");
+  why->add_option("--symbol", whySymbol, "only this symbol's provenance, e.g. u0");
+  why->add_flag("--json", json, "machine-readable output");
+  why->add_option("--color", color, "colour in text output")->check(CLI::IsMember({"auto", "always", "never"}));
   show->add_flag("--guards", sections.guards, "the guard tree");
   show->add_flag("--code", sections.code, "original and transformed bytecode");
   show->add_flag("--graph", sections.graph, "Dynamo, AOT and Inductor graphs");
@@ -87,6 +94,7 @@ int run(int argc, char** argv) {
       return dynrep::replay::inspectLs(path, blobs ? LsWhat::Blobs : records ? LsWhat::Records : LsWhat::Default,
                                        options, std::cout, std::cerr);
     if (show->parsed()) return dynrep::replay::inspectShow(path, compileId, sections, options, std::cout, std::cerr);
+    if (why->parsed()) return dynrep::replay::inspectWhy(path, compileId, whySymbol, options, std::cout, std::cerr);
     return dynrep::replay::inspectVerify(path, options, std::cout, std::cerr);
   } catch (const std::exception& e) {
     std::cerr << "replay-inspect: " << path << ": cannot report on this store: " << e.what() << "\n";

@@ -1,10 +1,430 @@
-// Placeholder until the why-answer lands: an empty answer of the documented shape.
+// The why-answer as JSON: for each compile that failed, broke its graph or compiled again, the
+// facts (expression, user line, each symbol's origin, final range and guards) and the advice of
+// why_patterns.cc; then one summary per function compiled more than once. Capture's structured
+// events come first; PyTorch's texts (why_torch_text.h) fill in for stores that lack them.
 #include "why.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "dynrep/replay/query/json_fields.h"
+#include "provenance.h"
+#include "why_patterns.h"
+#include "why_torch_text.h"
 
 namespace dynrep::replay {
 
-nlohmann::json explainJob(const Job&, const std::string&, const std::string&) {
-  return {{"compiles", nlohmann::json::array()}, {"functions", nlohmann::json::array()}};
+namespace {
+
+using nlohmann::json;
+
+json adviceJson(const Advice& a) {
+  return {{"kind", a.kind}, {"edit", a.edit}, {"line", frameJson(a.line)}, {"why", a.why}};
+}
+
+std::string firstLineOf(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+std::string baseName(const std::string& file) {
+  size_t slash = file.rfind('/');
+  return slash == std::string::npos ? file : file.substr(slash + 1);
+}
+
+std::string where(const UserFrame& f) { return f.file.empty() ? "an unknown line" : fmt::format("{}:{}", baseName(f.file), f.line); }
+
+// A compile that stopped with an error (not one Dynamo restarted, nor one still running).
+bool failedCompile(const Compile& c) {
+  if (c.failed) return true;
+  return !(c.status.empty() || c.status == "ok" || c.status == "restarted" || c.status == "unfinished");
+}
+
+bool isRecompile(const Compile& c) { return c.id.compile > 0 && c.id.attempt == 0; }
+
+// The facts about one compile that every part of its answer reads.
+class CompileFacts {
+ public:
+  CompileFacts(const Job& job, const Compile& c) : c_(c), table_(symbolTable(job, c)) {}
+
+  const Compile& compile() const { return c_; }
+
+  // The symbol's row of the final symbol table, or null.
+  json tableRow(const std::string& symbol) const {
+    for (const json& row : table_)
+      if (field(row, "symbol", "") == symbol) return row;
+    return nullptr;
+  }
+
+  const SymbolOrigin* origin(const std::string& symbol) const {
+    for (const SymbolOrigin& o : c_.origins)
+      if (o.symbol == symbol) return &o;
+    return nullptr;
+  }
+
+  // PyTorch's own create_symbol / create_unbacked_symbol event, for stores without origins.
+  const ShapeEvent* created(const std::string& symbol) const {
+    for (const ShapeEvent& e : c_.shapes)
+      if (e.symbol == symbol && (e.event == "create_symbol" || e.event == "create_unbacked_symbol")) return &e;
+    return nullptr;
+  }
+
+  bool knows(const std::string& symbol) const {
+    return origin(symbol) || created(symbol) || !tableRow(symbol).is_null();
+  }
+
+  // The unbacked symbols the compile made, in the order they were made.
+  std::vector<std::string> unbackedSymbols() const {
+    std::vector<std::string> out;
+    auto add = [&](const std::string& s) {
+      if (!s.empty() && std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+    };
+    for (const SymbolOrigin& o : c_.origins)
+      if (o.unbacked) add(o.symbol);
+    for (const ShapeEvent& e : c_.shapes)
+      if (e.event == "create_unbacked_symbol") add(e.symbol);
+    for (const json& row : table_)
+      if (field<bool>(row, "unbacked", false)) add(field(row, "symbol", ""));
+    return out;
+  }
+
+  // A backed symbol of this compile reads `subject` ("x.size(0)"): automatic dynamic made it one.
+  bool madeDynamic(const std::string& subject) const {
+    for (const json& row : table_)
+      if (!field<bool>(row, "unbacked", false) && prettySource(field(row, "source", "")) == subject) return true;
+    for (const SymbolOrigin& o : c_.origins)
+      if (!o.unbacked && prettySource(o.source) == subject) return true;
+    for (const ShapeEvent& e : c_.shapes)
+      if (e.event == "create_symbol" && prettySource(e.source) == subject) return true;
+    return false;
+  }
+
+  // Everything known of a symbol: origin, final range, the guards and asserts on it in order.
+  json symbolJson(const std::string& symbol, SymbolFacts* facts) const {
+    json row = tableRow(symbol);
+    json origin = nullptr;
+    facts->symbol = symbol;
+    facts->unbacked = field<bool>(row, "unbacked", symbol.rfind("u", 0) == 0 || symbol.rfind("zuf", 0) == 0);
+    if (const SymbolOrigin* o = this->origin(symbol)) {
+      origin = originJson(*o);
+      facts->unbacked = o->unbacked;
+      facts->op = o->op;
+      facts->userName = o->unbacked ? userNameFor(o->op, o->userFrame.code) : prettySource(o->source);
+    } else if (const ShapeEvent* e = created(symbol)) {
+      UserFrame f = e->userStack.empty() ? UserFrame{} : e->userStack.back();
+      SymbolOrigin fromPyTorch{symbol, e->event == "create_unbacked_symbol", "", "", "", e->source, e->value, f,
+                               "pytorch_user_stack"};
+      origin = originJson(fromPyTorch);
+      if (!e->source.empty()) facts->userName = prettySource(e->source);
+    }
+    json guards = json::array();
+    for (const ShapeGuard& g : c_.shapeGuards) {
+      if (std::find(g.symbols.begin(), g.symbols.end(), symbol) == g.symbols.end()) continue;
+      json guard = shapeGuardJson(g);
+      guard["python"] = pythonExpr(g.expr);
+      guards.push_back(std::move(guard));
+    }
+    if (c_.shapeGuards.empty()) {  // a store without capture's guard events: PyTorch's guard_added_fast
+      for (const ShapeEvent& e : c_.shapes) {
+        std::vector<std::string> in = symbolsIn(e.expr);
+        if (e.expr.empty() || std::find(in.begin(), in.end(), symbol) == in.end()) continue;
+        ShapeGuard g{e.expr, "guard", in, e.userStack.empty() ? UserFrame{} : e.userStack.back()};
+        json guard = shapeGuardJson(g);
+        guard["python"] = pythonExpr(e.expr);
+        guards.push_back(std::move(guard));
+      }
+    }
+    json range = row.is_object() && row.contains("range") ? row["range"] : json(nullptr);
+    return {{"symbol", symbol},
+            {"unbacked", facts->unbacked},
+            {"user_name", facts->userName},
+            {"origin", origin},
+            {"range", range},
+            {"replaced_by", field(row, "replaced_by", "")},
+            {"hint", row.is_object() && row.contains("hint") ? row["hint"] : json(nullptr)},
+            {"guards", guards}};
+  }
+
+  // The symbols of a problem as JSON (all, or only `only`), filling the matchers' facts.
+  json symbolsJson(const std::vector<std::string>& symbols, const std::string& only, Problem* p) const {
+    json out = json::array();
+    for (const std::string& s : symbols) {
+      SymbolFacts facts;
+      json j = symbolJson(s, &facts);
+      p->symbols.push_back(facts);
+      if (only.empty() || s == only) out.push_back(std::move(j));
+    }
+    return out;
+  }
+
+ private:
+  const Compile& c_;
+  json table_;  // the final symbol table: [{symbol, unbacked, range, source, hint, replaced_by}]
+};
+
+bool inLibrary(const UserFrame& f, const Compile& c) {
+  if (f.file.empty()) return false;
+  if (f.file.find("/site-packages/") != std::string::npos || f.file.find("/dist-packages/") != std::string::npos) return true;
+  return !c.file.empty() && f.file != c.file;
+}
+
+std::string problemHeadline(const Problem& p, const Compile& c) {
+  std::string at = where(p.frame);
+  if (p.graphBreak) {
+    if (!p.expr.empty())
+      return fmt::format("{} broke its graph at {}: PyTorch could not {} {}", c.function, at,
+                         p.integer ? "get an integer from" : "decide", p.expr);
+    return fmt::format("{} broke its graph at {}: {}", c.function, at, p.gbType.empty() ? "a graph break" : p.gbType);
+  }
+  if (!p.expr.empty())
+    return fmt::format("{} did not compile: PyTorch could not {} {} at {}", c.function,
+                       p.integer ? "get an integer from" : "decide", p.expr, at);
+  std::string what = p.gbType.empty() ? firstLineOf(p.message) : p.gbType;
+  return fmt::format("{} did not compile: {}{} at {}", c.function, p.type.empty() ? "" : p.type + ": ", what, at);
+}
+
+json problemJson(const Problem& p, const Compile& c, json symbols, const std::vector<std::string>& chain,
+                 const std::vector<std::string>& hints) {
+  json advice = json::array();
+  for (const Advice& a : adviseProblem(p)) advice.push_back(adviceJson(a));
+  return {{"kind", p.graphBreak ? "graph_break" : "failure"},
+          {"headline", problemHeadline(p, c)},
+          {"type", p.type},
+          {"chain", chain},
+          {"gb_type", p.gbType},
+          {"context", p.context},
+          {"expr", p.expr},
+          {"expr_python", pythonExpr(p.expr)},
+          {"integer", p.integer},
+          {"torch_site", p.torchSite},
+          {"message", firstLineOf(p.message)},
+          {"user_frame", frameJson(p.frame)},
+          {"in_library", p.inLibrary},
+          {"symbols", std::move(symbols)},
+          {"advice", std::move(advice)},
+          {"pytorch_hints", hints}};
+}
+
+// A failed compile: capture's failure event, else PyTorch's status text.
+json failureJson(const CompileFacts& f, const std::string& only) {
+  const Compile& c = f.compile();
+  Problem p;
+  std::vector<std::string> chain = c.failure.chain;
+  std::string statusText = c.status;
+  std::string statusType = statusText.substr(0, statusText.find(':'));
+  std::string statusMessage = statusText.find(": ") == std::string::npos ? statusText : statusText.substr(statusText.find(": ") + 2);
+  p.type = c.failed && !c.failure.type.empty() ? c.failure.type : statusType;
+  p.message = c.failed && !c.failure.message.empty() ? c.failure.message : statusMessage;
+  if (chain.empty() && !p.type.empty()) chain.push_back(p.type);
+  // The status keeps PyTorch's whole text (the failure event only its first line).
+  std::optional<DataDependentText> dd = parseDataDependent(statusText);
+  if (!dd) dd = parseDataDependent(p.message);
+  GraphBreakText gb = parseGraphBreak(statusText);
+  p.gbType = gb.gbType;
+  p.context = gb.context;
+  p.expr = c.failure.expr;
+  if (dd) {
+    if (p.expr.empty()) p.expr = dd->expr;
+    p.integer = dd->integer;
+    p.torchSite = dd->torchSite;
+  }
+  p.frame = c.failure.userFrame;
+  if (p.frame.file.empty() && dd) p.frame = dd->frame;
+  if (p.frame.file.empty()) p.frame = gb.frame;
+  p.inLibrary = inLibrary(p.frame, c);
+  std::vector<std::string> symbols = c.failure.symbols.empty() ? symbolsIn(p.expr) : c.failure.symbols;
+  json symbolJson = f.symbolsJson(symbols, only, &p);
+  return problemJson(p, c, std::move(symbolJson), chain, gb.hints);
+}
+
+json graphBreakJson(const CompileFacts& f, const std::string& text, const std::string& only) {
+  const Compile& c = f.compile();
+  Problem p;
+  p.graphBreak = true;
+  p.type = "Unsupported";
+  GraphBreakText gb = parseGraphBreak(text);
+  p.message = gb.explanation.empty() ? text : gb.explanation;
+  p.gbType = gb.gbType;
+  p.context = gb.context;
+  p.frame = gb.frame;
+  std::vector<std::string> symbols;
+  if (std::optional<DataDependentText> dd = parseDataDependent(text)) {
+    // The reason is ShapeEnv's error itself, not a registry type.
+    if (p.gbType.find("data-dependent expression") != std::string::npos) {
+      p.message = p.gbType;
+      p.gbType.clear();
+    }
+    p.expr = dd->expr;
+    p.integer = dd->integer;
+    p.torchSite = dd->torchSite;
+    symbols = symbolsIn(p.expr);
+    if (p.frame.file.empty()) p.frame = dd->frame;
+  } else if (p.gbType == "Data-dependent branching" && p.context.find("SymNodeVariable") != std::string::npos) {
+    symbols = f.unbackedSymbols();  // PyTorch names no expression here: the branch is on one of these
+  }
+  p.inLibrary = inLibrary(p.frame, c);
+  json symbolJson = f.symbolsJson(symbols, only, &p);
+  return problemJson(p, c, std::move(symbolJson), {"Unsupported"}, gb.hints);
+}
+
+// Order of a cause's entry, newest first: "0/3" before "0/1".
+int entryNumber(const std::string& entry) {
+  size_t slash = entry.find('/');
+  try {
+    return slash == std::string::npos ? -1 : std::stoi(entry.substr(slash + 1));
+  } catch (...) {
+    return -1;
+  }
+}
+
+std::string causeKey(const CauseClass& k) { return k.cause + "|" + k.subject; }
+
+// One recompile: every entry's failed guard classified, and the one that explains it. That is
+// the first, newest entry first, whose kind of change this function has not recompiled for
+// before (older entries fail on what earlier recompiles already changed).
+json recompileJson(const CompileFacts& f, std::set<std::string>* seenKeys, CauseClass* primaryOut, Advice* adviceOut) {
+  const Compile& c = f.compile();
+  std::vector<RecompileCause> causes = c.recompileCauses;
+  std::string from = "event";
+  if (causes.empty()) {
+    causes = parseReasons(c.reason);
+    from = "reason_text";
+  }
+  std::stable_sort(causes.begin(), causes.end(),
+                   [](const RecompileCause& a, const RecompileCause& b) { return entryNumber(a.entry) > entryNumber(b.entry); });
+  std::vector<CauseClass> classes;
+  for (RecompileCause& cause : causes) classes.push_back(classifyCause(cause, f.madeDynamic(prettySource(cause.source))));
+  size_t primary = 0;
+  for (size_t i = 0; i < classes.size(); ++i) {
+    if (!seenKeys->count(causeKey(classes[i]))) {
+      primary = i;
+      break;
+    }
+  }
+  json list = json::array();
+  for (size_t i = 0; i < causes.size(); ++i)
+    list.push_back({{"entry", causes[i].entry}, {"guard", causes[i].guard}, {"source", causes[i].source},
+                    {"expected", causes[i].expected}, {"seen", causes[i].seen}, {"text", causes[i].text},
+                    {"cause", classes[i].cause}, {"subject", classes[i].subject}, {"detail", classes[i].detail},
+                    {"primary", i == primary}});
+  if (causes.empty())
+    return {{"from", from},  {"cause", "unknown"},  {"subject", ""},   {"description", "not recorded"},
+            {"detail", "no failed guard recorded: " + firstLineOf(c.reason)},
+            {"entry", ""},    {"guard", ""},  {"source", ""},  {"expected", ""},  {"seen", ""},
+            {"text", ""},     {"advice", json::array()}, {"causes", list}};
+  RecompileCause main = causes[primary];
+  // A 0/1 guard does not say the size seen; the static entry's size mismatch on it does.
+  if (main.seen.empty()) {
+    for (size_t i = 0; i < causes.size(); ++i)
+      if (classes[i].subject == classes[primary].subject && !causes[i].seen.empty()) main.seen = causes[i].seen;
+  }
+  CauseClass k = classifyCause(main, f.madeDynamic(prettySource(main.source)));
+  if (k.subject.empty()) k.subject = classes[primary].subject;
+  seenKeys->insert(causeKey(k));
+  Advice advice = adviseCause(k, main, c);
+  json adviceList = json::array();
+  if (!advice.kind.empty()) adviceList.push_back(adviceJson(advice));
+  *primaryOut = k;
+  *adviceOut = advice;
+  return {{"from", from},          {"cause", k.cause},     {"subject", k.subject}, {"description", k.description},
+          {"detail", k.detail},    {"entry", main.entry},  {"guard", main.guard},  {"source", main.source},
+          {"expected", main.expected},
+          {"seen", main.seen},     {"text", main.text},    {"advice", adviceList}, {"causes", list}};
+}
+
+std::string functionKey(const Compile& c) { return fmt::format("{}:{}:{}", c.file, c.firstLine, c.function); }
+
+// Per-function tally of what made it compile again.
+struct FunctionTally {
+  const Compile* first = nullptr;
+  int compiles = 0;
+  std::vector<std::string> order;  // cause keys, first seen first
+  std::map<std::string, CauseClass> classes;
+  std::map<std::string, Advice> advice;
+  std::map<std::string, std::vector<std::string>> compileIds;
+};
+
+json functionJson(const FunctionTally& t) {
+  json causes = json::array();
+  std::string summary = fmt::format("{} compiles of {}", t.compiles, t.first->function);
+  std::string parts;
+  for (const std::string& key : t.order) {
+    const CauseClass& k = t.classes.at(key);
+    const std::vector<std::string>& ids = t.compileIds.at(key);
+    const Advice& a = t.advice.at(key);
+    parts += fmt::format("{}{} ({})", parts.empty() ? "" : "; ", k.description, ids.size());
+    causes.push_back({{"cause", k.cause}, {"subject", k.subject}, {"description", k.description}, {"count", ids.size()},
+                      {"compile_ids", ids}, {"advice", a.kind.empty() ? json(nullptr) : adviceJson(a)}});
+  }
+  if (!parts.empty()) summary += ": " + parts;
+  return {{"function", t.first->function}, {"file", t.first->file}, {"line", t.first->firstLine},
+          {"compiles", t.compiles},        {"summary", summary},       {"causes", causes}};
+}
+
+std::string compileHeadline(const Compile& c, const json& entry) {
+  if (!entry["problems"].empty()) return entry["problems"][0]["headline"];
+  if (entry.contains("recompile"))
+    return fmt::format("{} compiled again: {}", c.function, entry["recompile"].value("detail", ""));
+  return fmt::format("{} ({}) compiled with no failure, graph break or recompile", c.function, c.id.str());
+}
+
+}  // namespace
+
+nlohmann::json explainJob(const Job& job, const std::string& compileId, const std::string& symbol) {
+  json compiles = json::array();
+  std::map<std::string, FunctionTally> tallies;
+  std::vector<std::string> functionOrder;
+  std::map<std::string, std::set<std::string>> seenKeys;  // per function: causes recompiled for so far
+  for (const Compile& c : job.compiles()) {
+    std::string fnKey = functionKey(c);
+    FunctionTally& tally = tallies[fnKey];
+    if (!tally.first) {
+      tally.first = &c;
+      functionOrder.push_back(fnKey);
+    }
+    if (c.id.attempt == 0) ++tally.compiles;
+    CompileFacts facts(job, c);
+    json entry = {{"compile_id", c.id.str()}, {"function", c.function}, {"file", c.file}, {"line", c.firstLine},
+                  {"status", firstLineOf(c.status)}, {"calls", c.calls}};
+    json problems = json::array();
+    if (failedCompile(c)) problems.push_back(failureJson(facts, symbol));
+    for (const std::string& text : c.graphBreaks) problems.push_back(graphBreakJson(facts, text, symbol));
+    entry["problems"] = problems;
+    bool recompiled = isRecompile(c) && c.reason != "first compile";
+    if (recompiled) {
+      CauseClass k;
+      Advice advice;
+      entry["recompile"] = recompileJson(facts, &seenKeys[fnKey], &k, &advice);
+      std::string key = causeKey(k);
+      if (!tally.classes.count(key)) {
+        tally.order.push_back(key);
+        tally.classes[key] = k;
+        tally.advice[key] = advice;
+      }
+      tally.compileIds[key].push_back(c.id.str());
+    }
+    bool chosen = compileId.empty() ? (!problems.empty() || recompiled) : c.id.str() == compileId;
+    if (!symbol.empty()) {
+      if (!facts.knows(symbol)) continue;
+      Problem unused;
+      entry["symbols"] = facts.symbolsJson({symbol}, symbol, &unused);
+      chosen = compileId.empty() || c.id.str() == compileId;
+    }
+    if (!chosen) continue;
+    entry["headline"] = compileHeadline(c, entry);
+    compiles.push_back(std::move(entry));
+  }
+  json functions = json::array();
+  for (const std::string& key : functionOrder) {
+    const FunctionTally& t = tallies[key];
+    if (t.compiles < 2) continue;
+    if (!compileId.empty()) {
+      const Compile* c = job.find(compileId);
+      if (!c || functionKey(*c) != key) continue;
+    }
+    functions.push_back(functionJson(t));
+  }
+  return {{"compiles", compiles}, {"functions", symbol.empty() ? functions : json::array()}};
 }
 
 }  // namespace dynrep::replay

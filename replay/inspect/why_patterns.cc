@@ -1,0 +1,402 @@
+// The pattern table of docs/why.md. A problem pattern ranks how well it fits (0: not at all) and
+// writes its edit from the user's line; a cause pattern recognizes one kind of failed guard.
+// The wording the matchers key on is PyTorch 2.13's, cited where it is matched.
+#include "why_patterns.h"
+
+#include <algorithm>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "why_torch_text.h"
+
+namespace dynrep::replay {
+
+namespace {
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+
+// --- the user's line ---
+
+// The condition a line branches or asserts on: "if n.numel() == 0:" -> "n.numel() == 0";
+// also elif, while, assert and `a if cond else b`. "" when the line has none.
+std::string conditionOf(const std::string& code) {
+  static const std::regex kStatement(R"(^\s*(?:if|elif|while)\s+(.+?)\s*:\s*(?:#.*)?$)");
+  static const std::regex kAssert(R"(^\s*assert\s+(.+?)\s*(?:,.*)?$)");
+  static const std::regex kTernary(R"(\sif\s+(.+?)\s+else\s)");
+  std::smatch m;
+  if (std::regex_match(code, m, kStatement) || std::regex_match(code, m, kAssert) || std::regex_search(code, m, kTernary))
+    return trim(m[1]);
+  return "";
+}
+
+bool isBranch(const std::string& code) {
+  static const std::regex kBranch(R"((^\s*(if|elif|while)\s)|(\sif\s.+\selse\s))");
+  return std::regex_search(code, kBranch);
+}
+
+// The opposite of a condition: a lone comparison flips its operator, `not c` loses the not.
+std::string negate(const std::string& cond) {
+  if (cond.rfind("not ", 0) == 0) return trim(cond.substr(4));
+  static const std::vector<std::pair<std::string, std::string>> kFlip = {
+      {" == ", " != "}, {" != ", " == "}, {" <= ", " > "}, {" >= ", " < "}, {" < ", " >= "}, {" > ", " <= "}};
+  for (const auto& [op, flipped] : kFlip) {
+    size_t at = cond.find(op);
+    if (at == std::string::npos) continue;
+    bool lone = std::none_of(kFlip.begin(), kFlip.end(), [&](const auto& other) {
+      return cond.find(other.first, at + op.size()) != std::string::npos || cond.substr(0, at).find(other.first) != std::string::npos;
+    });
+    if (lone && !has(cond, " and ") && !has(cond, " or ")) return cond.substr(0, at) + flipped + cond.substr(at + op.size());
+  }
+  return "not (" + cond + ")";
+}
+
+// The failing expression in the user's names: "Eq(u0, 0)" -> "n.shape[0] == 0".
+std::string userExpr(const Problem& p) {
+  std::vector<std::pair<std::string, std::string>> names;
+  for (const SymbolFacts& s : p.symbols) names.push_back({s.symbol, s.userName});
+  return renameSymbols(pythonExpr(p.expr), names);
+}
+
+bool relational(const std::string& expr) {
+  return std::regex_search(expr, std::regex(R"(^(Eq|Ne)\(|[<>]|==|!=)"));
+}
+
+bool floatSymbol(const Problem& p) {
+  return std::any_of(p.symbols.begin(), p.symbols.end(), [](const SymbolFacts& s) { return s.symbol.rfind("z", 0) == 0; });
+}
+
+bool scalarOp(const std::string& op) { return std::regex_search(op, std::regex(R"(\b(item|_local_scalar_dense|tolist)\b)")); }
+
+// A data-dependent branch or check: an undecidable true/false question on symbols, or Dynamo's
+// "Data-dependent branching" graph break (symbolic_convert.py) on a symbolic value.
+bool dataDependentQuestion(const Problem& p) {
+  if (!p.expr.empty()) return !p.integer;
+  return p.gbType == "Data-dependent branching" && has(p.context, "SymNodeVariable");
+}
+
+bool tensorBranch(const Problem& p) {
+  return p.gbType == "Data-dependent branching" && has(p.context, "TensorVariable");
+}
+
+std::string lineRef(const Problem& p) {
+  return p.frame.line > 0 ? fmt::format("line {}", p.frame.line) : std::string("the failing line");
+}
+
+// --- the problem patterns, in docs/why.md's order ---
+
+// variables/tensor.py method_item: "Unsupported Tensor.item() call with capture_scalar_outputs=False";
+// utils.py: "Data dependent operator" for aten._local_scalar_dense (.tolist(), int(tensor)).
+int rankScalarOutputs(const Problem& p) {
+  if (has(p.gbType, "capture_scalar_outputs=False")) return 100;
+  if (p.gbType == "Data dependent operator" && std::regex_search(p.context, std::regex(R"(_local_scalar_dense|aten\.item)"))) return 100;
+  return 0;
+}
+std::string editScalarOutputs(const Problem&) {
+  return "torch._dynamo.config.capture_scalar_outputs = True  # before the first call of the compiled function";
+}
+
+// utils.py: "Dynamic shape operator" (GB0036), raised for DynamicOutputShapeException.
+int rankDynamicShapeOps(const Problem& p) { return p.gbType == "Dynamic shape operator" ? 100 : 0; }
+std::string editDynamicShapeOps(const Problem& p) {
+  return fmt::format("torch._dynamo.config.capture_dynamic_output_shape_ops = True  # before the first call; {} then "
+                     "stays in the graph with an unbacked size",
+                     p.context.empty() ? std::string("the operator") : p.context);
+}
+
+bool loopStatement(const std::string& code) { return std::regex_search(code, std::regex(R"(^\s*(for|while)\s)")); }
+
+// "Could not extract specialized integer from data-dependent expression": a loop count, int(),
+// range() or a Python-side size needs the number itself. A loop statement that asks a yes/no
+// question (is the list empty?) is the same problem.
+int rankLoop(const Problem& p) {
+  if (loopStatement(p.frame.code) && (p.integer || dataDependentQuestion(p))) return 92;
+  return p.integer ? 90 : 0;
+}
+std::string editLoop(const Problem& p) {
+  const std::string& code = p.frame.code;
+  std::string value = p.symbols.empty() || p.symbols[0].userName.empty() ? pythonExpr(p.expr) : p.symbols[0].userName;
+  static const std::regex kOverList(R"(^\s*for\s+.+\s+in\s+(.+\.tolist\(\))\s*:)");
+  if (std::smatch m; std::regex_search(code, m, kOverList))
+    return fmt::format("replace the loop over `{}` at {} with tensor operations over every position, masked "
+                       "(torch.where(mask, value, 0)), or end the graph before it with `torch._dynamo.graph_break()`",
+                       m[1].str(), lineRef(p));
+  if (has(code, "range(") || loopStatement(code))
+    return fmt::format("loop to a fixed bound and mask the extra steps: `for i in range(MAX_N):` with each step kept only "
+                       "where `i < {}` (torch.where), or end the graph before the loop with "
+                       "`torch._dynamo.graph_break()` at {} (the loop then runs eagerly)",
+                       value, lineRef(p));
+  return fmt::format("keep {} a tensor or a symbolic size instead of a Python int at {}: pad to a fixed upper bound and "
+                     "mask (torch.arange(MAX_N) < {}), or `torch._dynamo.graph_break()` before the line",
+                     value, lineRef(p), value);
+}
+
+// The line is in a library's file: there a test that cannot be decided should take the
+// general path instead of asking (symbolic_shapes.py guard_or_false / guard_or_true).
+int rankGuardOrFalse(const Problem& p) { return p.inLibrary && dataDependentQuestion(p) ? 95 : 0; }
+std::string editGuardOrFalse(const Problem& p) {
+  std::string cond = conditionOf(p.frame.code);
+  if (cond.empty()) cond = userExpr(p);
+  return fmt::format("in {}:{}: `if guard_or_false({}):` (from torch.fx.experimental.symbolic_shapes import "
+                     "guard_or_false); guard_or_true when the `if` side is the general one",
+                     p.frame.file, p.frame.line, cond);
+}
+
+// A test for an edge case or a bound: against 0 or 1 (empty, negative) or against another size
+// (`length > x.size(0)`). One side of such a test rarely happens on valid input; a threshold on
+// a value read from the data (`count > 4`) picks between two real paths.
+bool edgeTest(const Problem& p) {
+  if (std::regex_search(pythonExpr(p.expr), std::regex(R"((==|!=|<=|>=|<|>) (0|1)\)*$|^\(*(0|1) (==|!=|<=|>=|<|>))")))
+    return true;
+  std::string cond = conditionOf(p.frame.code);
+  if (cond.empty()) return true;
+  return std::regex_search(cond, std::regex(R"(\.size\(|\.shape\b|\blen\(|\.numel\(\)|\.dim\(\))"));
+}
+
+// symbolic_shapes.py GuardOnDataDependentSymNode: "Could not guard on data-dependent expression".
+int rankCheck(const Problem& p) {
+  if (!dataDependentQuestion(p)) return 0;
+  if (floatSymbol(p)) return 60;
+  return isBranch(p.frame.code) && !edgeTest(p) ? 65 : 80;
+}
+std::string editCheck(const Problem& p) {
+  std::string cond = conditionOf(p.frame.code);
+  if (!cond.empty() && isBranch(p.frame.code))
+    return fmt::format("before {}: `torch._check({})` when the `if` side never happens (or `torch._check({})` when it "
+                       "always does); the branch is then decided and the other side can go",
+                       lineRef(p), negate(cond), cond);
+  if (!cond.empty()) return fmt::format("at {}: `torch._check({})` in place of the assert", lineRef(p), cond);
+  if (p.expr.empty()) return fmt::format("before {}: `torch._check(<the condition>)` stating which way it goes", lineRef(p));
+  // Asked inside an operator: say the degenerate case does not happen, so the operator's own test is decided.
+  std::string expr = userExpr(p);
+  bool equality = p.expr.rfind("Eq(", 0) == 0;
+  std::string stated = equality ? negate(expr) : expr;
+  // A sign test on a count read with .item(): say it is never negative (torch._check_is_size,
+  // which said the same, is deprecated in 2.13 in favour of this).
+  bool signTest = std::regex_search(pythonExpr(p.expr), std::regex(R"((>=|<) 0\b)"));
+  for (const SymbolFacts& s : p.symbols) {
+    if (signTest && s.unbacked && scalarOp(s.op) && !s.userName.empty())
+      return fmt::format("before {}: `torch._check({} >= 0)` (a count is never negative)", lineRef(p), s.userName);
+  }
+  return fmt::format("before {}: `torch._check({})`", lineRef(p), stated);
+}
+
+int rankCond(const Problem& p) {
+  if (tensorBranch(p)) return 90;
+  if (!dataDependentQuestion(p) || !isBranch(p.frame.code)) return 0;
+  return floatSymbol(p) ? 85 : 70;
+}
+std::string editCond(const Problem& p) {
+  std::string cond = conditionOf(p.frame.code);
+  if (cond.empty()) cond = userExpr(p);
+  return fmt::format("replace the branch at {} with `torch.cond({}, if_fn, else_fn, (operands,))`, each side a function "
+                     "of the tensors it reads returning tensors of one shape and dtype; or, where both sides are cheap, "
+                     "compute both and pick with torch.where",
+                     lineRef(p), cond);
+}
+
+struct ProblemPattern {
+  const char* kind;
+  int (*rank)(const Problem&);
+  std::string (*edit)(const Problem&);
+  const char* why;
+};
+
+const ProblemPattern kProblemPatterns[] = {
+    {"torch_check", rankCheck, editCheck,
+     "the value is known only when the graph runs, so Dynamo cannot pick a side while tracing; torch._check states "
+     "which side holds (checked at run time) and the compile goes on with it"},
+    {"torch_cond", rankCond, editCond,
+     "both sides happen on real data, so the choice must be made in the graph: torch.cond traces both branches "
+     "and picks one when it runs"},
+    {"guard_or_false", rankGuardOrFalse, editGuardOrFalse,
+     "the test is in library code that must work for any input: guard_or_false answers False (guard_or_true True) "
+     "when the value is not known, instead of failing, so the general path is taken"},
+    {"data_dependent_loop", rankLoop, editLoop,
+     "Dynamo unrolls Python loops and needs Python ints for range() and int() while tracing; a value computed from "
+     "tensor data exists only when the graph runs, so no single graph can hold this"},
+    {"capture_scalar_outputs", rankScalarOutputs, editScalarOutputs,
+     ".item() and .tolist() return Python numbers read from tensor data; by default Dynamo ends the graph there. "
+     "With the setting the number stays in the graph as an unbacked symbol (tests on it then need torch._check)"},
+    {"capture_dynamic_output_shape_ops", rankDynamicShapeOps, editDynamicShapeOps,
+     "the operator's output size depends on tensor values (nonzero, unique, masked_select, boolean indexing, "
+     "repeat_interleave without output_size); by default Dynamo ends the graph there"},
+};
+
+// --- recompile causes ---
+
+bool floatLiteral(const std::string& v) {
+  return std::regex_match(v, std::regex(R"(-?(\d+\.\d*|\.\d+|\d+(\.\d*)?e[-+]?\d+|inf|nan))"));
+}
+bool intLiteral(const std::string& v) { return std::regex_match(v, std::regex(R"(-?\d+)")); }
+
+std::string values(const RecompileCause& c) {
+  if (c.expected.empty() && c.seen.empty()) return "";
+  if (c.seen.empty()) return fmt::format(" (was {})", c.expected);
+  return fmt::format(" ({}, then {})", c.expected.empty() ? "?" : c.expected, c.seen);
+}
+
+// The tensor a cause's source is about: "x.size()[0]" and "L['x'].size()[0]" -> "x".
+std::string tensorOf(const std::string& source) {
+  std::string s = prettySource(source);
+  static const std::regex kAttr(R"(^(.*)\.(size|stride|dtype|rank|requires_grad)(\(\d+\))?$)");
+  std::smatch m;
+  return std::regex_match(s, m, kAttr) ? m[1].str() : s;
+}
+
+// The guard texts of PyTorch 2.13 these key on: csrc/dynamo/guards.cpp's TensorCheck
+// ("tensor 'x' size mismatch at index 0. expected 8, actual 16", "dtype mismatch",
+// "requires_grad mismatch", "rank mismatch", "stride mismatch"), the 0/1 note of
+// _dynamo/guards.py ("... due to 0/1 specialization in the framework ..."), the CONSTANT_MATCH
+// / EQUALS_MATCH guards ("L['scale'] == 0.5"), ID_MATCH ("___check_obj_id") and TYPE_MATCH.
+CauseClass classifyOne(const RecompileCause& c, bool wentDynamic) {
+  const std::string text = c.text.empty() ? c.guard : c.text;
+  std::string subject = prettySource(c.source);
+  static const std::regex kAtLeastTwo(R"(^2 <= (.+?)\s*$|^(.+?) >= 2\s*$)");
+  std::smatch m;
+  bool atLeastTwo = std::regex_search(c.guard, m, kAtLeastTwo);
+  if (atLeastTwo || has(text, "0/1 specialization")) {
+    if (subject.empty() && atLeastTwo) subject = prettySource(m[1].matched ? m[1].str() : m[2].str());
+    std::string seen = c.seen.empty() ? "0 or 1" : c.seen;
+    return {"size_0_1", subject, fmt::format("{} == {} outside the dynamic range", subject, seen),
+            fmt::format("{} == {} outside the dynamic range (sizes 0 and 1 are specialized)", subject, seen)};
+  }
+  if (has(text, "size mismatch at index")) {
+    if (wentDynamic)
+      return {"size_changed", subject, subject + " went dynamic", subject + " went dynamic" + values(c)};
+    return {"size_changed", subject, subject + " changed", subject + " changed" + values(c)};
+  }
+  if (has(text, "dtype mismatch")) {
+    std::string t = tensorOf(c.source);
+    return {"dtype_change", t, t + "'s dtype changed", t + "'s dtype changed" + values(c)};
+  }
+  if (has(text, "requires_grad mismatch")) {
+    std::string t = tensorOf(c.source);
+    RecompileCause named = c;  // the guard says requires_grad=0; say False
+    for (std::string* v : {&named.expected, &named.seen}) *v = *v == "0" ? "False" : *v == "1" ? "True" : *v;
+    return {"requires_grad_change", t, t + ".requires_grad changed", t + ".requires_grad changed" + values(named)};
+  }
+  if (has(text, "rank mismatch")) {
+    std::string t = tensorOf(c.source);
+    return {"rank_change", t, t + "'s number of dimensions changed", t + "'s number of dimensions changed" + values(c)};
+  }
+  if (has(text, "stride mismatch")) return {"stride_change", subject, subject + " changed", subject + " changed" + values(c)};
+  if (has(text, "___check_obj_id") || has(text, "ID_MATCH"))
+    return {"object_changed", subject, "another object in " + subject, "another object in " + subject};
+  if (has(text, "___check_type_id") || has(text, "TYPE_MATCH"))
+    return {"type_changed", subject, subject + "'s type changed", subject + "'s type changed"};
+  if (!c.source.empty() && floatLiteral(c.expected))
+    return {"float_constant", subject, subject + " changed, a float constant", subject + " changed, a float constant" + values(c)};
+  if (!c.source.empty() && intLiteral(c.expected)) {
+    if (subject.rfind("len(", 0) == 0)
+      return {"length_changed", subject, subject + " changed", subject + " changed" + values(c)};
+    return {"int_constant", subject, subject + " changed, an int constant", subject + " changed, an int constant" + values(c)};
+  }
+  if (!c.source.empty() && !c.expected.empty())
+    return {"constant_changed", subject, subject + " changed, a constant", subject + " changed, a constant" + values(c)};
+  std::string guard = c.guard.empty() ? text : c.guard;
+  return {"other", guard, "guard " + guard + " failed", "guard " + guard + " failed"};
+}
+
+// Where a recompile's advice goes: the compiled function's first line (settings and marks
+// belong before its first call).
+UserFrame functionLine(const Compile& fn) { return {fn.file, fn.firstLine, fn.function, ""}; }
+
+// PyTorch's guard names a dtype as c10 does ("Float", "Double", "BFloat16"); torch spells it float32.
+std::string torchDtype(const std::string& c10) {
+  static const std::vector<std::pair<std::string, std::string>> kNames = {
+      {"Float", "float32"}, {"Double", "float64"}, {"Half", "float16"}, {"BFloat16", "bfloat16"}, {"Long", "int64"},
+      {"Int", "int32"},     {"Short", "int16"},    {"Char", "int8"},    {"Byte", "uint8"},        {"Bool", "bool"}};
+  for (const auto& [name, torch] : kNames)
+    if (name == c10) return torch;
+  return c10;
+}
+
+std::string dimOf(const std::string& subject) {
+  std::smatch m;
+  return std::regex_search(subject, m, std::regex(R"(\((\d+)\)$)")) ? m[1].str() : "0";
+}
+
+}  // namespace
+
+const std::vector<std::string>& adviceKinds() {
+  static const std::vector<std::string> kKinds = {
+      "torch_check", "torch_cond", "guard_or_false", "data_dependent_loop", "capture_scalar_outputs",
+      "capture_dynamic_output_shape_ops", "mark_unbacked", "float_constant", "mark_dynamic", "dtype_change",
+      "requires_grad_change"};
+  return kKinds;
+}
+
+std::vector<Advice> adviseProblem(const Problem& p) {
+  std::vector<std::pair<int, Advice>> ranked;
+  for (const ProblemPattern& pattern : kProblemPatterns) {
+    int rank = pattern.rank(p);
+    if (rank > 0) ranked.push_back({rank, {pattern.kind, pattern.edit(p), p.frame, pattern.why}});
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<Advice> out;
+  for (auto& [rank, advice] : ranked) out.push_back(std::move(advice));
+  return out;
+}
+
+std::string userNameFor(const std::string& op, const std::string& originCode) {
+  std::smatch m;
+  if (!std::regex_match(originCode, m, std::regex(R"(^\s*([A-Za-z_]\w*)\s*=[^=].*$)"))) return "";
+  std::string name = m[1];
+  if (scalarOp(op)) return op.find("tolist") != std::string::npos ? name + "[0]" : name;
+  return name + ".shape[0]";
+}
+
+CauseClass classifyCause(const RecompileCause& c, bool wentDynamic) { return classifyOne(c, wentDynamic); }
+
+Advice adviseCause(const CauseClass& k, const RecompileCause& c, const Compile& fn) {
+  UserFrame at = functionLine(fn);
+  std::string tensor = tensorOf(c.source.empty() ? k.subject : c.source);
+  if (k.cause == "float_constant")
+    return {"float_constant",
+            fmt::format("pass {} as a tensor (torch.tensor({})) so it is an input, not a constant; or "
+                        "torch.compile({}, dynamic=True) to trace Python floats as symbols from the first compile",
+                        k.subject, c.expected.empty() ? "value" : c.expected, fn.function),
+            at,
+            "Dynamo compiles a Python float as a constant the first time; a new value fails the guard. With "
+            "specialize_float=False (the 2.13 default) the second compile makes it a symbol, unless it is used "
+            "where only a constant works"};
+  if (k.cause == "size_changed" || k.cause == "int_constant") {
+    std::string edit = k.cause == "int_constant"
+                           ? fmt::format("torch.compile({}, dynamic=True), or pass {} as a tensor", fn.function, k.subject)
+                           : fmt::format("torch._dynamo.mark_dynamic({}, {})  # before the first call; or "
+                                         "torch.compile({}, dynamic=True)",
+                                         tensor, dimOf(k.subject), fn.function);
+    return {"mark_dynamic", edit, at,
+            "Dynamo compiles for the sizes and ints of the first call; a new one fails the guard and, with automatic "
+            "dynamic shapes, compiles again with it symbolic. Marking it dynamic up front saves that compile"};
+  }
+  if (k.cause == "size_0_1")
+    return {"mark_unbacked",
+            fmt::format("torch._dynamo.mark_unbacked({}, {})  # before the first call: no 0/1 specialization for it",
+                        tensor, dimOf(k.subject)),
+            at,
+            "a dynamic size is compiled for 2 and up; sizes 0 and 1 are specialized (the 0/1 rule) and fail the "
+            "guard `2 <= size`. An unbacked size makes no such assumption (its code must then not branch on 0 or 1)"};
+  if (k.cause == "dtype_change")
+    return {"dtype_change",
+            fmt::format("convert before the call so every call brings one dtype: {}.to(torch.{})", tensor,
+                        c.expected.empty() ? std::string("float32") : torchDtype(c.expected)),
+            at, "a graph is compiled for one dtype per tensor; each new dtype compiles another graph"};
+  if (k.cause == "requires_grad_change")
+    return {"requires_grad_change",
+            fmt::format("call with one requires_grad setting: {0}.detach() (or under torch.no_grad()) where no "
+                        "gradient is needed, {0}.requires_grad_() where one is",
+                        tensor),
+            at, "requires_grad is guarded: a tensor that needs gradients gets a graph with a backward, one that "
+                "does not gets an inference graph, so switching compiles again"};
+  return {"", "", at, ""};
+}
+
+}  // namespace dynrep::replay

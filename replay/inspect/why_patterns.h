@@ -1,0 +1,66 @@
+// The pattern table of docs/why.md: which advice fits a failed compile, a graph break or a
+// recompile, and the concrete edit it proposes at the user's line. why.cc gathers the facts;
+// this file only matches them. Private to replay/inspect.
+// Thread-safety: pure functions over constant tables.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dynrep/replay/query/job.h"
+
+namespace dynrep::replay {
+
+// Every advice kind, in the order docs/why.md lists them.
+const std::vector<std::string>& adviceKinds();
+
+struct Advice {
+  std::string kind;  // one of adviceKinds()
+  std::string edit;  // the change to make, as code where it can be
+  UserFrame line;    // where it goes: the user line, or the compiled function's first line
+  std::string why;
+};
+
+// A symbol in a failing expression, as far as the matchers need it.
+struct SymbolFacts {
+  std::string symbol;    // u0
+  bool unbacked = false;
+  std::string op;        // the operator that made it: aten.nonzero.default, item
+  std::string userName;  // what the user's code calls it, guessed from its origin line: n.shape[0]
+};
+
+// A failed compile or a graph break: what PyTorch said and where.
+struct Problem {
+  bool graphBreak = false;  // the compile went on in another graph (a failure stops the frame)
+  std::string type;         // the exception: UserError, Unsupported
+  std::string gbType;       // the graph-break registry's type: Dynamic shape operator
+  std::string context;      // its debug context: aten.nonzero.default, attempted to jump with SymNodeVariable()
+  std::string expr;         // the expression PyTorch could not decide (sympy): Eq(u0, 0)
+  bool integer = false;     // PyTorch needed the value itself, not a true/false answer
+  std::string torchSite;    // where in PyTorch it was asked: _dynamo/utils.py:4231 in run_node
+  std::string message;      // PyTorch's text, for the matchers that key on its wording
+  UserFrame frame;          // the user line
+  bool inLibrary = false;   // the line is in another file than the compiled function's, or an installed package
+  std::vector<SymbolFacts> symbols;
+};
+
+// The advice that fits, most likely first; empty when no pattern matches.
+std::vector<Advice> adviseProblem(const Problem& p);
+
+// What the user's code calls a symbol, from the op that made it and its origin line
+// ("n = torch.nonzero(...)" -> "n.shape[0]", "k = x.sum().item()" -> "k"); "" when unsure.
+std::string userNameFor(const std::string& op, const std::string& originCode);
+
+// One recompile cause classified: which pattern, what it is about, and what changed.
+struct CauseClass {
+  std::string cause;        // float_constant, int_constant, size_changed, size_0_1, dtype_change, ...
+  std::string subject;      // what changed, as the user names it: scale, x.size(0)
+  std::string description;  // for the per-function summary: "scale changed, a float constant"
+  std::string detail;       // with the values: "scale changed, a float constant (0.5, then 0.7)"
+};
+// `wentDynamic`: the new compile made `subject` a symbol (automatic dynamic shapes did).
+CauseClass classifyCause(const RecompileCause& c, bool wentDynamic);
+// The advice for a cause, or kind "" when none applies. `fn` is the compiled function.
+Advice adviseCause(const CauseClass& k, const RecompileCause& c, const Compile& fn);
+
+}  // namespace dynrep::replay

@@ -1,0 +1,242 @@
+// Parsers of PyTorch 2.13's texts for the why-answer. Each keys on wording PyTorch writes, named
+// beside it; a text of another shape gives empty fields, never an exception.
+#include "why_torch_text.h"
+
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace dynrep::replay {
+
+namespace {
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
+}
+
+bool startsWith(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+
+// The value after "label" on the first line that has it, trimmed.
+std::string after(const std::string& text, const std::string& label) {
+  size_t at = text.find(label);
+  if (at == std::string::npos) return "";
+  size_t from = at + label.size();
+  return trim(text.substr(from, text.find('\n', from) - from));
+}
+
+// A sympy call's arguments split at top-level commas: "Eq(a, f(b, c))" -> {"a", "f(b, c)"}.
+std::vector<std::string> callArguments(const std::string& s, size_t open, size_t* close) {
+  std::vector<std::string> args;
+  int depth = 0;
+  size_t start = open + 1;
+  for (size_t i = open; i < s.size(); ++i) {
+    if (s[i] == '(' || s[i] == '[') ++depth;
+    if (s[i] == ')' || s[i] == ']') --depth;
+    if (depth == 1 && s[i] == ',') {
+      args.push_back(trim(s.substr(start, i - start)));
+      start = i + 1;
+    }
+    if (depth == 0) {
+      args.push_back(trim(s.substr(start, i - start)));
+      *close = i;
+      return args;
+    }
+  }
+  *close = std::string::npos;
+  return {};
+}
+
+}  // namespace
+
+UserFrame lastFileFrame(const std::string& text) {
+  // Python's traceback lines: '  File "/tmp/job.py", line 6, in f' then the code, indented.
+  static const std::regex kFile(R"re(^\s*File "([^"]+)", line (\d+), in (\S+))re");
+  UserFrame frame;
+  std::vector<std::string> all = lines(text);
+  for (size_t i = 0; i < all.size(); ++i) {
+    std::smatch m;
+    if (!std::regex_search(all[i], m, kFile)) continue;
+    frame = {m[1], std::stoi(m[2]), m[3], ""};
+    if (i + 1 < all.size() && !std::regex_search(all[i + 1], kFile)) frame.code = trim(all[i + 1]);
+  }
+  return frame;
+}
+
+GraphBreakText parseGraphBreak(const std::string& text) {
+  GraphBreakText g;
+  // "Graph Break Reason: <type>", or "Graph Break Reason: Encountered graph break when
+  // attempting to trace ...:" with the type on the next line that has text (symbolic_convert.py);
+  // a fullgraph failure's status is "Unsupported: <type>".
+  std::vector<std::string> all = lines(text);
+  for (size_t i = 0; i < all.size(); ++i) {
+    std::string reason = after(all[i], "Graph Break Reason:");
+    if (reason.empty() && i == 0 && startsWith(all[i], "Unsupported: ")) reason = trim(all[i].substr(13));
+    if (reason.empty()) continue;
+    if (startsWith(reason, "Encountered graph break when")) {
+      reason.clear();
+      for (size_t j = i + 1; j < all.size() && reason.empty(); ++j) reason = trim(all[j]);
+    }
+    g.gbType = reason;
+    break;
+  }
+  g.explanation = after(text, "Explanation:");
+  g.context = after(text, "Developer debug context:");
+  for (const std::string& line : lines(text)) {
+    std::string t = trim(line);
+    if (startsWith(t, "Hint: ")) g.hints.push_back(t.substr(6));
+  }
+  static const std::regex kGbId(R"(/gb/gb(\d+)\.html)");
+  if (std::smatch m; std::regex_search(text, m, kGbId)) g.gbId = "GB" + m[1].str();
+  // The user line: the innermost frame of "User code traceback:" (the frames before are the
+  // job's outer calls), else the header "Graph break in user code at FILE:LINE".
+  size_t traceback = text.find("User code traceback:");
+  if (traceback != std::string::npos) {
+    size_t end = text.find("\nTraceback (most recent call last)", traceback);
+    g.frame = lastFileFrame(text.substr(traceback, end == std::string::npos ? std::string::npos : end - traceback));
+  }
+  static const std::regex kHeader(R"(Graph break in user code at (.+):(\d+))");
+  if (std::smatch m; g.frame.file.empty() && std::regex_search(text, m, kHeader)) g.frame = {m[1], std::stoi(m[2]), "", ""};
+  // Data-dependent branching on a tensor names its line in the explanation:
+  // '# File "/tmp/job.py", line 4, in tbr, code: if x.sum() > 0:'.
+  static const std::regex kCodeComment(R"re(# File "([^"]+)", line (\d+), in (\S+), code: (.*))re");
+  if (std::smatch m; g.frame.file.empty() && std::regex_search(text, m, kCodeComment))
+    g.frame = {m[1], std::stoi(m[2]), m[3], trim(m[4])};
+  return g;
+}
+
+std::optional<DataDependentText> parseDataDependent(const std::string& text) {
+  // "Could not guard on data-dependent expression Eq(u0, 0) (unhinted: ...)" or
+  // "Could not extract specialized integer from data-dependent expression u0 (unhinted: ...)".
+  static const std::regex kExpr(R"(Could not (guard on|extract specialized integer from) data-dependent expression (.+?) \(unhinted:)");
+  std::smatch m;
+  if (!std::regex_search(text, m, kExpr)) return std::nullopt;
+  DataDependentText d;
+  d.expr = m[2];
+  d.integer = m[1] == "extract specialized integer from";
+  // "Caused by: if n.numel() == 0:  # mp/why/nz.py:6 in f (_dynamo/variables/tensor.py:2606 in evaluate_expr)":
+  // the user's code, its shortened file, and in brackets where in PyTorch the guard was asked.
+  std::string causedBy = after(text, "Caused by:");
+  static const std::regex kSite(R"(\(([^()]+:\d+ in \S+)\)\s*$)");
+  if (std::smatch s; std::regex_search(causedBy, s, kSite)) d.torchSite = s[1];
+  size_t stack = text.find("User Stack (most recent call last):");
+  if (stack != std::string::npos) d.frame = lastFileFrame(text.substr(stack));
+  static const std::regex kCausedLine(R"(^(.*?)\s+# (\S+):(\d+) in (\S+))");
+  if (std::smatch s; d.frame.file.empty() && std::regex_search(causedBy, s, kCausedLine))
+    d.frame = {s[2], std::stoi(s[3]), s[4], trim(s[1])};
+  return d;
+}
+
+std::vector<RecompileCause> parseReasons(const std::string& reasonText) {
+  std::vector<RecompileCause> causes;
+  static const std::regex kEntry(R"(^(\d+/\d+): (.*)$)");
+  for (const std::string& line : lines(reasonText)) {
+    std::smatch m;
+    if (!std::regex_match(line, m, kEntry)) continue;  // "User stack trace:" and its frames
+    RecompileCause c;
+    c.entry = m[1];
+    c.text = m[2];
+    // A guard's own text is the part before "  # user code"; the tensor checks of
+    // csrc/dynamo/guards.cpp have no such comment.
+    std::string guard = trim(c.text.substr(0, c.text.find(" #")));
+    c.guard = guard;
+    static const std::regex kTensor(R"(^tensor '(.+?)' (size|stride) mismatch at index (\d+)\. expected (\S+), actual (\S+))");
+    static const std::regex kTensorProp(R"(^tensor '(.+?)' (dtype|rank) mismatch\. expected (\S+), actual (\S+))");
+    static const std::regex kGrad(R"(^tensor '(.+?)' requires_grad mismatch\. expected requires_grad=(\d))");
+    static const std::regex kEquals(R"(^(.+?) == (.+)$)");
+    if (std::regex_search(guard, m, kTensor)) {
+      c.source = m[1].str() + "." + m[2].str() + "()[" + m[3].str() + "]";
+      c.expected = m[4];
+      c.seen = m[5];
+    } else if (std::regex_search(guard, m, kTensorProp)) {
+      c.source = m[1].str() + "." + m[2].str();
+      c.expected = m[3];
+      c.seen = m[4];
+    } else if (std::regex_search(guard, m, kGrad)) {
+      c.source = m[1].str() + ".requires_grad";
+      c.expected = m[2] == "1" ? "True" : "False";
+      c.seen = m[2] == "1" ? "False" : "True";
+    } else if (std::regex_match(guard, m, kEquals)) {
+      c.source = trim(m[1]);
+      c.expected = trim(m[2]);
+    }
+    causes.push_back(std::move(c));
+  }
+  return causes;
+}
+
+std::vector<std::string> symbolsIn(const std::string& expr) {
+  // ShapeEnv's symbol prefixes (torch/utils/_sympy/symbol.py): s, u, zf, zuf.
+  static const std::regex kSymbol(R"(\b(?:s|u|zf|zuf)\d+\b)");
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (auto it = std::sregex_iterator(expr.begin(), expr.end(), kSymbol); it != std::sregex_iterator(); ++it) {
+    if (seen.insert(it->str()).second) out.push_back(it->str());
+  }
+  return out;
+}
+
+std::string prettySource(const std::string& source) {
+  std::string s = std::regex_replace(source, std::regex(R"(\b[LG]\['([^']+)'\])"), "$1");
+  s = std::regex_replace(s, std::regex(R"(\.(size|stride)\(\)\[(\d+)\])"), ".$1($2)");
+  return s;
+}
+
+std::string pythonExpr(const std::string& sympyExpr) {
+  static const std::vector<std::pair<std::string, std::string>> kInfix = {{"Eq", " == "}, {"Ne", " != "}, {"Mod", " % "}};
+  std::string s = sympyExpr;
+  // Innermost calls first: rewrite the last opening of any known call until none is left.
+  for (int guard = 0; guard < 64; ++guard) {
+    size_t best = std::string::npos;
+    std::string name;
+    for (const char* fn : {"Eq", "Ne", "Mod", "Max", "Min"}) {
+      std::string open = std::string(fn) + "(";
+      for (size_t at = s.find(open); at != std::string::npos; at = s.find(open, at + 1)) {
+        bool wordStart = at == 0 || !(std::isalnum(static_cast<unsigned char>(s[at - 1])) || s[at - 1] == '_');
+        if (wordStart && (best == std::string::npos || at > best)) best = at, name = fn;
+      }
+    }
+    if (best == std::string::npos) break;
+    size_t close = 0;
+    std::vector<std::string> args = callArguments(s, best + name.size(), &close);
+    if (close == std::string::npos || args.empty()) break;
+    std::string replacement;
+    if (name == "Max" || name == "Min") {
+      replacement = (name == "Max" ? "max(" : "min(");
+      for (size_t i = 0; i < args.size(); ++i) replacement += (i ? ", " : "") + args[i];
+      replacement += ")";
+    } else if (args.size() == 2) {
+      for (const auto& [fn, op] : kInfix)
+        if (fn == name) replacement = "(" + args[0] + op + args[1] + ")";
+    } else {
+      break;
+    }
+    s = s.substr(0, best) + replacement + s.substr(close + 1);
+  }
+  // The outermost brackets the rewrite added say nothing.
+  if (s.size() > 1 && s.front() == '(' && s.back() == ')') {
+    size_t close = 0;
+    callArguments(s, 0, &close);
+    if (close == s.size() - 1) s = s.substr(1, s.size() - 2);
+  }
+  return s;
+}
+
+std::string renameSymbols(const std::string& expr, const std::vector<std::pair<std::string, std::string>>& names) {
+  std::string s = expr;
+  for (const auto& [symbol, name] : names) {
+    if (name.empty()) continue;
+    s = std::regex_replace(s, std::regex("\\b" + symbol + "\\b"), name);
+  }
+  return s;
+}
+
+}  // namespace dynrep::replay
