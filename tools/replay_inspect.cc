@@ -2,6 +2,7 @@
 // dynrep::replay's inspect calls: exit 0 ok, 1 a problem found in the data, 2 bad usage.
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "dynrep/replay/inspect/inspect.h"
 #include "tool_main.h"
@@ -56,6 +57,8 @@ int run(int argc, char** argv) {
   auto* verify = app.add_subcommand("verify", "check every checksum and blob hash; exit 1 when any fails");
   auto* show = app.add_subcommand("show", "one compile in detail: reason, guards, code, graphs, symbolic shapes");
   auto* why = app.add_subcommand("why", "why compiles failed, broke their graphs or compiled again, and the fix (docs/why.md)");
+  auto* diff = app.add_subcommand("diff", "two compiles or two stores of one job: guards, graphs, settings, environment; "
+                                          "exit 0 same, 1 different, 2 trouble");
   // Listed for --help only: main() hands `run` to replay-run before parsing.
   app.add_subcommand("run", "run a stored aten graph through libtorch and check its outputs (replay-run --help)")
       ->allow_extras();
@@ -70,6 +73,13 @@ int run(int argc, char** argv) {
   ls->add_flag("--records", records, "list typed records");
   ls->get_option("--blobs")->excludes("--records");
   show->add_option("COMPILE_ID", compileId, "compile id as ls prints it, e.g. 0/1")->required();
+  std::vector<std::string> diffOperands;
+  diff->add_option("OPERANDS", diffOperands, "STORE A_ID B_ID, STORE B_ID (against the compile it replaced), or A_STORE B_STORE")
+      ->required()
+      ->expected(2, 3);
+  diff->add_option("--compile", compileId, "between two stores: only the compile with this id");
+  diff->add_flag("--json", json, "machine-readable output");
+  diff->add_option("--color", color, "colour in text output")->check(CLI::IsMember({"auto", "always", "never"}));
   std::string whySymbol;
   why->add_option("STORE", path, "store file")->required();
   why->add_option("COMPILE_ID", compileId, "only this compile, e.g. 0/1");
@@ -95,10 +105,14 @@ int run(int argc, char** argv) {
                                        options, std::cout, std::cerr);
     if (show->parsed()) return dynrep::replay::inspectShow(path, compileId, sections, options, std::cout, std::cerr);
     if (why->parsed()) return dynrep::replay::inspectWhy(path, compileId, whySymbol, options, std::cout, std::cerr);
+    if (diff->parsed()) {
+      path = diffOperands.front();  // for the last-resort message below
+      return dynrep::replay::inspectDiff(diffOperands, compileId, options, std::cout, std::cerr);
+    }
     return dynrep::replay::inspectVerify(path, options, std::cout, std::cerr);
   } catch (const std::exception& e) {
     std::cerr << "replay-inspect: " << path << ": cannot report on this store: " << e.what() << "\n";
-    return 1;
+    return diff->parsed() ? 2 : 1;  // diff's 1 means "they differ"
   }
 }
 

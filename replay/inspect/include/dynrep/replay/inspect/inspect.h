@@ -6,6 +6,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace dynrep::replay {
 
@@ -35,5 +36,11 @@ int inspectVerify(const std::string& path, const InspectOptions& options, std::o
 // Exit 1 when the store, the compile or the symbol cannot be found.
 int inspectWhy(const std::string& path, const std::string& compileId, const std::string& symbol,
                const InspectOptions& options, std::ostream& out, std::ostream& err);
+// Two compiles of one store (operands STORE A_ID B_ID, or STORE B_ID for the compile B replaced)
+// or two stores of one job (A_STORE B_STORE, `compileId` restricting it to one compile): what
+// differs in guards, graphs, settings and environment. Exit 0 no differences, 1 differences,
+// 2 trouble (bad operands, an unreadable store, an unknown compile), as diff(1).
+int inspectDiff(const std::vector<std::string>& operands, const std::string& compileId, const InspectOptions& options,
+                std::ostream& out, std::ostream& err);
 
 }  // namespace dynrep::replay
