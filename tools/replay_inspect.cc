@@ -1,5 +1,6 @@
 // replay-inspect: reads a store without the model and without PyTorch. A thin shell over
 // dynrep::replay's inspect calls: exit 0 ok, 1 a problem found in the data, 2 bad usage.
+#include <algorithm>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -90,6 +91,23 @@ int run(int argc, char** argv) {
   show->add_flag("--code", sections.code, "original and transformed bytecode");
   show->add_flag("--graph", sections.graph, "Dynamo, AOT and Inductor graphs");
   show->add_flag("--shapes", sections.shapes, "symbols, guards on them and specializations, with user lines");
+  // Exports and the report (docs/exports.md).
+  std::string traceDir, perfettoFile, reportFile;
+  dynrep::replay::TorchTraceOptions traceOptions;
+  auto* exportTo = app.add_subcommand("export", "the job for other tools: a TORCH_TRACE log for tlparse (--torch-trace DIR), "
+                                                "a Perfetto timeline (--perfetto OUT.json)");
+  auto* report = app.add_subcommand("report", "one self-contained HTML page: timeline, why, guards, graphs, symbols");
+  for (auto* sub : {exportTo, report}) {
+    sub->add_option("STORE", path, "store file")->required();
+    sub->add_flag("--json", json, "machine-readable summary");
+  }
+  auto* traceOption = exportTo->add_option("--torch-trace", traceDir, "directory for the structured trace log");
+  auto* perfettoOption = exportTo->add_option("--perfetto", perfettoFile, "Chrome trace-event JSON file ('-': stdout)");
+  exportTo->add_flag("--pytorch-only", traceOptions.pytorchOnly, "leave capture's own dynamo_replay.* events out of the log");
+  exportTo->callback([&] {
+    if (!traceOption->count() && !perfettoOption->count()) throw CLI::RequiredError("--torch-trace or --perfetto");
+  });
+  report->add_option("-o,--output", reportFile, "the HTML file to write")->required();
 
   if (int code; !dynrep::tools::parse(app, argc, argv, &code)) return code;
   dynrep::replay::InspectOptions options;
@@ -105,6 +123,15 @@ int run(int argc, char** argv) {
                                        options, std::cout, std::cerr);
     if (show->parsed()) return dynrep::replay::inspectShow(path, compileId, sections, options, std::cout, std::cerr);
     if (why->parsed()) return dynrep::replay::inspectWhy(path, compileId, whySymbol, options, std::cout, std::cerr);
+    if (report->parsed()) return dynrep::replay::inspectReport(path, reportFile, options, std::cout, std::cerr);
+    if (exportTo->parsed()) {
+      int code = 0;
+      if (!traceDir.empty())
+        code = std::max(code, dynrep::replay::exportTorchTrace(path, traceDir, traceOptions, options, std::cout, std::cerr));
+      if (!perfettoFile.empty())
+        code = std::max(code, dynrep::replay::exportPerfetto(path, perfettoFile, options, std::cout, std::cerr));
+      return code;
+    }
     if (diff->parsed()) {
       path = diffOperands.front();  // for the last-resort message below
       return dynrep::replay::inspectDiff(diffOperands, compileId, options, std::cout, std::cerr);

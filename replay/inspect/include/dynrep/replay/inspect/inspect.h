@@ -43,4 +43,20 @@ int inspectWhy(const std::string& path, const std::string& compileId, const std:
 int inspectDiff(const std::vector<std::string>& operands, const std::string& compileId, const InspectOptions& options,
                 std::ostream& out, std::ostream& err);
 
+// Exports and the report (docs/exports.md). Each writes its file(s), then a summary to `out`.
+struct TorchTraceOptions {
+  bool pytorchOnly = false;  // leave capture's own dynamo_replay.* events out of the log
+};
+// The store's trace events as the TORCH_TRACE log PyTorch writes (tlparse reads it), one
+// dedicated_log_torch_trace_<store>.log in `dir`, which is created if missing.
+int exportTorchTrace(const std::string& path, const std::string& dir, const TorchTraceOptions& trace,
+                     const InspectOptions& options, std::ostream& out, std::ostream& err);
+// The compile phases of every frame as a Chrome trace-event JSON file (Perfetto opens it);
+// `file` "-" writes it to `out`.
+int exportPerfetto(const std::string& path, const std::string& file, const InspectOptions& options, std::ostream& out,
+                   std::ostream& err);
+// One self-contained HTML page: timeline, each compile's why-answer, guards, graphs, symbols.
+int inspectReport(const std::string& path, const std::string& file, const InspectOptions& options, std::ostream& out,
+                  std::ostream& err);
+
 }  // namespace dynrep::replay

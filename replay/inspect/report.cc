@@ -1,0 +1,456 @@
+// replay-inspect report: one self-contained HTML page (inline CSS, no scripts, no external
+// resources) with the compile timeline, and for each compile its why-answer, guards, graphs
+// and symbol provenance. Everything read from the store is escaped (html::escape).
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <nlohmann/json.hpp>
+
+#include "dynrep/capture/records.h"
+#include "dynrep/replay/inspect/inspect.h"
+#include "dynrep/replay/query/json_fields.h"
+#include "html.h"
+#include "provenance.h"
+#include "render.h"
+#include "timeline.h"
+#include "why.h"
+
+namespace dynrep::replay {
+
+namespace {
+
+using html::escape;
+using nlohmann::json;
+
+constexpr size_t kGraphTextLimit = 256 * 1024;  // per graph: a page stays quick to open
+// The why-answer's fields shown first, whatever else it carries.
+const std::vector<std::string> kWhyFirst = {"compile_id", "headline", "summary", "expr",  "line",
+                                            "user_frame", "symbols",  "causes",  "advice"};
+
+constexpr const char* kStyle = R"(
+body{font:14px/1.4 system-ui,sans-serif;margin:0 2em 4em;color:#1d1d1f}
+h1{font-size:1.5em}h2{margin-top:2em;border-bottom:1px solid #ccc}h3{margin:0}
+code,pre{font:12px/1.35 ui-monospace,monospace}pre{background:#f6f6f6;padding:.5em;overflow:auto;max-height:40em}
+table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}
+th{background:#f0f0f0}.compile{border:1px solid #ccc;border-radius:6px;padding:.8em 1em;margin:1.2em 0}
+.status-ok{color:#17702e}.status-bad{color:#b3261e}.status-other{color:#8a6d00}
+.none{color:#888}dl.kv{display:grid;grid-template-columns:max-content auto;gap:2px 12px;margin:.3em 0}
+dl.kv dt{font-weight:600}dl.kv dd{margin:0}.why{background:#fff8e6;border-left:4px solid #e0a800;padding:.4em .8em}
+details{margin:.4em 0}.legend>span{margin-right:1em;white-space:nowrap}
+.swatch{display:inline-block;width:.8em;height:.8em;margin-right:.3em;vertical-align:middle}summary{cursor:pointer;font-weight:600}svg text{font:11px system-ui,sans-serif}
+)";
+
+std::string baseName(const std::string& file) {
+  size_t slash = file.rfind('/');
+  return slash == std::string::npos ? file : file.substr(slash + 1);
+}
+
+std::string anchor(const capture::CompileId& id) { return fmt::format("c-{}-{}-{}", id.frame, id.compile, id.attempt); }
+
+const char* statusClass(const std::string& status) {
+  if (status == "ok") return "status-ok";
+  if (status == "restarted" || status == "unfinished") return "status-other";
+  return "status-bad";
+}
+
+// The compile's bar in the timeline: green ok, yellow restarted or unfinished, red failed.
+const char* barColor(const std::string& status) {
+  std::string cls = statusClass(status);
+  return cls == "status-ok" ? "#9ad0a8" : cls == "status-other" ? "#e6d28a" : "#e8a19b";
+}
+
+std::string userLine(const UserFrame& f) {
+  if (f.file.empty()) return "";
+  return fmt::format("{}:{}{}{}", f.file, f.line, f.function.empty() ? "" : " in " + f.function,
+                     f.code.empty() ? "" : ": " + f.code);
+}
+
+std::string boundText(const json& b) { return b.is_string() ? b.get<std::string>() : dumpJson(b); }
+
+// A table from rows of cells that are all store text (escaped here).
+void table(std::ostream& out, const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows,
+           const char* cls = "") {
+  out << "<table class=\"" << cls << "\"><tr>";
+  for (const std::string& h : head) out << "<th>" << escape(h) << "</th>";
+  out << "</tr>";
+  for (const auto& row : rows) {
+    out << "<tr>";
+    for (const std::string& cell : row) out << "<td>" << escape(cell) << "</td>";
+    out << "</tr>";
+  }
+  out << "</table>";
+}
+
+struct Header {
+  std::string tool, createdAt, torch, commandLine;
+};
+
+Header readHeader(const StoreReader& reader) {
+  Header h;
+  for (size_t i = 0; i < reader.recordCount(); ++i) {
+    if (reader.index().records[i].kind != uint16_t(capture::RecordKind::Manifest)) continue;
+    Result<std::string_view> payload = reader.recordPayload(i);
+    capture::Manifest m;
+    if (!payload.isOk() || !capture::decode(*payload, &m).isOk()) continue;
+    h.tool = m.tool;
+    h.createdAt = m.createdAt;
+    if (auto it = m.environment.find("torch.version"); it != m.environment.end()) h.torch = it->second;
+    for (const std::string& arg : m.commandLine) h.commandLine += (h.commandLine.empty() ? "" : " ") + arg;
+    break;
+  }
+  return h;
+}
+
+class ReportWriter {
+ public:
+  ReportWriter(const std::string& path, const StoreReader& reader, const Job& job, std::ostream& out)
+      : path_(path), reader_(reader), job_(job), out_(out) {}
+
+  void write() {
+    timeline_ = buildTimeline(reader_, job_);
+    why_ = whyAnswer();
+    out_ << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+         << "<meta name=\"viewport\" content=\"width=device-width\">"
+         << "<title>dynamo-replay report: " << escape(baseName(path_)) << "</title><style>" << kStyle
+         << "</style></head><body>\n";
+    header();
+    timelineSection();
+    functionsSection();
+    compileTable();
+    out_ << "<h2 id=\"compiles\">Compiles</h2>\n";
+    for (const Compile& c : job_.compiles()) compileSection(c);
+    out_ << "</body></html>\n";
+  }
+
+ private:
+  json whyAnswer() {
+    try {
+      return explainJob(job_);
+    } catch (const std::exception& e) {
+      whyError_ = e.what();
+      return json::object();
+    }
+  }
+
+  void header() {
+    Header h = readHeader(reader_);
+    size_t recompiles = 0;
+    for (const Compile& c : job_.compiles()) recompiles += c.id.compile > 0 && c.id.attempt <= 0;
+    out_ << "<h1>dynamo-replay report: " << escape(baseName(path_)) << "</h1>\n<dl class=\"kv\" id=\"job\">"
+         << "<dt>store</dt><dd>" << escape(path_) << "</dd>"
+         << "<dt>captured by</dt><dd>" << escape(h.tool.empty() ? "(no manifest)" : h.tool) << "</dd>"
+         << "<dt>created</dt><dd>" << escape(h.createdAt) << "</dd>"
+         << "<dt>torch</dt><dd>" << escape(h.torch) << "</dd>"
+         << "<dt>command line</dt><dd><code>" << escape(h.commandLine) << "</code></dd>"
+         << fmt::format("<dt>compiles</dt><dd>{} frames, {} compiles, {} recompiles</dd>", job_.frameCount(),
+                        job_.compiles().size(), recompiles)
+         << "</dl>\n";
+  }
+
+  // One row per track (a compile of a frame with its attempts): the compile's bar coloured by
+  // status, its nested phases as thinner bars over it, one colour per phase name (legend
+  // below), all on the job's wall clock. Titles give each bar's name and length on hover.
+  void timelineSection() {
+    out_ << "<h2 id=\"timeline\">Compile timeline</h2>\n";
+    std::vector<const TimelineTrack*> rows;
+    for (const TimelineTrack& t : timeline_.tracks)
+      if (!t.slices.empty()) rows.push_back(&t);
+    if (rows.empty() || !(timeline_.endUs > timeline_.beginUs)) {
+      out_ << "<p class=\"none\">No timing recorded.</p>\n";
+    } else {
+      timelineChart(rows);
+    }
+    if (timeline_.notes.empty()) return;
+    out_ << "<ul class=\"notes\">";
+    for (const std::string& n : timeline_.notes) out_ << "<li>" << escape(n) << "</li>";
+    out_ << "</ul>\n";
+  }
+
+  void timelineChart(const std::vector<const TimelineTrack*>& rows) {
+    static const char* kPalette[] = {"#4a7fb5", "#e08a3c", "#6a9f58", "#a66bbe", "#d4a72c",
+                                     "#4fa3a5", "#c0504d", "#8c7a5b", "#7f8fa6", "#b5651d"};
+    constexpr int kDeepest = 6;  // phases nested deeper than this are in the Perfetto export only
+    const double label = 230, width = 900, rowH = 22, top = 22;
+    double span = timeline_.endUs - timeline_.beginUs;
+    auto x = [&](double us) { return label + (us - timeline_.beginUs) / span * width; };
+    std::map<std::string, const char*> colours;  // phase name -> colour, in order of first appearance
+    std::vector<std::string> legend;
+    out_ << fmt::format("<svg id=\"timeline-chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\">",
+                        label + width + 10, top + rowH * double(rows.size()) + 4);
+    for (int i = 0; i <= 5; ++i)
+      out_ << fmt::format("<text x=\"{:.1f}\" y=\"12\">{:.2f} s</text>", label + width * i / 5 - (i == 5 ? 30 : 0),
+                          span / 1e6 * i / 5);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const TimelineTrack& t = *rows[r];
+      double y = top + rowH * double(r);
+      std::string name = trackName(t) + (t.attempts.empty() ? "" : " " + t.attempts.front()->function);
+      std::string href = t.attempts.empty() ? "#timeline" : "#" + anchor(t.attempts.front()->id);
+      out_ << "<a href=\"" << escape(href) << "\"><text x=\"0\" y=\"" << y + 15 << "\">"
+           << escape(name.size() > 34 ? name.substr(0, 33) + "…" : name) << "</text></a>";
+      std::string status = t.attempts.empty() ? "ok" : t.attempts.back()->status;
+      for (const TimelineSlice& s : t.slices) {
+        if (s.depth > kDeepest) continue;
+        bool compile = s.depth == 0 && t.frame >= 0;
+        const char*& colour = colours[s.name];
+        if (!colour && !compile) {
+          colour = kPalette[legend.size() % std::size(kPalette)];
+          legend.push_back(s.name);
+        }
+        double h = compile ? rowH - 4 : std::max(4.0, rowH - 6 - 2 * s.depth);
+        double w = s.instant ? 1.5 : std::max(1.0, x(s.endUs) - x(s.beginUs));
+        out_ << fmt::format("<rect class=\"{}\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\">",
+                            compile ? "compile-bar" : "phase-bar", x(s.beginUs), y + (rowH - h) / 2, w, h,
+                            compile ? barColor(status) : colour)
+             << "<title>" << escape(s.instant ? s.name : fmt::format("{}: {:.3f} s", s.name, (s.endUs - s.beginUs) / 1e6))
+             << "</title></rect>";
+      }
+    }
+    out_ << "</svg>\n<p class=\"legend\">";
+    for (const std::string& phase : legend)
+      out_ << "<span><span class=\"swatch\" style=\"background:" << colours[phase] << "\"></span>" << escape(phase)
+           << "</span> ";
+    out_ << "</p>\n<p>Wall clock from the first compile event. Each row is one compile (green: ok, yellow: "
+            "restarted, red: failed), with the phases PyTorch timed nested over it; "
+            "<code>replay-inspect export --perfetto</code> has every one of them.</p>\n";
+  }
+
+  // The why-answer's per-function summaries, and entries that name no compile of this store.
+  void functionsSection() {
+    out_ << "<h2 id=\"why\">Why it compiled</h2>\n";
+    if (!whyError_.empty()) out_ << "<p class=\"status-bad\">The why-answer failed: " << escape(whyError_) << "</p>\n";
+    json functions = why_.is_object() ? why_.value("functions", json::array()) : json::array();
+    json loose = json::array();
+    for (const json& entry : arrayField(why_, "compiles"))
+      if (std::string id = whyCompile(entry); id.empty() || !job_.find(id)) loose.push_back(entry);
+    if (functions.empty() && loose.empty()) {
+      out_ << "<p class=\"none\">No explanation recorded for this job.</p>\n";
+      return;
+    }
+    for (const json* part : {&functions, &loose}) {
+      if (part->empty()) continue;
+      out_ << "<div class=\"why\">";
+      html::renderJson(out_, *part, kWhyFirst);
+      out_ << "</div>\n";
+    }
+  }
+
+  static std::string whyCompile(const json& entry) {
+    for (const char* key : {"compile_id", "compile", "id"})
+      if (std::string id = field(entry, key, ""); !id.empty()) return id;
+    return "";
+  }
+
+  void compileTable() {
+    std::vector<std::vector<std::string>> rows;
+    out_ << "<h2 id=\"summary\">Summary</h2>\n<table id=\"compile-table\"><tr><th>compile</th><th>function</th>"
+            "<th>location</th><th>status</th><th>reason</th><th>guards</th><th>graphs</th><th>calls</th></tr>";
+    for (const Compile& c : job_.compiles()) {
+      std::string graphs;
+      for (const auto& [name, key] : c.graphs) graphs += (graphs.empty() ? "" : ", ") + name;
+      out_ << "<tr><td><a href=\"#" << anchor(c.id) << "\">" << escape(c.id.str()) << "</a></td><td>"
+           << escape(c.function) << "</td><td>" << escape(fmt::format("{}:{}", baseName(c.file), c.firstLine))
+           << "</td><td class=\"" << statusClass(c.status) << "\">" << escape(firstLine(c.status)) << "</td><td>"
+           << escape(firstLine(c.reason)) << "</td><td>" << c.guardCount << "</td><td>" << escape(graphs)
+           << "</td><td>" << (c.calls < 0 ? std::string("") : std::to_string(c.calls)) << "</td></tr>";
+    }
+    out_ << "</table>\n";
+  }
+
+  void compileSection(const Compile& c) {
+    out_ << "<section class=\"compile\" id=\"" << anchor(c.id) << "\" data-compile=\"" << escape(c.id.str())
+         << "\">\n<h3>" << escape(c.id.str()) << " " << escape(c.function) << "</h3>\n<dl class=\"kv\">"
+         << "<dt>location</dt><dd>" << escape(fmt::format("{}:{}", c.file, c.firstLine)) << "</dd>"
+         << "<dt>status</dt><dd class=\"" << statusClass(c.status) << "\">" << escape(c.status) << "</dd>"
+         << "<dt>reason</dt><dd>" << escape(c.reason) << "</dd>"
+         << "<dt>guards</dt><dd>" << c.guardCount << "</dd>";
+    if (c.calls >= 0) out_ << "<dt>calls</dt><dd>" << c.calls << "</dd>";
+    if (!c.phaseSeconds.empty()) {
+      std::string phases;
+      for (const auto& [phase, s] : c.phaseSeconds) phases += fmt::format("{}{} {:.3f} s", phases.empty() ? "" : ", ", phase, s);
+      out_ << "<dt>phases</dt><dd>" << escape(phases) << "</dd>";
+    }
+    if (!c.notSaved.empty()) out_ << "<dt>not saved</dt><dd>" << escape(c.notSaved) << "</dd>";
+    if (!c.unreadable.empty()) out_ << "<dt>unreadable</dt><dd>" << escape(unreadableText(c)) << "</dd>";
+    out_ << "</dl>\n";
+    whyOf(c);
+    failure(c);
+    recompileCauses(c);
+    graphBreaks(c);
+    guards(c);
+    graphs(c);
+    symbols(c);
+    out_ << "</section>\n";
+  }
+
+  void whyOf(const Compile& c) {
+    for (const json& entry : arrayField(why_, "compiles")) {
+      if (whyCompile(entry) != c.id.str()) continue;
+      out_ << "<div class=\"why\"><h4>Why</h4>";
+      html::renderJson(out_, entry, kWhyFirst);
+      out_ << "</div>\n";
+    }
+  }
+
+  void failure(const Compile& c) {
+    if (!c.failed) return;
+    const CompileFailure& f = c.failure;
+    std::string chain;
+    for (const std::string& t : f.chain) chain += (chain.empty() ? "" : " ← ") + t;
+    out_ << "<h4>Failure</h4><dl class=\"kv failure\"><dt>type</dt><dd>" << escape(f.type) << "</dd><dt>chain</dt><dd>"
+         << escape(chain) << "</dd><dt>expression</dt><dd><code>" << escape(f.expr) << "</code></dd><dt>symbols</dt><dd>"
+         << escape(fmt::format("{}", fmt::join(f.symbols, ", "))) << "</dd><dt>user line</dt><dd>"
+         << escape(userLine(f.userFrame)) << "</dd><dt>message</dt><dd>" << escape(f.message) << "</dd></dl>\n";
+  }
+
+  void recompileCauses(const Compile& c) {
+    if (c.recompileCauses.empty()) return;
+    std::vector<std::vector<std::string>> rows;
+    for (const RecompileCause& r : c.recompileCauses) rows.push_back({r.entry, r.guard, r.source, r.expected, r.seen, r.text});
+    out_ << "<h4>Recompile causes</h4>";
+    table(out_, {"entry", "failed guard", "source", "expected", "seen", "PyTorch's reason"}, rows, "causes");
+  }
+
+  void graphBreaks(const Compile& c) {
+    if (c.graphBreaks.empty()) return;
+    out_ << "<details class=\"graph-breaks\" open><summary>Graph breaks (" << c.graphBreaks.size() << ")</summary>";
+    for (const std::string& b : c.graphBreaks) out_ << "<pre>" << escape(b) << "</pre>";
+    out_ << "</details>\n";
+  }
+
+  void guards(const Compile& c) {
+    json list = c.guardListKey.empty() ? json() : json::parse(job_.text(c.guardListKey), nullptr, false);
+    out_ << "<details class=\"guards\"><summary>Guards (" << c.guardCount << ")</summary>";
+    if (list.is_array()) {
+      std::vector<std::vector<std::string>> rows;
+      for (const json& g : list) {
+        std::string where = field(g, "file", "");
+        if (int line = field<int>(g, "line", 0)) where += fmt::format(":{}", line);
+        if (std::string fn = field(g, "function", ""); !fn.empty()) where += " in " + fn;
+        rows.push_back({field(g, "kind", ""), field(g, "source", ""), field(g, "code", ""), where});
+      }
+      table(out_, {"kind", "source", "guard", "added at"}, rows, "guard-list");
+    } else if (!c.guardTreeKey.empty()) {
+      out_ << "<pre>" << escape(job_.text(c.guardTreeKey)) << "</pre>";
+    } else {
+      out_ << "<p class=\"none\">No guards recorded.</p>";
+    }
+    if (!c.dropped.empty()) {
+      std::vector<std::vector<std::string>> rows;
+      for (const DroppedGuard& d : c.dropped) rows.push_back({d.kind, d.source, d.value, d.line, d.risky ? "yes" : "no"});
+      out_ << "<details><summary>Left out of PyTorch's saved frame (" << c.dropped.size() << ")</summary>";
+      table(out_, {"kind", "source", "value", "line", "re-checked by replay"}, rows, "dropped");
+      out_ << "</details>";
+    }
+    out_ << "</details>\n";
+  }
+
+  void graphs(const Compile& c) {
+    if (c.graphs.empty()) return;
+    out_ << "<details class=\"graphs\"><summary>Graphs (" << c.graphs.size() << ")</summary>";
+    for (const auto& [name, key] : c.graphs) {
+      std::string text = job_.text(key);
+      size_t more = text.size() > kGraphTextLimit ? text.size() - kGraphTextLimit : 0;
+      if (more) text.resize(kGraphTextLimit);
+      out_ << "<details class=\"graph\" data-graph=\"" << escape(name) << "\"><summary>" << escape(name)
+           << "</summary><pre>" << escape(text) << "</pre>";
+      if (more)
+        out_ << "<p class=\"none\">" << more << " more bytes: <code>replay-inspect show --graph "
+             << escape(c.id.str()) << "</code></p>";
+      out_ << "</details>";
+    }
+    out_ << "</details>\n";
+  }
+
+  // Final ranges with each symbol's origin, then the guards and asserts on symbols, then
+  // PyTorch's own shape events.
+  void symbols(const Compile& c) {
+    json finalRanges = symbolTable(job_, c);
+    if (finalRanges.empty() && c.origins.empty() && c.shapeGuards.empty() && c.shapes.empty()) return;
+    out_ << "<details class=\"symbols\" open><summary>Symbols (" << finalRanges.size() << ")</summary>";
+    std::vector<std::vector<std::string>> rows;
+    for (const json& entry : finalRanges) {
+      std::string symbol = field(entry, "symbol", "?");
+      std::vector<std::string> row = {symbol, field<bool>(entry, "unbacked", false) ? "unbacked" : "backed",
+                                      rangeText(entry), field(entry, "source", ""),
+                                      entry.is_object() && entry.contains("hint") ? boundText(entry["hint"]) : "",
+                                      field(entry, "replaced_by", ""), "", ""};
+      for (const SymbolOrigin& o : c.origins)
+        if (o.symbol == symbol) {
+          row[6] = o.op.empty() ? o.phase : o.op + " (" + o.phase + ")";
+          row[7] = userLine(o.userFrame);
+          break;
+        }
+      if (row[7].empty())  // no origin event: PyTorch's creation event and its innermost user frame
+        for (const ShapeEvent& e : c.shapes)
+          if (e.symbol == symbol && e.event.rfind("create_", 0) == 0 && !e.userStack.empty()) {
+            row[7] = userLine(e.userStack.back());
+            break;
+          }
+      rows.push_back(std::move(row));
+    }
+    if (!rows.empty())
+      table(out_, {"symbol", "kind", "final range", "source", "hint", "replaced by", "made by", "user line"}, rows,
+            "symbol-table");
+    if (!c.origins.empty()) {
+      rows.clear();
+      for (const SymbolOrigin& o : c.origins)
+        rows.push_back({o.symbol, o.phase, o.op, o.node, o.source, o.value, userLine(o.userFrame), o.attributed});
+      out_ << "<h4>Where each symbol was made</h4>";
+      table(out_, {"symbol", "phase", "operator", "node", "source", "value", "user line", "line from"}, rows, "origins");
+    }
+    if (!c.shapeGuards.empty()) {
+      rows.clear();
+      for (const ShapeGuard& g : c.shapeGuards)
+        rows.push_back({g.expr, g.kind, fmt::format("{}", fmt::join(g.symbols, ", ")), userLine(g.userFrame)});
+      out_ << "<h4>Guards and asserts on symbols, in order</h4>";
+      table(out_, {"expression", "kind", "symbols", "user line"}, rows, "shape-guards");
+    }
+    if (!c.shapes.empty()) {
+      rows.clear();
+      for (const ShapeEvent& e : c.shapes)
+        rows.push_back({e.event, e.symbol, e.valueRange, e.source, e.expr, e.value,
+                        e.userStack.empty() ? "" : userLine(e.userStack.back())});
+      out_ << "<details><summary>PyTorch's shape events (" << c.shapes.size() << ")</summary>";
+      table(out_, {"event", "symbol", "range", "source", "expression", "value", "user line"}, rows, "shape-events");
+      out_ << "</details>";
+    }
+    out_ << "</details>\n";
+  }
+
+  const std::string& path_;
+  const StoreReader& reader_;
+  const Job& job_;
+  std::ostream& out_;
+  JobTimeline timeline_;
+  json why_;
+  std::string whyError_;
+};
+
+}  // namespace
+
+int inspectReport(const std::string& path, const std::string& file, const InspectOptions& o, std::ostream& out,
+                  std::ostream& err) {
+  Result<OpenedJob> opened = openJob(path);
+  if (!opened.isOk()) return reportError(o, err, opened.status().message());
+  noteUnfinished(*opened->reader, o, err);
+  std::ostringstream page;
+  ReportWriter(path, *opened->reader, opened->job, page).write();
+  std::ofstream f(file, std::ios::binary | std::ios::trunc);
+  f << page.str();
+  f.close();
+  if (!f) return reportError(o, err, fmt::format("{}: cannot write the file", file));
+  if (o.json)
+    out << dumpJson({{"path", path}, {"file", file}, {"compiles", opened->job.compiles().size()},
+                     {"bytes", page.str().size()}}, 2)
+        << "\n";
+  else
+    fmt::print(out, "{}: {} compiles, {} bytes\n", file, opened->job.compiles().size(), page.str().size());
+  return 0;
+}
+
+}  // namespace dynrep::replay
