@@ -53,9 +53,11 @@ std::string guardGroup(const std::string& subject) {
 // What moved between the two compiles, as phrases, most telling first.
 std::vector<std::string> causes(const PairDiff& p) {
   std::vector<std::string> out;
-  std::map<std::string, std::string> gained;  // source -> symbol B has for it: "s77 [2, int_oo]"
-  for (const Change& s : p.guards.symbols)
+  std::map<std::string, std::string> gained, lost;  // source -> symbol one side has for it: "s77 [2, int_oo]"
+  for (const Change& s : p.guards.symbols) {
     if (s.a.empty()) gained[s.what] = s.b;
+    if (s.b.empty()) lost[s.what] = s.a;
+  }
   std::set<std::string> told;  // subjects a phrase already covers
   auto nowDynamic = [&](const std::string& what, const std::string& was) {
     auto symbol = gained.find(what);
@@ -69,7 +71,11 @@ std::vector<std::string> causes(const PairDiff& p) {
     for (const Change& d : g.details) {
       if (sizeMoved && d.what.find(".stride()[") != std::string::npos) continue;
       if (d.b == "dynamic") nowDynamic(d.what, d.a);
-      else if (d.a == "dynamic") out.push_back(fmt::format("{} was dynamic, now {}", d.what, d.b));
+      else if (d.a == "dynamic") {
+        auto symbol = lost.find(d.what);
+        out.push_back(fmt::format("{} was dynamic{}, now {}", d.what, symbol == lost.end() ? "" : " (" + symbol->second + ")", d.b));
+        told.insert(d.what);
+      }
       else out.push_back(wasNow(d.what, d.a, d.b));
     }
     told.insert(g.a.subject);

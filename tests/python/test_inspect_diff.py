@@ -51,9 +51,10 @@ def stores(tmp_path_factory) -> dict[str, Path]:
         "n8": capture(d / "n8.dynrep", scale_and_shift, (torch.randn(8), 2.0)),
         "n8-again": capture(d / "n8-again.dynrep", scale_and_shift, (torch.randn(8), 2.0)),
         "n16": capture(d / "n16.dynrep", scale_and_shift, (torch.randn(16), 2.0)),
-        # 0/0 for 4 elements, 0/1 once the size changes (dynamic), 0/2 once the float changes.
+        # 0/0 for 4 elements, 0/1 once the size changes (dynamic), 0/2 once the float changes,
+        # 0/3 once a size of 1 breaks the dynamic range's 0/1 rule.
         "ladder": capture(d / "ladder.dynrep", scale_and_shift, *[(torch.randn(n), 2.0) for n in (4, 8, 16)],
-                          (torch.randn(16), 3.0)),
+                          (torch.randn(16), 3.0), (torch.randn(1), 3.0)),
         "narrow": capture(d / "narrow.dynrep", Switch(False), (torch.randn(2, 8),)),
         "wide": capture(d / "wide.dynrep", Switch(True), (torch.randn(2, 8),)),
     }
@@ -149,6 +150,14 @@ def test_two_compiles_of_a_ladder(stores, inspect) -> None:
     dynamo = next(g for g in pair["graphs"] if g["graph"] == "dynamo_output_graph")
     assert {"what": "method item", "a": "0", "b": "1"} in dynamo["operators"]
 
+    # A size of 1 falls outside the dynamic range [2, int_oo]: specialized again.
+    code, report = diff_json(inspect, stores["ladder"], "0/3")
+    [pair] = report["pairs"]
+    assert detail(pair, "L['x'].size()[0]") == ("dynamic", "1")
+    assert [g["code"] for g in pair["guards"]["removed"]] == ["2 <= L['x'].size()[0]"]
+    assert report["answer"].startswith("0/3 compiled again because: L['x'].size()[0] was dynamic (s77 [2, int_oo]), now 1. "
+                                       "PyTorch's reason: 0/2: 2 <= x.size()[0]")
+
 
 def test_a_setting_changed_at_compile_time(stores, inspect) -> None:
     code, report = diff_json(inspect, stores["n8"], stores["not-static"])
@@ -191,7 +200,7 @@ def test_compile_option_restricts_two_stores(stores, inspect) -> None:
     assert [(p["a"]["compile_id"], p["b"]["compile_id"]) for p in report["pairs"]] == [("0/0", "0/0")]
     assert report["only_in_a"] == []  # 0/1 and 0/2 are left out
     code, report = diff_json(inspect, stores["ladder"], stores["n8"])
-    assert [c["compile_id"] for c in report["only_in_a"]] == ["0/1", "0/2"]
+    assert [c["compile_id"] for c in report["only_in_a"]] == ["0/1", "0/2", "0/3"]
 
 
 def test_gpt2_at_two_sequence_lengths(tmp_path: Path, inspect) -> None:
