@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import dynamo_replay as dr
-from dynamo_replay._core import Store, TraceEvent
+from dynamo_replay._core import Manifest, Store, TraceEvent
 
 
 def scale_and_shift(x: torch.Tensor, factor: float) -> torch.Tensor:
@@ -285,3 +285,17 @@ def test_stores_without_compiles_or_guard_lists(data_dir: Path, inspect) -> None
     assert {"what": "first line", "a": "24", "b": "25"} in forward["compile"]
     assert [c["function"] for c in report["only_in_b"]] == ["branches_on_data"]
     assert any(not p["guards"]["recorded"] for p in report["pairs"])
+
+
+def test_environment_fingerprints_differ(tmp_path: Path, inspect) -> None:
+    """Stores written on two machines: the manifests' fingerprints name what moved."""
+    for name, torch_version, flags in (("here", "2.13.0", "x86_64,avx2"), ("there", "2.14.0", "x86_64,avx2,avx512")):
+        store = Store.create(tmp_path / f"{name}.dynrep", overwrite=True)
+        store.put(Manifest(tool="dynamo-replay test", command_line=["job.py"],
+                           environment={"torch.version": torch_version, "cpu.flags": flags, "config.dynamo.x": "1"}))
+        store.close()
+    code, report = diff_json(inspect, tmp_path / "here.dynrep", tmp_path / "there.dynrep")
+    assert code == 1 and report["pairs"] == [] and report["settings"]["changes"] == []
+    assert report["environment"]["changes"] == [{"what": "cpu.flags", "a": "x86_64,avx2", "b": "x86_64,avx2,avx512"},
+                                                {"what": "torch.version", "a": "2.13.0", "b": "2.14.0"}]
+    assert "torch.version was 2.13.0, now 2.14.0" in report["answer"]
