@@ -365,7 +365,7 @@ std::string compileHeadline(const Compile& c, const json& entry) {
   if (!entry["problems"].empty()) return entry["problems"][0]["headline"];
   if (entry.contains("recompile"))
     return fmt::format("{} compiled again: {}", c.function, entry["recompile"].value("detail", ""));
-  return fmt::format("{} ({}) compiled with no failure, graph break or recompile", c.function, c.id.str());
+  return fmt::format("{} compiled with no failure, graph break or recompile", c.function);
 }
 
 }  // namespace

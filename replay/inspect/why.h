@@ -12,9 +12,11 @@
 
 namespace dynrep::replay {
 
-// The answer for a whole job, as `why --json` prints it (docs/capture-schema.md): one entry
-// per compile that failed or recompiled (only `compileId` when given), and one summary per
-// function compiled more than once. `symbol` limits symbol provenance to that symbol.
+// The answer for a whole job, as `why --json` prints it (docs/capture-schema.md, "replay-inspect
+// why --json"): {"compiles": [...], "functions": [...]}, one entry per compile that failed,
+// broke its graph or compiled again (only `compileId` when given), and one summary per function
+// compiled more than once. With `symbol`, the compiles that know it, each with its provenance.
+// Never throws for odd store contents: a fact that cannot be read is left empty or null.
 nlohmann::json explainJob(const Job& job, const std::string& compileId = "", const std::string& symbol = "");
 
 }  // namespace dynrep::replay

@@ -333,11 +333,15 @@ const std::vector<std::string>& adviceKinds() {
   return kKinds;
 }
 
-std::vector<Advice> adviseProblem(const Problem& p) {
+std::vector<Advice> adviseProblem(const Problem& problem) {
+  // std::regex recurses per character: the matchers see a bounded line and expression.
+  Problem p = problem;
+  p.frame.code = p.frame.code.substr(0, 1024);
+  p.expr = p.expr.substr(0, 4096);
   std::vector<std::pair<int, Advice>> ranked;
   for (const ProblemPattern& pattern : kProblemPatterns) {
     int rank = pattern.rank(p);
-    if (rank > 0) ranked.push_back({rank, {pattern.kind, pattern.edit(p), p.frame, pattern.why}});
+    if (rank > 0) ranked.push_back({rank, {pattern.kind, pattern.edit(p), problem.frame, pattern.why}});
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<Advice> out;
@@ -347,13 +351,18 @@ std::vector<Advice> adviseProblem(const Problem& p) {
 
 std::string userNameFor(const std::string& op, const std::string& originCode) {
   std::smatch m;
-  if (!std::regex_match(originCode, m, std::regex(R"(^\s*([A-Za-z_]\w*)\s*=[^=].*$)"))) return "";
+  std::string code = originCode.substr(0, 1024);
+  if (!std::regex_search(code, m, std::regex(R"(^\s*([A-Za-z_]\w*)\s*=[^=])"))) return "";
   std::string name = m[1];
   if (scalarOp(op)) return op.find("tolist") != std::string::npos ? name + "[0]" : name;
   return name + ".shape[0]";
 }
 
-CauseClass classifyCause(const RecompileCause& c, bool wentDynamic) { return classifyOne(c, wentDynamic); }
+CauseClass classifyCause(const RecompileCause& cause, bool wentDynamic) {
+  RecompileCause c = cause;  // bounded for std::regex, as in adviseProblem
+  for (std::string* s : {&c.guard, &c.text, &c.source, &c.expected}) *s = s->substr(0, 4096);
+  return classifyOne(c, wentDynamic);
+}
 
 Advice adviseCause(const CauseClass& k, const RecompileCause& c, const Compile& fn) {
   UserFrame at = functionLine(fn);

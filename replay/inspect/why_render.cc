@@ -114,8 +114,11 @@ void printText(const json& answer, const InspectOptions& o, std::ostream& out) {
     fmt::print(out, "nothing to explain: no compile failed, broke its graph or compiled again\n");
     return;
   }
+  bool first = functions.empty();
   for (const json& c : compiles) {
-    fmt::print(out, "\n{} {}\n", paint(o, "1", field(c, "compile_id", "?")), paint(o, "1", field(c, "headline", "")));
+    fmt::print(out, "{}{} {}\n", first ? "" : "\n", paint(o, "1", field(c, "compile_id", "?")),
+               paint(o, "1", field(c, "headline", "")));
+    first = false;
     const json problems = arrayField(c, "problems");
     for (size_t i = 0; i < problems.size(); ++i) {
       if (i > 0) fmt::print(out, "  {}\n", paint(o, "1", field(problems[i], "headline", "")));
@@ -125,7 +128,9 @@ void printText(const json& answer, const InspectOptions& o, std::ostream& out) {
       if (!problems.empty()) fmt::print(out, "  compiled again: {}\n", field(c["recompile"], "detail", ""));
       printRecompile(c["recompile"], o, out);
     }
-    if (c.contains("symbols")) {
+    bool listed = false;  // --symbol: a problem's symbols already show it
+    for (const json& p : problems) listed = listed || !arrayField(p, "symbols").empty();
+    if (c.contains("symbols") && !listed) {
       fmt::print(out, "  {}\n", paint(o, "1", "symbol:"));
       for (const json& s : arrayField(c, "symbols")) printSymbol(s, "    ", out);
     }

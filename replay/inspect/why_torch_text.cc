@@ -2,6 +2,7 @@
 // beside it; a text of another shape gives empty fields, never an exception.
 #include "why_torch_text.h"
 
+#include <algorithm>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -10,11 +11,30 @@ namespace dynrep::replay {
 
 namespace {
 
+// A store's text split into lines, each cut to kLineLimit: std::regex recurses per character,
+// so no pattern here ever sees a whole payload or an unbounded line.
+constexpr size_t kLineLimit = 4096;
+
 std::vector<std::string> lines(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
+  for (std::string line; std::getline(in, line);) out.push_back(line.substr(0, kLineLimit));
   return out;
+}
+
+// The first line of `text` where `pattern` matches, with its match; false when none does.
+bool searchLines(const std::string& text, const std::regex& pattern, std::string* line, std::smatch* m) {
+  for (std::string& l : lines(text)) {
+    *line = std::move(l);
+    if (std::regex_search(*line, *m, pattern)) return true;
+  }
+  return false;
+}
+
+// A line number from a store's text: 0 when it is no number an int holds.
+int lineNumber(const std::string& digits) {
+  if (digits.empty() || digits.size() > 9) return 0;
+  return std::stoi(digits);
 }
 
 std::string trim(const std::string& s) {
@@ -65,7 +85,7 @@ UserFrame lastFileFrame(const std::string& text) {
   for (size_t i = 0; i < all.size(); ++i) {
     std::smatch m;
     if (!std::regex_search(all[i], m, kFile)) continue;
-    frame = {m[1], std::stoi(m[2]), m[3], ""};
+    frame = {m[1], lineNumber(m[2]), m[3], ""};
     if (i + 1 < all.size() && !std::regex_search(all[i + 1], kFile)) frame.code = trim(all[i + 1]);
   }
   return frame;
@@ -81,21 +101,26 @@ GraphBreakText parseGraphBreak(const std::string& text) {
     std::string reason = after(all[i], "Graph Break Reason:");
     if (reason.empty() && i == 0 && startsWith(all[i], "Unsupported: ")) reason = trim(all[i].substr(13));
     if (reason.empty()) continue;
-    if (startsWith(reason, "Encountered graph break when")) {
+    // "... when attempting to trace CALL: ...:", "... that we cannot resume from. ... encountered:"
+    if (startsWith(reason, "Encountered graph break")) {
       reason.clear();
       for (size_t j = i + 1; j < all.size() && reason.empty(); ++j) reason = trim(all[j]);
     }
     g.gbType = reason;
     break;
   }
-  g.explanation = after(text, "Explanation:");
-  g.context = after(text, "Developer debug context:");
-  for (const std::string& line : lines(text)) {
+  // PyTorch's message comes again at the end of the traceback that follows; read it once.
+  std::string message = text.substr(0, text.find("\nTraceback (most recent call last)"));
+  g.explanation = after(message, "Explanation:");
+  g.context = after(message, "Developer debug context:");
+  for (const std::string& line : lines(message)) {
     std::string t = trim(line);
-    if (startsWith(t, "Hint: ")) g.hints.push_back(t.substr(6));
+    if (startsWith(t, "Hint: ") && std::find(g.hints.begin(), g.hints.end(), t.substr(6)) == g.hints.end())
+      g.hints.push_back(t.substr(6));
   }
   static const std::regex kGbId(R"(/gb/gb(\d+)\.html)");
-  if (std::smatch m; std::regex_search(text, m, kGbId)) g.gbId = "GB" + m[1].str();
+  std::string line;
+  if (std::smatch m; searchLines(text, kGbId, &line, &m)) g.gbId = "GB" + m[1].str();
   // The user line: the innermost frame of "User code traceback:" (the frames before are the
   // job's outer calls), else the header "Graph break in user code at FILE:LINE".
   size_t traceback = text.find("User code traceback:");
@@ -104,12 +129,12 @@ GraphBreakText parseGraphBreak(const std::string& text) {
     g.frame = lastFileFrame(text.substr(traceback, end == std::string::npos ? std::string::npos : end - traceback));
   }
   static const std::regex kHeader(R"(Graph break in user code at (.+):(\d+))");
-  if (std::smatch m; g.frame.file.empty() && std::regex_search(text, m, kHeader)) g.frame = {m[1], std::stoi(m[2]), "", ""};
+  if (std::smatch m; g.frame.file.empty() && searchLines(text, kHeader, &line, &m)) g.frame = {m[1], lineNumber(m[2]), "", ""};
   // Data-dependent branching on a tensor names its line in the explanation:
   // '# File "/tmp/job.py", line 4, in tbr, code: if x.sum() > 0:'.
   static const std::regex kCodeComment(R"re(# File "([^"]+)", line (\d+), in (\S+), code: (.*))re");
-  if (std::smatch m; g.frame.file.empty() && std::regex_search(text, m, kCodeComment))
-    g.frame = {m[1], std::stoi(m[2]), m[3], trim(m[4])};
+  if (std::smatch m; g.frame.file.empty() && searchLines(text, kCodeComment, &line, &m))
+    g.frame = {m[1], lineNumber(m[2]), m[3], trim(m[4])};
   return g;
 }
 
@@ -118,20 +143,21 @@ std::optional<DataDependentText> parseDataDependent(const std::string& text) {
   // "Could not extract specialized integer from data-dependent expression u0 (unhinted: ...)".
   static const std::regex kExpr(R"(Could not (guard on|extract specialized integer from) data-dependent expression (.+?) \(unhinted:)");
   std::smatch m;
-  if (!std::regex_search(text, m, kExpr)) return std::nullopt;
+  std::string line;
+  if (!searchLines(text, kExpr, &line, &m)) return std::nullopt;
   DataDependentText d;
   d.expr = m[2];
   d.integer = m[1] == "extract specialized integer from";
   // "Caused by: if n.numel() == 0:  # mp/why/nz.py:6 in f (_dynamo/variables/tensor.py:2606 in evaluate_expr)":
   // the user's code, its shortened file, and in brackets where in PyTorch the guard was asked.
-  std::string causedBy = after(text, "Caused by:");
+  std::string causedBy = after(text, "Caused by:").substr(0, kLineLimit);
   static const std::regex kSite(R"(\(([^()]+:\d+ in \S+)\)\s*$)");
   if (std::smatch s; std::regex_search(causedBy, s, kSite)) d.torchSite = s[1];
   size_t stack = text.find("User Stack (most recent call last):");
   if (stack != std::string::npos) d.frame = lastFileFrame(text.substr(stack));
   static const std::regex kCausedLine(R"(^(.*?)\s+# (\S+):(\d+) in (\S+))");
   if (std::smatch s; d.frame.file.empty() && std::regex_search(causedBy, s, kCausedLine))
-    d.frame = {s[2], std::stoi(s[3]), s[4], trim(s[1])};
+    d.frame = {s[2], lineNumber(s[3]), s[4], trim(s[1])};
   return d;
 }
 

@@ -111,6 +111,34 @@ def test_symbol_option_limits_provenance(why_stores, inspect):
     assert missing.returncode == 1 and "no compile knows symbol u7" in missing.stderr
 
 
+def _step(x, scale):
+    return x * scale + 1
+
+
+def test_recompile_ladder_captured(tmp_path, inspect):
+    """The issue's ladder, captured: a float that changes, a size that goes dynamic, then a
+    size of 1 outside the dynamic range; one cause per recompile, with capture's seen values."""
+    torch = pytest.importorskip("torch")
+    torch._dynamo.reset()
+    store = tmp_path / "ladder.dynrep"
+    with dr.capture(store):
+        step = torch.compile(_step, backend="aot_eager")
+        for n, scale in ((8, 0.5), (8, 0.7), (16, 0.7), (1, 0.7)):
+            step(torch.ones(n), scale)
+    torch._dynamo.reset()
+    answer = _why(inspect, store)
+    (function,) = answer["functions"]
+    assert function["summary"] == ("4 compiles of _step: scale changed, a float constant (1); x.size(0) went dynamic (1); "
+                                   "x.size(0) == 1 outside the dynamic range (1)")
+    details = [c["recompile"]["detail"] for c in answer["compiles"]]
+    assert details[0] == "scale changed, a float constant (0.5, then 0.7)"
+    assert details[1] == "x.size(0) went dynamic (8, then 16)"
+    assert [c["recompile"]["advice"][0]["kind"] for c in answer["compiles"]] == ["float_constant", "mark_dynamic",
+                                                                                  "mark_unbacked"]
+    text = inspect("why", str(store)).stdout
+    assert text.startswith("test_why.py:") and function["summary"] in text.splitlines()[0]
+
+
 # --- synthetic stores ---
 
 def _store(path: Path, events: list[tuple[tuple[int, int, int], str, dict, bytes]]) -> Path:
@@ -216,6 +244,11 @@ def test_odd_metadata_and_bad_arguments(tmp_path, inspect):
            for metadata in ({"symbol": 3, "user_frame": 5, "causes": [1, {"entry": []}], "chain": "x"},
                             {"name": "recompile_reasons"}, {"name": "dynamo_graph_break_reason"})]
     odd.append(((0, 1, 0), "dynamo_replay.recompile", {"causes": [{"entry": "0/0", "guard": None, "text": 7}]}, b""))
+    # Megabyte texts (a status, a graph-break reason, a guard) with no line breaks in them.
+    huge = "Could not guard on data-dependent expression " + "u0 + " * 200_000 + "1 (unhinted: x)"
+    odd.append(((1, 0, 0), "compilation_metrics", _metrics("g", fail_type="UserError", fail_reason=huge), b""))
+    odd.append(((1, 0, 0), "artifact", {"name": "dynamo_graph_break_reason"}, ("Graph Break Reason: " + huge).encode()))
+    odd.append(((1, 1, 0), "dynamo_replay.recompile", {"causes": [{"entry": "1/0", "guard": "2 <= " + "x" * 10**6}]}, b""))
     store = _store(tmp_path / "odd.dynrep", odd)
     for args in ([], ["--json"], ["0/1"], ["--symbol", "u0"]):
         result = inspect("why", str(store), *args)
