@@ -344,7 +344,9 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
             logger = logging.getLogger(_TRACE_LOGGER)
             handler = _TraceHandler(session)
             old_level, old_propagate = logger.level, logger.propagate
-            logger.addHandler(handler)
+            # First in the list: PyTorch's idle LazyTraceHandler removes itself from the list
+            # while logging loops over it, which skips the handler after it for that record.
+            logger.handlers.insert(0, handler)
             logger.setLevel(logging.DEBUG)
             logger.propagate = False  # the job's own log handlers must not see the trace
             self._undo.append(lambda: (logger.removeHandler(handler), logger.setLevel(old_level),
