@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 BUILD  := build/py
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := g++ make libzstd-dev libcereal-dev libxxhash-dev libgtest-dev \
-                nlohmann-json3-dev libcli11-dev libfmt-dev zstd \
+                nlohmann-json3-dev libcli11-dev libfmt-dev libssl-dev zstd \
                 libmlir-19-dev mlir-19-tools llvm-19-dev \
                 chromium
 # Exactly this torch: the local CPU build. Anything unpinned pulls GBs of CUDA wheels.

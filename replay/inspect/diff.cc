@@ -96,7 +96,6 @@ bool looksLikeCompileId(const std::string& s) {
   return std::regex_match(s, kId);
 }
 
-std::string baseName(const std::string& file) { return file.substr(file.rfind('/') + 1); }
 
 // B's recompile reasons that name A's entry: PyTorch writes one line per failed entry, "0/0: ...".
 std::vector<std::string> reasonsNaming(const Compile& a, const Compile& b) {

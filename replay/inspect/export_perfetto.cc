@@ -19,10 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string baseName(const std::string& file) {
-  size_t slash = file.rfind('/');
-  return slash == std::string::npos ? file : file.substr(slash + 1);
-}
 
 json metadataEvent(const char* name, int pid, int tid, json args) {
   return {{"name", name}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", std::move(args)}};

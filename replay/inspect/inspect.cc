@@ -51,10 +51,6 @@ double ratio(const StoreStats& s) {
   return s.storedBlobBytes ? double(s.rawBlobBytes) / double(s.storedBlobBytes) : 1.0;
 }
 
-std::string baseName(const std::string& file) {
-  size_t slash = file.rfind('/');
-  return slash == std::string::npos ? file : file.substr(slash + 1);
-}
 
 // Per frame: how often its compiled code ran, and how many calls found no entry whose guards
 // passed and so compiled again (each recompile is one such call).

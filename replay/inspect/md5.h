@@ -1,4 +1,4 @@
-// MD5 (RFC 1321) of a byte string, as lower-case hex: PyTorch's structured trace marks each
+// MD5 (RFC 1321, computed by OpenSSL) of a byte string, as lower-case hex: PyTorch's structured trace marks each
 // payload with it ("has_payload") and tlparse checks it, so the exported trace must carry it.
 // Not for security. Private to replay/inspect.
 // Thread-safety: a pure function.

@@ -41,6 +41,12 @@ inline void noteUnfinished(const StoreReader& r, const InspectOptions& o, std::o
              r.recoveryNote());
 }
 
+// "train.py" from "/home/me/train.py": table cells name files by their last component.
+inline std::string baseName(const std::string& file) {
+  size_t slash = file.rfind('/');
+  return slash == std::string::npos ? file : file.substr(slash + 1);
+}
+
 // The first line of `s` with runs of spaces folded, for one-line table cells.
 inline std::string firstLine(const std::string& s) {
   std::string out;

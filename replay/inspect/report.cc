@@ -45,10 +45,6 @@ details{margin:.4em 0}.legend>span{margin-right:1em;white-space:nowrap}
 .swatch{display:inline-block;width:.8em;height:.8em;margin-right:.3em;vertical-align:middle}summary{cursor:pointer;font-weight:600}svg text{font:11px system-ui,sans-serif}
 )";
 
-std::string baseName(const std::string& file) {
-  size_t slash = file.rfind('/');
-  return slash == std::string::npos ? file : file.substr(slash + 1);
-}
 
 std::string anchor(const capture::CompileId& id) { return fmt::format("c-{}-{}-{}", id.frame, id.compile, id.attempt); }
 

@@ -2,6 +2,7 @@
 // facts (expression, user line, each symbol's origin, final range and guards) and the advice of
 // why_patterns.cc; then one summary per function compiled more than once. Capture's structured
 // events come first; PyTorch's texts (why_torch_text.h) fill in for stores that lack them.
+#include "render.h"
 #include "why.h"
 
 #include <algorithm>
@@ -27,10 +28,6 @@ json adviceJson(const Advice& a) {
 
 std::string firstLineOf(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-std::string baseName(const std::string& file) {
-  size_t slash = file.rfind('/');
-  return slash == std::string::npos ? file : file.substr(slash + 1);
-}
 
 std::string where(const UserFrame& f) { return f.file.empty() ? "an unknown line" : fmt::format("{}:{}", baseName(f.file), f.line); }
 

@@ -14,10 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string baseName(const std::string& file) {
-  size_t slash = file.rfind('/');
-  return slash == std::string::npos ? file : file.substr(slash + 1);
-}
 
 std::string frameText(const json& f) {
   if (!f.is_object()) return "(line not recorded)";
