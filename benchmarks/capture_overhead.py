@@ -7,6 +7,10 @@ garbage collection or a busy neighbour slowed down.
 
 Run: .venv/bin/python benchmarks/capture_overhead.py [--repeat 5] [--backend inductor|aot_eager] [--json]
 Target (issue 3): capture adds at most 5% to compile time.
+
+With --baseline DIR (a folder holding an older `dynamo_replay` package, e.g. from `git archive`,
+with this build's `_core` module copied in), the pairs are capture with that package against
+capture with this one: what a change to capture costs, apart from the machine's noise.
 """
 
 from __future__ import annotations
@@ -79,7 +83,11 @@ WORKLOADS = {
 }
 
 RUNNER = """
-import sys, time, torch
+import os, sys, time
+if os.environ.get("DYNREP_PACKAGE_DIR"):  # the baseline package, ahead of the editable install
+    sys.meta_path = [f for f in sys.meta_path if "editable" not in (getattr(f, "__module__", "") or "")]
+    sys.path.insert(0, os.environ["DYNREP_PACKAGE_DIR"])
+import torch
 {workload}
 fn, calls = make()
 compiled = torch.compile(fn, backend={backend!r})
@@ -95,9 +103,10 @@ print(time.perf_counter() - start)
 """
 
 
-def time_once(workload: str, backend: str, store: str) -> float:
+def time_once(workload: str, backend: str, store: str, package_dir: str = "") -> float:
     code = RUNNER.format(workload=textwrap.dedent(WORKLOADS[workload]), backend=backend)
-    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=tempfile.mkdtemp(prefix="dynrep-bench-cache-"))
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=tempfile.mkdtemp(prefix="dynrep-bench-cache-"),
+               DYNREP_PACKAGE_DIR=package_dir)
     out = subprocess.run([sys.executable, "-c", code, store], capture_output=True, text=True, env=env, check=True)
     return float(out.stdout.strip().splitlines()[-1])
 
@@ -108,6 +117,7 @@ def main() -> int:
     parser.add_argument("--backend", default="inductor")
     parser.add_argument("--workloads", nargs="*", default=list(WORKLOADS))
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--baseline", default="", help="compare with capture by the dynamo_replay package in this folder")
     args = parser.parse_args()
     results = {}
     with tempfile.TemporaryDirectory(prefix="dynrep-capture-bench-") as tmp:
@@ -115,8 +125,9 @@ def main() -> int:
             plain, captured = [], []
             time_once(name, args.backend, "")  # warm the page cache and imports
             for i in range(args.repeat):  # in pairs, so drift hits both columns alike
-                plain.append(time_once(name, args.backend, ""))
-                captured.append(time_once(name, args.backend, os.path.join(tmp, f"{name}-{i}.dynrep")))
+                store = os.path.join(tmp, f"{name}-{i}.dynrep")
+                plain.append(time_once(name, args.backend, store + ".base" if args.baseline else "", args.baseline))
+                captured.append(time_once(name, args.backend, store))
             p = statistics.median(plain)
             added = statistics.median(c - q for q, c in zip(plain, captured))
             results[name] = {"compile_s": p, "compile_with_capture_s": statistics.median(captured),
@@ -124,11 +135,12 @@ def main() -> int:
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
-    print(f"backend {args.backend}, {args.repeat} pairs of fresh processes\n")
-    print(f"{'workload':<10} {'compile (s)':>12} {'with capture (s)':>17} {'added (s)':>10} {'overhead':>9}  target <= 5%")
+    reference = f"capture by {args.baseline}" if args.baseline else "compile"
+    print(f"backend {args.backend}, {args.repeat} pairs of fresh processes; reference: {reference}\n")
+    print(f"{'workload':<10} {'reference (s)':>13} {'with capture (s)':>17} {'added (s)':>10} {'overhead':>9}  target <= 5%")
     for name, r in results.items():
         verdict = "pass" if r["overhead"] <= 0.05 else "MISS"
-        print(f"{name:<10} {r['compile_s']:>12.3f} {r['compile_with_capture_s']:>17.3f} {r['added_s']:>10.3f} "
+        print(f"{name:<10} {r['compile_s']:>13.3f} {r['compile_with_capture_s']:>17.3f} {r['added_s']:>10.3f} "
               f"{100 * r['overhead']:>8.1f}%  {verdict}")
     return 0
 
