@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import dynamo_replay as dr
-from why_programs import PROGRAMS, why
+from why_programs import PROGRAMS, inspect_all, why
 
 EXPECTS = {name: why.load(name).EXPECT for name in PROGRAMS}
 
@@ -28,18 +28,7 @@ def _why(inspect, *args: str) -> dict:
 @pytest.fixture(scope="module")
 def answers(why_stores) -> dict[str, dict[str, dict]]:
     """`why --json` of every program's broken and fixed store."""
-    from dynamo_replay.tools import inspect_executable
-    import subprocess
-
-    out = {}
-    for program, stores in why_stores.items():
-        out[program] = {}
-        for variant, path in stores.items():
-            result = subprocess.run([inspect_executable(), "why", "--json", str(path)], capture_output=True, text=True,
-                                    timeout=60)
-            assert result.returncode == 0, result.stderr
-            out[program][variant] = json.loads(result.stdout)
-    return out
+    return inspect_all(why_stores, "why")
 
 
 def _problem(answer: dict, kind: str) -> dict:

@@ -6,15 +6,12 @@ and gives what the original program gives in eager. The stores are captured once
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 import why_programs
-from dynamo_replay.tools import inspect_executable
-from why_programs import PROGRAMS, why
+from why_programs import PROGRAMS, inspect_all, why
 
 EXPECTS = {name: why.load(name).EXPECT for name in PROGRAMS}
 
@@ -22,15 +19,7 @@ EXPECTS = {name: why.load(name).EXPECT for name in PROGRAMS}
 @pytest.fixture(scope="module")
 def listed(why_stores):
     """`ls --json` of every store: {program: {variant: listing}}."""
-    out = {}
-    for program, stores in why_stores.items():
-        out[program] = {}
-        for variant, path in stores.items():
-            result = subprocess.run([inspect_executable(), "ls", "--json", str(path)], capture_output=True, text=True,
-                                    timeout=60)
-            assert result.returncode == 0, result.stderr
-            out[program][variant] = json.loads(result.stdout)
-    return out
+    return inspect_all(why_stores, "ls")
 
 
 def test_every_advice_has_a_program():

@@ -53,6 +53,21 @@ def why_stores(directory: Path, programs: tuple[str, ...] = PROGRAMS) -> dict[st
     return {program: _store_paths(directory, program) for program in programs}
 
 
+def inspect_all(stores: dict[str, dict[str, Path]], command: str) -> dict[str, dict[str, Any]]:
+    """`replay-inspect COMMAND --json` of every store: {program: {variant: its JSON}}."""
+    from dynamo_replay.tools import inspect_executable
+
+    out: dict[str, dict[str, Any]] = {}
+    for program, variants in stores.items():
+        out[program] = {}
+        for variant, path in variants.items():
+            result = subprocess.run([inspect_executable(), command, "--json", str(path)], capture_output=True,
+                                    text=True, timeout=60)
+            assert result.returncode == 0, result.stderr
+            out[program][variant] = json.loads(result.stdout)
+    return out
+
+
 def program_runs(stores: dict[str, Path]) -> dict[str, dict[str, Any]]:
     """{variant: run()'s result} for one program's stores (from why_stores)."""
     return json.loads((Path(stores["broken"]).parent / RUNS).read_text())
