@@ -52,6 +52,13 @@ def _demo(args: argparse.Namespace) -> int:
     sys.stderr.write(listing.stderr)
     if listing.returncode != 0:
         return listing.returncode
+    # Why the job compiled more than once, and the edit that would have saved it.
+    print(f"\n$ replay-inspect why {store}", flush=True)
+    why = run_inspect("why", str(store))
+    sys.stdout.write(why.stdout)
+    sys.stderr.write(why.stderr)
+    if why.returncode != 0:
+        return why.returncode
     # One stored graph run again from the store alone, through libtorch without Python: the
     # first compile that finished (a restarted attempt leaves a partial one before it).
     compiles = json.loads(run_inspect("ls", "--json", str(store)).stdout or "{}").get("compiles", [])
