@@ -43,31 +43,26 @@ def _demo(args: argparse.Namespace) -> int:
             return result.returncode
     same = checksums[0] is not None and checksums[0] == checksums[1]
     print(f"cold compile (captured): {seconds[0]:.2f} s; replayed: {seconds[1]:.2f} s "
-          f"({seconds[0] / seconds[1]:.1f}x faster); outputs {'identical' if same else 'DIFFER'}\n", flush=True)
+          f"({seconds[0] / seconds[1]:.1f}x faster); outputs {'identical' if same else 'DIFFER'}", flush=True)
     if not same:
         return 1
-    print(f"$ replay-inspect ls {store}", flush=True)
-    listing = run_inspect("ls", str(store))
-    sys.stdout.write(listing.stdout)
-    sys.stderr.write(listing.stderr)
-    if listing.returncode != 0:
-        return listing.returncode
-    # Why the job compiled more than once, and the edit that would have saved it.
-    print(f"\n$ replay-inspect why {store}", flush=True)
-    why = run_inspect("why", str(store))
-    sys.stdout.write(why.stdout)
-    sys.stderr.write(why.stderr)
-    if why.returncode != 0:
-        return why.returncode
+    for command in ("ls", "why"):  # the store's compiles; why the job compiled more than once
+        if (status := _shown_inspect(command, str(store))) != 0:
+            return status
     # One stored graph run again from the store alone, through libtorch without Python: the
     # first compile that finished (a restarted attempt leaves a partial one before it).
     compiles = json.loads(run_inspect("ls", "--json", str(store)).stdout or "{}").get("compiles", [])
     compile_id = next((c["compile_id"] for c in compiles if c.get("status") == "ok"), "0/0")
-    print(f"\n$ replay-inspect run {store} {compile_id}", flush=True)
-    ran = run_inspect("run", str(store), compile_id)
-    sys.stdout.write(ran.stdout)
-    sys.stderr.write(ran.stderr)
-    return ran.returncode
+    return _shown_inspect("run", str(store), compile_id)
+
+
+def _shown_inspect(*args: str) -> int:
+    """Runs `replay-inspect ARGS` as the demo shows it: the command line, then its output."""
+    print(f"\n$ replay-inspect {' '.join(args)}", flush=True)
+    done = run_inspect(*args)
+    sys.stdout.write(done.stdout)
+    sys.stderr.write(done.stderr)
+    return done.returncode
 
 
 def _prepare_job(args: argparse.Namespace) -> None:
