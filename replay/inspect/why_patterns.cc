@@ -64,15 +64,14 @@ std::string userExpr(const Problem& p) {
   return renameSymbols(pythonExpr(p.expr), names);
 }
 
-bool relational(const std::string& expr) {
-  return std::regex_search(expr, std::regex(R"(^(Eq|Ne)\(|[<>]|==|!=)"));
-}
-
 bool floatSymbol(const Problem& p) {
   return std::any_of(p.symbols.begin(), p.symbols.end(), [](const SymbolFacts& s) { return s.symbol.rfind("z", 0) == 0; });
 }
 
-bool scalarOp(const std::string& op) { return std::regex_search(op, std::regex(R"(\b(item|_local_scalar_dense|tolist)\b)")); }
+bool scalarOp(const std::string& op) {
+  static const std::regex kScalarOp(R"(\b(item|_local_scalar_dense|tolist)\b)");
+  return std::regex_search(op, kScalarOp);
+}
 
 // A data-dependent branch or check: an undecidable true/false question on symbols, or Dynamo's
 // "Data-dependent branching" graph break (symbolic_convert.py) on a symbolic value.
@@ -95,7 +94,8 @@ std::string lineRef(const Problem& p) {
 // utils.py: "Data dependent operator" for aten._local_scalar_dense (.tolist(), int(tensor)).
 int rankScalarOutputs(const Problem& p) {
   if (has(p.gbType, "capture_scalar_outputs=False")) return 100;
-  if (p.gbType == "Data dependent operator" && std::regex_search(p.context, std::regex(R"(_local_scalar_dense|aten\.item)"))) return 100;
+  static const std::regex kScalarRead(R"(_local_scalar_dense|aten\.item)");
+  if (p.gbType == "Data dependent operator" && std::regex_search(p.context, kScalarRead)) return 100;
   return 0;
 }
 std::string editScalarOutputs(const Problem&) {
@@ -110,7 +110,10 @@ std::string editDynamicShapeOps(const Problem& p) {
                      p.context.empty() ? std::string("the operator") : p.context);
 }
 
-bool loopStatement(const std::string& code) { return std::regex_search(code, std::regex(R"(^\s*(for|while)\s)")); }
+bool loopStatement(const std::string& code) {
+  static const std::regex kLoop(R"(^\s*(for|while)\s)");
+  return std::regex_search(code, kLoop);
+}
 
 // "Could not extract specialized integer from data-dependent expression": a loop count, int(),
 // range() or a Python-side size needs the number itself. A loop statement that asks a yes/no
@@ -152,11 +155,11 @@ std::string editGuardOrFalse(const Problem& p) {
 // (`length > x.size(0)`). One side of such a test rarely happens on valid input; a threshold on
 // a value read from the data (`count > 4`) picks between two real paths.
 bool edgeTest(const Problem& p) {
-  if (std::regex_search(pythonExpr(p.expr), std::regex(R"((==|!=|<=|>=|<|>) (0|1)\)*$|^\(*(0|1) (==|!=|<=|>=|<|>))")))
-    return true;
+  static const std::regex kAgainst01(R"((==|!=|<=|>=|<|>) (0|1)\)*$|^\(*(0|1) (==|!=|<=|>=|<|>))");
+  static const std::regex kSize(R"(\.size\(|\.shape\b|\blen\(|\.numel\(\)|\.dim\(\))");
+  if (std::regex_search(pythonExpr(p.expr), kAgainst01)) return true;
   std::string cond = conditionOf(p.frame.code);
-  if (cond.empty()) return true;
-  return std::regex_search(cond, std::regex(R"(\.size\(|\.shape\b|\blen\(|\.numel\(\)|\.dim\(\))"));
+  return cond.empty() || std::regex_search(cond, kSize);
 }
 
 // symbolic_shapes.py GuardOnDataDependentSymNode: "Could not guard on data-dependent expression".
@@ -179,7 +182,8 @@ std::string editCheck(const Problem& p) {
   std::string stated = equality ? negate(expr) : expr;
   // A sign test on a count read with .item(): say it is never negative (torch._check_is_size,
   // which said the same, is deprecated in 2.13 in favour of this).
-  bool signTest = std::regex_search(pythonExpr(p.expr), std::regex(R"((>=|<) 0\b)"));
+  static const std::regex kSignTest(R"((>=|<) 0\b)");
+  bool signTest = std::regex_search(pythonExpr(p.expr), kSignTest);
   for (const SymbolFacts& s : p.symbols) {
     if (signTest && s.unbacked && scalarOp(s.op) && !s.userName.empty())
       return fmt::format("before {}: `torch._check({} >= 0)` (a count is never negative)", lineRef(p), s.userName);
@@ -232,9 +236,13 @@ const ProblemPattern kProblemPatterns[] = {
 // --- recompile causes ---
 
 bool floatLiteral(const std::string& v) {
-  return std::regex_match(v, std::regex(R"(-?(\d+\.\d*|\.\d+|\d+(\.\d*)?e[-+]?\d+|inf|nan))"));
+  static const std::regex kFloat(R"(-?(\d+\.\d*|\.\d+|\d+(\.\d*)?e[-+]?\d+|inf|nan))");
+  return std::regex_match(v, kFloat);
 }
-bool intLiteral(const std::string& v) { return std::regex_match(v, std::regex(R"(-?\d+)")); }
+bool intLiteral(const std::string& v) {
+  static const std::regex kInt(R"(-?\d+)");
+  return std::regex_match(v, kInt);
+}
 
 std::string values(const RecompileCause& c) {
   if (c.expected.empty() && c.seen.empty()) return "";
@@ -319,8 +327,9 @@ std::string torchDtype(const std::string& c10) {
 }
 
 std::string dimOf(const std::string& subject) {
+  static const std::regex kDim(R"(\((\d+)\)$)");
   std::smatch m;
-  return std::regex_search(subject, m, std::regex(R"(\((\d+)\)$)")) ? m[1].str() : "0";
+  return std::regex_search(subject, m, kDim) ? m[1].str() : "0";
 }
 
 }  // namespace
@@ -350,9 +359,10 @@ std::vector<Advice> adviseProblem(const Problem& problem) {
 }
 
 std::string userNameFor(const std::string& op, const std::string& originCode) {
+  static const std::regex kAssignment(R"(^\s*([A-Za-z_]\w*)\s*=[^=])");
   std::smatch m;
   std::string code = originCode.substr(0, 1024);
-  if (!std::regex_search(code, m, std::regex(R"(^\s*([A-Za-z_]\w*)\s*=[^=])"))) return "";
+  if (!std::regex_search(code, m, kAssignment)) return "";
   std::string name = m[1];
   if (scalarOp(op)) return op.find("tolist") != std::string::npos ? name + "[0]" : name;
   return name + ".shape[0]";

@@ -22,12 +22,11 @@ std::vector<std::string> lines(const std::string& text) {
   return out;
 }
 
-// The first line of `text` where `pattern` matches, with its match; false when none does.
-bool searchLines(const std::string& text, const std::regex& pattern, std::string* line, std::smatch* m) {
-  for (std::string& l : lines(text)) {
-    *line = std::move(l);
-    if (std::regex_search(*line, *m, pattern)) return true;
-  }
+// The first of `all` where `pattern` matches, with its match; false when none does. `m` refers
+// into `all`.
+bool searchLines(const std::vector<std::string>& all, const std::regex& pattern, std::smatch* m) {
+  for (const std::string& line : all)
+    if (std::regex_search(line, *m, pattern)) return true;
   return false;
 }
 
@@ -119,8 +118,7 @@ GraphBreakText parseGraphBreak(const std::string& text) {
       g.hints.push_back(t.substr(6));
   }
   static const std::regex kGbId(R"(/gb/gb(\d+)\.html)");
-  std::string line;
-  if (std::smatch m; searchLines(text, kGbId, &line, &m)) g.gbId = "GB" + m[1].str();
+  if (std::smatch m; searchLines(all, kGbId, &m)) g.gbId = "GB" + m[1].str();
   // The user line: the innermost frame of "User code traceback:" (the frames before are the
   // job's outer calls), else the header "Graph break in user code at FILE:LINE".
   size_t traceback = text.find("User code traceback:");
@@ -129,11 +127,11 @@ GraphBreakText parseGraphBreak(const std::string& text) {
     g.frame = lastFileFrame(text.substr(traceback, end == std::string::npos ? std::string::npos : end - traceback));
   }
   static const std::regex kHeader(R"(Graph break in user code at (.+):(\d+))");
-  if (std::smatch m; g.frame.file.empty() && searchLines(text, kHeader, &line, &m)) g.frame = {m[1], lineNumber(m[2]), "", ""};
+  if (std::smatch m; g.frame.file.empty() && searchLines(all, kHeader, &m)) g.frame = {m[1], lineNumber(m[2]), "", ""};
   // Data-dependent branching on a tensor names its line in the explanation:
   // '# File "/tmp/job.py", line 4, in tbr, code: if x.sum() > 0:'.
   static const std::regex kCodeComment(R"re(# File "([^"]+)", line (\d+), in (\S+), code: (.*))re");
-  if (std::smatch m; g.frame.file.empty() && searchLines(text, kCodeComment, &line, &m))
+  if (std::smatch m; g.frame.file.empty() && searchLines(all, kCodeComment, &m))
     g.frame = {m[1], lineNumber(m[2]), m[3], trim(m[4])};
   return g;
 }
@@ -142,9 +140,9 @@ std::optional<DataDependentText> parseDataDependent(const std::string& text) {
   // "Could not guard on data-dependent expression Eq(u0, 0) (unhinted: ...)" or
   // "Could not extract specialized integer from data-dependent expression u0 (unhinted: ...)".
   static const std::regex kExpr(R"(Could not (guard on|extract specialized integer from) data-dependent expression (.+?) \(unhinted:)");
+  std::vector<std::string> all = lines(text);
   std::smatch m;
-  std::string line;
-  if (!searchLines(text, kExpr, &line, &m)) return std::nullopt;
+  if (!searchLines(all, kExpr, &m)) return std::nullopt;
   DataDependentText d;
   d.expr = m[2];
   d.integer = m[1] == "extract specialized integer from";
@@ -211,9 +209,9 @@ std::vector<std::string> symbolsIn(const std::string& expr) {
 }
 
 std::string prettySource(const std::string& source) {
-  std::string s = std::regex_replace(source, std::regex(R"(\b[LG]\['([^']+)'\])"), "$1");
-  s = std::regex_replace(s, std::regex(R"(\.(size|stride)\(\)\[(\d+)\])"), ".$1($2)");
-  return s;
+  static const std::regex kGlobalOrLocal(R"(\b[LG]\['([^']+)'\])");
+  static const std::regex kSizeIndex(R"(\.(size|stride)\(\)\[(\d+)\])");
+  return std::regex_replace(std::regex_replace(source, kGlobalOrLocal, "$1"), kSizeIndex, ".$1($2)");
 }
 
 std::string pythonExpr(const std::string& sympyExpr) {
