@@ -61,31 +61,18 @@ def tracing_user_frame() -> dict[str, Any] | None:
     return user_frame(last.filename, last.lineno or 0, last.name, last.line)
 
 
-def _stack_trace_frame(stack_trace: Any) -> dict[str, Any] | None:
-    """The last user frame of an FX node's `stack_trace` (the text Dynamo writes into meta)."""
-    if not isinstance(stack_trace, str):
-        return None
-    found = None
-    lines = stack_trace.splitlines()
-    for i, text in enumerate(lines):
-        match = re.match(r'\s*File "(.+)", line (\d+), in (.+)', text)
-        if match and is_user_file(match[1]):
-            code = lines[i + 1].strip() if i + 1 < len(lines) else None
-            found = user_frame(match[1], int(match[2]), match[3].strip(), code)
-    return found
-
-
-def node_frame(node: Any) -> dict[str, Any] | None:
+def node_stack_trace(node: Any) -> str | None:
+    """The `stack_trace` Dynamo wrote into a graph node's meta: the user frames that made it."""
     meta = getattr(node, "meta", None)
-    return _stack_trace_frame(meta.get("stack_trace")) if isinstance(meta, dict) else None
+    return meta.get("stack_trace") if isinstance(meta, dict) else None
 
 
-def current_meta_frame() -> dict[str, Any] | None:
-    """The user line of the graph node AOTAutograd or Inductor is running now, from its meta."""
+def current_node_stack_trace() -> str | None:
+    """The `stack_trace` of the graph node AOTAutograd or Inductor is running now."""
     import torch.fx.traceback as fx_traceback
 
     meta = fx_traceback.get_current_meta()
-    return _stack_trace_frame(meta.get("stack_trace")) if meta else None
+    return meta.get("stack_trace") if meta else None
 
 
 def target_name(target: Any) -> str:

@@ -93,13 +93,12 @@ class _Session:
         self.signed: dict[str, tuple[str, bytes]] = {}
         self.ir_texts: list[tuple[tuple[int, int, int], str, str]] = []  # compile id, event, text
         self.irs: dict[tuple[tuple[int, int, int], str], dict[str, Any]] = {}  # (compile id, event) -> IR
-        self.shape_envs: dict[tuple[int, int, int], Any] = {}  # compile id -> its ShapeEnv, read at the end
         self.guard_trees: list[tuple[tuple[int, int, int], str]] = []  # compile id, text
         self.sample_limit = sample_limit  # bytes per graph call; 0: no samples
         self.precompile = precompile
         self.module_globals: dict[str, str] = {}  # see _torch.module_globals
         self.recorders: list[tuple[tuple[int, int, int], tensor_samples.CallRecorder]] = []  # compile id, recorder
-        self.shapes = shape_events.ShapeEvents(self.put_event, self.shape_envs)
+        self.shapes = shape_events.ShapeEvents(self.put_event)
         self.not_packaged: list[tuple[str, str]] = []  # frame, why PyTorch's precompile left it out
         self.dropped: set[tuple[tuple[int, int, int], str, str]] = set()  # compile id, kind, source
         self.risky_dropped = 0
@@ -126,13 +125,14 @@ class _Session:
 
     def trace_event(self, metadata: dict[str, Any], payload: str | None) -> None:
         name = next((k for k in metadata if k not in _NOT_NAMES), "unknown")
-        self.put_event(name, _compile_id(metadata), metadata.get(name), payload)
+        compile_id = _compile_id(metadata)
+        self.put_event(name, compile_id, metadata.get(name), payload)
         if name in graph_ir.IR_GRAPHS and isinstance(payload, str):
-            self.graph_logged(_compile_id(metadata), name, payload)
+            self.graph_logged(compile_id, name, payload)
         elif name == "dynamo_cpp_guards_str" and isinstance(payload, str):
-            self.guard_trees.append((_compile_id(metadata), payload))
+            self.guard_trees.append((compile_id, payload))
         try:
-            self.shapes.logged(name, _compile_id(metadata), metadata.get(name), payload)
+            self.shapes.logged(name, compile_id, metadata.get(name), payload)
         except Exception:  # the event itself is stored; only capture's reading of it is lost
             self.note_failure(f"shape event {name}")
 
@@ -154,8 +154,7 @@ class _Session:
                                graph_ir.scope_by_seq_nr(forward) if forward else None)
         if event == "dynamo_output_graph":
             graph_feeds.link_dynamo(ir)
-            if (shape_env := _torch.tracing_shape_env()) is not None:
-                self.shape_envs[compile_id] = shape_env
+            self.shapes.keep_shape_env(compile_id, _torch.tracing_shape_env())
         elif event == "aot_backward_graph":
             graph_feeds.link_backward(ir, forward, scope.get("fw_metadata"))
         else:
@@ -194,7 +193,7 @@ class _Session:
         for (compile_id, name), ir in irs:
             self.put_event(schema.EVENT_GRAPH_IR, compile_id,
                            {"graph": name, "nodes": len(ir["nodes"]), "format": ir["format"]}, json.dumps(ir))
-        for compile_id, shape_env in self.shape_envs.items():
+        for compile_id, shape_env in self.shapes.shape_envs.items():
             try:
                 table = symbols.symbol_table(shape_env)
                 self.put_event(schema.EVENT_SYMBOLS, compile_id, {"count": len(table)}, json.dumps(table))

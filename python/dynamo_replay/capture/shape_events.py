@@ -17,6 +17,7 @@ import sys
 from typing import Any, Callable
 
 from dynamo_replay import _torch_shapes, schema
+from dynamo_replay.capture.graph_ir import user_location
 
 PutEvent = Callable[[str, tuple[int, int, int], Any, Any], None]
 
@@ -27,9 +28,9 @@ _COMPARISON = re.compile(r"^(?P<source>.+?) (?P<op>==|!=|is|is not) (?P<value>.+
 
 
 class ShapeEvents:
-    def __init__(self, put_event: PutEvent, shape_envs: dict[tuple[int, int, int], Any]) -> None:
+    def __init__(self, put_event: PutEvent) -> None:
         self.put_event = put_event
-        self.shape_envs = shape_envs  # compile id -> its ShapeEnv, shared with the session
+        self.shape_envs: dict[tuple[int, int, int], Any] = {}  # compile id -> its ShapeEnv, read after the job
 
     def logged(self, name: str, compile_id: tuple[int, int, int], metadata: Any, payload: Any) -> None:
         """Called for each trace event as PyTorch logs it, inside PyTorch's logging call."""
@@ -52,12 +53,12 @@ class ShapeEvents:
         node = context.get("node")
         frame, attributed = _torch_shapes.tracing_user_frame(), "user_stack"
         if frame is None:  # made while AOTAutograd or Inductor ran the graph: the node's own line
-            frame, attributed = _torch_shapes.current_meta_frame() or _torch_shapes.node_frame(node), "graph_node"
+            stack_trace = _torch_shapes.current_node_stack_trace() or _torch_shapes.node_stack_trace(node)
+            frame, attributed = user_location(stack_trace), "graph_node"
+        target = _torch_shapes.target_name(node.target) if node is not None else ""
         origin = {
             "symbol": str(metadata.get("symbol", "")), "unbacked": unbacked, "phase": context["phase"],
-            "op": context.get("op") or (_torch_shapes.target_name(node.target) if node is not None else ""),
-            "node": node.name if node is not None else "",
-            "node_target": _torch_shapes.target_name(node.target) if node is not None else "",
+            "op": context.get("op") or target, "node": node.name if node is not None else "", "node_target": target,
             "source": metadata.get("source", ""), "value": metadata.get("val"),
             "user_frame": frame, "attributed": attributed if frame else "",
         }
@@ -66,7 +67,7 @@ class ShapeEvents:
     def guard_added(self, compile_id: tuple[int, int, int], metadata: dict[str, Any]) -> None:
         context = _torch_shapes.guard_context()
         self.keep_shape_env(compile_id, context.get("shape_env"))
-        frame = _torch_shapes.tracing_user_frame() or _torch_shapes.current_meta_frame()
+        frame = _torch_shapes.tracing_user_frame() or user_location(_torch_shapes.current_node_stack_trace())
         expr = context.get("expr")
         self.put_event(schema.EVENT_SHAPE_GUARD, compile_id, {
             "expr": str(metadata.get("expr", "")), "kind": context.get("kind", "guard"),
