@@ -15,6 +15,7 @@
 #include "dynrep/replay/query/job.h"
 #include "dynrep/replay/query/json_fields.h"
 #include "dynrep/store/reader.h"
+#include "provenance.h"
 #include "render.h"
 
 namespace dynrep::replay {
@@ -88,7 +89,7 @@ void printCompiles(const std::string& path, const Job& job, const InspectOptions
                       {"status", c.status}, {"reason", c.reason}, {"graph_breaks", c.graphBreaks},
                       {"not_saved", c.notSaved}, {"dropped_guards", c.dropped.size()},
                       {"unreadable_events", c.unreadable},
-                      {"calls", c.calls < 0 ? json(nullptr) : json(c.calls)}});
+                      {"calls", callsJson(c)}});
     }
     json functions = json::array();
     for (const FrameCalls& f : frameCalls(job))

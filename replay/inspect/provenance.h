@@ -40,6 +40,9 @@ inline nlohmann::json causeJson(const RecompileCause& r) {
           {"expected", r.expected}, {"seen", r.seen}, {"text", r.text}};
 }
 
+// A compile's call count, or null when capture did not count it (Compile::calls < 0).
+inline nlohmann::json callsJson(const Compile& c) { return c.calls < 0 ? nlohmann::json(nullptr) : nlohmann::json(c.calls); }
+
 // The compile's symbol table with final ranges: [{symbol, unbacked, range, source, hint,
 // replaced_by}], or an empty array when none was recorded or it cannot be read.
 inline nlohmann::json symbolTable(const Job& job, const Compile& c) {

@@ -138,8 +138,6 @@ std::vector<json> samplesOf(const Job& job, const Compile& c) {
   return samples;
 }
 
-json callsJson(const Compile& c) { return c.calls < 0 ? json(nullptr) : json(c.calls); }
-
 // "file.py:4: if n.numel() == 0:", or "(no user line recorded)".
 std::string lineText(const UserFrame& f) {
   if (f.file.empty()) return "(no user line recorded)";
