@@ -2,7 +2,6 @@
 // facts (expression, user line, each symbol's origin, final range and guards) and the advice of
 // why_patterns.cc; then one summary per function compiled more than once. Capture's structured
 // events come first; PyTorch's texts (why_torch_text.h) fill in for stores that lack them.
-#include "render.h"
 #include "why.h"
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 
 #include "dynrep/replay/query/json_fields.h"
 #include "provenance.h"
+#include "render.h"
 #include "why_patterns.h"
 #include "why_torch_text.h"
 
@@ -26,8 +26,8 @@ json adviceJson(const Advice& a) {
   return {{"kind", a.kind}, {"edit", a.edit}, {"line", frameJson(a.line)}, {"why", a.why}};
 }
 
+// The first line of `s` as it is (render.h's firstLine also folds spaces, for table cells).
 std::string firstLineOf(const std::string& s) { return s.substr(0, s.find('\n')); }
-
 
 std::string where(const UserFrame& f) { return f.file.empty() ? "an unknown line" : fmt::format("{}:{}", baseName(f.file), f.line); }
 
@@ -115,31 +115,35 @@ class CompileFacts {
       if (!e->source.empty()) facts->userName = prettySource(e->source);
     }
     json guards = json::array();
-    for (const ShapeGuard& g : c_.shapeGuards) {
-      if (std::find(g.symbols.begin(), g.symbols.end(), symbol) == g.symbols.end()) continue;
+    for (const ShapeGuard& g : guardsOn(symbol)) {
       json guard = shapeGuardJson(g);
       guard["python"] = pythonExpr(g.expr);
       guards.push_back(std::move(guard));
     }
-    if (c_.shapeGuards.empty()) {  // a store without capture's guard events: PyTorch's guard_added_fast
-      for (const ShapeEvent& e : c_.shapes) {
-        std::vector<std::string> in = symbolsIn(e.expr);
-        if (e.expr.empty() || std::find(in.begin(), in.end(), symbol) == in.end()) continue;
-        ShapeGuard g{e.expr, "guard", in, e.userStack.empty() ? UserFrame{} : e.userStack.back()};
-        json guard = shapeGuardJson(g);
-        guard["python"] = pythonExpr(e.expr);
-        guards.push_back(std::move(guard));
-      }
-    }
-    json range = row.is_object() && row.contains("range") ? row["range"] : json(nullptr);
+    auto orNull = [&](const char* key) { return row.is_object() && row.contains(key) ? row[key] : json(nullptr); };
     return {{"symbol", symbol},
             {"unbacked", facts->unbacked},
             {"user_name", facts->userName},
             {"origin", origin},
-            {"range", range},
+            {"range", orNull("range")},
             {"replaced_by", field(row, "replaced_by", "")},
-            {"hint", row.is_object() && row.contains("hint") ? row["hint"] : json(nullptr)},
+            {"hint", orNull("hint")},
             {"guards", guards}};
+  }
+
+  // The guards and asserts on a symbol, in order: capture's events, else (a store without
+  // them) PyTorch's guard_added_fast events.
+  std::vector<ShapeGuard> guardsOn(const std::string& symbol) const {
+    auto names = [&](const std::vector<std::string>& in) { return std::find(in.begin(), in.end(), symbol) != in.end(); };
+    std::vector<ShapeGuard> out;
+    for (const ShapeGuard& g : c_.shapeGuards)
+      if (names(g.symbols)) out.push_back(g);
+    if (!c_.shapeGuards.empty()) return out;
+    for (const ShapeEvent& e : c_.shapes) {
+      std::vector<std::string> in = symbolsIn(e.expr);
+      if (!e.expr.empty() && names(in)) out.push_back({e.expr, "guard", in, e.userStack.empty() ? UserFrame{} : e.userStack.back()});
+    }
+    return out;
   }
 
   // The symbols of a problem as JSON (all, or only `only`), filling the matchers' facts.
@@ -203,7 +207,7 @@ json problemJson(const Problem& p, const Compile& c, json symbols, const std::ve
 }
 
 // A failed compile: capture's failure event, else PyTorch's status text.
-json failureJson(const CompileFacts& f, const std::string& only) {
+json failureProblemJson(const CompileFacts& f, const std::string& only) {
   const Compile& c = f.compile();
   Problem p;
   std::vector<std::string> chain = c.failure.chain;
@@ -299,16 +303,19 @@ json recompileJson(const CompileFacts& f, std::set<std::string>* seenKeys, Cause
     }
   }
   json list = json::array();
-  for (size_t i = 0; i < causes.size(); ++i)
-    list.push_back({{"entry", causes[i].entry}, {"guard", causes[i].guard}, {"source", causes[i].source},
-                    {"expected", causes[i].expected}, {"seen", causes[i].seen}, {"text", causes[i].text},
-                    {"cause", classes[i].cause}, {"subject", classes[i].subject}, {"detail", classes[i].detail},
-                    {"primary", i == primary}});
-  if (causes.empty())
-    return {{"from", from},  {"cause", "unknown"},  {"subject", ""},   {"description", "not recorded"},
-            {"detail", "no failed guard recorded: " + firstLineOf(c.reason)},
-            {"entry", ""},    {"guard", ""},  {"source", ""},  {"expected", ""},  {"seen", ""},
-            {"text", ""},     {"advice", json::array()}, {"causes", list}};
+  for (size_t i = 0; i < causes.size(); ++i) {
+    json cause = causeJson(causes[i]);
+    cause.update({{"cause", classes[i].cause}, {"subject", classes[i].subject}, {"detail", classes[i].detail},
+                  {"primary", i == primary}});
+    list.push_back(std::move(cause));
+  }
+  if (causes.empty()) {
+    json unknown = causeJson(RecompileCause{});
+    unknown.update({{"from", from}, {"cause", "unknown"}, {"subject", ""}, {"description", "not recorded"},
+                    {"detail", "no failed guard recorded: " + firstLineOf(c.reason)}, {"advice", json::array()},
+                    {"causes", list}});
+    return unknown;
+  }
   RecompileCause main = causes[primary];
   // A 0/1 guard does not say the size seen; the static entry's size mismatch on it does.
   if (main.seen.empty()) {
@@ -323,22 +330,28 @@ json recompileJson(const CompileFacts& f, std::set<std::string>* seenKeys, Cause
   if (!advice.kind.empty()) adviceList.push_back(adviceJson(advice));
   *primaryOut = k;
   *adviceOut = advice;
-  return {{"from", from},          {"cause", k.cause},     {"subject", k.subject}, {"description", k.description},
-          {"detail", k.detail},    {"entry", main.entry},  {"guard", main.guard},  {"source", main.source},
-          {"expected", main.expected},
-          {"seen", main.seen},     {"text", main.text},    {"advice", adviceList}, {"causes", list}};
+  json out = causeJson(main);
+  out.update({{"from", from}, {"cause", k.cause}, {"subject", k.subject}, {"description", k.description},
+              {"detail", k.detail}, {"advice", adviceList}, {"causes", list}});
+  return out;
 }
 
 std::string functionKey(const Compile& c) { return fmt::format("{}:{}:{}", c.file, c.firstLine, c.function); }
+
+// One kind of recompile cause of a function: the first compile's class and advice, and every
+// compile it made.
+struct CauseTally {
+  CauseClass cls;
+  Advice advice;
+  std::vector<std::string> compileIds;
+};
 
 // Per-function tally of what made it compile again.
 struct FunctionTally {
   const Compile* first = nullptr;
   int compiles = 0;
   std::vector<std::string> order;  // cause keys, first seen first
-  std::map<std::string, CauseClass> classes;
-  std::map<std::string, Advice> advice;
-  std::map<std::string, std::vector<std::string>> compileIds;
+  std::map<std::string, CauseTally> causes;
 };
 
 json functionJson(const FunctionTally& t) {
@@ -346,9 +359,7 @@ json functionJson(const FunctionTally& t) {
   std::string summary = fmt::format("{} compiles of {}", t.compiles, t.first->function);
   std::string parts;
   for (const std::string& key : t.order) {
-    const CauseClass& k = t.classes.at(key);
-    const std::vector<std::string>& ids = t.compileIds.at(key);
-    const Advice& a = t.advice.at(key);
+    const auto& [k, a, ids] = t.causes.at(key);
     parts += fmt::format("{}{} ({})", parts.empty() ? "" : "; ", k.description, ids.size());
     causes.push_back({{"cause", k.cause}, {"subject", k.subject}, {"description", k.description}, {"count", ids.size()},
                       {"compile_ids", ids}, {"advice", a.kind.empty() ? json(nullptr) : adviceJson(a)}});
@@ -384,7 +395,7 @@ nlohmann::json explainJob(const Job& job, const std::string& compileId, const st
     json entry = {{"compile_id", c.id.str()}, {"function", c.function}, {"file", c.file}, {"line", c.firstLine},
                   {"status", firstLineOf(c.status)}, {"calls", c.calls < 0 ? json(nullptr) : json(c.calls)}};
     json problems = json::array();
-    if (failedCompile(c)) problems.push_back(failureJson(facts, symbol));
+    if (failedCompile(c)) problems.push_back(failureProblemJson(facts, symbol));
     for (const std::string& text : c.graphBreaks) problems.push_back(graphBreakJson(facts, text, symbol));
     entry["problems"] = problems;
     bool recompiled = isRecompile(c) && c.reason != "first compile";
@@ -393,18 +404,15 @@ nlohmann::json explainJob(const Job& job, const std::string& compileId, const st
       Advice advice;
       entry["recompile"] = recompileJson(facts, &seenKeys[fnKey], &k, &advice);
       std::string key = causeKey(k);
-      if (!tally.classes.count(key)) {
-        tally.order.push_back(key);
-        tally.classes[key] = k;
-        tally.advice[key] = advice;
-      }
-      tally.compileIds[key].push_back(c.id.str());
+      auto [it, isNew] = tally.causes.try_emplace(key, CauseTally{k, advice, {}});
+      if (isNew) tally.order.push_back(key);
+      it->second.compileIds.push_back(c.id.str());
     }
     bool chosen = compileId.empty() ? (!problems.empty() || recompiled) : c.id.str() == compileId;
     if (!symbol.empty()) {
       if (!facts.knows(symbol)) continue;
-      Problem unused;
-      entry["symbols"] = facts.symbolsJson({symbol}, symbol, &unused);
+      SymbolFacts unused;
+      entry["symbols"] = json::array({facts.symbolJson(symbol, &unused)});
       chosen = compileId.empty() || c.id.str() == compileId;
     }
     if (!chosen) continue;
@@ -412,13 +420,11 @@ nlohmann::json explainJob(const Job& job, const std::string& compileId, const st
     compiles.push_back(std::move(entry));
   }
   json functions = json::array();
+  const Compile* only = compileId.empty() ? nullptr : job.find(compileId);
   for (const std::string& key : functionOrder) {
     const FunctionTally& t = tallies[key];
     if (t.compiles < 2) continue;
-    if (!compileId.empty()) {
-      const Compile* c = job.find(compileId);
-      if (!c || functionKey(*c) != key) continue;
-    }
+    if (!compileId.empty() && (!only || functionKey(*only) != key)) continue;
     functions.push_back(functionJson(t));
   }
   return {{"compiles", compiles}, {"functions", symbol.empty() ? functions : json::array()}};
