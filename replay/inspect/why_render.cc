@@ -5,6 +5,7 @@
 
 #include "dynrep/replay/inspect/inspect.h"
 #include "dynrep/replay/query/json_fields.h"
+#include "provenance.h"
 #include "render.h"
 #include "why.h"
 
@@ -14,18 +15,11 @@ namespace {
 
 using nlohmann::json;
 
-
 std::string frameText(const json& f) {
   if (!f.is_object()) return "(line not recorded)";
   std::string at = fmt::format("{}:{}", baseName(field(f, "file", "?")), field<int>(f, "line", 0));
   std::string code = field(f, "code", "");
   return code.empty() ? at : at + ": " + code;
-}
-
-std::string rangeText(const json& r) {
-  if (!r.is_array() || r.size() != 2) return "not recorded";
-  auto bound = [](const json& b) { return b.is_string() ? b.get<std::string>() : dumpJson(b); };
-  return fmt::format("[{}, {}]", bound(r[0]), bound(r[1]));
 }
 
 void printAdvice(const json& advice, const std::string& indent, const InspectOptions& o, std::ostream& out) {
@@ -42,7 +36,7 @@ void printSymbol(const json& s, const std::string& indent, std::ostream& out) {
   std::string name = field(s, "symbol", "?");
   std::string user = field(s, "user_name", "");
   fmt::print(out, "{}{}{}  {}, final range {}{}\n", indent, name, user.empty() ? "" : " (" + user + ")",
-             field<bool>(s, "unbacked", false) ? "unbacked" : "backed", rangeText(s.value("range", json())),
+             field<bool>(s, "unbacked", false) ? "unbacked" : "backed", arrayField(s, "range").size() == 2 ? rangeText(s) : "not recorded",
              field(s, "replaced_by", "").empty() ? "" : ", replaced by " + field(s, "replaced_by", ""));
   const json origin = s.value("origin", json());
   if (origin.is_object()) {

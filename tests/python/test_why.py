@@ -81,13 +81,16 @@ def test_fixed_variant_leaves_nothing_to_explain(program, answers):
     assert answers[program]["fixed"]["compiles"] == [] and answers[program]["fixed"]["functions"] == []
 
 
-def test_text_gives_the_answer_first(why_stores, inspect):
+def test_text_gives_the_answer_first(why_stores, inspect, answers):
     text = inspect("why", str(why_stores["empty_selection"]["broken"])).stdout
     lines = [line for line in text.splitlines() if line.strip()]
     assert lines[0].startswith("0/0 top_scores did not compile: PyTorch could not decide Eq(u0, 0) at empty_selection.py:")
     assert "if picked.numel() == 0:" in lines[1]
     assert lines[2].strip() == "fix, most likely first:" and "torch_check" in lines[3]
     assert "torch._check(picked.numel() != 0)" in lines[3]
+    (u0,) = _problem(answers["empty_selection"]["broken"], "failure")["symbols"]
+    lo, hi = u0["range"]
+    assert f"u0 (picked.shape[0])  unbacked, final range [{lo}, {hi}]" in text
 
 
 def test_symbol_option_limits_provenance(why_stores, inspect):
@@ -166,6 +169,7 @@ def test_store_without_capture_shape_events_is_read_from_pytorch_text(tmp_path, 
     (u0,) = problem["symbols"]
     assert u0["origin"]["user_frame"]["line"] == 5 and u0["origin"]["attributed"] == "pytorch_user_stack"
     assert u0["range"] is None  # no final table in such a store: said, not invented
+    assert "u0  unbacked, final range not recorded" in inspect("why", str(store)).stdout
 
 
 LADDER = [
@@ -242,7 +246,7 @@ def test_odd_metadata_and_bad_arguments(tmp_path, inspect):
     for args in ([], ["--json"], ["0/1"], ["--symbol", "u0"]):
         result = inspect("why", str(store), *args)
         assert result.returncode in (0, 1) and "terminate" not in result.stderr, (args, result.stderr)
-    assert inspect("why", str(store), "9/9").returncode == 1
-    assert "no compile 9/9" in inspect("why", str(store), "9/9").stderr
+    unknown = inspect("why", str(store), "9/9")
+    assert unknown.returncode == 1 and "no compile 9/9" in unknown.stderr
     missing = inspect("why", str(tmp_path / "missing.dynrep"))
     assert missing.returncode == 1 and "missing.dynrep" in missing.stderr
