@@ -12,6 +12,7 @@
 
 #include "diff_compare.h"
 #include "dynrep/replay/query/json_fields.h"
+#include "provenance.h"
 
 namespace dynrep::replay {
 
@@ -172,15 +173,11 @@ std::vector<Change> guardDetails(const GuardEntry& a, const GuardEntry& b) {
 
 // The symbol table's entries by what they stand for (an input's size; an unbacked symbol by
 // name), as "s77 [2, int_oo]" (+ " = s3" when replaced); the symbol's own name is not compared.
-std::map<std::string, std::pair<std::string, std::string>> symbolTable(const Job& job, const Compile& c) {
+std::map<std::string, std::pair<std::string, std::string>> symbolsBySource(const Job& job, const Compile& c) {
   std::map<std::string, std::pair<std::string, std::string>> out;
-  if (c.symbolsKey.empty()) return out;
-  json list = json::parse(job.text(c.symbolsKey), nullptr, false);
-  for (const json& s : list.is_array() ? list : json::array()) {
+  for (const json& s : symbolTable(job, c)) {
     std::string symbol = field(s, "symbol", "?"), source = field(s, "source", "");
-    json range = arrayField(s, "range");
-    auto bound = [](const json& v) { return v.is_string() ? v.get<std::string>() : dumpJson(v); };
-    std::string facts = range.size() == 2 ? fmt::format("[{}, {}]", bound(range[0]), bound(range[1])) : "[?]";
+    std::string facts = rangeText(s);
     if (std::string r = field(s, "replaced_by", ""); !r.empty()) facts += " = " + r;
     out[source.empty() ? symbol : source] = {symbol, facts};
   }
@@ -224,7 +221,7 @@ GuardDiff compareGuards(const Job& ja, const Compile& a, const Job& jb, const Co
     for (size_t i = 0; i < lb->size(); ++i)
       if (!usedB[i]) d.added.push_back((*lb)[i]);
   }
-  auto sa = symbolTable(ja, a), sb = symbolTable(jb, b);
+  auto sa = symbolsBySource(ja, a), sb = symbolsBySource(jb, b);
   for (const auto& [key, facts] : sa) {
     auto other = sb.find(key);
     if (other == sb.end()) d.symbols.push_back({key, facts.first + " " + facts.second, ""});
