@@ -1,12 +1,16 @@
 // diff's settings and environment: the configs each compile ran with (PyTorch's
 // compilation_metrics carries its dynamo, inductor, functorch and compiler configs as JSON), the
 // manifest's environment fingerprint (python/dynamo_replay/fingerprint.py) and capture's summary.
+#include <optional>
+#include <string_view>
+
 #include <nlohmann/json.hpp>
 
 #include "diff_compare.h"
 #include "dynrep/capture/events.h"
 #include "dynrep/capture/records.h"
 #include "dynrep/replay/query/json_fields.h"
+#include "store_records.h"
 
 namespace dynrep::replay {
 
@@ -31,17 +35,12 @@ void addConfig(const json& metrics, Settings* out) {
   }
 }
 
-// Each TraceEvent named `name`, decoded, in file order; undecodable ones are skipped (Job::load
-// has already refused a store where one is).
+// Each TraceEvent named `name`, in file order.
 template <typename Visit>
 void forEachEvent(const StoreReader& reader, std::string_view name, Visit visit) {
-  for (size_t i = 0; i < reader.recordCount(); ++i) {
-    if (reader.index().records[i].kind != uint16_t(capture::RecordKind::TraceEvent)) continue;
-    Result<std::string_view> payload = reader.recordPayload(i);
-    capture::TraceEvent e;
-    if (!payload.isOk() || !capture::decode(*payload, &e).isOk() || e.name != name) continue;
-    visit(e);
-  }
+  forEachRecord<capture::TraceEvent>(reader, [&](const capture::TraceEvent& e) {
+    if (e.name == name) visit(e);
+  });
 }
 
 }  // namespace
@@ -57,14 +56,10 @@ std::map<capture::CompileId, Settings> compileSettings(const StoreReader& reader
 
 JobFacts jobFacts(const StoreReader& reader) {
   JobFacts facts;
-  for (size_t i = 0; i < reader.recordCount() && !facts.found; ++i) {
-    if (reader.index().records[i].kind != uint16_t(capture::RecordKind::Manifest)) continue;
-    Result<std::string_view> payload = reader.recordPayload(i);
-    capture::Manifest m;
-    if (!payload.isOk() || !capture::decode(*payload, &m).isOk()) continue;
+  if (std::optional<capture::Manifest> m = firstManifest(reader)) {
     facts.found = true;
-    facts.commandLine = m.commandLine;
-    for (const auto& [key, value] : m.environment)
+    facts.commandLine = m->commandLine;
+    for (const auto& [key, value] : m->environment)
       (key.rfind("config.", 0) == 0 ? facts.settings : facts.environment)[key] = value;
   }
   forEachEvent(reader, capture::events::kSummary, [&](const capture::TraceEvent& e) {

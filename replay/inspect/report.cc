@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -16,6 +17,7 @@
 #include "html.h"
 #include "report_compile.h"
 #include "render.h"
+#include "store_records.h"
 #include "timeline.h"
 #include "why.h"
 
@@ -56,17 +58,12 @@ struct Header {
 
 Header readHeader(const StoreReader& reader) {
   Header h;
-  for (size_t i = 0; i < reader.recordCount(); ++i) {
-    if (reader.index().records[i].kind != uint16_t(capture::RecordKind::Manifest)) continue;
-    Result<std::string_view> payload = reader.recordPayload(i);
-    capture::Manifest m;
-    if (!payload.isOk() || !capture::decode(*payload, &m).isOk()) continue;
-    h.tool = m.tool;
-    h.createdAt = m.createdAt;
-    if (auto it = m.environment.find("torch.version"); it != m.environment.end()) h.torch = it->second;
-    for (const std::string& arg : m.commandLine) h.commandLine += (h.commandLine.empty() ? "" : " ") + arg;
-    break;
-  }
+  std::optional<capture::Manifest> m = firstManifest(reader);
+  if (!m) return h;
+  h.tool = m->tool;
+  h.createdAt = m->createdAt;
+  if (auto it = m->environment.find("torch.version"); it != m->environment.end()) h.torch = it->second;
+  for (const std::string& arg : m->commandLine) h.commandLine += (h.commandLine.empty() ? "" : " ") + arg;
   return h;
 }
 

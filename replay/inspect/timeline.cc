@@ -15,6 +15,7 @@
 
 #include "dynrep/capture/records.h"
 #include "dynrep/replay/query/json_fields.h"
+#include "store_records.h"
 
 namespace dynrep::replay {
 
@@ -215,16 +216,11 @@ std::string trackName(const TimelineTrack& t) {
 
 JobTimeline buildTimeline(const StoreReader& reader, const Job& job) {
   Builder builder;
-  for (size_t i = 0; i < reader.recordCount(); ++i) {
-    if (reader.index().records[i].kind != uint16_t(capture::RecordKind::TraceEvent)) continue;
-    Result<std::string_view> payload = reader.recordPayload(i);
-    capture::TraceEvent e;
-    if (!payload.isOk() || !capture::decode(*payload, &e).isOk()) continue;
+  forEachRecord<capture::TraceEvent>(reader, [&](const capture::TraceEvent& e) {
     if (e.name == "compilation_metrics") builder.compilationMetrics(e);
-    if (e.name != "chromium_event" || e.payloadKey.empty()) continue;
-    std::string text = job.text(e.payloadKey);  // "[...]" when unreadable: counted as unreadable
-    builder.chromiumEvent(e, text);
-  }
+    // job.text is "[...]" when the payload is unreadable: counted as an unreadable chromium_event.
+    if (e.name == "chromium_event" && !e.payloadKey.empty()) builder.chromiumEvent(e, job.text(e.payloadKey));
+  });
   return builder.finish(job);
 }
 
