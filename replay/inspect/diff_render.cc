@@ -135,7 +135,7 @@ std::string joinCauses(const std::vector<std::string>& list) {
   return text;
 }
 
-std::string where(const Compile& c) { return fmt::format("{} {} ({}:{})", c.function, c.id.str(), c.file.substr(c.file.rfind('/') + 1), c.firstLine); }
+std::string where(const Compile& c) { return fmt::format("{} {} ({}:{})", c.function, c.id.str(), baseName(c.file), c.firstLine); }
 
 std::string answerForCompiles(const PairDiff& p) {
   const Compile &a = *p.a, &b = *p.b;
