@@ -258,6 +258,12 @@ std::string tensorOf(const std::string& source) {
   return std::regex_match(s, m, kAttr) ? m[1].str() : s;
 }
 
+// A cause class whose detail is its description with the values the guard names.
+CauseClass described(const char* cause, const std::string& subject, const std::string& description,
+                     const std::string& values = "") {
+  return {cause, subject, description, description + values};
+}
+
 // The guard texts of PyTorch 2.13 these key on: csrc/dynamo/guards.cpp's TensorCheck
 // ("tensor 'x' size mismatch at index 0. expected 8, actual 16", "dtype mismatch",
 // "requires_grad mismatch", "rank mismatch", "stride mismatch"), the 0/1 note of
@@ -277,39 +283,39 @@ CauseClass classifyOne(const RecompileCause& c, bool wentDynamic) {
   }
   if (has(text, "size mismatch at index")) {
     if (wentDynamic)
-      return {"size_changed", subject, subject + " went dynamic", subject + " went dynamic" + values(c)};
-    return {"size_changed", subject, subject + " changed", subject + " changed" + values(c)};
+      return described("size_changed", subject, subject + " went dynamic", values(c));
+    return described("size_changed", subject, subject + " changed", values(c));
   }
   if (has(text, "dtype mismatch")) {
     std::string t = tensorOf(c.source);
-    return {"dtype_change", t, t + "'s dtype changed", t + "'s dtype changed" + values(c)};
+    return described("dtype_change", t, t + "'s dtype changed", values(c));
   }
   if (has(text, "requires_grad mismatch")) {
     std::string t = tensorOf(c.source);
     RecompileCause named = c;  // the guard says requires_grad=0; say False
     for (std::string* v : {&named.expected, &named.seen}) *v = *v == "0" ? "False" : *v == "1" ? "True" : *v;
-    return {"requires_grad_change", t, t + ".requires_grad changed", t + ".requires_grad changed" + values(named)};
+    return described("requires_grad_change", t, t + ".requires_grad changed", values(named));
   }
   if (has(text, "rank mismatch")) {
     std::string t = tensorOf(c.source);
-    return {"rank_change", t, t + "'s number of dimensions changed", t + "'s number of dimensions changed" + values(c)};
+    return described("rank_change", t, t + "'s number of dimensions changed", values(c));
   }
-  if (has(text, "stride mismatch")) return {"stride_change", subject, subject + " changed", subject + " changed" + values(c)};
+  if (has(text, "stride mismatch")) return described("stride_change", subject, subject + " changed", values(c));
   if (has(text, "___check_obj_id") || has(text, "ID_MATCH"))
-    return {"object_changed", subject, "another object in " + subject, "another object in " + subject};
+    return described("object_changed", subject, "another object in " + subject);
   if (has(text, "___check_type_id") || has(text, "TYPE_MATCH"))
-    return {"type_changed", subject, subject + "'s type changed", subject + "'s type changed"};
+    return described("type_changed", subject, subject + "'s type changed");
   if (!c.source.empty() && floatLiteral(c.expected))
-    return {"float_constant", subject, subject + " changed, a float constant", subject + " changed, a float constant" + values(c)};
+    return described("float_constant", subject, subject + " changed, a float constant", values(c));
   if (!c.source.empty() && intLiteral(c.expected)) {
     if (subject.rfind("len(", 0) == 0)
-      return {"length_changed", subject, subject + " changed", subject + " changed" + values(c)};
-    return {"int_constant", subject, subject + " changed, an int constant", subject + " changed, an int constant" + values(c)};
+      return described("length_changed", subject, subject + " changed", values(c));
+    return described("int_constant", subject, subject + " changed, an int constant", values(c));
   }
   if (!c.source.empty() && !c.expected.empty())
-    return {"constant_changed", subject, subject + " changed, a constant", subject + " changed, a constant" + values(c)};
+    return described("constant_changed", subject, subject + " changed, a constant", values(c));
   std::string guard = c.guard.empty() ? text : c.guard;
-  return {"other", guard, "guard " + guard + " failed", "guard " + guard + " failed"};
+  return described("other", guard, "guard " + guard + " failed");
 }
 
 // Where a recompile's advice goes: the compiled function's first line (settings and marks
