@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dynamo_replay._core import Store, TraceEvent
+from dynamo_replay._core import Manifest, Store, TraceEvent
 
 JOB = Path(__file__).parent / "jobs" / "gpt2_recompile_break.py"
 DATA = Path(__file__).parent.parent / "data"
@@ -192,6 +192,19 @@ def test_report_shows_where_a_failed_compiles_symbols_came_from(inspect, tmp_pat
     assert assertion[:3] == ["u0 <= 4", "runtime_assert", "u0"] and "every_record_job.py:41" in assertion[3]
 
 
+def test_report_header_is_the_stores_manifest(inspect, tmp_path):
+    store = DATA / "capture-1.2" / "every-record.dynrep"
+    [manifest] = [r for r in Store.open(str(store)).records() if isinstance(r, Manifest)]
+    dom = report(inspect, store, tmp_path / "report.html")
+    [header] = dom.find_all("dl", id="job")
+    facts = dict(zip([dt.text() for dt in header.find_all("dt")], [dd.text() for dd in header.find_all("dd")]))
+    assert facts["captured by"] == manifest.tool and facts["created"] == manifest.created_at
+    assert facts["torch"] == manifest.environment["torch.version"]
+    assert facts["command line"] == " ".join(manifest.command_line)
+    listed = json.loads(inspect("ls", "--json", str(store)).stdout)["compiles"]
+    assert facts["compiles"].startswith(f"{len({c['compile_id'].split('/')[0] for c in listed})} frames, {len(listed)} compiles")
+
+
 def test_text_from_the_store_stays_text(inspect, tmp_path):
     hostile = "<script>document.title='pwned'</script><img src=x onerror=alert(1)></pre>\"'&amp;"
     store = Store.create(str(tmp_path / "hostile.dynrep"), level=3, overwrite=True)
@@ -214,6 +227,7 @@ def test_text_from_the_store_stays_text(inspect, tmp_path):
     assert not dom.find_all("script") and not dom.find_all("img")
     [title] = dom.find_all("head")[0].find_all("title")
     assert "pwned" not in title.text()
+    assert "captured by(no manifest)" in dom.find_all("dl", id="job")[0].text()
     part = section(dom, "0/0")
     assert part.find_all("h3")[0].text() == f"0/0 {hostile}"
     [graph_text] = part.find_all("details", cls="graph", data_graph="dynamo_output_graph")[0].find_all("pre")
