@@ -393,7 +393,7 @@ nlohmann::json explainJob(const Job& job, const std::string& compileId, const st
     if (c.id.attempt == 0) ++tally.compiles;
     CompileFacts facts(job, c);
     json entry = {{"compile_id", c.id.str()}, {"function", c.function}, {"file", c.file}, {"line", c.firstLine},
-                  {"status", firstLineOf(c.status)}, {"calls", c.calls < 0 ? json(nullptr) : json(c.calls)}};
+                  {"status", firstLineOf(c.status)}, {"calls", callsJson(c)}};
     json problems = json::array();
     if (failedCompile(c)) problems.push_back(failureProblemJson(facts, symbol));
     for (const std::string& text : c.graphBreaks) problems.push_back(graphBreakJson(facts, text, symbol));
