@@ -241,7 +241,7 @@ def test_perfetto_trace_has_every_compile_with_its_phases(gpt2, inspect, tmp_pat
     first_begin = next(json.loads(p) for m, p in log_events(pytorch_log)
                        if m.startswith('{"chromium_event"') and '"name": "dynamo"' in p)
     starts = [e["ts"] for e in events if e["name"] == "dynamo" and (e["pid"], e["tid"]) == (1, 1)]
-    assert first_begin["ts"] in starts or min(starts) <= first_begin["ts"] + 1e5
+    assert first_begin["ts"] in starts, (first_begin["ts"], starts)
 
 
 def test_perfetto_from_old_and_damaged_stores(inspect, tmp_path):
