@@ -133,7 +133,7 @@ def test_two_compiles_of_a_ladder(stores, inspect) -> None:
     assert code == 1 and not report["between_stores"]
     [pair] = report["pairs"]
     assert detail(pair, "L['x'].size()[0]") == ("4", "dynamic")
-    assert any(s["what"] == "L['x'].size()[0]" and s["a"] is None and "[2, int_oo]" in s["b"] for s in pair["guards"]["symbols"])
+    assert {"what": "L['x'].size()[0]", "a": None, "b": "s77 [2, int_oo]"} in pair["guards"]["symbols"]
     assert any("2 <= L['x'].size()[0]" in g["code"] for g in pair["guards"]["added"])
     assert any("expected 4, actual 8" in r for r in pair["pytorch_reasons"])
     dynamo = next(g for g in pair["graphs"] if g["graph"] == "dynamo_output_graph")
@@ -296,6 +296,8 @@ def test_environment_fingerprints_differ(tmp_path: Path, inspect) -> None:
         store.close()
     code, report = diff_json(inspect, tmp_path / "here.dynrep", tmp_path / "there.dynrep")
     assert code == 1 and report["pairs"] == [] and report["settings"]["changes"] == []
+    # config.* entries of the fingerprint are settings; the rest is the environment.
+    assert (report["environment"]["entries"], report["settings"]["entries"]) == (2, 1)
     assert report["environment"]["changes"] == [{"what": "cpu.flags", "a": "x86_64,avx2", "b": "x86_64,avx2,avx512"},
                                                 {"what": "torch.version", "a": "2.13.0", "b": "2.14.0"}]
     assert "torch.version was 2.13.0, now 2.14.0" in report["answer"]
