@@ -2,7 +2,6 @@
 // (JSON object form), which Perfetto and chrome://tracing open. One process per frame, one
 // thread per compile of it; complete events (ph X) so that every span is closed. Layout:
 // docs/exports.md "The Perfetto timeline".
-#include <fstream>
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -72,9 +71,8 @@ json traceEvents(const JobTimeline& timeline) {
 
 int exportPerfetto(const std::string& path, const std::string& file, const InspectOptions& o, std::ostream& out,
                    std::ostream& err) {
-  Result<OpenedJob> opened = openJob(path);
-  if (!opened.isOk()) return reportError(o, err, opened.status().message());
-  noteUnfinished(*opened->reader, o, err);
+  std::optional<OpenedJob> opened = openJobOrReport(path, o, err);
+  if (!opened) return 1;
   JobTimeline timeline = buildTimeline(*opened->reader, opened->job);
   json trace = {{"traceEvents", traceEvents(timeline)},
                 {"displayTimeUnit", "ms"},
@@ -86,10 +84,7 @@ int exportPerfetto(const std::string& path, const std::string& file, const Inspe
   if (file == "-") {
     out << text;
   } else {
-    std::ofstream f(file, std::ios::binary | std::ios::trunc);
-    f << text;
-    f.close();
-    if (!f) return reportError(o, err, fmt::format("{}: cannot write the file", file));
+    if (!writeFileOrReport(file, text, o, err)) return 1;
     if (o.json)
       out << dumpJson({{"path", path}, {"file", file}, {"tracks", timeline.tracks.size()}, {"events", spans},
                        {"notes", timeline.notes}}, 2)

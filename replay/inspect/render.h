@@ -3,7 +3,9 @@
 // Thread-safety: pure functions; each writes only to the stream it is given.
 #pragma once
 
+#include <fstream>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -39,6 +41,27 @@ inline void noteUnfinished(const StoreReader& r, const InspectOptions& o, std::o
   if (r.state() == StoreState::Finished) return;
   fmt::print(err, "{}: {}: {} store: {}\n", paint(o, "33", "warning"), r.path(), stateName(r.state()),
              r.recoveryNote());
+}
+
+// The store with its job, or nullopt after reporting why not; warns when it was read by a scan.
+inline std::optional<OpenedJob> openJobOrReport(const std::string& path, const InspectOptions& o, std::ostream& err) {
+  Result<OpenedJob> opened = openJob(path);
+  if (!opened.isOk()) {
+    reportError(o, err, opened.status().message());
+    return std::nullopt;
+  }
+  noteUnfinished(*opened->reader, o, err);
+  return std::move(*opened);
+}
+
+// Writes `text` to `file` (replacing it); false after reporting when it cannot.
+inline bool writeFileOrReport(const std::string& file, const std::string& text, const InspectOptions& o,
+                              std::ostream& err) {
+  std::ofstream f(file, std::ios::binary | std::ios::trunc);
+  f << text;
+  f.close();
+  if (!f) reportError(o, err, file + ": cannot write the file");
+  return bool(f);
 }
 
 // "train.py" from "/home/me/train.py": table cells name files by their last component.

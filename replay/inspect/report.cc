@@ -2,7 +2,6 @@
 // resources): the job, its compile timeline and summary, then each compile's section
 // (report_compile.cc). Everything read from the store is escaped (html::escape).
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -230,15 +229,11 @@ class ReportWriter {
 
 int inspectReport(const std::string& path, const std::string& file, const InspectOptions& o, std::ostream& out,
                   std::ostream& err) {
-  Result<OpenedJob> opened = openJob(path);
-  if (!opened.isOk()) return reportError(o, err, opened.status().message());
-  noteUnfinished(*opened->reader, o, err);
+  std::optional<OpenedJob> opened = openJobOrReport(path, o, err);
+  if (!opened) return 1;
   std::ostringstream page;
   ReportWriter(path, *opened->reader, opened->job, page).write();
-  std::ofstream f(file, std::ios::binary | std::ios::trunc);
-  f << page.str();
-  f.close();
-  if (!f) return reportError(o, err, fmt::format("{}: cannot write the file", file));
+  if (!writeFileOrReport(file, page.str(), o, err)) return 1;
   if (o.json)
     out << dumpJson({{"path", path}, {"file", file}, {"compiles", opened->job.compiles().size()},
                      {"bytes", page.str().size()}}, 2)
