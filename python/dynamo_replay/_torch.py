@@ -1,8 +1,9 @@
 """Every private PyTorch 2.13 touchpoint of dynamo-replay, in one place.
 
-Capture and replay reach into PyTorch only through this module and _torch_shapes (what
-capture's shape events read from PyTorch's frames), so a new PyTorch release is checked in
-these two. What this one touches, and why:
+Capture and replay reach into PyTorch only through this module, _torch_guards (the guard
+table, value descriptions, dropped guards and guard trees) and _torch_shapes (what capture's
+shape events read from PyTorch's frames), so a new PyTorch release is checked in these three.
+What this one touches, and why:
 - Dynamo's caching precompile (torch._dynamo.package): capture saves each frame's guards and
   transformed bytecode through it, replay installs them. Two PyTorch classes are swapped for
   subclasses while a capture or replay is active, so that one frame PyTorch cannot save or
@@ -15,10 +16,8 @@ Nothing here replaces a function's code; every swap is undone by the handle it r
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import dataclasses
-import hashlib
 import importlib
 import inspect
 import io
@@ -28,9 +27,11 @@ import sys
 import time
 import types
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
-from dynamo_replay.schema import frame_name
+from dynamo_replay._torch_guards import (DroppedGuard, QuietLog, add_log_filter, code_key,  # noqa: F401 (re-exported)
+                                         describe_value, guard_builder_frames, MODULE_HOOKS, module_hooks_source, guard_tree_lines, guards_state_key,
+                                         pinned_by_build, quiet_dropped_guards, record_dropped_guards, user_line)
 
 # The config values a precompile capture sets, and replay sets from what the store recorded.
 # (module, name, value). They stay set for the rest of the process: a function compiled with
@@ -42,11 +43,6 @@ PRECOMPILE_SETTINGS = (
     ("torch._dynamo.config", "caching_precompile", True),
     ("torch._functorch.config", "bundled_autograd_cache", True),
 )
-
-# Frames whose code lives in these modules are pinned by the torch build and Python version,
-# which the fingerprint compares; guards on what they hold need no re-check.
-_PINNED_ROOTS = frozenset(sys.stdlib_module_names) | {"torch", "builtins"}
-
 
 def apply_settings(settings: tuple[tuple[str, str, Any], ...]) -> Callable[[], None]:
     """Sets each module.attribute to its value; returns a function that puts the old values back."""
@@ -142,11 +138,6 @@ def _set_unique_id_counter(start: Callable[[int], int]) -> int:
     return current
 
 
-def code_key(code: types.CodeType) -> str:
-    """How a frame is named across processes (schema.frame_name)."""
-    return frame_name(code.co_name, code.co_filename, code.co_firstlineno)
-
-
 def module_globals(transformed: types.CodeType) -> dict[str, str]:
     """Globals naming a module that Dynamo installed for a transformed frame (`___module_x_<id>_c0`,
     made when the module is not in the frame's globals under its own name): name -> module.
@@ -164,199 +155,6 @@ def module_globals(transformed: types.CodeType) -> dict[str, str]:
     return {name: scope[name].__name__ for name in names if isinstance(scope.get(name), types.ModuleType)}
 
 
-# --- values, described so two processes can compare them -------------------------------------
-
-def describe_value(value: Any) -> str:
-    """A description of a value that is equal in two processes exactly when they hold the same
-    function, class, module or constant (identity itself cannot travel)."""
-    if isinstance(value, types.ModuleType):
-        return f"module {value.__name__}"
-    if isinstance(value, types.CellType):
-        try:
-            return f"cell of {describe_value(value.cell_contents)}"
-        except ValueError:
-            return "empty cell"
-    if isinstance(value, types.MethodType):
-        return f"method {describe_value(value.__func__)} of {_qualified(type(value.__self__))}"
-    if isinstance(value, types.FunctionType):
-        return f"function {_qualified(value)} code {_code_digest(value.__code__)}"
-    if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)) or callable(value) and hasattr(value, "__qualname__") and not isinstance(value, type):
-        return f"callable {_qualified(value)}"
-    if isinstance(value, type):
-        if _pinned(value):
-            return f"class {_qualified(value)}"
-        return f"class {_qualified(value)} contents {_class_digest(value)}"
-    if value is None or isinstance(value, (bool, int, float, str, bytes)):
-        return f"constant {value!r}"
-    return f"object of {_qualified(type(value))}"
-
-
-def _pinned(cls: type) -> bool:
-    return _pinned_module(getattr(cls, "__module__", None) or "")
-
-
-def _pinned_module(name: str) -> bool:
-    return name.split(".")[0] in _PINNED_ROOTS
-
-
-def _class_digest(cls: type) -> str:
-    """A digest of what a user class's attributes are (methods by their code, constants by
-    value), over its bases outside torch and the standard library: Dynamo guards a class by
-    identity only, which cannot tell a swapped method in another process."""
-    digest = hashlib.sha256()
-    for base in cls.__mro__:
-        if _pinned(base):
-            continue
-        for name, value in sorted(vars(base).items()):
-            if name in ("__dict__", "__weakref__", "__doc__", "__module__", "__qualname__", "__slotnames__"):
-                continue
-            if isinstance(value, (staticmethod, classmethod)):
-                value = value.__func__
-            inner = describe_value(value) if not isinstance(value, type) else f"class {_qualified(value)}"
-            digest.update(f"{base.__qualname__}.{name}={inner};".encode())
-    return digest.hexdigest()[:16]
-
-
-def _code_digest(code: types.CodeType) -> str:
-    """A digest of what a code object does, equal across processes (the repr of a nested
-    code object holds its address, so constants are digested one by one)."""
-    digest = hashlib.sha256(code.co_code)
-    for const in code.co_consts:
-        digest.update(_const_text(const).encode())
-    digest.update(repr((code.co_names, code.co_varnames, code.co_freevars)).encode())
-    return digest.hexdigest()[:16]
-
-
-def _const_text(const: Any) -> str:
-    """A code constant as text that is equal across processes: nested code by its digest, sets
-    in sorted order (their repr follows the per-process string hash seed)."""
-    if isinstance(const, types.CodeType):
-        return _code_digest(const)
-    if isinstance(const, frozenset):
-        return "frozenset(" + ",".join(sorted(map(_const_text, const))) + ")"
-    if isinstance(const, tuple):
-        return "(" + ",".join(map(_const_text, const)) + ")"
-    return repr(const)
-
-
-def _qualified(obj: Any) -> str:
-    module = getattr(obj, "__module__", None) or "?"
-    return f"{module}.{getattr(obj, '__qualname__', getattr(obj, '__name__', '?'))}"
-
-
-def _holder_is_pinned(expression: str, scope: dict[str, Any]) -> bool:
-    """Whether the object that holds the guarded value (the expression minus its last
-    attribute or item) is a module of torch or the standard library."""
-    for cut in (expression.rfind("."), expression.rfind("[")):
-        if cut <= 0:
-            continue
-        try:
-            holder = eval(expression[:cut], scope)  # noqa: S307 - a Dynamo source name
-        except Exception:
-            continue
-        if isinstance(holder, types.ModuleType):
-            return _pinned_module(holder.__name__)
-    return False
-
-
-def _eval_scope(local_scope: dict[str, Any], global_scope: dict[str, Any]) -> dict[str, Any]:
-    from torch._dynamo.guards import _get_closure_vars
-
-    return {**_get_closure_vars(), "__builtins__": builtins, "L": local_scope, "G": global_scope}
-
-
-# --- capture: the guards precompile drops ----------------------------------------------------
-
-@dataclasses.dataclass(frozen=True)
-class DroppedGuard:
-    """A guard PyTorch's caching precompile left out of a saved frame."""
-
-    kind: str  # ID_MATCH, CLOSURE_MATCH, ...
-    source: str  # Dynamo's source expression, such as G['act']
-    frame: str  # code_key() of the frame whose guards dropped it
-    value: str  # describe_value() of what it checked, or "" when unknown
-    risky: bool  # what holds the value is not pinned by the torch build
-    line: str  # the user line that made Dynamo guard it: "file:line: code", or ""
-
-
-class _DroppedGuardFilter(logging.Filter):
-    """Turns PyTorch's "X guard on S is dropped with caching_precompile=True" warnings into
-    DroppedGuard values and keeps them off the console."""
-
-    def __init__(self, note: Callable[[DroppedGuard], None]) -> None:
-        super().__init__()
-        self._note = note
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if "is dropped with caching_precompile" not in str(record.msg) or len(record.args or ()) != 2:
-            return True
-        try:
-            kind, source = record.args  # type: ignore[misc]
-            self._note(_dropped_guard(str(kind), str(source)))
-        except Exception:  # recording must never fail a compile
-            pass
-        return False
-
-
-def _guard_builder_frames() -> tuple[Any, Any, Any]:
-    """(guard entry being filtered, code being guarded, its OutputGraph), read from the stack
-    of CheckFunctionManager.__init__ (PyTorch 2.13's guard_filter_fn runs inside it)."""
-    from torch._dynamo.types import GuardFilterEntry
-
-    entry = code = output_graph = None
-    frame = sys._getframe()
-    while frame is not None:
-        found = frame.f_locals
-        if entry is None and isinstance(found.get("g"), GuardFilterEntry):
-            entry = found["g"]
-        if "output_graph" in found and "f_code" in found:
-            code, output_graph = found["f_code"], found["output_graph"]
-            break
-        frame = frame.f_back
-    return entry, code, output_graph
-
-
-def _user_line(guard: Any) -> str:
-    stack = getattr(guard, "user_stack", None) if guard is not None else None
-    if not stack:
-        return ""
-    last = stack[-1]
-    return f"{last.filename}:{last.lineno}: {(last.line or '').strip()}"
-
-
-def _dropped_guard(kind: str, source: str) -> DroppedGuard:
-    entry, code, output_graph = _guard_builder_frames()
-    value = ""
-    if entry is not None and entry.has_value:
-        value = describe_value(entry.value)
-    risky = True
-    if output_graph is not None:
-        scope = _eval_scope(output_graph.local_scope, output_graph.global_scope)
-        if not value:
-            with contextlib.suppress(Exception):
-                value = describe_value(eval(source, scope))  # noqa: S307 - a Dynamo source name
-        risky = not _holder_is_pinned(source, scope)
-    return DroppedGuard(kind=kind, source=source, frame=code_key(code) if code else "?", value=value, risky=risky,
-                        line=_user_line(entry.orig_guard if entry is not None else None))
-
-
-def record_dropped_guards(note: Callable[[DroppedGuard], None]) -> Callable[[], None]:
-    """Calls note() for every guard precompile drops from now on; returns the undo."""
-    return _add_filter("torch._dynamo.guards", _DroppedGuardFilter(note))
-
-
-def quiet_dropped_guards() -> Callable[[], None]:
-    """Keeps PyTorch's warning for each guard precompile drops off the console, unrecorded
-    (replay's own recompiles); returns the undo."""
-    return _add_filter("torch._dynamo.guards", _Quiet("is dropped with caching_precompile"))
-
-
-def _add_filter(logger_name: str, log_filter: logging.Filter) -> Callable[[], None]:
-    logger = logging.getLogger(logger_name)
-    logger.addFilter(log_filter)
-    return lambda: logger.removeFilter(log_filter)
-
-
 # --- capture and replay: one frame's precompile failure stays that frame's -------------------
 
 class PrecompileSafety:
@@ -372,18 +170,22 @@ class PrecompileSafety:
       package with the reason, as PyTorch does for the cases it handles.
     Both are looked up by name when PyTorch uses them; the originals go back on remove().
     PyTorch's console warning for each left-out frame is kept off the console: note() has it.
-    With note_class, each user class the guards check by identity only is recorded too
-    (capture); without, no class is digested (replay, where a recompile needs no record).
+    With note_class, each user class the guards check by identity only is recorded too, and
+    with note_tree each saved frame's guard tree (key of its saved bytes -> the tree's lines),
+    which replay compares with the tree PyTorch rebuilds (capture); without, nothing is
+    recorded (replay, where a recompile needs no record).
     """
 
     def __init__(self, note: Callable[[str, str], None],
-                 note_class: Callable[[DroppedGuard], None] | None = None) -> None:
+                 note_class: Callable[[DroppedGuard], None] | None = None,
+                 note_tree: Callable[[str, list[str]], None] | None = None) -> None:
         from torch._dynamo import convert_frame, package
 
         self._originals = (package.CompilePackage, convert_frame.CheckFunctionManager)
         package.CompilePackage = _safe_package_class(package.CompilePackage, note)
-        convert_frame.CheckFunctionManager = _safe_guards_class(convert_frame.CheckFunctionManager, note, note_class)
-        self._unquiet = _add_filter("torch._dynamo.output_graph", _Quiet("Detected a package bypass"))
+        convert_frame.CheckFunctionManager = _safe_guards_class(convert_frame.CheckFunctionManager, note, note_class,
+                                                                note_tree)
+        self._unquiet = add_log_filter("torch._dynamo.output_graph", QuietLog("Detected a package bypass"))
 
     def remove(self) -> None:
         from torch._dynamo import convert_frame, package
@@ -395,16 +197,7 @@ class PrecompileSafety:
 def quiet_missing_backend() -> Callable[[], None]:
     """Keeps PyTorch's "Backend not found" warning (a saved frame whose graph was not saved)
     off the console; returns the undo."""
-    return _add_filter("torch._dynamo.package", _Quiet("Backend not found"))
-
-
-class _Quiet(logging.Filter):
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self._text = text
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return self._text not in str(record.msg)
+    return add_log_filter("torch._dynamo.package", QuietLog("Backend not found"))
 
 
 def _safe_package_class(base: type, note: Callable[[str, str], None]) -> type:
@@ -441,7 +234,8 @@ def _safe_package_class(base: type, note: Callable[[str, str], None]) -> type:
 
 
 def _safe_guards_class(base: type, note: Callable[[str, str], None],
-                       note_class: Callable[[DroppedGuard], None] | None) -> type:
+                       note_class: Callable[[DroppedGuard], None] | None,
+                       note_tree: Callable[[str, list[str]], None] | None) -> type:
     class SafeCheckFunctionManager(base):  # type: ignore[misc, valid-type]
         def serialize_guards(self, builder: Any, sorted_guards: Any, output_graph: Any) -> bytes:
             if note_class is not None:
@@ -450,9 +244,12 @@ def _safe_guards_class(base: type, note: Callable[[str, str], None],
             try:
                 with warnings.catch_warnings():  # saving reads .grad of non-leaf tensors too
                     warnings.filterwarnings("ignore", message="The .grad attribute of a Tensor that is not a leaf")
-                    return super().serialize_guards(builder, sorted_guards, output_graph)
+                    saved = super().serialize_guards(builder, sorted_guards, output_graph)
+                if note_tree is not None and saved:
+                    note_tree(guards_state_key(saved), guard_tree_lines(self.guard_manager))
+                return saved
             except Exception as error:
-                _, code, _ = _guard_builder_frames()
+                _, code, _ = guard_builder_frames()
                 reason = _saving_failure(error)
                 note(code_key(code) if code else "?", reason)
                 with contextlib.suppress(Exception):
@@ -465,18 +262,28 @@ def _safe_guards_class(base: type, note: Callable[[str, str], None],
 def _note_user_classes(builder: Any, sorted_guards: Any, note_class: Callable[[DroppedGuard], None]) -> None:
     """For each TYPE_MATCH guard on an object of a user class, a record of the class's contents:
     the saved guard checks the class's identity, which in another process says nothing about
-    its methods."""
-    _, code, _ = _guard_builder_frames()
+    its methods. For each on an nn.Module, a record of its hooks: PyTorch does not guard them
+    (skip_nn_module_hook_guards), so a hook registered at import in one process only would
+    otherwise run the captured process's graph."""
+    import torch
+
+    _, code, _ = guard_builder_frames()
+    frame = code_key(code) if code else "?"
     seen = set()
     for guard in sorted_guards:
         if guard.create_fn_name() != "TYPE_MATCH":
             continue
-        cls = type(builder.get(guard))
-        if _pinned(cls) or cls in seen:
+        value = builder.get(guard)
+        if isinstance(value, torch.nn.Module):
+            source = module_hooks_source(guard.name)
+            note_class(DroppedGuard(kind=MODULE_HOOKS, source=source, frame=frame, risky=True, line=user_line(guard),
+                                    value=describe_value(eval(source, {"G": builder.scope["G"], "L": builder.scope["L"]}))))
+        cls = type(value)
+        if pinned_by_build(cls) or cls in seen:
             continue
         seen.add(cls)
-        note_class(DroppedGuard(kind="CLASS_CONTENTS", source=f"type({guard.name})", frame=code_key(code) if code else "?",
-                                value=describe_value(cls), risky=True, line=_user_line(guard)))
+        note_class(DroppedGuard(kind="CLASS_CONTENTS", source=f"type({guard.name})", frame=frame,
+                                value=describe_value(cls), risky=True, line=user_line(guard)))
 
 
 def _naming_failure(code: types.CodeType) -> str:
@@ -520,6 +327,17 @@ class InstallReport:
     seconds: float = 0.0
 
 
+class FrameVetting(Protocol):
+    """What replay checks for each saved frame, around PyTorch's loading of its guards."""
+
+    def before_load(self, frame: str, local_scope: dict[str, Any], global_scope: dict[str, Any]) -> str | None:
+        """Why the frame must not be used, from what is known before its guards load, or None."""
+
+    def after_load(self, frame: str, guards_state: bytes, manager: Any, global_scope: dict[str, Any]) -> str | None:
+        """Why this guarded entry must not be used, given its loaded guard manager (to which
+        checks may be added), or None."""
+
+
 class SafeDynamoCache:
     """Stands in for PyTorch's DynamoCache while replay is active.
 
@@ -531,12 +349,12 @@ class SafeDynamoCache:
     whatever compiles later.
     """
 
-    def __init__(self, vet: Callable[[str, Callable[[str], str | None]], str | None],
-                 report: Callable[[str, InstallReport], None], modules: dict[str, str]) -> None:
+    def __init__(self, vetting: FrameVetting, report: Callable[[str, InstallReport], None],
+                 modules: dict[str, str]) -> None:
         from torch._dynamo import package
 
         self._original = package.DynamoCache
-        self._vet = vet
+        self._vetting = vetting
         self._modules = modules
         self._report = report
         self._installed: list[Any] = []  # packages stay alive as long as replay
@@ -565,8 +383,11 @@ class SafeDynamoCache:
         start = time.perf_counter()
         installed: list[tuple[dict[str, Any], str]] = []
         try:
+            mismatch = _package_mismatch(fn, result.dynamo)
+            if mismatch:
+                raise RuntimeError(mismatch)
             package = CompilePackage(fn, result.dynamo)  # checks versions and inlined sources
-            _install_entries(package, fn, result.backends, self._vet, report, installed, self._modules)
+            _install_entries(package, fn, result.backends, self._vetting, report, installed, self._modules)
             self._installed.append(package)
         except Exception as error:  # the whole function compiles as usual
             for scope, global_name in installed:
@@ -580,8 +401,25 @@ class SafeDynamoCache:
         self._report(name, report)
 
 
+def _package_mismatch(fn: Callable[..., Any], dynamo: Any) -> str | None:
+    """Why the saved package PyTorch found for fn is another function's, or None. PyTorch 2.13
+    keys saved frames by qualified name and first line only, so `forward` at line 30 of two
+    files shares one key, and the package found may hold the other file's compiled code."""
+    from torch._dynamo.eval_frame import innermost_fn
+
+    code = innermost_fn(fn).__code__
+    saved = dynamo.codes[0].python_code if dynamo.codes else None
+    if saved is None:
+        return "its saved package holds no code"
+    if (saved.co_filename, saved.co_firstlineno, saved.co_name, saved.co_code) != \
+            (code.co_filename, code.co_firstlineno, code.co_name, code.co_code):
+        return (f"the package PyTorch saved under its name and first line is for {saved.co_name} in "
+                f"{saved.co_filename} (PyTorch 2.13 keys saved frames by name and first line only)")
+    return None
+
+
 def _install_entries(package: Any, fn: Callable[..., Any], backends: dict[str, Any],
-                     vet: Callable[[str, Callable[[str], str | None]], str | None], report: InstallReport,
+                     vetting: FrameVetting, report: InstallReport,
                      installed: list[tuple[dict[str, Any], str]], modules: dict[str, str]) -> None:
     """CompilePackage.install, with each guarded entry loaded on its own (PyTorch 2.13 loads
     them all or fails): what PyTorch installs per code object, in the same order. One change:
@@ -623,7 +461,7 @@ def _install_entries(package: Any, fn: Callable[..., Any], backends: dict[str, A
                 continue
             frame = code_key(target_code)
             local_scope = _live_locals(fn, target_code) if code is main_code else {}
-            refusal = vet(frame, _evaluator(local_scope, scope))
+            refusal = vetting.before_load(frame, local_scope, scope)
             if refusal:
                 report.skipped.append((frame, refusal))
                 continue
@@ -637,6 +475,10 @@ def _install_entries(package: Any, fn: Callable[..., Any], backends: dict[str, A
                     manager = load_guard_manager(state, target_code, scope)
                 except Exception as error:
                     report.skipped.append((frame, f"its saved guards do not load ({type(error).__name__}: {error})"))
+                    continue
+                refusal = vetting.after_load(frame, guarded.guards_state, manager, scope)
+                if refusal:
+                    report.skipped.append((frame, refusal))
                     continue
                 transformed = SerializedCode.to_code_object(guarded.dynamo_code)
                 for name in transformed.co_names:
@@ -737,21 +579,6 @@ def _live_locals(fn: Callable[..., Any], code: types.CodeType) -> dict[str, Any]
     return known
 
 
-def _evaluator(local_scope: dict[str, Any], global_scope: dict[str, Any]) -> Callable[[str], str | None]:
-    scope = None
-
-    def evaluate(source: str) -> str | None:
-        nonlocal scope
-        if scope is None:
-            scope = _eval_scope(local_scope, global_scope)
-        try:
-            return describe_value(eval(source, scope))  # noqa: S307 - a Dynamo source name
-        except Exception:
-            return None  # needs a value only the call has (an argument)
-
-    return evaluate
-
-
 def _fill_missing(state: Any, local_scope: dict[str, Any], global_scope: dict[str, Any], frame: str) -> list[str]:
     """PyTorch saves some values a frame's guards read as missing: a function whose qualified
     name leads elsewhere, as one wrapped by a decorator (transformers' output-capturing
@@ -772,32 +599,58 @@ def _fill_missing(state: Any, local_scope: dict[str, Any], global_scope: dict[st
 
 # --- Inductor's vector-ISA probe ---------------------------------------------------------------
 
-def probed_vec_isas() -> list[str] | None:
-    """The vector ISAs Inductor's probe accepted in this process, or None if it never ran."""
+def probed_vec_isas() -> list[dict[str, Any]] | None:
+    """What Inductor's probe found in this process, or None if it never ran: each vector ISA it
+    accepted, with the two extras it probes separately (AVX-512 bf16 conversions, AMX fp16)."""
     if "torch._inductor.cpu_vec_isa" not in sys.modules:
         return None
     from torch._inductor.cpu_vec_isa import valid_vec_isa_list
 
     if valid_vec_isa_list.cache_info().currsize == 0:
         return None
-    return [str(isa) for isa in valid_vec_isa_list()]
+    return [{"isa": str(isa), "avx512_bf16": bool(getattr(isa, "_is_avx512_bf16_supported", False)),
+             "amx_fp16": bool(getattr(isa, "_is_amx_fp16_supported", False))} for isa in valid_vec_isa_list()]
 
 
-def reuse_vec_isa_probe(recorded: list[str]) -> bool:
-    """Gives Inductor the ISA list the capture's probe found, without probing (six compiler
-    and Python child processes), when this CPU's features yield exactly that list. Call only
-    after checking the CPU flags match the capture's. Returns whether it was reused."""
-    import torch
-    from torch._inductor import config
-    from torch._inductor.cpu_vec_isa import valid_vec_isa_list
+def reuse_vec_isa_probe(recorded: list[Any]) -> bool:
+    """Answers Inductor's vector-ISA probe (a compiler and a Python child process per ISA and
+    extra) from the capture's record: PyTorch's own selection then runs with each compile
+    check answered as it was at capture. Call only after checking that this CPU's feature flags
+    are the captured ones (the fingerprint's cpu.flags). Returns whether the record was used."""
+    from torch._inductor import cpu_vec_isa
 
-    if valid_vec_isa_list.cache_info().currsize:
+    if cpu_vec_isa.valid_vec_isa_list.cache_info().currsize:
         return False  # already probed in this process
-    if torch.cpu._is_avx512_bf16_supported():
-        return False  # AVX-512's own check probes bf16 support even when told the ISA is fine
-    with config.patch({"cpp.vec_isa_ok": True}):  # every ISA the CPU flags allow, unprobed
-        found = [str(isa) for isa in valid_vec_isa_list()]
-    if found != recorded:
-        valid_vec_isa_list.cache_clear()  # let Inductor probe as usual
+    found = {entry["isa"]: entry for entry in recorded if isinstance(entry, dict) and "isa" in entry}
+    if len(found) != len(recorded):
+        return False  # a record from before the extras were kept: probe as usual
+    extras = {cpu_vec_isa.VecAVX512._avx512_bf16_code: "avx512_bf16", cpu_vec_isa.VecAMX._amx_fp16_code: "amx_fp16"}
+
+    def answer(isa: Any, code: str) -> bool:
+        entry = found.get(str(isa))
+        return bool(entry) and bool(entry.get(extras[code], False) if code in extras else True)
+
+    _clear_isa_caches(cpu_vec_isa)
+    original = cpu_vec_isa.VecISA.check_build
+    cpu_vec_isa.VecISA.check_build = answer  # type: ignore[method-assign]
+    try:
+        selected = [str(isa) for isa in cpu_vec_isa.valid_vec_isa_list()]
+    finally:
+        cpu_vec_isa.VecISA.check_build = original  # type: ignore[method-assign]
+    if selected != [entry["isa"] for entry in recorded]:
+        _clear_isa_caches(cpu_vec_isa)  # let Inductor probe as usual
         return False
     return True
+
+
+def _clear_isa_caches(cpu_vec_isa: Any) -> None:
+    """Forgets every cached probe answer: the list, and each ISA's own cached __bool__."""
+    cpu_vec_isa.valid_vec_isa_list.cache_clear()
+    for isa in cpu_vec_isa.supported_vec_isa_list:
+        for cls in type(isa).__mro__:
+            for name in ("__bool__", "_VecISA__bool__impl"):
+                cached = vars(cls).get(name)
+                if hasattr(cached, "cache_clear"):
+                    cached.cache_clear()
+        for flag in ("_is_avx512_bf16_supported", "_is_amx_fp16_supported"):
+            vars(isa).pop(flag, None)

@@ -13,6 +13,9 @@ TOOLCHAIN_NAME = "toolchain/cxx"
 TOOLCHAIN_MEDIA_TYPE = "application/json"
 SIGNATURE_NAME = "dynamo_replay/signature"
 SIGNATURE_MEDIA_TYPE = "text/plain"
+# Everything replay decides by (replay_data.py): one artifact, so the signature covers it.
+REPLAY_DATA_NAME = "dynamo_replay/replay.json"
+REPLAY_DATA_MEDIA_TYPE = "application/json"
 
 # Events capture adds (TraceEvent records).
 EVENT_SUMMARY = "dynamo_replay.summary"

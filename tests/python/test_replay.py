@@ -383,8 +383,9 @@ def test_without_the_re_check_the_swapped_global_gives_a_wrong_answer(swapped_st
     """What the re-check prevents: PyTorch's saved frame alone returns the captured process's
     answer for a swapped global function."""
     out = tmp_path / "out.pt"
-    code = ("import sys\nfrom dynamo_replay import replay, __main__ as cli\n"
-            "replay._vet = lambda self, frame, evaluate: None\n"
+    code = ("import sys\nfrom dynamo_replay import __main__ as cli\nfrom dynamo_replay.replay import frame_checks\n"
+            "init = frame_checks.FrameChecks.__init__\n"
+            "frame_checks.FrameChecks.__init__ = lambda self, d, t, enabled=True: init(self, d, t, enabled=False)\n"
             f"sys.exit(cli.main(['replay', {str(swapped_store)!r}, {str(SWAPPED_JOB)!r}, {str(out)!r}]))")
     result = run("-c", code, env=job_env(tmp_path / "cache", compiler=True, SWAP="global_function"))
     assert result.returncode == 0, result.stderr[-3000:]

@@ -33,6 +33,7 @@ from typing import Any, Callable, TypeVar
 
 from dynamo_replay._core import Artifact, CodeObject, Manifest, Store, TraceEvent, __version__
 from dynamo_replay import _torch, kernels, schema, signing
+from dynamo_replay.replay_data import ReplayData
 from dynamo_replay.capture import graph_feeds, graph_ir, graph_text, guards, shape_events, symbols, tensor_samples
 from dynamo_replay.fingerprint import environment_fingerprint, source_hash
 
@@ -52,7 +53,7 @@ def _compile_id(metadata: dict[str, Any]) -> tuple[int, int, int]:
     return (int(frame), int(compile_), int(metadata.get("attempt") or 0))
 
 
-def _code_fields(code: CodeType) -> str:
+def _code_fields(code: CodeType) -> dict[str, Any]:
     fields = {
         name: getattr(code, name)
         for name in (
@@ -66,7 +67,7 @@ def _code_fields(code: CodeType) -> str:
     fields["co_exceptiontable"] = code.co_exceptiontable.hex()
     fields["co_lines"] = [list(t) for t in code.co_lines()]
     fields["source_lines"], fields["source_sha256"] = source_hash(code.co_filename, code)
-    return json.dumps(fields, default=repr)
+    return fields
 
 
 class _TraceHandler(logging.Handler):
@@ -102,6 +103,11 @@ class _Session:
         self.not_packaged: list[tuple[str, str]] = []  # frame, why PyTorch's precompile left it out
         self.dropped: set[tuple[tuple[int, int, int], str, str]] = set()  # compile id, kind, source
         self.risky_dropped = 0
+        self.replay_data = ReplayData()  # what replay will decide by (replay_data.py)
+        self.bypasses: list[tuple[tuple[int, int, int], str]] = []  # compile id, why PyTorch left it out
+
+    def note_guard_tree(self, key: str, lines: list[str]) -> None:
+        self.replay_data.guard_trees[key] = lines
 
     def note_not_packaged(self, frame: str, reason: str) -> None:
         self.not_packaged.append((frame, reason))
@@ -113,6 +119,7 @@ class _Session:
             return
         self.dropped.add((compile_id, guard.kind, guard.source))
         self.risky_dropped += guard.risky
+        self.replay_data.dropped_guards.append(guard)
         self.put_event(schema.EVENT_DROPPED_GUARD, compile_id, dataclasses.asdict(guard), None)
 
     def put_event(self, name: str, compile_id: tuple[int, int, int], metadata: Any, payload: str | bytes | None) -> None:
@@ -127,6 +134,7 @@ class _Session:
         name = next((k for k in metadata if k not in _NOT_NAMES), "unknown")
         compile_id = _compile_id(metadata)
         self.put_event(name, compile_id, metadata.get(name), payload)
+        self.keep_for_replay(name, compile_id, metadata.get(name), payload)
         if name in graph_ir.IR_GRAPHS and isinstance(payload, str):
             self.graph_logged(compile_id, name, payload)
         elif name == "dynamo_cpp_guards_str" and isinstance(payload, str):
@@ -135,6 +143,14 @@ class _Session:
             self.shapes.logged(name, compile_id, metadata.get(name), payload)
         except Exception:  # the event itself is stored; only capture's reading of it is lost
             self.note_failure(f"shape event {name}")
+
+    def keep_for_replay(self, name: str, compile_id: tuple[int, int, int], metadata: Any, payload: Any) -> None:
+        """Keeps from PyTorch's events what replay decides by: each compile's metrics and each
+        frame PyTorch's precompile left out of its package."""
+        if name == "compilation_metrics" and isinstance(metadata, dict):
+            self.replay_data.compiles.append({key: metadata.get(key) for key in _COMPILE_FIELDS})
+        elif name == "artifact" and isinstance(metadata, dict) and metadata.get("name") == "precompile_cache_bypass":
+            self.bypasses.append((compile_id, _bypass_reason(payload)))
 
     def graph_logged(self, compile_id: tuple[int, int, int], event: str, text: str) -> None:
         """Reads the graph PyTorch is logging while its module is at hand (see graph_ir)."""
@@ -204,9 +220,12 @@ class _Session:
         try:
             compile_id = _torch.current_compile_id()
             for role, c in (("original", code), ("transformed", new_code)):
+                fields = _code_fields(c)
+                if role == "original":
+                    self.keep_source(c, fields)
                 self.store.put(CodeObject(
                     compile_id=compile_id, role=role, name=c.co_qualname, filename=c.co_filename,
-                    first_line=c.co_firstlineno, fields_json=_code_fields(c),
+                    first_line=c.co_firstlineno, fields_json=json.dumps(fields, default=repr),
                     bytecode_key=self.store.put_blob(c.co_code),
                     disassembly_key=self.store.put_blob(dis.Bytecode(c).dis().encode()),
                 ))
@@ -216,6 +235,23 @@ class _Session:
         except Exception:
             self.note_failure("bytecode hook")
         return None  # keep Dynamo's code
+
+    def keep_source(self, code: CodeType, fields: dict[str, Any]) -> None:
+        data = self.replay_data
+        name = schema.frame_name(code.co_name, code.co_filename, code.co_firstlineno)
+        if name not in data.frames:
+            data.frames.append(name)
+        if fields["source_sha256"]:
+            data.sources.append((code.co_qualname, code.co_filename, fields["source_lines"], fields["source_sha256"]))
+
+    def save_replay_data(self) -> None:
+        """The replay data artifact: put before the signature, so the signature covers it."""
+        data = self.replay_data
+        data.not_saved = _reasons_by_frame(self.not_packaged + _name_bypasses(self.bypasses, data.compiles))
+        data.unique_ids = _torch.unique_ids_used()
+        data.module_globals = self.module_globals
+        data.vec_isa = _torch.probed_vec_isas()
+        self.put_artifact(schema.REPLAY_DATA_NAME, schema.REPLAY_DATA_MEDIA_TYPE, data.to_json())
 
     def record_calls(self, compile_id: tuple[int, int, int]) -> None:
         """Counts the calls of each graph this compile installed, and samples the first."""
@@ -331,14 +367,16 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
             _torch.forget_earlier_cache_artifacts()
             if self.precompile:
                 _torch.apply_settings(_torch.PRECOMPILE_SETTINGS)  # not put back, see PRECOMPILE_SETTINGS
-                safety = _torch.PrecompileSafety(session.note_not_packaged, session.note_dropped_guard)
+                safety = _torch.PrecompileSafety(session.note_not_packaged, session.note_dropped_guard,
+                                                 session.note_guard_tree)
                 self._undo.append(safety.remove)
                 self._undo.append(_torch.record_dropped_guards(session.note_dropped_guard))
+            session.replay_data.environment = environment_fingerprint()
             session.store.put(Manifest(
                 tool=f"dynamo-replay {__version__}",
                 created_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 command_line=list(sys.argv),
-                environment=environment_fingerprint(),
+                environment=session.replay_data.environment,
             ))
             logger = logging.getLogger(_TRACE_LOGGER)
             handler = _TraceHandler(session)
@@ -385,6 +423,7 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
             session.save_structured()
             session.save_mega_cache()
             session.save_kernels()
+            session.save_replay_data()
             if session.signing_key:
                 session.sign()
             session.put_event(schema.EVENT_SUMMARY, _NO_COMPILE, _summary(session), None)
@@ -400,6 +439,42 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
                 return fn(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]
+
+
+# What replay's summary reads of each compile's metrics.
+_COMPILE_FIELDS = ("compile_id", "co_name", "co_filename", "co_firstlineno", "entire_frame_compile_time_s",
+                   "backend_compile_time_s", "fail_type")
+
+
+def _reasons_by_frame(entries: list[tuple[str, str]]) -> dict[str, str]:
+    """frame -> its distinct reasons joined by '; ' (capture's own note and PyTorch's bypass
+    artifact often give the same one)."""
+    reasons: dict[str, list[str]] = {}
+    for frame, reason in entries:
+        if reason not in reasons.setdefault(frame, []):
+            reasons[frame].append(reason)
+    return {frame: "; ".join(found) for frame, found in reasons.items()}
+
+
+def _name_bypasses(bypasses: list[tuple[tuple[int, int, int], str]],
+                   compiles: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(frame, reason) for each compile PyTorch left out of its package."""
+    where = {}
+    for m in compiles:
+        if isinstance(m.get("compile_id"), str):
+            where[m["compile_id"]] = schema.frame_name(m.get("co_name"), m.get("co_filename"), m.get("co_firstlineno"))
+    named = []
+    for (frame, compile_, attempt), reason in bypasses:
+        key = f"{frame}/{compile_}" + (f"_{attempt}" if attempt else "")
+        named.append((where.get(key, "compile " + key), reason))
+    return named
+
+
+def _bypass_reason(payload: Any) -> str:
+    try:
+        return str(json.loads(payload).get("_reason", "no reason given"))
+    except (ValueError, TypeError, AttributeError):
+        return str(payload)[:200]
 
 
 def _report_precompile(session: _Session) -> None:

@@ -9,9 +9,11 @@ If anything differs, nothing is loaded, a warning names every difference and the
 as usual (strict mode raises instead).
 
 Saved frames are installed one at a time (dynamo_replay._torch.SafeDynamoCache): a frame whose
-saved guards do not load, or one of whose guards PyTorch's precompile dropped no longer holds
-(a global function swapped, a module attribute changed), is left out and compiles as usual.
-Guards stay in force: a call they reject compiles normally, or raises in strict mode.
+saved guards do not load, whose guards PyTorch rebuilt with other values than at capture, or one
+of whose guards PyTorch's precompile dropped no longer holds or cannot be compared (a global
+function swapped, a module attribute changed, an object without a faithful description) is
+left out and compiles as usual (replay/frame_checks.py). Guards stay in force, dropped ones
+too: a call they reject compiles normally, or raises in strict mode.
 
 A store must come from a trusted source: loading it unpickles PyTorch artifacts and dlopens
 libraries. See dynamo_replay.signing for signed stores.
@@ -30,6 +32,7 @@ from dynamo_replay import _torch, kernels, schema
 from dynamo_replay.errors import ReplayError, ReplayRefusedError, ReplayWarning
 from dynamo_replay.replay.checks import (Contents, Refused, captured_settings, check_all, compiler_stand_in_needed,
                                          read_store)
+from dynamo_replay.replay.frame_checks import FrameChecks
 from dynamo_replay.replay.summary import CompiledFrame, ReplaySummary
 
 __all__ = ["replay", "ReplaySummary", "CompiledFrame"]
@@ -72,8 +75,8 @@ class replay:  # noqa: N801 - a context manager, like capture
         start = time.perf_counter()
         try:
             contents = read_store(self.path)
-            settings = captured_settings(contents.environment, _torch.PRECOMPILE_SETTINGS)
-            libraries = check_all(contents, self.key, settings)
+            libraries = check_all(contents, self.key, _torch.PRECOMPILE_SETTINGS)
+            settings = captured_settings(contents.data.environment, _torch.PRECOMPILE_SETTINGS)
             self._load_or_refuse(contents, settings, libraries)
         except Refused as refusal:  # nothing has changed, or every change was undone
             self._summary.refused, self._summary.differences = str(refusal), refusal.differences
@@ -129,22 +132,23 @@ class replay:  # noqa: N801 - a context manager, like capture
         summary.precompiled = contents.precompiled
         summary.kernel_libraries = len(libraries)
         kernels.restore_kernel_libraries(libraries)
-        if contents.summary.get("vec_isa") is not None:
-            summary.isa_probe_reused = _torch.reuse_vec_isa_probe(contents.summary["vec_isa"])
+        if contents.data.vec_isa is not None:
+            summary.isa_probe_reused = _torch.reuse_vec_isa_probe(contents.data.vec_isa)
         try:
             torch.compiler.load_cache_artifacts(artifacts[schema.MEGA_CACHE_NAME][1])
         except Exception as error:  # PyTorch's own loader: any failure means nothing usable
             raise Refused(f"PyTorch could not load the store's cache artifacts: {error!r}") from None
-        done = [m for m in contents.metrics if not m.get("fail_type")]
+        done = [m for m in contents.data.compiles if not m.get("fail_type")]
         summary.captured_compiles = len(done)
         summary.captured_compile_seconds = sum(m.get("entire_frame_compile_time_s") or 0.0 for m in done)
         summary.captured_trace_seconds = sum(max(0.0, (m.get("entire_frame_compile_time_s") or 0.0)
                                                  - (m.get("backend_compile_time_s") or 0.0)) for m in done)
-        summary.not_packaged = [f"{frame}: {why}" for frame, why in contents.not_packaged.items()]
-        self._reasons.update(contents.not_packaged)
-        _torch.skip_unique_ids(int(contents.summary.get("dynamo_unique_ids", 0)))
+        summary.not_packaged = [f"{frame}: {why}" for frame, why in contents.data.not_saved.items()]
+        self._reasons.update(contents.data.not_saved)
+        _torch.skip_unique_ids(contents.data.unique_ids)
         if contents.precompiled:
-            cache = _torch.SafeDynamoCache(self._vet, self._installed, contents.summary.get("module_globals", {}))
+            checks = FrameChecks(contents.dropped, contents.data.guard_trees)
+            cache = _torch.SafeDynamoCache(checks, self._installed, contents.data.module_globals)
             self._undo.append(cache.remove)
             safety = _torch.PrecompileSafety(lambda frame, reason: None)  # recompiles here: same safety
             self._undo.append(safety.remove)
@@ -152,17 +156,6 @@ class replay:  # noqa: N801 - a context manager, like capture
             self._undo.append(_torch.quiet_missing_backend())  # named in the summary instead
         self._observe(torch)
         self._undo.remove(undo_settings)  # loaded: the settings stay
-
-    def _vet(self, frame: str, evaluate: Callable[[str], str | None]) -> str | None:
-        """Why a saved frame must not be used here, or None: a guard PyTorch's precompile
-        dropped (on user code) now sees another value."""
-        assert self._contents is not None
-        for guard in self._contents.dropped.get(frame, []):
-            now = evaluate(guard.source)
-            if now is not None and now != guard.value:
-                where = f" (guarded at {guard.line})" if guard.line else ""
-                return f"{guard.source} was {guard.value} at capture, is {now} now{where}"
-        return None
 
     def _installed(self, function: str, report: _torch.InstallReport) -> None:
         self._summary.install_seconds += report.seconds
@@ -204,7 +197,7 @@ class replay:  # noqa: N801 - a context manager, like capture
         if name in self._reasons:
             return self._reasons[name]
         assert self._contents is not None
-        if name in self._contents.frames:
+        if name in self._contents.data.frames:
             if not self._summary.precompiled:
                 return "traced again (captured with --no-precompile)"
             return "the call failed the guards of every saved entry"

@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dynamo_replay import kernels, schema, signing
-from dynamo_replay._torch import DroppedGuard
-from dynamo_replay._core import Artifact, CodeObject, Manifest, Store, TraceEvent
+from dynamo_replay._core import Artifact, Store
+from dynamo_replay._torch_guards import DroppedGuard
 from dynamo_replay.errors import StoreError
 from dynamo_replay.fingerprint import environment_fingerprint, ignored_by_pytorch, source_hash
+from dynamo_replay.replay_data import ReplayData
 
 # Fingerprint entries that describe the host but do not decide whether compiled code is valid.
 _NOT_COMPARED = {"platform"}
@@ -28,98 +29,43 @@ class Refused(Exception):
 
 @dataclass
 class Contents:
-    """What replay reads from a store, before any of it is trusted."""
+    """What replay reads from a store, before any of it is trusted: the artifacts, and among
+    them the replay data, which is everything replay decides by (replay_data.py)."""
 
-    environment: dict[str, str]
     artifacts: dict[str, tuple[str, bytes]]
-    source_checks: list[tuple[str, str, list[int], str]]  # name, file, [first, last], sha256
-    frames: set[str]  # "name file:line" of every frame the capture compiled
-    metrics: list[dict[str, Any]]
-    not_packaged: dict[str, str]  # frame -> why PyTorch's precompile left it out
-    dropped: dict[str, list[DroppedGuard]] = field(default_factory=dict)  # frame -> its risky dropped guards
-    summary: dict[str, Any] = field(default_factory=dict)
+    data: ReplayData
+    dropped: dict[str, list[DroppedGuard]] = field(default_factory=dict)  # frame -> its dropped guards
 
     @property
     def precompiled(self) -> bool:
-        return self.environment.get("config.dynamo.caching_precompile") == "True"
+        return self.data.precompiled
 
 
 def read_store(path: str) -> Contents:
+    """The store's artifacts; replay reads no other record, so a signature over the artifacts
+    covers all it reads."""
     try:
         with Store.open(path) as store:
             state = store.info().state
             if state != "finished":
                 raise Refused(f"the store was not finished by its writer ({state}); capture the job again")
-            manifests = store.records(Manifest)
-            if not manifests:
-                raise Refused("the store holds no manifest, so it is not a capture")
             artifacts = {a.name: (a.media_type, store.get_blob(a.blob_key)) for a in store.records(Artifact)}
-            contents = Contents(manifests[0].environment, artifacts, [], set(), [], {})
-            for code in store.records(CodeObject):
-                if code.role != "original":
-                    continue
-                contents.frames.add(schema.frame_name(code.name.rsplit(".", 1)[-1], code.filename, code.first_line))
-                fields = json.loads(code.fields_json)
-                if fields.get("source_sha256"):
-                    contents.source_checks.append((code.name, code.filename, fields["source_lines"], fields["source_sha256"]))
-            not_packaged: list[tuple[str, str]] = []
-            bypasses: list[tuple[tuple[int, int, int], str]] = []
-            for event in store.records(TraceEvent):
-                _read_event(store, event, contents, not_packaged, bypasses)
-            contents.not_packaged = _reasons_by_frame(not_packaged + _name_bypasses(bypasses, contents.metrics))
     except StoreError as error:
         raise Refused(str(error)) from None
-    return contents
+    return Contents(artifacts, ReplayData())
 
 
-def _read_event(store: Store, event: TraceEvent, contents: Contents, not_packaged: list[tuple[str, str]],
-                bypasses: list[tuple[tuple[int, int, int], str]]) -> None:
-    if event.name == schema.EVENT_SUMMARY:
-        contents.summary = json.loads(event.metadata_json) or {}
-    elif event.name == "compilation_metrics":
-        contents.metrics.append(json.loads(event.metadata_json) or {})
-    elif event.name == schema.EVENT_NOT_PACKAGED:
-        meta = json.loads(event.metadata_json) or {}
-        not_packaged.append((str(meta.get("frame", "?")), str(meta.get("reason", "?"))))
-    elif event.name == schema.EVENT_DROPPED_GUARD:
-        meta = json.loads(event.metadata_json) or {}
-        if meta.get("risky") and meta.get("value"):
-            guard = DroppedGuard(kind=meta["kind"], source=meta["source"], frame=meta.get("frame", "?"),
-                                 value=meta["value"], risky=True, line=meta.get("line", ""))
-            contents.dropped.setdefault(guard.frame, []).append(guard)
-    elif event.name == "artifact" and "precompile_cache_bypass" in event.metadata_json and event.payload_key:
-        bypasses.append((event.compile_id, _bypass_reason(store.get_blob(event.payload_key))))
-
-
-def _reasons_by_frame(entries: list[tuple[str, str]]) -> dict[str, str]:
-    """frame -> its distinct reasons joined by '; ' (capture's own event and PyTorch's bypass
-    artifact often give the same one)."""
-    reasons: dict[str, list[str]] = {}
-    for frame, reason in entries:
-        if reason not in reasons.setdefault(frame, []):
-            reasons[frame].append(reason)
-    return {frame: "; ".join(found) for frame, found in reasons.items()}
-
-
-def _name_bypasses(bypasses: list[tuple[tuple[int, int, int], str]],
-                   metrics: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """(frame, reason) for each compile PyTorch left out of its package."""
-    where = {}
-    for m in metrics:
-        if isinstance(m.get("compile_id"), str):
-            where[m["compile_id"]] = schema.frame_name(m.get("co_name"), m.get("co_filename"), m.get("co_firstlineno"))
-    named = []
-    for (frame, compile_, attempt), reason in bypasses:
-        key = f"{frame}/{compile_}" + (f"_{attempt}" if attempt else "")
-        named.append((where.get(key, "compile " + key), reason))
-    return named
-
-
-def _bypass_reason(payload: bytes) -> str:
+def read_replay_data(contents: Contents) -> None:
+    """Parses the replay data artifact. REQUIRES: the signature, if a key is set, has verified."""
+    if schema.REPLAY_DATA_NAME not in contents.artifacts:
+        raise Refused(f"the store holds no replay data ({schema.REPLAY_DATA_NAME}): it was captured by an older "
+                      "dynamo-replay, or is not a capture; capture the job again")
     try:
-        return str(json.loads(payload).get("_reason", "no reason given"))
-    except (ValueError, AttributeError):
-        return payload.decode(errors="replace")[:200]
+        contents.data = ReplayData.from_json(contents.artifacts[schema.REPLAY_DATA_NAME][1])
+    except (ValueError, KeyError, TypeError) as error:
+        raise Refused(f"the store's replay data cannot be read ({type(error).__name__}: {error})") from None
+    for guard in contents.data.dropped_guards:
+        contents.dropped.setdefault(guard.frame, []).append(guard)
 
 
 def _clip(text: str, limit: int = 160) -> str:
@@ -169,6 +115,7 @@ def check_all(contents: Contents, key: str | bytes | None, settings: tuple[tuple
     if schema.MEGA_CACHE_NAME not in contents.artifacts:
         raise Refused("the store holds no PyTorch cache artifacts (nothing was compiled inside capture)")
     check_signature(contents.artifacts, key)
+    read_replay_data(contents)
     libraries = {name: data for name, (_, data) in contents.artifacts.items() if name.startswith(schema.KERNEL_PREFIX)}
     try:
         kernels.check_kernel_names(list(libraries))
@@ -177,8 +124,8 @@ def check_all(contents: Contents, key: str | bytes | None, settings: tuple[tuple
     applied = {setting_key(module, name) for module, name, _ in settings}
     if compiler_stand_in_needed(contents.artifacts):
         applied.add("cxx.compiler")  # the stand-in answers as the captured compiler did, and compiles nothing
-    differences = fingerprint_differences(contents.environment, environment_fingerprint(), applied)
-    differences += source_differences(contents.source_checks)
+    differences = fingerprint_differences(contents.data.environment, environment_fingerprint(), applied)
+    differences += source_differences(contents.data.sources)
     if differences:
         raise Refused("this process differs from the one captured", differences)
     return libraries

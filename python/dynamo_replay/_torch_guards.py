@@ -1,0 +1,575 @@
+"""Guards across processes: what PyTorch 2.13's caching precompile keeps, drops or cannot save,
+and how dynamo-replay makes sure a saved frame never answers for values it was not compiled for.
+
+Three mechanisms, one per way a guard can go wrong when a frame is saved in one process and
+installed in another:
+- Dropped guards (identity: ID_MATCH, FUNCTION_MATCH, CLOSURE_MATCH, ...). PyTorch leaves them
+  out of the saved frame. Capture records each with a description of the value it checked;
+  replay compares that description with the live value when it installs the frame and pins
+  the value with a guard of its own on every call. A value that has no faithful description
+  (one that cannot tell two different values apart) makes its frame compile as usual.
+- Kept guards whose expected value PyTorch re-reads at load: a saved frame's guards are built
+  again from the saved scopes, and values reached through a function, class or module (saved
+  by reference) are read from the live object, so `G['post'].__defaults__[0] == 2.0` silently
+  becomes `== 5.0`. Capture records each saved frame's guard tree as PyTorch built it; replay
+  compares the rebuilt tree with it and refuses the frame on any difference.
+- Object-aliasing guards (`G['CURRENT'] is G['A']`), which PyTorch evaluates over its saved
+  copy of the globals: replay evaluates them over the live globals as well.
+- Guards PyTorch cannot save at all make the frame not saved (named at capture).
+GUARD_TABLE says which kind goes where, with the reason; docs/guards.md is its text.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import dataclasses
+import enum
+import hashlib
+import importlib
+import logging
+import re
+import sys
+import types
+from typing import Any, Callable
+
+from dynamo_replay.schema import frame_name
+
+# What happens to each guard kind of PyTorch 2.13 (GuardBuilder's methods) under replay:
+# "kept": PyTorch saves it and checks it on every call; replay also verifies PyTorch rebuilt it
+#         with the captured expected value (the guard tree check);
+# "rechecked": PyTorch's precompile drops it; replay compares the value's description at
+#         install and pins the value on every call, or compiles the frame when the value has no
+#         faithful description;
+# "compiled": the frame is not saved (PyTorch cannot save the guard), or replay compiles it.
+KEPT, RECHECKED, COMPILED = "kept", "rechecked", "compiled"
+GUARD_TABLE: dict[str, tuple[str, str]] = {
+    "TENSOR_MATCH": (KEPT, "dtype, device, sizes, strides, requires_grad and dispatch keys are saved by value"),
+    "SHAPE_ENV": (KEPT, "symbolic-shape guards are saved as expressions over the inputs"),
+    "DUPLICATE_INPUT": (KEPT, "saved as a pair of sources"),
+    "TYPE_MATCH": (KEPT, "the class is saved by reference; replay also checks a user class's contents "
+                         "(methods and constants), which identity cannot carry"),
+    "FAKE_SCRIPT_TYPE_MATCH": (KEPT, "the script class is saved by name"),
+    "EQUALS_MATCH": (KEPT, "the expected value is saved; replay checks it was not re-read from a live object"),
+    "CONSTANT_MATCH": (KEPT, "as EQUALS_MATCH (None and bool become NONE_MATCH / BOOL_MATCH)"),
+    "CONSTANT_SUBCLASS_MATCH": (KEPT, "as EQUALS_MATCH, for subclasses of int, float and str"),
+    "BOOL_MATCH": (KEPT, "the expected value is saved"),
+    "NONE_MATCH": (KEPT, "the expected value is saved"),
+    "NOT_NONE_MATCH": (KEPT, "the expected value is saved"),
+    "HASATTR": (KEPT, "the attribute's name is saved"),
+    "NOT_PRESENT_IN_GENERIC_DICT": (KEPT, "the attribute's name is saved"),
+    "DICT_CONTAINS": (KEPT, "the key is saved"),
+    "DICT_NOT_CONTAINS": (KEPT, "the key is saved"),
+    "SET_CONTAINS": (KEPT, "the element is saved"),
+    "SET_NOT_CONTAINS": (KEPT, "the element is saved"),
+    "DICT_KEYS_MATCH": (KEPT, "the keys are saved in order"),
+    "MAPPING_KEYS_CHECK": (KEPT, "the keys are saved"),
+    "SEQUENCE_LENGTH": (KEPT, "the length is saved"),
+    "TUPLE_ITERATOR_LEN": (KEPT, "the length is saved"),
+    "RANGE_ITERATOR_MATCH": (KEPT, "start, stop, step and length are saved"),
+    "COUNT_ITERATOR_MATCH": (KEPT, "the count's state is saved"),
+    "EMPTY_NN_MODULE_HOOKS_DICT": (RECHECKED, "PyTorch skips module hook guards (skip_nn_module_hook_guards); "
+                                              "capture records each guarded module's hooks, replay compares them "
+                                              "at install"),
+    "DISPATCH_KEY_SET_MATCH": (KEPT, "the key set is saved"),
+    "TENSOR_SUBCLASS_METADATA_MATCH": (KEPT, "the metadata is saved by value"),
+    "DTENSOR_SPEC_MATCH": (KEPT, "the spec is saved by value"),
+    "OPAQUE_OBJ_GUARD_FN_MATCH": (KEPT, "the guard function's result is saved"),
+    "GRAD_MODE": (KEPT, "global state, saved from the compile"),
+    "DETERMINISTIC_ALGORITHMS": (KEPT, "global state, saved from the compile"),
+    "GLOBAL_STATE": (KEPT, "grad mode, autocast, default dtype, thread count and matmul precision, saved"),
+    "TORCH_FUNCTION_STATE": (KEPT, "global state, saved from the compile"),
+    "DEFAULT_DEVICE": (KEPT, "the device is saved"),
+    "AUTOGRAD_SAVED_TENSORS_HOOKS": (KEPT, "saved as 'no hooks'; any hooks fail it"),
+    "FUNCTORCH_STACK_MATCH": (KEPT, "the functorch layers are saved"),
+    "DUAL_LEVEL": (KEPT, "the forward-AD level is saved"),
+    "FSDP_TRAINING_STATE": (KEPT, "the state is saved by value"),
+    "ID_MATCH": (RECHECKED, "identity cannot travel; the value's description can, where it is faithful: "
+                            "modules, functions, classes, enum members, constants and containers of them"),
+    "FUNCTION_MATCH": (RECHECKED, "a function by module, name, code, defaults, keyword defaults and closure"),
+    "CLOSURE_MATCH": (RECHECKED, "as FUNCTION_MATCH"),
+    "CLASS_MATCH": (RECHECKED, "a class by module, name and contents"),
+    "MODULE_MATCH": (RECHECKED, "a module by name"),
+    "BUILTIN_MATCH": (RECHECKED, "a builtin by name, and that the frame's globals do not shadow it"),
+    "NN_MODULE": (RECHECKED, "an nn.Module instance has no faithful description: its frame compiles"),
+    "WEAKREF_ALIVE": (COMPILED, "an object's lifetime in the captured process says nothing about this one"),
+    "DICT_VERSION": (COMPILED, "a dict's version counter is per process"),
+}
+
+# Frames whose code lives in these modules are pinned by the torch build and Python version,
+# which the fingerprint compares.
+_PINNED_ROOTS = frozenset(sys.stdlib_module_names) | {"torch", "builtins"}
+# Dynamo's name for the builtins dict it installs in a frame's globals: G['__builtins_dict___3']['abs'].
+# Globals Dynamo installs for a frame's transformed code, which the saved frame installs again.
+_DYNAMO_GLOBAL = re.compile(r"^G\['(__import_|___module_)\w*'\]$")
+_BUILTIN_SOURCE = re.compile(r"^G\['__builtins_dict___\d+'\]\[(['\"])(\w+)\1\]$")
+
+
+def code_key(code: types.CodeType) -> str:
+    """How a frame is named across processes (schema.frame_name)."""
+    return frame_name(code.co_name, code.co_filename, code.co_firstlineno)
+
+
+# --- values, described so two processes can compare them -------------------------------------
+
+def describe_value(value: Any) -> str | None:
+    """A description of a value that is equal in two processes exactly when they hold the same
+    function, class, module, enum member or constant (identity itself cannot travel); None when
+    this value has no such description (an arbitrary object: two different ones would look
+    alike, so it must never count as a match)."""
+    if isinstance(value, types.ModuleType):
+        return f"module {value.__name__}"
+    if isinstance(value, types.CellType):
+        try:
+            inner = describe_value(value.cell_contents)
+        except ValueError:
+            return "empty cell"
+        return None if inner is None else f"cell of {inner}"
+    if isinstance(value, enum.Enum):
+        return f"enum {_qualified(type(value))}.{value.name}"
+    if isinstance(value, types.MethodType):
+        func, owner = describe_value(value.__func__), describe_value(value.__self__)
+        return None if func is None or owner is None else f"method {func} of {owner}"
+    if isinstance(value, types.FunctionType):
+        return _describe_function(value)
+    if isinstance(value, type):
+        if pinned_by_build(value):
+            return f"class {_qualified(value)}"
+        return f"class {_qualified(value)} contents {_class_digest(value)}"
+    if value is None or value is Ellipsis or isinstance(value, (bool, int, float, complex, str, bytes)):
+        return f"constant {value!r}"
+    if isinstance(value, (tuple, list, frozenset, set, dict)):
+        return _describe_container(value)
+    if _is_torch_constant(value):
+        return f"constant {value!r}"
+    if isinstance(value, types.BuiltinFunctionType) and getattr(value, "__qualname__", None):
+        # A C function: its module and qualified name are fixed by the build that defines it.
+        return f"callable {_qualified(value)}"
+    if callable(value) and _resolves_to(value):
+        return f"callable {_qualified(value)}"
+    return None
+
+
+def _describe_function(fn: types.FunctionType) -> str | None:
+    """A function by name and code, and by what its code reads that is not code: defaults,
+    keyword defaults and closure cells (a default fixed at import differs between processes)."""
+    parts = [f"function {_qualified(fn)} code {_code_digest(fn.__code__)}"]
+    for label, values in (("defaults", fn.__defaults__ or ()), ("closure", fn.__closure__ or ())):
+        for value in values:
+            described = describe_value(value)
+            if described is None:
+                return None
+            parts.append(f"{label} {described}")
+    for name, value in sorted((fn.__kwdefaults__ or {}).items()):
+        described = describe_value(value)
+        if described is None:
+            return None
+        parts.append(f"kwdefault {name}={described}")
+    return "; ".join(parts)
+
+
+def _describe_container(value: Any) -> str | None:
+    """Plain containers of described values; sets and dict keys in sorted order (their
+    iteration order follows the per-process string hash seed)."""
+    if type(value) not in (tuple, list, frozenset, set, dict):
+        return None  # a subclass may hold state of its own
+    if isinstance(value, dict):
+        items = [(describe_value(k), describe_value(v)) for k, v in value.items()]
+        if any(k is None or v is None for k, v in items):
+            return None
+        return "dict {" + ", ".join(f"{k}: {v}" for k, v in sorted(items)) + "}"
+    inner = [describe_value(v) for v in value]
+    if any(v is None for v in inner):
+        return None
+    if isinstance(value, (set, frozenset)):
+        inner.sort()
+    return f"{type(value).__name__} [" + ", ".join(inner) + "]"  # type: ignore[arg-type]
+
+
+def _is_torch_constant(value: Any) -> bool:
+    """dtypes, devices, layouts and memory formats: their repr names them exactly."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, (torch.dtype, torch.device, torch.layout, torch.memory_format))
+
+
+def _resolves_to(value: Any) -> bool:
+    """Whether importing the value's module and following its qualified name gives the value
+    back: then its name says which object it is in any process with the same code."""
+    module_name = getattr(value, "__module__", None)
+    qualname = getattr(value, "__qualname__", None)
+    owner = getattr(value, "__self__", None)
+    if isinstance(owner, (types.ModuleType, type)) and getattr(value, "__name__", None):
+        # A builtin bound to a module or class (torch.relu lives on torch._C._VariableFunctions).
+        return getattr(owner, value.__name__, None) is value
+    if not module_name or not qualname or "<locals>" in qualname:
+        return False
+    try:
+        found: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except Exception:
+        return False
+    return found is value
+
+
+def pinned_by_build(cls: type) -> bool:
+    return _pinned_module(getattr(cls, "__module__", None) or "")
+
+
+def _pinned_module(name: str) -> bool:
+    return name.split(".")[0] in _PINNED_ROOTS
+
+
+def _class_digest(cls: type) -> str:
+    """A digest of what a user class's attributes are (methods by their code, constants by
+    value), over its bases outside torch and the standard library: Dynamo guards a class by
+    identity only, which cannot tell a swapped method in another process. An attribute without
+    a faithful description counts by its type: any read of it by a compiled frame has guards
+    of its own, which are checked or re-checked."""
+    digest = hashlib.sha256()
+    for base in cls.__mro__:
+        if pinned_by_build(base):
+            continue
+        for name, value in sorted(vars(base).items()):
+            if name in ("__dict__", "__weakref__", "__doc__", "__module__", "__qualname__", "__slotnames__"):
+                continue
+            if isinstance(value, (staticmethod, classmethod)):
+                value = value.__func__
+            inner = describe_value(value) if not isinstance(value, type) else f"class {_qualified(value)}"
+            digest.update(f"{base.__qualname__}.{name}={inner or 'object of ' + _qualified(type(value))};".encode())
+    return digest.hexdigest()[:16]
+
+
+def _code_digest(code: types.CodeType) -> str:
+    """A digest of what a code object does, equal across processes (the repr of a nested
+    code object holds its address, so constants are digested one by one)."""
+    digest = hashlib.sha256(code.co_code)
+    for const in code.co_consts:
+        digest.update(_const_text(const).encode())
+    digest.update(repr((code.co_names, code.co_varnames, code.co_freevars)).encode())
+    return digest.hexdigest()[:16]
+
+
+def _const_text(const: Any) -> str:
+    """A code constant as text that is equal across processes: nested code by its digest, sets
+    in sorted order (their repr follows the per-process string hash seed)."""
+    if isinstance(const, types.CodeType):
+        return _code_digest(const)
+    if isinstance(const, frozenset):
+        return "frozenset(" + ",".join(sorted(map(_const_text, const))) + ")"
+    if isinstance(const, tuple):
+        return "(" + ",".join(map(_const_text, const)) + ")"
+    return repr(const)
+
+
+def _qualified(obj: Any) -> str:
+    module = getattr(obj, "__module__", None) or "?"
+    return f"{module}.{getattr(obj, '__qualname__', getattr(obj, '__name__', '?'))}"
+
+
+# --- sources: Dynamo's names for guarded values, read in another process ------------------------
+
+def readable_source(source: str, resolve_builtins: bool = True) -> str:
+    """The expression that reads a guarded value in a frame's scope. With resolve_builtins, a
+    builtin is read as Python resolves the name in the frame: its globals first, then builtins
+    (Dynamo's source reads the builtins dict directly, which cannot see a module global
+    shadowing it). A builtin called by inlined code of another module resolves there instead."""
+    found = _BUILTIN_SOURCE.match(source)
+    if found and resolve_builtins:
+        name = found.group(2)
+        return f"(G[{name!r}] if {name!r} in G else __builtins__.{name})"
+    if found:
+        return f"__builtins__.{found.group(2)}"
+    return source
+
+
+# A module's hooks, recorded by capture (PyTorch does not guard them) and checked at install.
+MODULE_HOOKS = "MODULE_HOOKS"
+
+
+def module_hooks_source(module_source: str) -> str:
+    """An expression over a frame's scope giving the hooks an nn.Module call runs."""
+    kinds = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
+    return "(" + " + ".join(f"tuple({module_source}.{kind}.values())" for kind in kinds) + ")"
+
+
+def checked_on_every_call(guard: DroppedGuard) -> bool:
+    """Whether replay adds this dropped guard to the frame's guards. Builtins and module hooks
+    are checked once, at install: PyTorch itself does not check hooks added after a compile,
+    and a check per call of every module's hooks would cost more than the guards it keeps."""
+    return guard.risky and guard.value is not None and guard.kind != MODULE_HOOKS \
+        and not _BUILTIN_SOURCE.match(guard.source)
+
+
+def is_builtin_source(source: str) -> bool:
+    return bool(_BUILTIN_SOURCE.match(source))
+
+
+def _in_frame(guard: DroppedGuard) -> bool:
+    """Whether the line that made Dynamo guard it is in the guarded frame's own file."""
+    filename = guard.frame.rsplit(" (", 1)[-1].rsplit(":", 1)[0]
+    return bool(guard.line) and guard.line.startswith(filename + ":")
+
+
+def _eval_scope(local_scope: Any, global_scope: dict[str, Any]) -> dict[str, Any]:
+    from torch._dynamo.guards import _get_closure_vars
+
+    return {**_get_closure_vars(), "__builtins__": builtins, "L": local_scope, "G": global_scope}
+
+
+def _holder_is_pinned(expression: str, scope: dict[str, Any]) -> bool:
+    """Whether the object that holds the guarded value (the expression minus its last
+    attribute or item) is a module of torch or the standard library."""
+    for cut in (expression.rfind("."), expression.rfind("[")):
+        if cut <= 0:
+            continue
+        try:
+            holder = eval(expression[:cut], scope)  # noqa: S307 - a Dynamo source name
+        except Exception:
+            continue
+        if isinstance(holder, types.ModuleType):
+            return _pinned_module(holder.__name__)
+    return False
+
+
+# --- capture: the guards precompile drops ----------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class DroppedGuard:
+    """A guard PyTorch's caching precompile left out of a saved frame."""
+
+    kind: str  # ID_MATCH, CLOSURE_MATCH, ...
+    source: str  # Dynamo's source expression, such as G['act']
+    frame: str  # code_key() of the frame whose guards dropped it
+    value: str | None  # describe_value() of what it checked; None: no faithful description
+    risky: bool  # what holds the value is not pinned by the torch build
+    line: str  # the user line that made Dynamo guard it: "file:line: code", or ""
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> DroppedGuard:
+        return DroppedGuard(kind=str(data["kind"]), source=str(data["source"]), frame=str(data.get("frame", "?")),
+                            value=data.get("value") or None, risky=bool(data.get("risky", True)),
+                            line=str(data.get("line", "")))
+
+
+class _DroppedGuardFilter(logging.Filter):
+    """Turns PyTorch's "X guard on S is dropped with caching_precompile=True" warnings into
+    DroppedGuard values and keeps them off the console."""
+
+    def __init__(self, note: Callable[[DroppedGuard], None]) -> None:
+        super().__init__()
+        self._note = note
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "is dropped with caching_precompile" not in str(record.msg) or len(record.args or ()) != 2:
+            return True
+        try:
+            kind, source = record.args  # type: ignore[misc]
+            self._note(_dropped_guard(str(kind), str(source)))
+        except Exception:  # recording must never fail a compile
+            pass
+        return False
+
+
+def guard_builder_frames() -> tuple[Any, Any, Any]:
+    """(guard entry being filtered, code being guarded, its OutputGraph), read from the stack
+    of CheckFunctionManager.__init__ (PyTorch 2.13's guard_filter_fn runs inside it)."""
+    from torch._dynamo.types import GuardFilterEntry
+
+    entry = code = output_graph = None
+    frame = sys._getframe()
+    while frame is not None:
+        found = frame.f_locals
+        if entry is None and isinstance(found.get("g"), GuardFilterEntry):
+            entry = found["g"]
+        if "output_graph" in found and "f_code" in found:
+            code, output_graph = found["f_code"], found["output_graph"]
+            break
+        frame = frame.f_back
+    return entry, code, output_graph
+
+
+def user_line(guard: Any) -> str:
+    stack = getattr(guard, "user_stack", None) if guard is not None else None
+    if not stack:
+        return ""
+    last = stack[-1]
+    return f"{last.filename}:{last.lineno}: {(last.line or '').strip()}"
+
+
+def _dropped_guard(kind: str, source: str) -> DroppedGuard:
+    entry, code, output_graph = guard_builder_frames()
+    value: str | None = None
+    risky = True
+    read = False
+    if output_graph is not None:
+        scope = _eval_scope(output_graph.local_scope, output_graph.global_scope)
+        with contextlib.suppress(Exception):  # the value as replay will read it (builtins by name)
+            value, read = describe_value(eval(readable_source(source, False), scope)), True  # noqa: S307 - a source
+        risky = not _holder_is_pinned(source, scope)
+    if not read and entry is not None and entry.has_value:
+        value = describe_value(entry.value)
+    if _DYNAMO_GLOBAL.match(source):
+        risky = False  # a global Dynamo installs with the saved frame itself (an import it needs)
+    return DroppedGuard(kind=kind, source=source, frame=code_key(code) if code else "?", value=value, risky=risky,
+                        line=user_line(entry.orig_guard if entry is not None else None))
+
+
+def record_dropped_guards(note: Callable[[DroppedGuard], None]) -> Callable[[], None]:
+    """Calls note() for every guard precompile drops from now on; returns the undo."""
+    return add_log_filter("torch._dynamo.guards", _DroppedGuardFilter(note))
+
+
+class QuietLog(logging.Filter):
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self._text = text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self._text not in str(record.msg)
+
+
+def quiet_dropped_guards() -> Callable[[], None]:
+    """Keeps PyTorch's warning for each guard precompile drops off the console, unrecorded
+    (replay's own recompiles); returns the undo."""
+    return add_log_filter("torch._dynamo.guards", QuietLog("is dropped with caching_precompile"))
+
+
+def add_log_filter(logger_name: str, log_filter: logging.Filter) -> Callable[[], None]:
+    logger = logging.getLogger(logger_name)
+    logger.addFilter(log_filter)
+    return lambda: logger.removeFilter(log_filter)
+
+
+# --- replay: dropped guards checked again ------------------------------------------------------
+
+def recheck_at_install(guard: DroppedGuard, local_scope: dict[str, Any], global_scope: dict[str, Any]) -> str | None:
+    """Why a saved frame must not be used because of this dropped guard, or None. A value the
+    capture could not describe faithfully fails closed; a global that cannot be read now, or
+    reads another value, fails; a local known only at the call is left to the call-time check."""
+    if guard.value is None:
+        return f"{guard.source} ({guard.kind}) has no description that another process can compare"
+    try:
+        now = describe_value(eval(readable_source(guard.source, _in_frame(guard)),  # noqa: S307 - a Dynamo source
+                                  _eval_scope(local_scope, global_scope)))
+    except Exception as error:
+        if "L[" in guard.source:
+            return None  # an argument: checked on each call
+        return f"{guard.source} was {guard.value} at capture, and cannot be read now ({type(error).__name__})"
+    if now != guard.value:
+        return f"{guard.source} was {guard.value} at capture, is {now or 'a value without a faithful description'} now"
+    return None
+
+
+def recheck_pinned(guard: DroppedGuard, global_scope: dict[str, Any]) -> str | None:
+    """recheck_at_install for a guard on what torch or the standard library holds: compared
+    where it can be read and was described, never failing closed (the fingerprint pins it)."""
+    if guard.value is None:
+        return None
+    try:
+        now = describe_value(eval(readable_source(guard.source), _eval_scope({}, global_scope)))  # noqa: S307
+    except Exception:
+        return None
+    if now is not None and now != guard.value:
+        return f"{guard.source} was {guard.value} at capture, is {now} now"
+    return None
+
+
+_ALIASING = re.compile(r"^\+- LAMBDA_GUARD: (\S.* is \S.*)$")
+
+
+def aliasing_guards(tree: list[str]) -> list[str]:
+    """The object-aliasing guards of a captured tree that read globals (`G['CURRENT'] is G['A']`).
+    PyTorch evaluates these over the saved copy of the globals, where two objects that were
+    one at capture stay one: replay evaluates them over the live globals too."""
+    return [found.group(1) for line in tree if (found := _ALIASING.match(line)) and "G[" in found.group(1)]
+
+
+def add_live_aliasing_check(manager: Any, expression: str, global_scope: dict[str, Any]) -> str | None:
+    """Checks an aliasing guard over the live globals now (when it reads no argument) and on
+    every call; returns why the frame must not be used, or None."""
+    from torch._dynamo.guards import _get_closure_vars
+
+    code = compile(expression, f"<dynamo-replay guard {expression}>", "eval")
+    base = {**_get_closure_vars(), "__builtins__": builtins, "G": global_scope}
+    if "L[" not in expression:
+        try:
+            holds = bool(eval(code, dict(base, L={})))  # noqa: S307 - a guard PyTorch wrote
+        except Exception as error:
+            return f"`{expression}` held at capture and cannot be evaluated now ({type(error).__name__})"
+        if not holds:
+            return f"`{expression}` held at capture and does not now"
+
+    def check(f_locals: Any) -> bool:
+        try:
+            return bool(eval(code, dict(base, L=f_locals)))  # noqa: S307 - a guard PyTorch wrote
+        except Exception:
+            return False
+
+    manager.root.add_lambda_guard(check, [f"dynamo-replay: {expression} (over the live globals)"], None)
+    return None
+
+
+def add_call_time_recheck(manager: Any, guard: DroppedGuard, global_scope: dict[str, Any]) -> None:
+    """Adds to a loaded frame's guards a check, on every call, that the dropped guard's source
+    still holds a value with the captured description; once one value passes, that object is
+    pinned and later calls compare identity only, as Dynamo's own ID_MATCH does."""
+    from torch._dynamo.guards import _get_closure_vars
+
+    code = compile(readable_source(guard.source), f"<dynamo-replay guard {guard.source}>", "eval")
+    base = {**_get_closure_vars(), "__builtins__": builtins, "G": global_scope}
+    expected = guard.value
+    pinned: list[Any] = []
+
+    def check(f_locals: Any) -> bool:
+        try:
+            value = eval(code, dict(base, L=f_locals))  # noqa: S307 - compiled from a Dynamo source name
+        except Exception:
+            return False
+        if pinned and pinned[0] is value:
+            return True
+        if describe_value(value) != expected:
+            return False
+        pinned[:] = [value]
+        return True
+
+    text = f"dynamo-replay: {guard.source} is {expected} ({guard.kind} dropped by PyTorch's precompile)"
+    manager.root.add_lambda_guard(check, [text], None)
+
+
+# --- replay: kept guards rebuilt with the captured values --------------------------------------
+
+_MANAGER_DETAILS = re.compile(r",\s*(type=<class '[^']*'>|tag_safe=\([^)]*\))")
+_OBJECT_IDS = re.compile(r"(___check_(?:type|obj)_id\(.*), \d+\)")
+
+
+def guard_tree_lines(manager: Any) -> list[str]:
+    """A saved frame's guard tree as PyTorch prints it, with what differs between two processes
+    for the same guards taken out: type and object addresses, the user-line comments, the
+    example value's type on accessor lines (a fake tensor while compiling) and the latency."""
+    lines = []
+    for line in str(manager).splitlines():
+        body = line.split("  #", 1)[0].split(" # ", 1)[0].rstrip()
+        if "+- " not in body:
+            continue
+        body = _OBJECT_IDS.sub(r"\1, <id>)", body)
+        if "+- GuardManager:" in body or "GuardManager: source=" in body:
+            body = _MANAGER_DETAILS.sub("", body)
+        lines.append(body)
+    return lines
+
+
+def guard_tree_difference(captured: list[str], rebuilt: list[str]) -> str | None:
+    """The first guard that differs between the captured tree and the rebuilt one, in words."""
+    for want, got in zip(captured, rebuilt):
+        if want != got:
+            return f"PyTorch rebuilt a guard with another value: captured `{want.strip(' |+-')}`, " \
+                   f"now `{got.strip(' |+-')}`"
+    if len(captured) != len(rebuilt):
+        return f"PyTorch rebuilt {len(rebuilt)} guard lines where the capture had {len(captured)}"
+    return None
+
+
+def guards_state_key(data: bytes) -> str:
+    """How a saved frame's guard state is named in the replay data."""
+    return hashlib.sha256(data).hexdigest()

@@ -1,0 +1,58 @@
+"""What replay checks for each saved frame before it is put in force (the guard table in
+dynamo_replay._torch_guards says which guard kind is checked where, docs/guards.md why).
+
+- Before PyTorch loads a frame's guards: every guard PyTorch's precompile dropped from it is
+  compared with the live value (a frame whose dropped guard had no faithful description
+  compiles as usual).
+- After: the guard tree PyTorch rebuilt must be the one it built at capture (PyTorch re-reads
+  values reached through functions, classes and modules from the live objects), and each
+  dropped guard on user code is added back as a check on every call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dynamo_replay import _torch_guards
+from dynamo_replay._torch_guards import DroppedGuard
+
+
+class FrameChecks:
+    """Implements _torch.FrameVetting from a store's replay data. `enabled=False` turns every
+    check off; only the tests that prove each check matters use it."""
+
+    def __init__(self, dropped: dict[str, list[DroppedGuard]], guard_trees: dict[str, list[str]],
+                 enabled: bool = True) -> None:
+        self._dropped = dropped
+        self._trees = guard_trees
+        self._enabled = enabled
+
+    def before_load(self, frame: str, local_scope: dict[str, Any], global_scope: dict[str, Any]) -> str | None:
+        if not self._enabled:
+            return None
+        for guard in self._dropped.get(frame, []):
+            if guard.risky:
+                refusal = _torch_guards.recheck_at_install(guard, local_scope, global_scope)
+            else:  # held by torch or the standard library (pinned by the fingerprint), or Dynamo's own
+                refusal = _torch_guards.recheck_pinned(guard, global_scope)
+            if refusal:
+                return refusal + (f" (guarded at {guard.line})" if guard.line else "")
+        return None
+
+    def after_load(self, frame: str, guards_state: bytes, manager: Any, global_scope: dict[str, Any]) -> str | None:
+        if not self._enabled:
+            return None
+        captured = self._trees.get(_torch_guards.guards_state_key(guards_state))
+        if captured is None:
+            return "the store has no record of its guards as PyTorch built them at capture"
+        difference = _torch_guards.guard_tree_difference(captured, _torch_guards.guard_tree_lines(manager))
+        if difference:
+            return difference
+        for expression in _torch_guards.aliasing_guards(captured):
+            refusal = _torch_guards.add_live_aliasing_check(manager, expression, global_scope)
+            if refusal:
+                return refusal
+        for guard in self._dropped.get(frame, []):
+            if _torch_guards.checked_on_every_call(guard):
+                _torch_guards.add_call_time_recheck(manager, guard, global_scope)
+        return None
