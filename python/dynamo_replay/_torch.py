@@ -30,7 +30,7 @@ import warnings
 from typing import Any, Callable, Protocol
 
 from dynamo_replay._torch_guards import (DroppedGuard, QuietLog, add_log_filter, code_key,  # noqa: F401 (re-exported)
-                                         describe_value, guard_builder_frames, MODULE_HOOKS, module_hooks_source, guard_tree_lines, guards_state_key,
+                                         code_digest, describe_value, guard_builder_frames, MODULE_HOOKS, module_hooks_source, guard_tree_lines, guards_state_key,
                                          pinned_by_build, quiet_dropped_guards, record_dropped_guards, user_line)
 
 # The config values a precompile capture sets, and replay sets from what the store recorded.
@@ -275,15 +275,19 @@ def _note_user_classes(builder: Any, sorted_guards: Any, note_class: Callable[[D
             continue
         value = builder.get(guard)
         if isinstance(value, torch.nn.Module):
-            source = module_hooks_source(guard.name)
-            note_class(DroppedGuard(kind=MODULE_HOOKS, source=source, frame=frame, risky=True, line=user_line(guard),
-                                    value=describe_value(eval(source, {"G": builder.scope["G"], "L": builder.scope["L"]}))))
+            note_class(DroppedGuard(kind=MODULE_HOOKS, source=module_hooks_source(guard.name), frame=frame, risky=True,
+                                    line=user_line(guard), value=_hooks_description(value)))
         cls = type(value)
         if pinned_by_build(cls) or cls in seen:
             continue
         seen.add(cls)
         note_class(DroppedGuard(kind="CLASS_CONTENTS", source=f"type({guard.name})", frame=frame,
                                 value=describe_value(cls), risky=True, line=user_line(guard)))
+
+
+def _hooks_description(module: Any) -> str | None:
+    hooks = (module._forward_pre_hooks, module._forward_hooks, module._backward_pre_hooks, module._backward_hooks)
+    return describe_value(tuple(hook for kind in hooks for hook in kind.values()))
 
 
 def _naming_failure(code: types.CodeType) -> str:
@@ -406,14 +410,14 @@ def _package_mismatch(fn: Callable[..., Any], dynamo: Any) -> str | None:
     keys saved frames by qualified name and first line only, so `forward` at line 30 of two
     files shares one key, and the package found may hold the other file's compiled code."""
     from torch._dynamo.eval_frame import innermost_fn
+    from torch._dynamo.package import SerializedCode
 
     code = innermost_fn(fn).__code__
-    saved = dynamo.codes[0].python_code if dynamo.codes else None
-    if saved is None:
+    if not dynamo.codes:
         return "its saved package holds no code"
-    if (saved.co_filename, saved.co_firstlineno, saved.co_name, saved.co_code) != \
-            (code.co_filename, code.co_firstlineno, code.co_name, code.co_code):
-        return (f"the package PyTorch saved under its name and first line is for {saved.co_name} in "
+    saved = SerializedCode.to_code_object(dynamo.codes[0].python_code)
+    if code_digest(saved) != code_digest(code):  # the same code compiles the same; guards check the rest
+        return (f"the package PyTorch saved under its name and first line is for other code, in "
                 f"{saved.co_filename} (PyTorch 2.13 keys saved frames by name and first line only)")
     return None
 

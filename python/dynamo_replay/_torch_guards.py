@@ -132,6 +132,8 @@ def describe_value(value: Any) -> str | None:
         return None if func is None or owner is None else f"method {func} of {owner}"
     if isinstance(value, types.FunctionType):
         return _describe_function(value)
+    if isinstance(value, types.CodeType):
+        return f"code {value.co_qualname} {code_digest(value)}"
     if isinstance(value, type):
         if pinned_by_build(value):
             return f"class {_qualified(value)}"
@@ -153,10 +155,12 @@ def describe_value(value: Any) -> str | None:
 def _describe_function(fn: types.FunctionType) -> str | None:
     """A function by name and code, and by what its code reads that is not code: defaults,
     keyword defaults and closure cells (a default fixed at import differs between processes)."""
-    parts = [f"function {_qualified(fn)} code {_code_digest(fn.__code__)}"]
+    parts = [f"function {_qualified(fn)} code {code_digest(fn.__code__)}"]
     for label, values in (("defaults", fn.__defaults__ or ()), ("closure", fn.__closure__ or ())):
         for value in values:
-            described = describe_value(value)
+            inner = value.cell_contents if isinstance(value, types.CellType) and _cell_full(value) else value
+            # A class by name only: a method's __class__ cell leads back to the class being described.
+            described = f"class {_qualified(inner)}" if isinstance(inner, type) else describe_value(value)
             if described is None:
                 return None
             parts.append(f"{label} {described}")
@@ -166,6 +170,14 @@ def _describe_function(fn: types.FunctionType) -> str | None:
             return None
         parts.append(f"kwdefault {name}={described}")
     return "; ".join(parts)
+
+
+def _cell_full(cell: types.CellType) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
 
 
 def _describe_container(value: Any) -> str | None:
@@ -240,7 +252,7 @@ def _class_digest(cls: type) -> str:
     return digest.hexdigest()[:16]
 
 
-def _code_digest(code: types.CodeType) -> str:
+def code_digest(code: types.CodeType) -> str:
     """A digest of what a code object does, equal across processes (the repr of a nested
     code object holds its address, so constants are digested one by one)."""
     digest = hashlib.sha256(code.co_code)
@@ -254,7 +266,7 @@ def _const_text(const: Any) -> str:
     """A code constant as text that is equal across processes: nested code by its digest, sets
     in sorted order (their repr follows the per-process string hash seed)."""
     if isinstance(const, types.CodeType):
-        return _code_digest(const)
+        return code_digest(const)
     if isinstance(const, frozenset):
         return "frozenset(" + ",".join(sorted(map(_const_text, const))) + ")"
     if isinstance(const, tuple):
@@ -475,7 +487,7 @@ def recheck_pinned(guard: DroppedGuard, global_scope: dict[str, Any]) -> str | N
     return None
 
 
-_ALIASING = re.compile(r"^\+- LAMBDA_GUARD: (\S.* is \S.*)$")
+_ALIASING = re.compile(r"^LAMBDA_GUARD: (\S.* is \S.*)$")
 
 
 def aliasing_guards(tree: list[str]) -> list[str]:
@@ -541,33 +553,45 @@ def add_call_time_recheck(manager: Any, guard: DroppedGuard, global_scope: dict[
 
 _MANAGER_DETAILS = re.compile(r",\s*(type=<class '[^']*'>|tag_safe=\([^)]*\))")
 _OBJECT_IDS = re.compile(r"(___check_(?:type|obj)_id\(.*), \d+\)")
+_NO_ALIASING = re.compile(r"check_no_aliasing\((.*)\)$")
 
 
 def guard_tree_lines(manager: Any) -> list[str]:
-    """A saved frame's guard tree as PyTorch prints it, with what differs between two processes
-    for the same guards taken out: type and object addresses, the user-line comments, the
-    example value's type on accessor lines (a fake tensor while compiling) and the latency."""
+    """A saved frame's guards as PyTorch prints its tree, one line per guard or accessor, sorted
+    (PyTorch's order of some leaves, as the aliasing check's sources, differs between builds of
+    the same guards), with what differs between two processes for the same guards taken out:
+    type and object addresses, user-line comments, an accessor's example type (a fake tensor
+    while compiling). Each line names its full source, so the set says every value checked."""
     lines = []
     for line in str(manager).splitlines():
         body = line.split("  #", 1)[0].split(" # ", 1)[0].rstrip()
         if "+- " not in body:
             continue
+        body = body.split("+- ", 1)[1]
+        if ": " not in body:
+            continue  # a leaf printed by name only (a shared NO_TENSOR_ALIASING): its text is elsewhere
         body = _OBJECT_IDS.sub(r"\1, <id>)", body)
-        if "+- GuardManager:" in body or "GuardManager: source=" in body:
+        if body.startswith("GuardManager:"):
             body = _MANAGER_DETAILS.sub("", body)
+        found = _NO_ALIASING.search(body)
+        if found:
+            body = body[:found.start()] + "check_no_aliasing(" + ", ".join(sorted(found.group(1).split(", "))) + ")"
         lines.append(body)
-    return lines
+    return sorted(lines)
 
 
 def guard_tree_difference(captured: list[str], rebuilt: list[str]) -> str | None:
-    """The first guard that differs between the captured tree and the rebuilt one, in words."""
-    for want, got in zip(captured, rebuilt):
-        if want != got:
-            return f"PyTorch rebuilt a guard with another value: captured `{want.strip(' |+-')}`, " \
-                   f"now `{got.strip(' |+-')}`"
-    if len(captured) != len(rebuilt):
-        return f"PyTorch rebuilt {len(rebuilt)} guard lines where the capture had {len(captured)}"
-    return None
+    """The first captured guard PyTorch did not rebuild as it was, in words."""
+    rebuilt_set, captured_set = set(rebuilt), set(captured)
+    for want in captured:
+        if want in rebuilt_set:
+            continue
+        head = re.split(r" == | is |\(", want, maxsplit=1)[0]
+        now = next((got for got in rebuilt if got not in captured_set and got.startswith(head)), None)
+        if now:
+            return f"PyTorch rebuilt a guard with another value: captured `{want}`, now `{now}`"
+        return f"PyTorch did not rebuild the captured guard `{want}`"
+    return None  # a guard only the rebuilt tree has can reject a call, never accept a stale one
 
 
 def guards_state_key(data: bytes) -> str:

@@ -125,10 +125,14 @@ def test_frames_precompile_cannot_save_are_named_and_traced_alone(captured, work
     result, out = job.replay("replay")
     assert result.returncode == 0, result.stderr[-3000:]
     report = compiler_report(out)
-    assert sorted(report["frames_traced"]) == sorted(NOT_SAVED[workload])
+    # Also traced: frames whose dropped guards check an object without a faithful description
+    # (the optimizer's identity), which fail closed, each named with its guard.
+    refused = result.stderr.split("saved frames not used")[-1] if "saved frames not used" in result.stderr else ""
+    for frame in set(report["frames_traced"]) - set(NOT_SAVED[workload]):
+        assert f"{frame} (" in refused and "has no description that another process can compare" in refused
+    assert set(NOT_SAVED[workload]) <= set(report["frames_traced"])
     assert report["fxgraph_cache_miss"] == 0 and report["autograd_cache_miss"] == 0
-    assert f"compiled here: {len(NOT_SAVED[workload])} frames" in result.stderr
-    assert "not compiled during capture" not in result.stderr and "saved frames not used" not in result.stderr
+    assert "not compiled during capture" not in result.stderr
     assert_bitwise_equal(job.outputs, torch.load(out / "outputs.pt"))
 
 

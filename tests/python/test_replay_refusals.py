@@ -14,7 +14,9 @@ import pytest
 
 import dynamo_replay as dr
 from dynamo_replay import signing
-from dynamo_replay.schema import KERNEL_MEDIA_TYPE, MEGA_CACHE_MEDIA_TYPE, MEGA_CACHE_NAME
+from dynamo_replay.replay_data import ReplayData
+from dynamo_replay.schema import (KERNEL_MEDIA_TYPE, MEGA_CACHE_MEDIA_TYPE, MEGA_CACHE_NAME, REPLAY_DATA_MEDIA_TYPE,
+                                  REPLAY_DATA_NAME)
 
 
 def refusal(path: Path, **options) -> str:
@@ -49,7 +51,9 @@ def write_store(path: Path, artifacts: dict[str, tuple[str, bytes]], *, key: byt
     return path
 
 
-MEGA = {MEGA_CACHE_NAME: (MEGA_CACHE_MEDIA_TYPE, b"not really a mega cache")}
+# What every capture writes: PyTorch's cache bytes and the replay data (replay_data.py).
+MEGA = {MEGA_CACHE_NAME: (MEGA_CACHE_MEDIA_TYPE, b"not really a mega cache"),
+        REPLAY_DATA_NAME: (REPLAY_DATA_MEDIA_TYPE, ReplayData(environment={"torch.version": "0.0-test"}).to_json())}
 
 
 def test_missing_file(tmp_path: Path) -> None:
@@ -65,6 +69,21 @@ def test_malformed_store(data_dir: Path, name: str) -> None:
 
 def test_a_store_that_is_not_a_capture(data_dir: Path) -> None:
     assert "holds no PyTorch cache artifacts" in refusal(data_dir / "v1.0" / "sample.dynrep")
+
+
+@pytest.mark.parametrize("data, why", [
+    (None, "holds no replay data (dynamo_replay/replay.json): it was captured by an older dynamo-replay"),
+    (b"{not json", "the store's replay data cannot be read (JSONDecodeError"),
+    (b'{"version": 99}', "replay data version 99, this dynamo-replay reads 1"),
+    (b'{"version": 1}', "the store's replay data cannot be read (KeyError: 'environment')"),
+], ids=["missing", "not-json", "future-version", "truncated"])
+def test_replay_data_missing_or_unreadable(tmp_path: Path, data: bytes | None, why: str) -> None:
+    artifacts = dict(MEGA)
+    if data is None:
+        del artifacts[REPLAY_DATA_NAME]
+    else:
+        artifacts[REPLAY_DATA_NAME] = (REPLAY_DATA_MEDIA_TYPE, data)
+    assert why in refusal(write_store(tmp_path / "old.dynrep", artifacts))
 
 
 def test_unfinished_store(tmp_path: Path) -> None:

@@ -77,12 +77,67 @@ def test_saved_state_whose_setstate_fails_loads_leniently() -> None:
     assert type(state["scope"]) is Optimizerish and state["scope"].lr == 0.1
 
 
-def test_isa_probe_result_is_reused_only_when_it_is_what_this_cpu_gives() -> None:
-    code = ("from dynamo_replay import _torch\n"
-            "from torch._inductor.cpu_vec_isa import valid_vec_isa_list\n"
-            "print(_torch.reuse_vec_isa_probe(['avx512', 'avx2', 'not-an-isa']), valid_vec_isa_list.cache_info().currsize)\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.split() == ["False", "0"]  # nothing cached: Inductor probes as usual
+# Faked CPUs: (CPU features as PyTorch reports them, what the capture's probe recorded,
+# whether the record is used, the ISAs Inductor then holds). Any x86-64 host runs every row.
+AVX2 = {"isa": "avx2"}
+AVX512 = {"isa": "avx512", "avx512_bf16": False}
+AVX512_BF16 = {"isa": "avx512", "avx512_bf16": True}
+VNNI_BF16 = {"isa": "avx512 avx512_vnni", "avx512_bf16": True}
+AMX_FP16 = {"isa": "avx512 avx512_vnni amx_tile", "avx512_bf16": True, "amx_fp16": True}
+ISA_ROWS = {
+    "avx2 only": ({"avx2"}, [AVX2], True, ["avx2"]),
+    "avx-512 without bf16": ({"avx2", "avx512"}, [AVX512, AVX2], True, ["avx512", "avx2"]),
+    "avx-512 with bf16 (zen 4)": ({"avx2", "avx512", "avx512_bf16"}, [AVX512_BF16, AVX2], True, ["avx512", "avx2"]),
+    "vnni with bf16": ({"avx2", "avx512", "vnni", "avx512_bf16"}, [VNNI_BF16, AVX512_BF16, AVX2], True,
+                       ["avx512 avx512_vnni", "avx512", "avx2"]),
+    "amx with fp16 (sapphire rapids)": ({"avx2", "avx512", "vnni", "avx512_bf16", "amx_tile", "amx_fp16"},
+                                        [AMX_FP16, VNNI_BF16, AVX512_BF16, AVX2], True,
+                                        ["avx512 avx512_vnni amx_tile", "avx512 avx512_vnni", "avx512", "avx2"]),
+    "recorded isa this cpu lacks": ({"avx2"}, [AVX512, AVX2], False, None),
+    "record without the extras": ({"avx2"}, ["avx2"], False, None),
+}
+
+
+@pytest.fixture
+def faked_cpu(monkeypatch):
+    """Sets the CPU features PyTorch reports; any real probe build fails the test."""
+    import torch
+    from torch._inductor import cpu_vec_isa
+
+    def fake(features: set[str]) -> None:
+        for name in ("avx2", "avx512", "vnni", "avx512_bf16", "amx_tile", "amx_fp16"):
+            monkeypatch.setattr(torch.cpu, f"_is_{name}_supported", lambda name=name: name in features)
+        monkeypatch.setattr(torch.cpu, "_init_amx", lambda: True)
+        monkeypatch.setattr(cpu_vec_isa.platform, "machine", lambda: "x86_64")
+        monkeypatch.setattr(cpu_vec_isa.sys, "platform", "linux")
+
+    def probe(isa, code):  # the real probe: a compiler and a Python child process
+        raise AssertionError(f"Inductor probed {isa} although the record answers it")
+
+    monkeypatch.setattr(cpu_vec_isa.VecISA, "check_build", probe)
+    _torch._clear_isa_caches(cpu_vec_isa)
+    yield fake
+    _torch._clear_isa_caches(cpu_vec_isa)
+
+
+@pytest.mark.parametrize("row", ISA_ROWS)
+def test_isa_probe_is_answered_from_the_record_on_any_cpu(faked_cpu, row: str) -> None:
+    from torch._inductor import cpu_vec_isa
+
+    features, recorded, reused, selected = ISA_ROWS[row]
+    faked_cpu(features)
+    assert _torch.reuse_vec_isa_probe(recorded) is reused
+    if not reused:
+        assert cpu_vec_isa.valid_vec_isa_list.cache_info().currsize == 0  # Inductor probes as usual
+        return
+    isas = cpu_vec_isa.valid_vec_isa_list()
+    assert [str(isa) for isa in isas] == selected
+    for isa, entry in zip(isas, recorded):  # what the probe found for bf16 and fp16 builds kernels
+        if str(isa) in ("avx512", "avx512 avx512_vnni amx_tile"):  # the two that pass the extras to g++
+            assert ("-mavx512bf16" in isa.build_arch_flags()) is entry.get("avx512_bf16", False)
+            assert ("-mamx-fp16" in isa.build_arch_flags()) is entry.get("amx_fp16", False)
+    assert _torch.probed_vec_isas() == [{"isa": e["isa"], "avx512_bf16": e.get("avx512_bf16", False),
+                                         "amx_fp16": e.get("amx_fp16", False)} for e in recorded]
 
 
 def test_recompile_causes_read_expected_and_seen() -> None:

@@ -120,7 +120,9 @@ class _Session:
         self.dropped.add((compile_id, guard.kind, guard.source))
         self.risky_dropped += guard.risky
         self.replay_data.dropped_guards.append(guard)
-        self.put_event(schema.EVENT_DROPPED_GUARD, compile_id, dataclasses.asdict(guard), None)
+        # In the event, a value without a faithful description is "" (the field is a string).
+        self.put_event(schema.EVENT_DROPPED_GUARD, compile_id, {**dataclasses.asdict(guard), "value": guard.value or ""},
+                       None)
 
     def put_event(self, name: str, compile_id: tuple[int, int, int], metadata: Any, payload: str | bytes | None) -> None:
         key, size = "", 0
