@@ -29,9 +29,11 @@ import types
 import warnings
 from typing import Any, Callable, Protocol
 
-from dynamo_replay._torch_guards import (DroppedGuard, QuietLog, add_log_filter, code_key,  # noqa: F401 (re-exported)
-                                         code_digest, describe_value, guard_builder_frames, MODULE_HOOKS, module_hooks_source, guard_tree_lines, guards_state_key,
-                                         pinned_by_build, quiet_dropped_guards, record_dropped_guards, user_line)
+from dynamo_replay._torch_guards import (CLASS_CONTENTS, MODULE_HOOKS, DroppedGuard, QuietLog, add_log_filter, code_digest,
+                                         code_key, describe_module_hooks, describe_value, guard_builder_frames,
+                                         guard_tree_lines, guards_state_key, module_hooks_source, pinned_by_build,
+                                         user_line)
+from dynamo_replay._torch_guards import quiet_dropped_guards, record_dropped_guards  # noqa: F401 (capture, replay)
 
 # The config values a precompile capture sets, and replay sets from what the store recorded.
 # (module, name, value). They stay set for the rest of the process: a function compiled with
@@ -240,7 +242,7 @@ def _safe_guards_class(base: type, note: Callable[[str, str], None],
         def serialize_guards(self, builder: Any, sorted_guards: Any, output_graph: Any) -> bytes:
             if note_class is not None:
                 with contextlib.suppress(Exception):  # recording must never fail a compile
-                    _note_user_classes(builder, sorted_guards, note_class)
+                    _note_user_objects(builder, sorted_guards, note_class)
             try:
                 with warnings.catch_warnings():  # saving reads .grad of non-leaf tensors too
                     warnings.filterwarnings("ignore", message="The .grad attribute of a Tensor that is not a leaf")
@@ -259,7 +261,7 @@ def _safe_guards_class(base: type, note: Callable[[str, str], None],
     return SafeCheckFunctionManager
 
 
-def _note_user_classes(builder: Any, sorted_guards: Any, note_class: Callable[[DroppedGuard], None]) -> None:
+def _note_user_objects(builder: Any, sorted_guards: Any, note_class: Callable[[DroppedGuard], None]) -> None:
     """For each TYPE_MATCH guard on an object of a user class, a record of the class's contents:
     the saved guard checks the class's identity, which in another process says nothing about
     its methods. For each on an nn.Module, a record of its hooks: PyTorch does not guard them
@@ -276,18 +278,13 @@ def _note_user_classes(builder: Any, sorted_guards: Any, note_class: Callable[[D
         value = builder.get(guard)
         if isinstance(value, torch.nn.Module):
             note_class(DroppedGuard(kind=MODULE_HOOKS, source=module_hooks_source(guard.name), frame=frame, risky=True,
-                                    line=user_line(guard), value=_hooks_description(value)))
+                                    line=user_line(guard), value=describe_module_hooks(value)))
         cls = type(value)
         if pinned_by_build(cls) or cls in seen:
             continue
         seen.add(cls)
-        note_class(DroppedGuard(kind="CLASS_CONTENTS", source=f"type({guard.name})", frame=frame,
+        note_class(DroppedGuard(kind=CLASS_CONTENTS, source=f"type({guard.name})", frame=frame,
                                 value=describe_value(cls), risky=True, line=user_line(guard)))
-
-
-def _hooks_description(module: Any) -> str | None:
-    hooks = (module._forward_pre_hooks, module._forward_hooks, module._backward_pre_hooks, module._backward_hooks)
-    return describe_value(tuple(hook for kind in hooks for hook in kind.values()))
 
 
 def _naming_failure(code: types.CodeType) -> str:
@@ -383,24 +380,25 @@ class SafeDynamoCache:
         from torch._dynamo.package import CompilePackage
 
         name = getattr(fn, "__qualname__", repr(fn))
+        frame = code_key(fn.__code__) if hasattr(fn, "__code__") else name
         report = InstallReport()
         start = time.perf_counter()
         installed: list[tuple[dict[str, Any], str]] = []
-        try:
-            mismatch = _package_mismatch(fn, result.dynamo)
-            if mismatch:
-                raise RuntimeError(mismatch)
-            package = CompilePackage(fn, result.dynamo)  # checks versions and inlined sources
-            _install_entries(package, fn, result.backends, self._vetting, report, installed, self._modules)
-            self._installed.append(package)
-        except Exception as error:  # the whole function compiles as usual
-            for scope, global_name in installed:
-                scope.pop(global_name, None)
-            with contextlib.suppress(Exception):
-                _reset_precompile_entries(getattr(fn, "__code__"))
-            report.installed = 0
-            frame = code_key(fn.__code__) if hasattr(fn, "__code__") else name
-            report.skipped.append((frame, f"{type(error).__name__}: {error}"))
+        mismatch = _package_mismatch(fn, result.dynamo)
+        if mismatch:  # nothing installed: the whole function compiles as usual
+            report.skipped.append((frame, mismatch))
+        else:
+            try:
+                package = CompilePackage(fn, result.dynamo)  # checks versions and inlined sources
+                _install_entries(package, fn, result.backends, self._vetting, report, installed, self._modules)
+                self._installed.append(package)
+            except Exception as error:  # the whole function compiles as usual
+                for scope, global_name in installed:
+                    scope.pop(global_name, None)
+                with contextlib.suppress(Exception):
+                    _reset_precompile_entries(getattr(fn, "__code__"))
+                report.installed = 0
+                report.skipped.append((frame, f"{type(error).__name__}: {error}"))
         report.seconds = time.perf_counter() - start
         self._report(name, report)
 
@@ -603,6 +601,10 @@ def _fill_missing(state: Any, local_scope: dict[str, Any], global_scope: dict[st
 
 # --- Inductor's vector-ISA probe ---------------------------------------------------------------
 
+# The extras Inductor probes on top of an ISA: record key -> the ISA attribute its probe sets.
+_ISA_EXTRAS = {"avx512_bf16": "_is_avx512_bf16_supported", "amx_fp16": "_is_amx_fp16_supported"}
+
+
 def probed_vec_isas() -> list[dict[str, Any]] | None:
     """What Inductor's probe found in this process, or None if it never ran: each vector ISA it
     accepted, with the two extras it probes separately (AVX-512 bf16 conversions, AMX fp16)."""
@@ -612,8 +614,8 @@ def probed_vec_isas() -> list[dict[str, Any]] | None:
 
     if valid_vec_isa_list.cache_info().currsize == 0:
         return None
-    return [{"isa": str(isa), "avx512_bf16": bool(getattr(isa, "_is_avx512_bf16_supported", False)),
-             "amx_fp16": bool(getattr(isa, "_is_amx_fp16_supported", False))} for isa in valid_vec_isa_list()]
+    return [{"isa": str(isa), **{key: bool(getattr(isa, attr, False)) for key, attr in _ISA_EXTRAS.items()}}
+            for isa in valid_vec_isa_list()]
 
 
 def reuse_vec_isa_probe(recorded: list[Any]) -> bool:
@@ -656,5 +658,5 @@ def _clear_isa_caches(cpu_vec_isa: Any) -> None:
                 cached = vars(cls).get(name)
                 if hasattr(cached, "cache_clear"):
                     cached.cache_clear()
-        for flag in ("_is_avx512_bf16_supported", "_is_amx_fp16_supported"):
-            vars(isa).pop(flag, None)
+        for attr in _ISA_EXTRAS.values():
+            vars(isa).pop(attr, None)

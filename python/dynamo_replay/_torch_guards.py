@@ -1,7 +1,7 @@
 """Guards across processes: what PyTorch 2.13's caching precompile keeps, drops or cannot save,
 and how dynamo-replay makes sure a saved frame never answers for values it was not compiled for.
 
-Three mechanisms, one per way a guard can go wrong when a frame is saved in one process and
+Four mechanisms, one per way a guard can go wrong when a frame is saved in one process and
 installed in another:
 - Dropped guards (identity: ID_MATCH, FUNCTION_MATCH, CLOSURE_MATCH, ...). PyTorch leaves them
   out of the saved frame. Capture records each with a description of the value it checked;
@@ -15,7 +15,9 @@ installed in another:
   compares the rebuilt tree with it and refuses the frame on any difference.
 - Object-aliasing guards (`G['CURRENT'] is G['A']`), which PyTorch evaluates over its saved
   copy of the globals: replay evaluates them over the live globals as well.
-- Guards PyTorch cannot save at all make the frame not saved (named at capture).
+- Module hooks, which PyTorch does not guard (skip_nn_module_hook_guards): capture records
+  each guarded module's hooks, replay compares them at install.
+Guards PyTorch cannot save at all make the frame not saved (named at capture).
 GUARD_TABLE says which kind goes where, with the reason; docs/guards.md is its text.
 """
 
@@ -91,17 +93,24 @@ GUARD_TABLE: dict[str, tuple[str, str]] = {
     "CLASS_MATCH": (RECHECKED, "a class by module, name and contents"),
     "MODULE_MATCH": (RECHECKED, "a module by name"),
     "BUILTIN_MATCH": (RECHECKED, "a builtin by name, and that the frame's globals do not shadow it"),
-    "NN_MODULE": (RECHECKED, "an nn.Module instance has no faithful description: its frame compiles"),
+    "NN_MODULE": (COMPILED, "dropped by PyTorch's precompile, and an nn.Module instance has no faithful "
+                            "description: its frame compiles"),
     "WEAKREF_ALIVE": (COMPILED, "an object's lifetime in the captured process says nothing about this one"),
     "DICT_VERSION": (COMPILED, "a dict's version counter is per process"),
 }
 
+# Kinds of the entries capture adds to PyTorch's dropped guards: a user class's contents (its
+# identity guard cannot say what its methods are) and a module's hooks (PyTorch does not guard them).
+CLASS_CONTENTS, MODULE_HOOKS = "CLASS_CONTENTS", "MODULE_HOOKS"
+# The hook dicts an nn.Module call runs.
+_HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
+
 # Frames whose code lives in these modules are pinned by the torch build and Python version,
 # which the fingerprint compares.
 _PINNED_ROOTS = frozenset(sys.stdlib_module_names) | {"torch", "builtins"}
-# Dynamo's name for the builtins dict it installs in a frame's globals: G['__builtins_dict___3']['abs'].
 # Globals Dynamo installs for a frame's transformed code, which the saved frame installs again.
 _DYNAMO_GLOBAL = re.compile(r"^G\['(__import_|___module_)\w*'\]$")
+# Dynamo's name for the builtins dict it installs in a frame's globals: G['__builtins_dict___3']['abs'].
 _BUILTIN_SOURCE = re.compile(r"^G\['__builtins_dict___\d+'\]\[(['\"])(\w+)\1\]$")
 
 
@@ -155,29 +164,27 @@ def describe_value(value: Any) -> str | None:
 def _describe_function(fn: types.FunctionType) -> str | None:
     """A function by name and code, and by what its code reads that is not code: defaults,
     keyword defaults and closure cells (a default fixed at import differs between processes)."""
+    members = [("defaults", value) for value in fn.__defaults__ or ()]
+    members += [("closure", cell) for cell in fn.__closure__ or ()]
+    members += [(f"kwdefault {name}=", value) for name, value in sorted((fn.__kwdefaults__ or {}).items())]
     parts = [f"function {_qualified(fn)} code {code_digest(fn.__code__)}"]
-    for label, values in (("defaults", fn.__defaults__ or ()), ("closure", fn.__closure__ or ())):
-        for value in values:
-            inner = value.cell_contents if isinstance(value, types.CellType) and _cell_full(value) else value
-            # A class by name only: a method's __class__ cell leads back to the class being described.
-            described = f"class {_qualified(inner)}" if isinstance(inner, type) else describe_value(value)
-            if described is None:
-                return None
-            parts.append(f"{label} {described}")
-    for name, value in sorted((fn.__kwdefaults__ or {}).items()):
-        described = describe_value(value)
+    for label, value in members:
+        described = _describe_member(value)
         if described is None:
             return None
-        parts.append(f"kwdefault {name}={described}")
+        parts.append(f"{label} {described}")
     return "; ".join(parts)
 
 
-def _cell_full(cell: types.CellType) -> bool:
-    try:
-        cell.cell_contents
-    except ValueError:
-        return False
-    return True
+def _describe_member(value: Any) -> str | None:
+    """describe_value for what a function or class holds, with a class by its name only: a
+    method's __class__ cell leads back to the class being described."""
+    if isinstance(value, types.CellType):
+        try:
+            value = value.cell_contents
+        except ValueError:
+            return "empty cell"
+    return f"class {_qualified(value)}" if isinstance(value, type) else describe_value(value)
 
 
 def _describe_container(value: Any) -> str | None:
@@ -247,7 +254,7 @@ def _class_digest(cls: type) -> str:
                 continue
             if isinstance(value, (staticmethod, classmethod)):
                 value = value.__func__
-            inner = describe_value(value) if not isinstance(value, type) else f"class {_qualified(value)}"
+            inner = _describe_member(value)
             digest.update(f"{base.__qualname__}.{name}={inner or 'object of ' + _qualified(type(value))};".encode())
     return digest.hexdigest()[:16]
 
@@ -295,14 +302,14 @@ def readable_source(source: str, resolve_builtins: bool = True) -> str:
     return source
 
 
-# A module's hooks, recorded by capture (PyTorch does not guard them) and checked at install.
-MODULE_HOOKS = "MODULE_HOOKS"
-
-
 def module_hooks_source(module_source: str) -> str:
     """An expression over a frame's scope giving the hooks an nn.Module call runs."""
-    kinds = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
-    return "(" + " + ".join(f"tuple({module_source}.{kind}.values())" for kind in kinds) + ")"
+    return "(" + " + ".join(f"tuple({module_source}.{kind}.values())" for kind in _HOOK_DICTS) + ")"
+
+
+def describe_module_hooks(module: Any) -> str | None:
+    """describe_value of what module_hooks_source reads, for a live module."""
+    return describe_value(tuple(hook for kind in _HOOK_DICTS for hook in getattr(module, kind).values()))
 
 
 def checked_on_every_call(guard: DroppedGuard) -> bool:
@@ -311,10 +318,6 @@ def checked_on_every_call(guard: DroppedGuard) -> bool:
     and a check per call of every module's hooks would cost more than the guards it keeps."""
     return guard.risky and guard.value is not None and guard.kind != MODULE_HOOKS \
         and not _BUILTIN_SOURCE.match(guard.source)
-
-
-def is_builtin_source(source: str) -> bool:
-    return bool(_BUILTIN_SOURCE.match(source))
 
 
 def _in_frame(guard: DroppedGuard) -> bool:
@@ -411,18 +414,16 @@ def user_line(guard: Any) -> str:
 
 def _dropped_guard(kind: str, source: str) -> DroppedGuard:
     entry, code, output_graph = guard_builder_frames()
-    value: str | None = None
-    risky = True
-    read = False
-    if output_graph is not None:
-        scope = _eval_scope(output_graph.local_scope, output_graph.global_scope)
-        with contextlib.suppress(Exception):  # the value as replay will read it (builtins by name)
-            value, read = describe_value(eval(readable_source(source, False), scope)), True  # noqa: S307 - a source
-        risky = not _holder_is_pinned(source, scope)
-    if not read and entry is not None and entry.has_value:
+    scope = _eval_scope(output_graph.local_scope, output_graph.global_scope) if output_graph is not None else None
+    value = None
+    if scope is not None:
+        with contextlib.suppress(Exception):  # the value as replay will read it
+            value = describe_value(eval(readable_source(source, False), scope))  # noqa: S307 - a Dynamo source
+    if value is None and entry is not None and entry.has_value:
         value = describe_value(entry.value)
-    if _DYNAMO_GLOBAL.match(source):
-        risky = False  # a global Dynamo installs with the saved frame itself (an import it needs)
+    # Not risky: held by torch or the standard library, or a global Dynamo installs with the
+    # saved frame itself (an import it needs).
+    risky = not (scope is not None and _holder_is_pinned(source, scope)) and not _DYNAMO_GLOBAL.match(source)
     return DroppedGuard(kind=kind, source=source, frame=code_key(code) if code else "?", value=value, risky=risky,
                         line=user_line(entry.orig_guard if entry is not None else None))
 
@@ -456,35 +457,43 @@ def add_log_filter(logger_name: str, log_filter: logging.Filter) -> Callable[[],
 # --- replay: dropped guards checked again ------------------------------------------------------
 
 def recheck_at_install(guard: DroppedGuard, local_scope: dict[str, Any], global_scope: dict[str, Any]) -> str | None:
-    """Why a saved frame must not be used because of this dropped guard, or None. A value the
-    capture could not describe faithfully fails closed; a global that cannot be read now, or
-    reads another value, fails; a local known only at the call is left to the call-time check."""
+    """Why a saved frame must not be used because of this dropped guard, or None. On user code
+    (risky): a value the capture could not describe faithfully fails closed; a global that
+    cannot be read now, or reads another value, fails; a local known only at the call is left
+    to the call-time check. On what torch or the standard library holds (pinned by the
+    fingerprint): compared where it was described and can be read, never failing closed."""
     if guard.value is None:
-        return f"{guard.source} ({guard.kind}) has no description that another process can compare"
+        return f"{guard.source} ({guard.kind}) has no description that another process can compare" \
+            if guard.risky else None
     try:
         now = describe_value(eval(readable_source(guard.source, _in_frame(guard)),  # noqa: S307 - a Dynamo source
                                   _eval_scope(local_scope, global_scope)))
     except Exception as error:
-        if "L[" in guard.source:
-            return None  # an argument: checked on each call
+        if not guard.risky or "L[" in guard.source:
+            return None  # pinned, or an argument: checked on each call
         return f"{guard.source} was {guard.value} at capture, and cannot be read now ({type(error).__name__})"
-    if now != guard.value:
-        return f"{guard.source} was {guard.value} at capture, is {now or 'a value without a faithful description'} now"
-    return None
+    if now == guard.value or now is None and not guard.risky:
+        return None
+    return f"{guard.source} was {guard.value} at capture, is {now or 'a value without a faithful description'} now"
 
 
-def recheck_pinned(guard: DroppedGuard, global_scope: dict[str, Any]) -> str | None:
-    """recheck_at_install for a guard on what torch or the standard library holds: compared
-    where it can be read and was described, never failing closed (the fingerprint pins it)."""
-    if guard.value is None:
-        return None
-    try:
-        now = describe_value(eval(readable_source(guard.source), _eval_scope({}, global_scope)))  # noqa: S307
-    except Exception:
-        return None
-    if now is not None and now != guard.value:
-        return f"{guard.source} was {guard.value} at capture, is {now} now"
-    return None
+class _LiveExpression:
+    """A guard expression over a frame's live scope: its arguments (L) and its module's globals
+    (G). Built once per saved frame; evaluated on every call, so the per-call scope holds only
+    what the expression names."""
+
+    def __init__(self, expression: str, global_scope: dict[str, Any]) -> None:
+        from torch._dynamo.guards import _get_closure_vars
+
+        self.text = expression
+        self._code = compile(expression, f"<dynamo-replay guard {expression}>", "eval")
+        names = set(self._code.co_names)
+        self._base = {name: value for name, value in _get_closure_vars().items() if name in names}
+        self._base.update(__builtins__=builtins, G=global_scope)
+
+    def value(self, f_locals: Any) -> Any:
+        """REQUIRES: the caller handles the exception an unreadable source raises."""
+        return eval(self._code, {**self._base, "L": f_locals})  # noqa: S307 - a guard PyTorch or Dynamo wrote
 
 
 _ALIASING = re.compile(r"^LAMBDA_GUARD: (\S.* is \S.*)$")
@@ -500,13 +509,10 @@ def aliasing_guards(tree: list[str]) -> list[str]:
 def add_live_aliasing_check(manager: Any, expression: str, global_scope: dict[str, Any]) -> str | None:
     """Checks an aliasing guard over the live globals now (when it reads no argument) and on
     every call; returns why the frame must not be used, or None."""
-    from torch._dynamo.guards import _get_closure_vars
-
-    code = compile(expression, f"<dynamo-replay guard {expression}>", "eval")
-    base = {**_get_closure_vars(), "__builtins__": builtins, "G": global_scope}
+    live = _LiveExpression(expression, global_scope)
     if "L[" not in expression:
         try:
-            holds = bool(eval(code, dict(base, L={})))  # noqa: S307 - a guard PyTorch wrote
+            holds = bool(live.value({}))
         except Exception as error:
             return f"`{expression}` held at capture and cannot be evaluated now ({type(error).__name__})"
         if not holds:
@@ -514,7 +520,7 @@ def add_live_aliasing_check(manager: Any, expression: str, global_scope: dict[st
 
     def check(f_locals: Any) -> bool:
         try:
-            return bool(eval(code, dict(base, L=f_locals)))  # noqa: S307 - a guard PyTorch wrote
+            return bool(live.value(f_locals))
         except Exception:
             return False
 
@@ -526,16 +532,13 @@ def add_call_time_recheck(manager: Any, guard: DroppedGuard, global_scope: dict[
     """Adds to a loaded frame's guards a check, on every call, that the dropped guard's source
     still holds a value with the captured description; once one value passes, that object is
     pinned and later calls compare identity only, as Dynamo's own ID_MATCH does."""
-    from torch._dynamo.guards import _get_closure_vars
-
-    code = compile(readable_source(guard.source), f"<dynamo-replay guard {guard.source}>", "eval")
-    base = {**_get_closure_vars(), "__builtins__": builtins, "G": global_scope}
+    live = _LiveExpression(readable_source(guard.source), global_scope)
     expected = guard.value
     pinned: list[Any] = []
 
     def check(f_locals: Any) -> bool:
         try:
-            value = eval(code, dict(base, L=f_locals))  # noqa: S307 - compiled from a Dynamo source name
+            value = live.value(f_locals)
         except Exception:
             return False
         if pinned and pinned[0] is value:

@@ -53,8 +53,8 @@ CASES: dict[str, tuple[tuple[str, ...], str, bool, str, str]] = {
     "partial_argument": (("EQUALS_MATCH",), KEPT, False, "P = functools.partial(torch.mul, other=3.0 if CHANGED else 2.0)", "P(x)"),
     "global_tensor": (("TENSOR_MATCH",), KEPT, False, "W = torch.full((8,), 3.0 if CHANGED else 2.0)", "x * W"),
     "grad_mode": (("GLOBAL_STATE", "GRAD_MODE"), KEPT, False, "X_REQUIRES_GRAD = True\nCONTEXT = lambda: torch.set_grad_enabled(CHANGED)", "x * 2.0"),
-    "default_dtype": (("GLOBAL_STATE",), KEPT, False, "CONTEXT = lambda: default_dtype(torch.float64 if CHANGED else torch.float32)", "x + torch.ones(8)"),
-    "deterministic": (("GLOBAL_STATE", "DETERMINISTIC_ALGORITHMS"), KEPT, False, "CONTEXT = lambda: deterministic(CHANGED)", "x * (3.0 if torch.are_deterministic_algorithms_enabled() else 2.0)"),
+    "default_dtype": (("GLOBAL_STATE",), KEPT, False, "CONTEXT = lambda: setting(torch.get_default_dtype, torch.set_default_dtype, torch.float64 if CHANGED else torch.float32)", "x + torch.ones(8)"),
+    "deterministic": (("GLOBAL_STATE", "DETERMINISTIC_ALGORITHMS"), KEPT, False, "CONTEXT = lambda: setting(torch.are_deterministic_algorithms_enabled, torch.use_deterministic_algorithms, CHANGED)", "x * (3.0 if torch.are_deterministic_algorithms_enabled() else 2.0)"),
     "constant_subclass": (("CONSTANT_SUBCLASS_MATCH",), KEPT, False, "class Scale(float):\n    pass\nS = Scale(3.0 if CHANGED else 2.0)", "x * S"),
     "module_hooks": (("EMPTY_NN_MODULE_HOOKS_DICT",), RECHECKED, True, "LIN = torch.nn.Identity()\nif CHANGED:\n    LIN.register_forward_hook(lambda m, i, o: o * 1.5)", "LIN(x) * 2.0"),
 }
@@ -91,23 +91,13 @@ CHANGED = "{name}" in os.environ.get("DYNREP_CHANGED", "").split(",")
 
 
 @contextlib.contextmanager
-def default_dtype(dtype):
-    before = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)
+def setting(read, write, value):
+    before = read()
+    write(value)
     try:
         yield
     finally:
-        torch.set_default_dtype(before)
-
-
-@contextlib.contextmanager
-def deterministic(on):
-    before = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(on)
-    try:
-        yield
-    finally:
-        torch.use_deterministic_algorithms(before)
+        write(before)
 
 
 '''
@@ -120,3 +110,14 @@ def write_cases(folder: Path) -> None:
         function = "f" if name.startswith("same_key") else f"f_{name}"  # see the same_key rows
         text = _PRELUDE.format(name=name) + setup + f"\n\n\ndef {function}(x):\n    return {body}\n"
         (folder / f"case_{name}.py").write_text(text)
+
+
+def guard_table_markdown(table: dict[str, tuple[str, str]]) -> str:
+    """docs/guards.md's table: each guard kind, what replay does, why, and its cases here."""
+    cases: dict[str, list[str]] = {}
+    for name, (kinds, *_) in CASES.items():
+        for kind in kinds:
+            cases.setdefault(kind, []).append(f"`{name}`")
+    rows = [f"| `{kind}` | {disposition} | {why} | {', '.join(cases.get(kind, [])) or 'none: ' + UNEXERCISED[kind]} |"
+            for kind, (disposition, why) in table.items()]
+    return "\n".join(["| kind | replay | why | differential cases |", "|---|---|---|---|", *rows]) + "\n"

@@ -115,9 +115,10 @@ NOT_SAVED = {
 
 @pytest.mark.parametrize("workload", ["train", "hf_train"])
 def test_frames_precompile_cannot_save_are_named_and_traced_alone(captured, workload: str) -> None:
-    """A whole training step: only the frames PyTorch could not save are traced at replay, each
-    named with its reason at capture and at replay, their graphs from the store; the losses
-    and trained parameters are bitwise those of the captured run."""
+    """A whole training step: the frames PyTorch could not save are traced at replay, each named
+    with its reason at capture and at replay; so are those replay refuses because a dropped
+    guard checks an object without a faithful description (the optimizer), with the frames
+    that resume them. The losses and trained parameters are bitwise those of the captured run."""
     job = captured(workload)
     for frame, reason in NOT_SAVED[workload].items():
         assert f"not saved for replay without Dynamo, compiles at replay: {frame} (" in job.stderr
@@ -388,11 +389,9 @@ def test_without_the_re_check_the_swapped_global_gives_a_wrong_answer(swapped_st
     """What the re-check prevents: PyTorch's saved frame alone returns the captured process's
     answer for a swapped global function."""
     out = tmp_path / "out.pt"
-    code = ("import sys\nfrom dynamo_replay import __main__ as cli\nfrom dynamo_replay.replay import frame_checks\n"
-            "init = frame_checks.FrameChecks.__init__\n"
-            "frame_checks.FrameChecks.__init__ = lambda self, d, t, enabled=True: init(self, d, t, enabled=False)\n"
-            f"sys.exit(cli.main(['replay', {str(swapped_store)!r}, {str(SWAPPED_JOB)!r}, {str(out)!r}]))")
-    result = run("-c", code, env=job_env(tmp_path / "cache", compiler=True, SWAP="global_function"))
+    checks_off = Path(__file__).parent / "jobs" / "replay_checks_off.py"
+    result = run(str(checks_off), "replay", str(swapped_store), str(SWAPPED_JOB), str(out),
+                 env=job_env(tmp_path / "cache", compiler=True, SWAP="global_function"))
     assert result.returncode == 0, result.stderr[-3000:]
     compiled, eager = torch.load(out)
     assert not torch.equal(compiled, eager)

@@ -140,8 +140,7 @@ def _decisions(store: Path, key: str | None) -> str:
     """Everything replay decides by, as it reads it from the store."""
     contents = checks.read_store(str(store))
     checks.check_signature(contents.artifacts, key)
-    checks.read_replay_data(contents)
-    return contents.data.to_json().decode()
+    return checks.read_replay_data(contents.artifacts).to_json().decode()
 
 
 def _event(name: str) -> Callable[[str, object], bool]:

@@ -496,13 +496,12 @@ def _summary(session: _Session) -> dict[str, Any]:
 
     return {
         "counters": {group: dict(values) for group, values in counters.items()},
-        # Replay needs it to keep new globals clear of those the saved frames install.
-        "dynamo_unique_ids": _torch.unique_ids_used(),
+        # As in the replay data (replay_data.py), which replay reads; kept here for replay-inspect.
+        "dynamo_unique_ids": session.replay_data.unique_ids,
         "capture_failures": session.failures,
         "precompile": session.precompile,
         "not_packaged": len(session.not_packaged),
         "dropped_guards": len(session.dropped),
-        # The vector ISAs Inductor's probe accepted, for replay to reuse on a CPU with the same flags.
-        "vec_isa": _torch.probed_vec_isas(),
+        "vec_isa": session.replay_data.vec_isa,
         "module_globals": session.module_globals,
     }

@@ -147,7 +147,7 @@ class replay:  # noqa: N801 - a context manager, like capture
         self._reasons.update(contents.data.not_saved)
         _torch.skip_unique_ids(contents.data.unique_ids)
         if contents.precompiled:
-            checks = FrameChecks(contents.dropped, contents.data.guard_trees)
+            checks = FrameChecks(contents.data)
             cache = _torch.SafeDynamoCache(checks, self._installed, contents.data.module_globals)
             self._undo.append(cache.remove)
             safety = _torch.PrecompileSafety(lambda frame, reason: None)  # recompiles here: same safety
@@ -201,6 +201,9 @@ class replay:  # noqa: N801 - a context manager, like capture
             if not self._summary.precompiled:
                 return "traced again (captured with --no-precompile)"
             return "the call failed the guards of every saved entry"
+        if function.startswith("torch_dynamo_resume_in_") and self._summary.skipped:
+            # Dynamo made it while compiling a frame replay did not use; its lines can differ from capture's.
+            return "resumes a frame that compiled here (its saved frame was not used)"
         return "this frame was not compiled during capture"
 
     def _collect_compiles(self) -> None:

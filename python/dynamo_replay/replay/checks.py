@@ -10,7 +10,6 @@ from typing import Any
 
 from dynamo_replay import kernels, schema, signing
 from dynamo_replay._core import Artifact, Store
-from dynamo_replay._torch_guards import DroppedGuard
 from dynamo_replay.errors import StoreError
 from dynamo_replay.fingerprint import environment_fingerprint, ignored_by_pytorch, source_hash
 from dynamo_replay.replay_data import ReplayData
@@ -33,8 +32,7 @@ class Contents:
     them the replay data, which is everything replay decides by (replay_data.py)."""
 
     artifacts: dict[str, tuple[str, bytes]]
-    data: ReplayData
-    dropped: dict[str, list[DroppedGuard]] = field(default_factory=dict)  # frame -> its dropped guards
+    data: ReplayData = field(default_factory=ReplayData)  # read by check_all, after the signature
 
     @property
     def precompiled(self) -> bool:
@@ -52,20 +50,18 @@ def read_store(path: str) -> Contents:
             artifacts = {a.name: (a.media_type, store.get_blob(a.blob_key)) for a in store.records(Artifact)}
     except StoreError as error:
         raise Refused(str(error)) from None
-    return Contents(artifacts, ReplayData())
+    return Contents(artifacts)
 
 
-def read_replay_data(contents: Contents) -> None:
-    """Parses the replay data artifact. REQUIRES: the signature, if a key is set, has verified."""
-    if schema.REPLAY_DATA_NAME not in contents.artifacts:
+def read_replay_data(artifacts: dict[str, tuple[str, bytes]]) -> ReplayData:
+    """The replay data artifact. REQUIRES: the signature, if a key is set, has verified."""
+    if schema.REPLAY_DATA_NAME not in artifacts:
         raise Refused(f"the store holds no replay data ({schema.REPLAY_DATA_NAME}): it was captured by an older "
                       "dynamo-replay, or is not a capture; capture the job again")
     try:
-        contents.data = ReplayData.from_json(contents.artifacts[schema.REPLAY_DATA_NAME][1])
+        return ReplayData.from_json(artifacts[schema.REPLAY_DATA_NAME][1])
     except (ValueError, KeyError, TypeError) as error:
         raise Refused(f"the store's replay data cannot be read ({type(error).__name__}: {error})") from None
-    for guard in contents.data.dropped_guards:
-        contents.dropped.setdefault(guard.frame, []).append(guard)
 
 
 def _clip(text: str, limit: int = 160) -> str:
@@ -115,7 +111,7 @@ def check_all(contents: Contents, key: str | bytes | None, settings: tuple[tuple
     if schema.MEGA_CACHE_NAME not in contents.artifacts:
         raise Refused("the store holds no PyTorch cache artifacts (nothing was compiled inside capture)")
     check_signature(contents.artifacts, key)
-    read_replay_data(contents)
+    contents.data = read_replay_data(contents.artifacts)
     libraries = {name: data for name, (_, data) in contents.artifacts.items() if name.startswith(schema.KERNEL_PREFIX)}
     try:
         kernels.check_kernel_names(list(libraries))

@@ -15,26 +15,25 @@ from typing import Any
 
 from dynamo_replay import _torch_guards
 from dynamo_replay._torch_guards import DroppedGuard
+from dynamo_replay.replay_data import ReplayData
 
 
 class FrameChecks:
     """Implements _torch.FrameVetting from a store's replay data. `enabled=False` turns every
     check off; only the tests that prove each check matters use it."""
 
-    def __init__(self, dropped: dict[str, list[DroppedGuard]], guard_trees: dict[str, list[str]],
-                 enabled: bool = True) -> None:
-        self._dropped = dropped
-        self._trees = guard_trees
+    def __init__(self, data: ReplayData, enabled: bool = True) -> None:
+        self._dropped: dict[str, list[DroppedGuard]] = {}
+        for guard in data.dropped_guards:
+            self._dropped.setdefault(guard.frame, []).append(guard)
+        self._trees = data.guard_trees
         self._enabled = enabled
 
     def before_load(self, frame: str, local_scope: dict[str, Any], global_scope: dict[str, Any]) -> str | None:
         if not self._enabled:
             return None
         for guard in self._dropped.get(frame, []):
-            if guard.risky:
-                refusal = _torch_guards.recheck_at_install(guard, local_scope, global_scope)
-            else:  # held by torch or the standard library (pinned by the fingerprint), or Dynamo's own
-                refusal = _torch_guards.recheck_pinned(guard, global_scope)
+            refusal = _torch_guards.recheck_at_install(guard, local_scope, global_scope)
             if refusal:
                 return refusal + (f" (guarded at {guard.line})" if guard.line else "")
         return None
