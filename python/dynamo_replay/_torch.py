@@ -21,7 +21,6 @@ import dataclasses
 import importlib
 import inspect
 import io
-import logging
 import pickle
 import sys
 import time
