@@ -30,6 +30,12 @@ Workloads: models built from `transformers` configs with random weights, nothing
   bert        BertModel(BertConfig()), bert-base, the same two calls;
   gpt2-train  GPT2LMHeadModel(GPT2Config(n_layer=2)) with AdamW: torch.compile(step), where step
               does forward with labels, backward, optimizer.step(), zero_grad(); 2 steps at (2, 64);
+  t5          T5ForConditionalGeneration, 4+4 layers, d_model 512: input (2, 64) then (2, 160),
+              decoder input half as long;
+  llama       LlamaForCausalLM, 6 layers, hidden 512, 8 heads over 2 key-value heads (grouped-query
+              attention, rotary embeddings, RMSNorm): input_ids (2, 64) then (2, 128);
+  vit         ViTModel, 6 layers, 160 px images: batch 1 then 3;
+  llama-train LlamaForCausalLM, 2 layers, hidden 256, with SGD and momentum: torch.compile(step), 2 steps;
 and the small models of capture_overhead.py (gpt, convnet, train). The first output is the
 output of the last of these calls.
 
@@ -124,7 +130,61 @@ WORKLOADS = {
             return loss.detach()
     """,
 }
-REAL_WORKLOADS = ["gpt2", "bert", "gpt2-train"]
+# Issue 21's models: an encoder-decoder, a GQA/rotary/RMSNorm decoder, a vision transformer and a
+# training step with momentum, each called at two shapes (the second recompiles, or runs dynamic).
+WORKLOADS.update({
+    "t5": """
+        from transformers import T5Config, T5ForConditionalGeneration
+        torch.manual_seed(0)
+        model = T5ForConditionalGeneration(T5Config(d_model=512, d_ff=2048, num_layers=4, num_decoder_layers=4,
+                                                    num_heads=8, attn_implementation="sdpa")).eval()
+        dynamic = None
+        def first_output(fn):
+            generator = torch.Generator().manual_seed(0)
+            with torch.no_grad():
+                outputs = [fn(input_ids=torch.randint(0, 1000, (2, n), generator=generator),
+                              decoder_input_ids=torch.randint(0, 1000, (2, n // 2), generator=generator))
+                           for n in (64, 160)]
+            return outputs[-1].logits
+    """,
+    "llama": """
+        from transformers import LlamaConfig, LlamaForCausalLM
+        torch.manual_seed(0)
+        model = LlamaForCausalLM(LlamaConfig(hidden_size=512, intermediate_size=1376, num_hidden_layers=6,
+                                             num_attention_heads=8, num_key_value_heads=2, vocab_size=32000,
+                                             attn_implementation="sdpa")).eval()
+""" + _TWO_SHAPES,
+    "vit": """
+        from transformers import ViTConfig, ViTModel
+        torch.manual_seed(0)
+        model = ViTModel(ViTConfig(num_hidden_layers=6, image_size=160, attn_implementation="sdpa")).eval()
+        dynamic = None
+        def first_output(fn):
+            generator = torch.Generator().manual_seed(0)
+            with torch.no_grad():
+                outputs = [fn(torch.randn(n, 3, 160, 160, generator=generator)) for n in (1, 3)]
+            return outputs[-1].last_hidden_state
+    """,
+    "llama-train": """
+        from transformers import LlamaConfig, LlamaForCausalLM
+        torch.manual_seed(0)
+        net = LlamaForCausalLM(LlamaConfig(hidden_size=256, intermediate_size=688, num_hidden_layers=2,
+                                           num_attention_heads=8, num_key_value_heads=2, vocab_size=32000,
+                                           attn_implementation="sdpa"))
+        optimizer = torch.optim.SGD(net.parameters(), lr=1e-3, momentum=0.9)
+        def model(input_ids):  # the training step; torch.compile(step)
+            loss = net(input_ids, labels=input_ids).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            return loss.detach()
+        dynamic = None
+        def first_output(fn):
+            generator = torch.Generator().manual_seed(0)
+            return [fn(torch.randint(0, 1000, (2, 64), generator=generator)) for _ in range(2)][-1]
+    """,
+})
+REAL_WORKLOADS = ["gpt2", "bert", "gpt2-train", "t5", "llama", "vit", "llama-train"]
 
 # The child: argv is mode and artifact (a store, a Mega-Cache file, or unused). It prints
 # MARK lines with wall-clock times (so the parent can split the time up), FIRST_OUTPUT as soon

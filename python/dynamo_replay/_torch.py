@@ -22,16 +22,17 @@ import importlib
 import inspect
 import io
 import pickle
+import re
 import sys
 import time
 import types
 import warnings
 from typing import Any, Callable, Protocol
 
-from dynamo_replay._torch_guards import (CLASS_CONTENTS, MODULE_HOOKS, DroppedGuard, QuietLog, add_log_filter, code_digest,
-                                         code_key, describe_module_hooks, describe_value, guard_builder_frames,
-                                         guard_tree_lines, guards_state_key, module_hooks_source, pinned_by_build,
-                                         user_line)
+from dynamo_replay._torch_guards import (CLASS_CONTENTS, MODULE_HOOKS, DroppedGuard, QuietLog, UnsaveableGuardDrop,
+                                         add_log_filter, code_digest, code_key, describe_module_hooks, describe_value,
+                                         guard_builder_frames, guard_tree_lines, guards_state_key, module_hooks_source,
+                                         pin_in_capture, pinned_by_build, user_line)
 from dynamo_replay._torch_guards import quiet_dropped_guards, record_dropped_guards  # noqa: F401 (capture, replay)
 
 # The config values a precompile capture sets, and replay sets from what the store recorded.
@@ -58,6 +59,34 @@ def apply_settings(settings: tuple[tuple[str, str, Any], ...]) -> Callable[[], N
             setattr(module, attr, value)
 
     return restore
+
+
+class StableAutogradCacheKeys:
+    """Leaves the compiled function's global name out of AOTAutograd cache keys while capture
+    or replay is active; remove() puts PyTorch's key function back.
+
+    Under caching precompile PyTorch 2.13 hashes each graph's precompile_backend_id (Dynamo's
+    `__compiled_fn_7`) into its AOTAutograd cache key, though the entry it saves holds none of
+    it (the id is cleared on save and set anew on load). A frame that compiles at replay draws
+    other names than at capture, so it missed every entry the store holds and ran AOTAutograd
+    and Inductor again. Everything else that decides what compiles stays in the key."""
+
+    def __init__(self) -> None:
+        from torch._functorch._aot_autograd import autograd_cache
+
+        self._original = original = autograd_cache.autograd_cache_key
+
+        def autograd_cache_key(mod: Any, example_inputs: Any, config: Any, *args: Any, **kwargs: Any) -> Any:
+            if config.precompile_backend_id is not None:  # AOTConfig is a frozen dataclass
+                config = dataclasses.replace(config, precompile_backend_id=None)
+            return original(mod, example_inputs, config, *args, **kwargs)
+
+        autograd_cache.autograd_cache_key = autograd_cache_key
+
+    def remove(self) -> None:
+        from torch._functorch._aot_autograd import autograd_cache
+
+        autograd_cache.autograd_cache_key = self._original
 
 
 def import_compiler() -> None:
@@ -139,21 +168,26 @@ def _set_unique_id_counter(start: Callable[[int], int]) -> int:
     return current
 
 
+# Dynamo's names for globals it installs by object: `___module_x_<id>_c0` (a module not in the
+# frame's globals under its own name) and `_<id>_c1` (install_global_by_id with no prefix).
+_INSTALLED_BY_ID = re.compile(r"^(___module_\w*|_\d+_c\d+)$")
+
+
 def module_globals(transformed: types.CodeType) -> dict[str, str]:
-    """Globals naming a module that Dynamo installed for a transformed frame (`___module_x_<id>_c0`,
-    made when the module is not in the frame's globals under its own name): name -> module.
-    PyTorch 2.13's package does not record them; replay puts them back. Called from the
+    """Globals naming a module that Dynamo installed for a frame, read by its transformed code
+    or its guards: name -> module. PyTorch 2.13's package does not record them (the name holds
+    the module's address in the capture process); replay puts them back. Called from the
     bytecode hook, whose caller holds the frame's OutputGraph as `output`."""
-    names = [name for name in transformed.co_names if name.startswith("___module_")]
-    if not names:
-        return {}
     frame = sys._getframe(1)
     while frame is not None and not hasattr(frame.f_locals.get("output"), "global_scope"):
         frame = frame.f_back
     if frame is None:
         return {}
-    scope = frame.f_locals["output"].global_scope
-    return {name: scope[name].__name__ for name in names if isinstance(scope.get(name), types.ModuleType)}
+    output = frame.f_locals["output"]
+    names = set(transformed.co_names) | set(getattr(output, "installed_globals", ()))
+    scope = output.global_scope
+    return {name: scope[name].__name__ for name in sorted(names)
+            if _INSTALLED_BY_ID.match(name) and isinstance(scope.get(name), types.ModuleType)}
 
 
 # --- capture and replay: one frame's precompile failure stays that frame's -------------------
@@ -238,6 +272,15 @@ def _safe_guards_class(base: type, note: Callable[[str, str], None],
                        note_class: Callable[[DroppedGuard], None] | None,
                        note_tree: Callable[[str, list[str]], None] | None) -> type:
     class SafeCheckFunctionManager(base):  # type: ignore[misc, valid-type]
+        def __init__(self, f_code: types.CodeType, output_graph: Any, cache_entries: Any = None,
+                     guard_fail_fn: Any = None, guard_filter_fn: Any = None, *args: Any, **kwargs: Any) -> None:
+            drop = None
+            if note_class is not None and output_graph is not None:  # capture: guards it can re-check are saved
+                drop = guard_filter_fn = UnsaveableGuardDrop(guard_filter_fn, note_class)
+            super().__init__(f_code, output_graph, cache_entries, guard_fail_fn, guard_filter_fn, *args, **kwargs)
+            if drop is not None and drop.pins:
+                pin_in_capture(self.guard_manager, drop.pins)
+
         def serialize_guards(self, builder: Any, sorted_guards: Any, output_graph: Any) -> bytes:
             if note_class is not None:
                 with contextlib.suppress(Exception):  # recording must never fail a compile
@@ -473,6 +516,9 @@ def _install_entries(package: Any, fn: Callable[..., Any], backends: dict[str, A
                     report.recreated += _fill_missing(state, local_scope, scope, frame)
                     if name := state.output_graph.name_of_builtins_dict_key_in_fglobals:
                         scope.setdefault(name, get_builtins_dict(scope))
+                    for name in state.output_graph.global_scope:  # the modules its guards read
+                        if name in modules and name not in scope:
+                            install_global(scope, name, importlib.import_module(modules[name]))
                     manager = load_guard_manager(state, target_code, scope)
                 except Exception as error:
                     report.skipped.append((frame, f"its saved guards do not load ({type(error).__name__}: {error})"))

@@ -32,6 +32,7 @@ import importlib
 import logging
 import re
 import sys
+import threading
 import types
 from typing import Any, Callable
 
@@ -161,18 +162,31 @@ def describe_value(value: Any) -> str | None:
     return None
 
 
+# The functions being described on this thread, outermost first: a closure that leads back to
+# one of them (a decorator's wrapper and the function it wraps, each holding the other) is
+# described by how many levels up it leads, which is as faithful and ends.
+_DESCRIBING = threading.local()
+
+
 def _describe_function(fn: types.FunctionType) -> str | None:
     """A function by name and code, and by what its code reads that is not code: defaults,
     keyword defaults and closure cells (a default fixed at import differs between processes)."""
+    stack: list[int] = _DESCRIBING.__dict__.setdefault("stack", [])
+    if id(fn) in stack:
+        return f"function {_qualified(fn)} enclosing by {len(stack) - stack.index(id(fn))}"
     members = [("defaults", value) for value in fn.__defaults__ or ()]
     members += [("closure", cell) for cell in fn.__closure__ or ()]
     members += [(f"kwdefault {name}=", value) for name, value in sorted((fn.__kwdefaults__ or {}).items())]
     parts = [f"function {_qualified(fn)} code {code_digest(fn.__code__)}"]
-    for label, value in members:
-        described = _describe_member(value)
-        if described is None:
-            return None
-        parts.append(f"{label} {described}")
+    stack.append(id(fn))
+    try:
+        for label, value in members:
+            described = _describe_member(value)
+            if described is None:
+                return None
+            parts.append(f"{label} {described}")
+    finally:
+        stack.pop()
     return "; ".join(parts)
 
 
@@ -203,6 +217,50 @@ def _describe_container(value: Any) -> str | None:
     if isinstance(value, (set, frozenset)):
         inner.sort()
     return f"{type(value).__name__} [" + ", ".join(inner) + "]"  # type: ignore[arg-type]
+
+
+# An ID_MATCH Dynamo adds while tracing copy.deepcopy or copy.copy (transformers' configs are
+# deep-copied inside forward): the copy module reads id() only as its memo's key, never as a
+# value, so another object of the same class and state gives the same answer. Such an object
+# is described by its state (describe_state); every other ID_MATCH on an object has no
+# faithful description (`m is A` tells two objects of equal state apart).
+_STATE_PREFIX = "object of "
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class defined in Python; one defined in C keeps state outside __dict__
+
+
+def identity_used_as_key(kind: str, line: str) -> bool:
+    """Whether an ID_MATCH guard was made by the standard library's copy module (its line)."""
+    import copy
+
+    return kind == "ID_MATCH" and line.startswith(copy.__file__ + ":")
+
+
+def describe_state(value: Any, _depth: int = 0) -> str | None:
+    """An instance of a class by the class (name and contents) and the description of every
+    attribute in its __dict__, nested plain instances by their state too; None when the class
+    keeps state elsewhere (__slots__, a C base) or any attribute has no faithful description."""
+    cls = type(value)
+    state = getattr(value, "__dict__", None)
+    if not isinstance(state, dict) or _depth > 8 or isinstance(value, (type, types.ModuleType)) \
+            or any("__slots__" in vars(base) or not base.__flags__ & _HEAPTYPE for base in cls.__mro__[:-1]):
+        return None
+    parts = []
+    for name, item in sorted(state.items()):
+        described = describe_value(item)
+        if described is None and not callable(item):
+            described = describe_state(item, _depth + 1)
+        if described is None:
+            return None
+        parts.append(f"{name}={described}")
+    digest = hashlib.sha256(";".join(parts).encode()).hexdigest()[:16]
+    return f"{_STATE_PREFIX}{describe_value(cls)} state {digest}"
+
+
+def describe_like(expected: str | None, value: Any) -> str | None:
+    """The description of a live value in the form a captured one took."""
+    if expected is not None and expected.startswith(_STATE_PREFIX):
+        return describe_state(value)
+    return describe_value(value)
 
 
 def _is_torch_constant(value: Any) -> bool:
@@ -421,11 +479,67 @@ def _dropped_guard(kind: str, source: str) -> DroppedGuard:
             value = describe_value(eval(readable_source(source, False), scope))  # noqa: S307 - a Dynamo source
     if value is None and entry is not None and entry.has_value:
         value = describe_value(entry.value)
+    line = user_line(entry.orig_guard if entry is not None else None)
+    if value is None and entry is not None and entry.has_value and identity_used_as_key(kind, line):
+        value = describe_state(entry.value)
     # Not risky: held by torch or the standard library, or a global Dynamo installs with the
     # saved frame itself (an import it needs).
     risky = not (scope is not None and _holder_is_pinned(source, scope)) and not _DYNAMO_GLOBAL.match(source)
     return DroppedGuard(kind=kind, source=source, frame=code_key(code) if code else "?", value=value, risky=risky,
-                        line=user_line(entry.orig_guard if entry is not None else None))
+                        line=line)
+
+
+# Guard kinds PyTorch 2.13's serializer refuses (CheckFunctionManager.UNSUPPORTED_SERIALIZATION_
+# GUARD_TYPES) that its precompile does not drop itself, where the value they check has a
+# faithful description. Capture leaves them out of the saved frame, as PyTorch does with
+# ID_MATCH, so such frames are saved; replay re-checks them like PyTorch's own drops. NN_MODULE
+# checks a module instance, which has no faithful description: its frame stays not saved.
+SAVED_BY_DESCRIPTION = ("CLASS_MATCH", "MODULE_MATCH", "FUNCTION_MATCH")
+# What PyTorch 2.13's precompile drops itself (guards.py, CheckFunctionManager.__init__).
+_DROPPED_BY_PYTORCH = frozenset({"ID_MATCH", "CLOSURE_MATCH", "WEAKREF_ALIVE", "DICT_VERSION"})
+
+
+class UnsaveableGuardDrop:
+    """A guard_filter_fn, for capture, that leaves the SAVED_BY_DESCRIPTION guards out of a
+    frame's guards after `inner` (the job's own filter) has had its say. Each is noted as a
+    DroppedGuard, and `pins` keeps (source, value) of each, so the capture process keeps
+    checking it by identity (pin_in_capture)."""
+
+    def __init__(self, inner: Callable[[Any], Any] | None, note: Callable[[DroppedGuard], None]) -> None:
+        self._inner = inner
+        self._note = note
+        self.pins: list[tuple[_LiveExpression, Any]] = []
+
+    def __call__(self, guards: Any) -> list[bool]:
+        keep = [bool(k) for k in self._inner(guards)] if self._inner else [True] * len(guards)
+        for index, g in enumerate(guards):  # `g`: guard_builder_frames finds the entry by that name
+            kinds = {g.guard_type, *g.derived_guard_types}
+            kind = next((k for k in SAVED_BY_DESCRIPTION if k in kinds), None)
+            if not keep[index] or kind is None or kinds & _DROPPED_BY_PYTORCH or not g.has_value:
+                continue
+            try:
+                dropped = _dropped_guard(kind, g.orig_guard.name)
+                _, _, output_graph = guard_builder_frames()
+                live = _LiveExpression(readable_source(g.orig_guard.name), output_graph.global_scope)
+            except Exception:  # kept: the frame is then not saved, as without capture
+                continue
+            keep[index] = False
+            self._note(dropped)
+            self.pins.append((live, g.value))
+        return keep
+
+
+def pin_in_capture(manager: Any, pins: list[tuple[_LiveExpression, Any]]) -> None:
+    """Keeps each guard UnsaveableGuardDrop left out in force in the capture process: the
+    source must still hold the very object it held at compile time."""
+    for live, value in pins:
+        def check(f_locals: Any, live: _LiveExpression = live, value: Any = value) -> bool:
+            try:
+                return live.value(f_locals) is value
+            except Exception:
+                return False
+
+        manager.root.add_lambda_guard(check, [f"dynamo-replay: {live.text} is the object compiled for"], None)
 
 
 def record_dropped_guards(note: Callable[[DroppedGuard], None]) -> Callable[[], None]:
@@ -466,7 +580,7 @@ def recheck_at_install(guard: DroppedGuard, local_scope: dict[str, Any], global_
         return f"{guard.source} ({guard.kind}) has no description that another process can compare" \
             if guard.risky else None
     try:
-        now = describe_value(eval(readable_source(guard.source, _in_frame(guard)),  # noqa: S307 - a Dynamo source
+        now = describe_like(guard.value, eval(readable_source(guard.source, _in_frame(guard)),  # noqa: S307 - a Dynamo source
                                   _eval_scope(local_scope, global_scope)))
     except Exception as error:
         if not guard.risky or "L[" in guard.source:
@@ -543,7 +657,7 @@ def add_call_time_recheck(manager: Any, guard: DroppedGuard, global_scope: dict[
             return False
         if pinned and pinned[0] is value:
             return True
-        if describe_value(value) != expected:
+        if describe_like(expected, value) != expected:
             return False
         pinned[:] = [value]
         return True
@@ -587,7 +701,7 @@ def guard_tree_difference(captured: list[str], rebuilt: list[str]) -> str | None
     """The first captured guard PyTorch did not rebuild as it was, in words."""
     rebuilt_set, captured_set = set(rebuilt), set(captured)
     for want in captured:
-        if want in rebuilt_set:
+        if want in rebuilt_set or _stricter_aliasing_check(want, rebuilt):
             continue
         head = re.split(r" == | is |\(", want, maxsplit=1)[0]
         now = next((got for got in rebuilt if got not in captured_set and got.startswith(head)), None)
@@ -595,6 +709,19 @@ def guard_tree_difference(captured: list[str], rebuilt: list[str]) -> str | None
             return f"PyTorch rebuilt a guard with another value: captured `{want}`, now `{now}`"
         return f"PyTorch did not rebuild the captured guard `{want}`"
     return None  # a guard only the rebuilt tree has can reject a call, never accept a stale one
+
+
+def _no_aliasing_sources(line: str) -> set[str] | None:
+    found = _NO_ALIASING.search(line)
+    return set(found.group(1).split(", ")) if found and line.startswith("NO_TENSOR_ALIASING:") else None
+
+
+def _stricter_aliasing_check(want: str, rebuilt: list[str]) -> bool:
+    """Whether the rebuilt tree checks that no tensor aliases another over a superset of the
+    captured sources (PyTorch adds the module's parameters when it rebuilds a saved frame's
+    guards): stricter, so it can reject a call the captured check took, never take a stale one."""
+    sources = _no_aliasing_sources(want)
+    return sources is not None and any(sources <= (_no_aliasing_sources(got) or set()) for got in rebuilt)
 
 
 def guards_state_key(data: bytes) -> str:

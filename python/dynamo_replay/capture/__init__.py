@@ -373,6 +373,7 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
                                                  session.note_guard_tree)
                 self._undo.append(safety.remove)
                 self._undo.append(_torch.record_dropped_guards(session.note_dropped_guard))
+                self._undo.append(_torch.StableAutogradCacheKeys().remove)
             session.replay_data.environment = environment_fingerprint()
             session.store.put(Manifest(
                 tool=f"dynamo-replay {__version__}",

@@ -152,6 +152,7 @@ class replay:  # noqa: N801 - a context manager, like capture
             self._undo.append(cache.remove)
             safety = _torch.PrecompileSafety(lambda frame, reason: None)  # recompiles here: same safety
             self._undo.append(safety.remove)
+            self._undo.append(_torch.StableAutogradCacheKeys().remove)  # a frame compiled here finds its graphs
             self._undo.append(_torch.quiet_dropped_guards())
             self._undo.append(_torch.quiet_missing_backend())  # named in the summary instead
         self._observe(torch)
