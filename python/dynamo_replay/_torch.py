@@ -30,7 +30,7 @@ import warnings
 from typing import Any, Callable, Protocol
 
 from dynamo_replay._torch_guards import (CLASS_CONTENTS, MODULE_HOOKS, DroppedGuard, QuietLog, UnsaveableGuardDrop,
-                                         add_log_filter, code_digest, code_key, describe_module_hooks, describe_value,
+                                         add_log_filter, code_digest, code_key, describe_module_hooks, describe_value, digests_kept,
                                          guard_builder_frames, guard_tree_lines, guards_state_key, module_hooks_source,
                                          pin_in_capture, pinned_by_build, user_line)
 from dynamo_replay._torch_guards import quiet_dropped_guards, record_dropped_guards  # noqa: F401 (capture, replay)
@@ -277,7 +277,8 @@ def _safe_guards_class(base: type, note: Callable[[str, str], None],
             drop = None
             if note_class is not None and output_graph is not None:  # capture: guards it can re-check are saved
                 drop = guard_filter_fn = UnsaveableGuardDrop(guard_filter_fn, note_class)
-            super().__init__(f_code, output_graph, cache_entries, guard_fail_fn, guard_filter_fn, *args, **kwargs)
+            with digests_kept():
+                super().__init__(f_code, output_graph, cache_entries, guard_fail_fn, guard_filter_fn, *args, **kwargs)
             if drop is not None and drop.pins:
                 pin_in_capture(self.guard_manager, drop.pins)
 
@@ -352,8 +353,9 @@ def _property_names(code: types.CodeType) -> set[str]:
 
 
 def _saving_failure(error: Exception) -> str:
-    text = str(error).split("\n")[0][:200]
-    if "defined in local scope" in text:
+    line = str(error).split("\n")[0]
+    text = line[:200]
+    if "defined in local scope" in line:
         return f"its guards check an object whose class is defined inside a function, which PyTorch 2.13 cannot save ({text})"
     return f"PyTorch 2.13 cannot save its guards: {text}"
 
@@ -390,6 +392,11 @@ class SafeDynamoCache:
     whose guards do not load, or whose dropped guards no longer hold, is left out and that
     frame compiles as usual. It then returns None, so PyTorch starts a fresh package for
     whatever compiles later.
+
+    The install (reading the package, building each entry's guard manager) waits for the
+    compiled function's first call, through the wrapper's enter hooks, which run before Dynamo
+    looks the frame up: a function compiled and never called costs nothing. A function
+    compiled twice is installed once (the entries belong to its code object).
     """
 
     def __init__(self, vetting: FrameVetting, report: Callable[[str, InstallReport], None],
@@ -401,16 +408,44 @@ class SafeDynamoCache:
         self._modules = modules
         self._report = report
         self._installed: list[Any] = []  # packages stay alive as long as replay
+        self._codes: dict[int, types.CodeType] = {}  # id -> code of each function installed or pending
+        # (by id: code objects compare equal across files when their bytecode is the same)
         outer = self
 
         class _Cache(type(self._original)):  # type: ignore[misc]
             def load(self, fn: Callable[..., Any]) -> None:  # type: ignore[override]
-                result = super().load(fn)
-                if result is not None:
-                    outer._install(fn, result)
+                outer._when_first_called(fn, lambda: super(_Cache, self).load(fn))
                 return None
 
         package.DynamoCache = _Cache(self._original.path_prefix())
+
+    def _when_first_called(self, fn: Callable[..., Any], load: Callable[[], Any]) -> None:
+        """Installs fn's saved package at its compiled wrapper's first call (at once when the
+        wrapper cannot be found)."""
+        from torch._dynamo.eval_frame import innermost_fn
+
+        code = getattr(innermost_fn(fn), "__code__", None)
+        if id(code) in self._codes:
+            return
+        if code is not None:
+            self._codes[id(code)] = code
+        pending = [load]
+
+        def install() -> Callable[[], None]:
+            try:
+                take = pending.pop()  # atomic: one caller installs
+            except IndexError:
+                return _no_cleanup
+            result = take()
+            if result is not None:
+                self._install(fn, result)
+            return _no_cleanup
+
+        hooks = getattr(_wrapper_being_made(), "enter_exit_hooks", None)
+        if isinstance(hooks, list):
+            hooks.append(install)
+        else:
+            install()
 
     def remove(self) -> None:
         from torch._dynamo import package
@@ -432,7 +467,8 @@ class SafeDynamoCache:
         else:
             try:
                 package = CompilePackage(fn, result.dynamo)  # checks versions and inlined sources
-                _install_entries(package, fn, result.backends, self._vetting, report, installed, self._modules)
+                with digests_kept():
+                    _install_entries(package, fn, result.backends, self._vetting, report, installed, self._modules)
                 self._installed.append(package)
             except Exception as error:  # the whole function compiles as usual
                 for scope, global_name in installed:
@@ -443,6 +479,24 @@ class SafeDynamoCache:
                 report.skipped.append((frame, f"{type(error).__name__}: {error}"))
         report.seconds = time.perf_counter() - start
         self._report(name, report)
+
+
+def _no_cleanup() -> None:
+    return None
+
+
+def _wrapper_being_made() -> Any:
+    """The torch.compile context whose __call__ is wrapping a function now (it asks DynamoCache
+    for the function's package), or None."""
+    from torch._dynamo.eval_frame import _TorchDynamoContext
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        candidate = frame.f_locals.get("self")
+        if frame.f_code.co_name == "__call__" and isinstance(candidate, _TorchDynamoContext):
+            return candidate
+        frame = frame.f_back
+    return None
 
 
 def _package_mismatch(fn: Callable[..., Any], dynamo: Any) -> str | None:
@@ -519,7 +573,10 @@ def _install_entries(package: Any, fn: Callable[..., Any], backends: dict[str, A
                     for name in state.output_graph.global_scope:  # the modules its guards read
                         if name in modules and name not in scope:
                             install_global(scope, name, importlib.import_module(modules[name]))
-                    manager = load_guard_manager(state, target_code, scope)
+                    # Under caching precompile PyTorch builds the guards twice, the first time to
+                    # filter out the kinds it drops; a saved frame holds none of those.
+                    with torch._dynamo.config.patch(caching_precompile=False):
+                        manager = load_guard_manager(state, target_code, scope)
                 except Exception as error:
                     report.skipped.append((frame, f"its saved guards do not load ({type(error).__name__}: {error})"))
                     continue
@@ -551,7 +608,9 @@ def _load_guards_state(data: bytes) -> tuple[Any, list[str]]:
     from torch._dynamo.package import load_guards_state
 
     try:
-        return load_guards_state(data), []
+        # PyTorch's loader imports FSDP (all of torch.distributed, about half a second) to turn
+        # off FSDP's module construction while unpickling; only a state that names FSDP needs it.
+        return (load_guards_state(data) if b"fsdp" in data else pickle.loads(data)), []
     except Exception as error:
         first = error
     lenient: list[str] = []

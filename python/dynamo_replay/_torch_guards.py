@@ -27,6 +27,7 @@ import builtins
 import contextlib
 import dataclasses
 import enum
+import functools
 import hashlib
 import importlib
 import logging
@@ -88,11 +89,16 @@ GUARD_TABLE: dict[str, tuple[str, str]] = {
     "DUAL_LEVEL": (KEPT, "the forward-AD level is saved"),
     "FSDP_TRAINING_STATE": (KEPT, "the state is saved by value"),
     "ID_MATCH": (RECHECKED, "identity cannot travel; the value's description can, where it is faithful: "
-                            "modules, functions, classes, enum members, constants and containers of them"),
-    "FUNCTION_MATCH": (RECHECKED, "a function by module, name, code, defaults, keyword defaults and closure"),
-    "CLOSURE_MATCH": (RECHECKED, "as FUNCTION_MATCH"),
-    "CLASS_MATCH": (RECHECKED, "a class by module, name and contents"),
-    "MODULE_MATCH": (RECHECKED, "a module by name"),
+                            "modules, functions, classes, enum members, constants and containers of them; an "
+                            "object copy.deepcopy guarded (it uses the identity only as its memo's key) by its "
+                            "class and state"),
+    "FUNCTION_MATCH": (RECHECKED, "PyTorch cannot save it: capture leaves it out of the saved frame and records "
+                                  "the function by module, name, code, defaults, keyword defaults and closure"),
+    "CLOSURE_MATCH": (RECHECKED, "as FUNCTION_MATCH (PyTorch's precompile drops it itself)"),
+    "CLASS_MATCH": (RECHECKED, "PyTorch cannot save it: capture leaves it out of the saved frame and records the "
+                               "class by module, name and contents"),
+    "MODULE_MATCH": (RECHECKED, "PyTorch cannot save it: capture leaves it out of the saved frame and records the "
+                                "module by name"),
     "BUILTIN_MATCH": (RECHECKED, "a builtin by name, and that the frame's globals do not shadow it"),
     "NN_MODULE": (COMPILED, "dropped by PyTorch's precompile, and an nn.Module instance has no faithful "
                             "description: its frame compiles"),
@@ -297,7 +303,29 @@ def _pinned_module(name: str) -> bool:
     return name.split(".")[0] in _PINNED_ROOTS
 
 
+@contextlib.contextmanager
+def digests_kept() -> Any:
+    """Within the block, each class's contents are digested once (installing one saved frame
+    re-checks hundreds of guards over the same few classes, which cannot change meanwhile)."""
+    outer = getattr(_DESCRIBING, "classes", None)
+    _DESCRIBING.classes = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _DESCRIBING.classes = outer
+
+
 def _class_digest(cls: type) -> str:
+    kept = getattr(_DESCRIBING, "classes", None)
+    if kept is None:
+        return _digest_class(cls)
+    found = kept.get(cls)
+    if found is None:
+        found = kept[cls] = _digest_class(cls)
+    return found
+
+
+def _digest_class(cls: type) -> str:
     """A digest of what a user class's attributes are (methods by their code, constants by
     value), over its bases outside torch and the standard library: Dynamo guards a class by
     identity only, which cannot tell a swapped method in another process. An attribute without
@@ -317,6 +345,7 @@ def _class_digest(cls: type) -> str:
     return digest.hexdigest()[:16]
 
 
+@functools.lru_cache(maxsize=None)  # a code object never changes; equal ones digest alike
 def code_digest(code: types.CodeType) -> str:
     """A digest of what a code object does, equal across processes (the repr of a nested
     code object holds its address, so constants are digested one by one)."""

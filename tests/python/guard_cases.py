@@ -29,6 +29,12 @@ CASES: dict[str, tuple[tuple[str, ...], str, bool, str, str]] = {
     "module_attribute_constant": (("MODULE_MATCH", "EQUALS_MATCH"), RECHECKED, True, "import helpers_a\nif CHANGED:\n    helpers_a.SCALE = 3.0", "x * helpers_a.SCALE"),
     "module_swapped": (("MODULE_MATCH",), RECHECKED, True, "import helpers_a, helpers_b\nOPS = helpers_b if CHANGED else helpers_a", "OPS.ops(x)"),
     "class_swapped": (("CLASS_MATCH",), RECHECKED, True, "ACT_CLASS = torch.nn.Tanh if CHANGED else torch.nn.ReLU", "ACT_CLASS()(x) * 2.0"),
+    # type(obj): a CLASS_MATCH PyTorch 2.13 cannot save; capture saves the frame without it and replay re-checks it.
+    "class_of_object": (("CLASS_MATCH", "TYPE_MATCH"), RECHECKED, False, "class A:\n    pass\nclass B:\n    pass\nOBJ = B() if CHANGED else A()", "x * (3.0 if type(OBJ) is B else 2.0)"),
+    # copy.deepcopy guards the object's identity only as its memo key: described by its state.
+    "deepcopy_object": (("ID_MATCH", "CLASS_MATCH", "EQUALS_MATCH"), RECHECKED, False, "import copy\nclass Cfg:\n    def __init__(self, scale):\n        self.scale = scale\nCFG = Cfg(3.0 if CHANGED else 2.0)", "x * copy.deepcopy(CFG).scale"),
+    # id() in user code: the identity is a value, which no other process has: the frame compiles.
+    "identity_value": (("ID_MATCH",), COMPILED, False, "class Tag:\n    pass\nTAG = Tag()", "x * (id(TAG) % 5 + 1)"),
     "class_method_swapped": (("TYPE_MATCH", "NOT_PRESENT_IN_GENERIC_DICT"), KEPT, True, "class Net:\n    def act(self, v):\n        return v * 2.0\nif CHANGED:\n    Net.act = lambda self, v: v * 3.0\nNET = Net()", "NET.act(x)"),
     "class_attribute": (("TYPE_MATCH", "EQUALS_MATCH"), KEPT, True, "class Cfg:\n    scale = 2.0\nif CHANGED:\n    Cfg.scale = 3.0\nCFG = Cfg()", "x * CFG.scale"),
     "instance_method": (("TYPE_MATCH",), KEPT, False, "class M:\n    def act(self, v):\n        return v * 2.0\nOBJ = M()\nif CHANGED:\n    OBJ.act = types.MethodType(lambda self, v: v * 3.0, OBJ)", "OBJ.act(x)"),

@@ -20,8 +20,13 @@ from torch._dynamo.utils import counters
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from models import TinyGPT  # noqa: E402
 
+from torch._inductor.graph import GraphLowering  # noqa: E402
+
 compile_starts: list[str] = []
 traced: list[str] = []
+codegens: list[str] = []  # Inductor generating a graph's code: what a cache hit skips
+_codegen = GraphLowering.codegen
+GraphLowering.codegen = lambda self, *args, **kwargs: codegens.append("codegen") or _codegen(self, *args, **kwargs)
 isa_checks: list[str] = []  # Inductor's CPU vector-ISA probe builds (each runs g++ and a Python child)
 _check_build = cpu_vec_isa.VecISA.check_build
 cpu_vec_isa.VecISA.check_build = lambda isa, code: isa_checks.append(str(isa)) or _check_build(isa, code)
@@ -87,6 +92,35 @@ def ladder(new_shape: bool) -> list[torch.Tensor]:
     return [compiled(x, factor) for x, factor in calls]
 
 
+def local_class(new_shape: bool) -> list[torch.Tensor]:
+    """A frame PyTorch 2.13 cannot save (its guards name a class defined inside a function),
+    compiled twice: the second length recompiles it with a dynamic size."""
+
+    class Scale:
+        factor = 3.0
+
+    scale = Scale()
+    compiled = torch.compile(lambda x: torch.sin(x) * scale.factor)
+    return [compiled(torch.linspace(-1, 1, n)) for n in (4, 8, 16)]
+
+
+def hf_t5(new_shape: bool) -> list[torch.Tensor]:
+    """transformers' T5 (a small config, random weights) at two lengths: its forward guards
+    classes by identity (CLASS_MATCH, which PyTorch 2.13 cannot save) and deep-copies its config
+    (an identity guard made by copy.deepcopy), and the second length recompiles it."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = T5Config(d_model=32, d_ff=64, num_layers=1, num_decoder_layers=1, num_heads=2, vocab_size=97,
+                      attn_implementation="sdpa")
+    compiled = torch.compile(T5ForConditionalGeneration(config).eval())
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        return [compiled(input_ids=torch.randint(0, 97, (2, n), generator=generator),
+                         decoder_input_ids=torch.randint(0, 97, (2, n // 2), generator=generator)).logits
+                for n in (8, 20)]
+
+
 def tiny_gpt2():
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -127,7 +161,7 @@ def hf_train(new_shape: bool) -> list[torch.Tensor]:
 
 
 WORKLOADS = {"gpt": gpt, "train": train, "graph_break": graph_break, "ladder": ladder, "hf_gpt2": hf_gpt2,
-             "hf_train": hf_train}
+             "hf_train": hf_train, "local_class": local_class, "hf_t5": hf_t5}
 
 if __name__ == "__main__":
     workload, out_dir = sys.argv[1], Path(sys.argv[2])
@@ -144,4 +178,5 @@ if __name__ == "__main__":
         "autograd_cache_hit": counters["aot_autograd"]["autograd_cache_hit"],
         "dynamo_cache_hit": counters["dynamo_cache"]["dynamo_cache_hit"],
         "isa_checks": isa_checks,
+        "inductor_codegens": len(codegens),
     }, indent=1))
