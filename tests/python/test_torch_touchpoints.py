@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from dynamo_replay import _torch  # noqa: E402
+from dynamo_replay import _torch, _torch_install  # noqa: E402
 
 
 def relu_like(x):
@@ -72,7 +72,7 @@ def test_saved_state_whose_setstate_fails_loads_leniently() -> None:
     data = pickle.dumps({"scope": obj})
     with pytest.raises(TypeError):
         pickle.loads(data)
-    state, lenient = _torch._load_guards_state(data)
+    state, lenient = _torch_install._load_guards_state(data)
     assert lenient == ["Optimizerish"]
     assert type(state["scope"]) is Optimizerish and state["scope"].lr == 0.1
 

@@ -8,7 +8,7 @@ torch build, Python, CPU, compiler and compile configs, from source that has not
 If anything differs, nothing is loaded, a warning names every difference and the job compiles
 as usual (strict mode raises instead).
 
-Saved frames are installed one at a time (dynamo_replay._torch.SafeDynamoCache): a frame whose
+Saved frames are installed one at a time (dynamo_replay._torch_install.SafeDynamoCache): a frame whose
 saved guards do not load, whose guards PyTorch rebuilt with other values than at capture, or one
 of whose guards PyTorch's precompile dropped no longer holds or cannot be compared (a global
 function swapped, a module attribute changed, an object without a faithful description) is
@@ -28,7 +28,7 @@ import warnings
 from types import TracebackType
 from typing import Any, Callable
 
-from dynamo_replay import _torch, kernels, schema
+from dynamo_replay import _torch, _torch_install, kernels, schema
 from dynamo_replay.errors import ReplayError, ReplayRefusedError, ReplayWarning
 from dynamo_replay.replay.checks import (Contents, Refused, captured_settings, check_all, compiler_stand_in_needed,
                                          read_store)
@@ -148,7 +148,7 @@ class replay:  # noqa: N801 - a context manager, like capture
         _torch.skip_unique_ids(contents.data.unique_ids)
         if contents.precompiled:
             checks = FrameChecks(contents.data)
-            cache = _torch.SafeDynamoCache(checks, self._installed, contents.data.module_globals)
+            cache = _torch_install.SafeDynamoCache(checks, self._installed, contents.data.module_globals)
             self._undo.append(cache.remove)
             safety = _torch.PrecompileSafety(lambda frame, reason: None)  # recompiles here: same safety
             self._undo.append(safety.remove)
@@ -158,7 +158,7 @@ class replay:  # noqa: N801 - a context manager, like capture
         self._observe(torch)
         self._undo.remove(undo_settings)  # loaded: the settings stay
 
-    def _installed(self, function: str, report: _torch.InstallReport) -> None:
+    def _installed(self, function: str, report: _torch_install.InstallReport) -> None:
         self._summary.install_seconds += report.seconds
         self._summary.entries_installed += report.installed
         self._summary.skipped += [f"{frame}: {why}" for frame, why in report.skipped]

@@ -19,7 +19,7 @@ from dynamo_replay.replay_data import ReplayData
 
 
 class FrameChecks:
-    """Implements _torch.FrameVetting from a store's replay data. `enabled=False` turns every
+    """Implements _torch_install.FrameVetting from a store's replay data. `enabled=False` turns every
     check off; only the tests that prove each check matters use it."""
 
     def __init__(self, data: ReplayData, enabled: bool = True) -> None:

@@ -1,0 +1,359 @@
+"""Replay's install of saved frames: PyTorch 2.13's DynamoCache stood in for, each saved
+frame's guarded entries loaded one at a time and vetted (replay/frame_checks.py), what
+PyTorch's own loader gets wrong on real models repaired. A private PyTorch touchpoint, like
+_torch.py, _torch_guards.py and _torch_shapes.py."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib
+import io
+import pickle
+import sys
+import time
+import types
+from typing import Any, Callable, Protocol
+
+from dynamo_replay._torch_guards import code_digest, code_key, digests_kept
+
+
+@dataclasses.dataclass
+class InstallReport:
+    """What installing one compiled function's saved frames did."""
+
+    installed: int = 0  # guarded entries (frame, guard set) now in force
+    skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (frame, why): compiles as usual
+    recreated: list[str] = dataclasses.field(default_factory=list)  # values rebuilt from the live function
+    seconds: float = 0.0
+
+
+class FrameVetting(Protocol):
+    """What replay checks for each saved frame, around PyTorch's loading of its guards."""
+
+    def before_load(self, frame: str, local_scope: dict[str, Any], global_scope: dict[str, Any]) -> str | None:
+        """Why the frame must not be used, from what is known before its guards load, or None."""
+
+    def after_load(self, frame: str, guards_state: bytes, manager: Any, global_scope: dict[str, Any]) -> str | None:
+        """Why this guarded entry must not be used, given its loaded guard manager (to which
+        checks may be added), or None."""
+
+
+class SafeDynamoCache:
+    """Stands in for PyTorch's DynamoCache while replay is active.
+
+    PyTorch asks it for a function's saved package when torch.compile wraps the function, and
+    installs what it returns; an exception there ends the job (PyTorch 2.13 catches only
+    RuntimeError). This one installs the package itself, one guarded entry at a time: an entry
+    whose guards do not load, or whose dropped guards no longer hold, is left out and that
+    frame compiles as usual. It then returns None, so PyTorch starts a fresh package for
+    whatever compiles later.
+
+    The install (reading the package, building each entry's guard manager) waits for the
+    compiled function's first call, through the wrapper's enter hooks, which run before Dynamo
+    looks the frame up: a function compiled and never called costs nothing. A function
+    compiled twice is installed once (the entries belong to its code object).
+    """
+
+    def __init__(self, vetting: FrameVetting, report: Callable[[str, InstallReport], None],
+                 modules: dict[str, str]) -> None:
+        from torch._dynamo import package
+
+        self._original = package.DynamoCache
+        self._vetting = vetting
+        self._modules = modules
+        self._report = report
+        self._installed: list[Any] = []  # packages stay alive as long as replay
+        self._codes: dict[int, types.CodeType] = {}  # id -> code of each function installed or pending
+        # (by id: code objects compare equal across files when their bytecode is the same)
+        outer = self
+
+        class _Cache(type(self._original)):  # type: ignore[misc]
+            def load(self, fn: Callable[..., Any]) -> None:  # type: ignore[override]
+                outer._when_first_called(fn, lambda: super(_Cache, self).load(fn))
+                return None
+
+        package.DynamoCache = _Cache(self._original.path_prefix())
+
+    def _when_first_called(self, fn: Callable[..., Any], load: Callable[[], Any]) -> None:
+        """Installs fn's saved package at its compiled wrapper's first call (at once when the
+        wrapper cannot be found)."""
+        from torch._dynamo.eval_frame import innermost_fn
+
+        code = getattr(innermost_fn(fn), "__code__", None)
+        if id(code) in self._codes:
+            return
+        if code is not None:
+            self._codes[id(code)] = code
+        pending = [load]
+
+        def install() -> Callable[[], None]:
+            try:
+                take = pending.pop()  # atomic: one caller installs
+            except IndexError:
+                return _no_cleanup
+            result = take()
+            if result is not None:
+                self._install(fn, result)
+            return _no_cleanup
+
+        hooks = getattr(_wrapper_being_made(), "enter_exit_hooks", None)
+        if isinstance(hooks, list):
+            hooks.append(install)
+        else:
+            install()
+
+    def remove(self) -> None:
+        from torch._dynamo import package
+
+        package.DynamoCache = self._original
+
+    def _install(self, fn: Callable[..., Any], result: Any) -> None:
+        from torch._C._dynamo.eval_frame import _reset_precompile_entries
+        from torch._dynamo.package import CompilePackage
+
+        name = getattr(fn, "__qualname__", repr(fn))
+        frame = code_key(fn.__code__) if hasattr(fn, "__code__") else name
+        report = InstallReport()
+        start = time.perf_counter()
+        installed: list[tuple[dict[str, Any], str]] = []
+        mismatch = _package_mismatch(fn, result.dynamo)
+        if mismatch:  # nothing installed: the whole function compiles as usual
+            report.skipped.append((frame, mismatch))
+        else:
+            try:
+                package = CompilePackage(fn, result.dynamo)  # checks versions and inlined sources
+                with digests_kept():
+                    _install_entries(package, fn, result.backends, self._vetting, report, installed, self._modules)
+                self._installed.append(package)
+            except Exception as error:  # the whole function compiles as usual
+                for scope, global_name in installed:
+                    scope.pop(global_name, None)
+                with contextlib.suppress(Exception):
+                    _reset_precompile_entries(getattr(fn, "__code__"))
+                report.installed = 0
+                report.skipped.append((frame, f"{type(error).__name__}: {error}"))
+        report.seconds = time.perf_counter() - start
+        self._report(name, report)
+
+
+def _no_cleanup() -> None:
+    return None
+
+
+def _wrapper_being_made() -> Any:
+    """The torch.compile context whose __call__ is wrapping a function now (it asks DynamoCache
+    for the function's package), or None."""
+    from torch._dynamo.eval_frame import _TorchDynamoContext
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        candidate = frame.f_locals.get("self")
+        if frame.f_code.co_name == "__call__" and isinstance(candidate, _TorchDynamoContext):
+            return candidate
+        frame = frame.f_back
+    return None
+
+
+def _package_mismatch(fn: Callable[..., Any], dynamo: Any) -> str | None:
+    """Why the saved package PyTorch found for fn is another function's, or None. PyTorch 2.13
+    keys saved frames by qualified name and first line only, so `forward` at line 30 of two
+    files shares one key, and the package found may hold the other file's compiled code."""
+    from torch._dynamo.eval_frame import innermost_fn
+    from torch._dynamo.package import SerializedCode
+
+    code = innermost_fn(fn).__code__
+    if not dynamo.codes:
+        return "its saved package holds no code"
+    saved = SerializedCode.to_code_object(dynamo.codes[0].python_code)
+    if code_digest(saved) != code_digest(code):  # the same code compiles the same; guards check the rest
+        return (f"the package PyTorch saved under its name and first line is for other code, in "
+                f"{saved.co_filename} (PyTorch 2.13 keys saved frames by name and first line only)")
+    return None
+
+
+def _install_entries(package: Any, fn: Callable[..., Any], backends: dict[str, Any],
+                     vetting: FrameVetting, report: InstallReport,
+                     installed: list[tuple[dict[str, Any], str]], modules: dict[str, str]) -> None:
+    """CompilePackage.install, with each guarded entry loaded on its own (PyTorch 2.13 loads
+    them all or fails): what PyTorch installs per code object, in the same order. One change:
+    the compiled function's own frame runs with the globals of the module that defines its
+    code, which for a decorated function (transformers' forward) is not the module PyTorch
+    records (functools.wraps copies __module__); PyTorch 2.13 installs into the latter."""
+    import torch
+    from torch._C._dynamo.eval_frame import _load_precompile_entry
+    from torch._dynamo.output_graph import get_builtins_dict
+    from torch._dynamo.package import SerializedCode, _compile_frame_context, _lookup_code, load_guard_manager
+
+    def install_global(scope: dict[str, Any], name: str, value: Any) -> None:
+        scope[name] = value
+        installed.append((scope, name))
+
+    main_code = package._innermost_fn.__code__
+    for code, entry in package._codes.items():
+        context = _compile_frame_context(code) if entry.has_compile_id else contextlib.nullcontext()
+        with context:
+            module = sys.modules[entry.python_module]
+            scope = getattr(package._innermost_fn, "__globals__", module.__dict__) if code is main_code else module.__dict__
+            for alias, module_name in entry.import_sources.items():
+                install_global(scope, alias, importlib.import_module(module_name))
+            if entry.install_to_global:
+                for function_name in entry.function_names:
+                    install_global(scope, function_name, _resume_function(code, scope, function_name))
+            target_code = _lookup_code(entry) if entry.code_source else code
+            if entry.bypassed:
+                if entry.guarded_codes:  # left out at load: PyTorch found a backend missing
+                    report.skipped.append((code_key(target_code), _NO_BACKEND))
+                continue
+            for backend_id in entry.backend_ids:
+                if backend_id not in backends:
+                    raise RuntimeError(f"backend {backend_id} is not in the store")
+                backend = backends[backend_id].after_deserialization()
+                install_global(scope, backend_id, torch._dynamo.disable(backend))
+            if not entry.guarded_codes:  # Dynamo made no graph for it: PyTorch skips the frame
+                torch._dynamo.eval_frame.skip_code(target_code)
+                continue
+            frame = code_key(target_code)
+            local_scope = _live_locals(fn, target_code) if code is main_code else {}
+            refusal = vetting.before_load(frame, local_scope, scope)
+            if refusal:
+                report.skipped.append((frame, refusal))
+                continue
+            for guarded in entry.guarded_codes:
+                try:
+                    state, lenient = _load_guards_state(guarded.guards_state)
+                    report.recreated += [f"{frame}: {name} restored without its __setstate__" for name in lenient]
+                    report.recreated += _fill_missing(state, local_scope, scope, frame)
+                    if name := state.output_graph.name_of_builtins_dict_key_in_fglobals:
+                        scope.setdefault(name, get_builtins_dict(scope))
+                    for name in state.output_graph.global_scope:  # the modules its guards read
+                        if name in modules and name not in scope:
+                            install_global(scope, name, importlib.import_module(modules[name]))
+                    # Under caching precompile PyTorch builds the guards twice, the first time to
+                    # filter out the kinds it drops; a saved frame holds none of those.
+                    with torch._dynamo.config.patch(caching_precompile=False):
+                        manager = load_guard_manager(state, target_code, scope)
+                except Exception as error:
+                    report.skipped.append((frame, f"its saved guards do not load ({type(error).__name__}: {error})"))
+                    continue
+                refusal = vetting.after_load(frame, guarded.guards_state, manager, scope)
+                if refusal:
+                    report.skipped.append((frame, refusal))
+                    continue
+                transformed = SerializedCode.to_code_object(guarded.dynamo_code)
+                for name in transformed.co_names:
+                    if name in modules and name not in scope:
+                        install_global(scope, name, importlib.import_module(modules[name]))
+                _load_precompile_entry(target_code, manager, transformed)
+                report.installed += 1
+
+
+_NO_BACKEND = ("its compiled graph is not in the store: PyTorch 2.13's precompile saves graphs compiled by "
+               "Inductor, not by other backends (aot_eager, eager)")
+
+
+def _load_guards_state(data: bytes) -> tuple[Any, list[str]]:
+    """A frame's saved guard state, and the classes restored leniently.
+
+    PyTorch saves a value its guards do not read as missing, and an object's own __setstate__
+    may then fail on it (AdamW's reads each parameter's step count). When the plain load
+    fails, load again with each class that has its own __setstate__ restored by setting its
+    attributes instead: the guards are built from what they read, which was saved, and check
+    the live objects on every call."""
+    import torch
+    from torch._dynamo.package import load_guards_state
+
+    try:
+        # PyTorch's loader imports FSDP (all of torch.distributed, about half a second) to turn
+        # off FSDP's module construction while unpickling; only a state that names FSDP needs it.
+        return (load_guards_state(data) if b"fsdp" in data else pickle.loads(data)), []
+    except Exception as error:
+        first = error
+    lenient: list[str] = []
+
+    class LenientUnpickler(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> Any:
+            found = super().find_class(module, name)
+            if isinstance(found, type) and isinstance(_own_attributes(found).get("__setstate__"), types.FunctionType) \
+                    and found.__dictoffset__ and not issubclass(found, (torch.Tensor, torch.nn.Module)):
+                try:
+                    replacement = _lenient_class(found)
+                except TypeError:  # a C type that cannot be subclassed: restored as usual
+                    return found
+                lenient.append(found.__qualname__)
+                return replacement
+            return found
+
+    try:
+        return LenientUnpickler(io.BytesIO(data)).load(), lenient
+    except Exception:
+        raise first from None
+
+
+def _own_attributes(cls: type) -> dict[str, Any]:
+    """Attributes defined by the class or a base other than object, nearest first."""
+    found: dict[str, Any] = {}
+    for base in cls.__mro__:
+        if base is not object:
+            for name, value in vars(base).items():
+                found.setdefault(name, value)
+    return found
+
+
+def _lenient_class(cls: type) -> type:
+    def __setstate__(self: Any, state: Any) -> None:
+        self.__class__ = cls  # the real class again: type guards compare against it
+        try:
+            cls.__setstate__(self, state)
+        except Exception:
+            if not isinstance(state, dict):
+                raise
+            self.__dict__.update(state)  # what the guards read is there; the rest was not saved
+
+    return type(cls.__name__, (cls,), {"__setstate__": __setstate__, "__module__": cls.__module__})
+
+
+def _resume_function(code: types.CodeType, scope: dict[str, Any], name: str) -> Any:
+    """What PyTorch installs for a resume function: the function, or for one with free
+    variables a factory that takes the closure (as output_graph.install_resume_function_global)."""
+    if not code.co_freevars:
+        return types.FunctionType(code, scope, name)
+
+    def make(closure: tuple[types.CellType, ...]) -> types.FunctionType:
+        return types.FunctionType(code, scope, name, None, closure)
+
+    import torch
+
+    torch._dynamo.eval_frame.skip_code(make.__code__)  # PyTorch's own factory lives in torch, which Dynamo skips
+    return make
+
+
+def _live_locals(fn: Callable[..., Any], code: types.CodeType) -> dict[str, Any]:
+    """The locals of a call of fn that are known before the call: `self` of a bound method and
+    the cells of its closure (for transformers' decorated forward, the wrapped function)."""
+    known: dict[str, Any] = {}
+    if isinstance(fn, types.MethodType) and code.co_varnames[:1]:
+        known[code.co_varnames[0]] = fn.__self__
+    closure = getattr(fn, "__closure__", None) or ()
+    for name, cell in zip(code.co_freevars, closure):
+        with contextlib.suppress(ValueError):
+            known[name] = cell.cell_contents
+    return known
+
+
+def _fill_missing(state: Any, local_scope: dict[str, Any], global_scope: dict[str, Any], frame: str) -> list[str]:
+    """PyTorch saves some values a frame's guards read as missing: a function whose qualified
+    name leads elsewhere, as one wrapped by a decorator (transformers' output-capturing
+    `wrapper` closes over the model's real forward). Where the live function supplies the
+    value (its closure cells, `self`, its module's globals), put it back, so the guards are
+    built on it; they still check it on every call."""
+    from torch._dynamo.guards import _Missing
+
+    filled = []
+    for scope, live, prefix in ((state.output_graph.local_scope, local_scope, "L"),
+                                (state.output_graph.global_scope, global_scope, "G")):
+        for name, value in list(scope.items()):
+            if isinstance(value, _Missing) and name in live:
+                scope[name] = live[name]
+                filled.append(f"{frame}: {prefix}['{name}']")
+    return filled
