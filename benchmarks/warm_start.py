@@ -78,6 +78,19 @@ _TWO_SHAPES = """
                 outputs = [fn(torch.randint(0, 1000, (2, n), generator=generator)) for n in (64, 128)]
             return outputs[-1][0]  # logits (gpt2), last hidden state (bert)
 """
+# A training step over `net` and `optimizer`, compiled whole, two steps at (2, 64).
+_TRAINING_STEP = """
+        def model(input_ids):  # the training step; torch.compile(step)
+            loss = net(input_ids, labels=input_ids).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            return loss.detach()
+        dynamic = None
+        def first_output(fn):
+            generator = torch.Generator().manual_seed(0)
+            return [fn(torch.randint(0, 1000, (2, 64), generator=generator)) for _ in range(2)][-1]
+"""
 WORKLOADS = {
     "gpt2": """
         from transformers import GPT2Config, GPT2LMHeadModel
@@ -94,17 +107,7 @@ WORKLOADS = {
         torch.manual_seed(0)
         net = GPT2LMHeadModel(GPT2Config(n_layer=2, attn_implementation="sdpa"))  # train mode: dropout on
         optimizer = torch.optim.AdamW(net.parameters(), lr=1e-4)
-        def model(input_ids):  # the training step; torch.compile(step)
-            loss = net(input_ids, labels=input_ids).loss
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad()
-            return loss.detach()
-        dynamic = None
-        def first_output(fn):
-            generator = torch.Generator().manual_seed(0)
-            return [fn(torch.randint(0, 1000, (2, 64), generator=generator)) for _ in range(2)][-1]
-    """,
+""" + _TRAINING_STEP,
     "gpt": MODELS["gpt"] + """
         dynamic = True
         def first_output(fn):
@@ -172,17 +175,7 @@ WORKLOADS.update({
                                            num_attention_heads=8, num_key_value_heads=2, vocab_size=32000,
                                            attn_implementation="sdpa"))
         optimizer = torch.optim.SGD(net.parameters(), lr=1e-3, momentum=0.9)
-        def model(input_ids):  # the training step; torch.compile(step)
-            loss = net(input_ids, labels=input_ids).loss
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad()
-            return loss.detach()
-        dynamic = None
-        def first_output(fn):
-            generator = torch.Generator().manual_seed(0)
-            return [fn(torch.randint(0, 1000, (2, 64), generator=generator)) for _ in range(2)][-1]
-    """,
+""" + _TRAINING_STEP,
 })
 REAL_WORKLOADS = ["gpt2", "bert", "gpt2-train", "t5", "llama", "vit", "llama-train"]
 

@@ -28,9 +28,10 @@ import warnings
 from typing import Any, Callable
 
 from dynamo_replay._torch_guards import (CLASS_CONTENTS, MODULE_HOOKS, DroppedGuard, QuietLog, UnsaveableGuardDrop,
-                                         add_log_filter, code_key, describe_module_hooks, describe_value, digests_kept,
-                                         guard_builder_frames, guard_tree_lines, guards_state_key, module_hooks_source,
-                                         pin_in_capture, pinned_by_build, user_line)
+                                         add_log_filter, code_key, describe_module_hooks, guard_builder_frames,
+                                         guard_tree_lines, guards_state_key, module_hooks_source, pin_in_capture,
+                                         user_line)
+from dynamo_replay.descriptions import describe_value, digests_kept, pinned_by_build
 from dynamo_replay._torch_guards import quiet_dropped_guards, record_dropped_guards  # noqa: F401 (capture, replay)
 
 # The config values a precompile capture sets, and replay sets from what the store recorded.

@@ -15,7 +15,8 @@ import time
 import types
 from typing import Any, Callable, Protocol
 
-from dynamo_replay._torch_guards import code_digest, code_key, digests_kept
+from dynamo_replay._torch_guards import code_key
+from dynamo_replay.descriptions import code_digest, digests_kept
 
 
 @dataclasses.dataclass
