@@ -18,6 +18,8 @@ from dynamo_replay.graphs import load_graph
 from dynamo_replay.graphs.stored import compile_text, stored_graphs
 from dynamo_replay.tools import runner_executable
 
+# How far a stored float32 output may be from a rerun on another CPU (see the tests below).
+FLOAT32_NOISE = 1e-6
 GRAPHS = {"dynamo_output_graph": "dynamo", "aot_forward_graph": "forward", "aot_backward_graph": "backward",
           "aot_inference_graph": "inference"}
 
@@ -63,7 +65,9 @@ def test_every_graph_rebuilds_and_reproduces_its_samples(kept: Path) -> None:
             module = load_graph(kept, compile_id, GRAPHS[event], inputs=False)
         assert len(module.graph.nodes) == len(module.ir["nodes"])
         if module.expected_outputs:
-            assert module.check(0, 0) == [], (compile_id, event)
+            # Bitwise on the CPU that captured it; another CPU's matmul kernels may round the
+            # last bit differently (2.98e-08 seen on an AMD EPYC), never more than float32 noise.
+            assert module.check(FLOAT32_NOISE, FLOAT32_NOISE) == [], (compile_id, event)
             checked += 1
     assert checked >= 6  # forward, backward and Dynamo graphs of both MLP compiles at least
 
@@ -78,7 +82,8 @@ def test_the_runner_runs_every_aten_graph(kept: Path) -> None:
         if "has no stored sample" in report.get("error", ""):  # never ran inside capture
             continue
         assert done.returncode == 0 and report["ok"], report
-        assert report["outputs"] and {o["status"] for o in report["outputs"]} == {"bitwise"}, report
+        assert report["outputs"] and all(o["status"] == "bitwise" or o["max_abs_diff"] <= FLOAT32_NOISE
+                                         for o in report["outputs"]), report
 
 
 def test_its_dynamic_compile_has_a_symbol_table(kept: Path) -> None:

@@ -116,11 +116,11 @@ def nothing_unpickled(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("replay loaded data from a store it should have refused")
 
-    from dynamo_replay import _torch
+    from dynamo_replay import _torch, _torch_install
 
     _torch.import_compiler()  # what torch.compile imports anyway
     monkeypatch.setattr(pickle, "loads", refuse)
-    monkeypatch.setattr(_torch, "SafeDynamoCache", refuse)
+    monkeypatch.setattr(_torch_install, "SafeDynamoCache", refuse)
     monkeypatch.setattr(torch.compiler, "load_cache_artifacts", refuse)
     monkeypatch.setattr(kernels, "restore_kernel_libraries", refuse)
 
