@@ -10,12 +10,13 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := g++ make libzstd-dev libcereal-dev libxxhash-dev libgtest-dev \
                 nlohmann-json3-dev libcli11-dev libfmt-dev libssl-dev zstd \
                 libmlir-19-dev mlir-19-tools llvm-19-dev \
-                chromium
+                chromium redis-server
 # Exactly this torch: the local CPU build. Anything unpinned pulls GBs of CUDA wheels.
 # transformers builds the real models the tests and benchmarks run (from configs, no downloads).
 # tlparse (and Debian's chromium, above) read the exports and the HTML report in their tests.
+# redis is the client of the fleet store; its tests start Debian's redis-server (above).
 PY_PACKAGES  := torch==2.13.0 numpy pytest scikit-build-core pybind11 cmake ninja transformers==5.23.0 \
-                tlparse==0.4.3
+                tlparse==0.4.3 redis==8.1.0
 
 CXX_SOURCES := CMakeLists.txt pyproject.toml $(shell find cmake store capture replay tools python tests/fuzz \
                  \( -name '*.cc' -o -name '*.h' -o -name '*.def' -o -name 'CMakeLists.txt' -o -name '*.cmake' -o -name '*.py' \) 2>/dev/null)

@@ -7,7 +7,7 @@ The store API (this module) needs no PyTorch; capture, replay and load_graph imp
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dynamo_replay._core import (
     Artifact,
@@ -20,8 +20,9 @@ from dynamo_replay._core import (
     UnknownRecord,
     __version__,
 )
-from dynamo_replay.capture import capture
-from dynamo_replay.replay import ReplaySummary, replay
+from dynamo_replay.capture import capture as _capture
+from dynamo_replay.replay import ReplaySummary
+from dynamo_replay.replay import replay as _replay
 from dynamo_replay.errors import (
     CorruptStoreError,
     GraphError,
@@ -38,6 +39,34 @@ from dynamo_replay.errors import (
 
 if TYPE_CHECKING:
     import torch.fx
+
+
+def replay(path: str | os.PathLike[str], *, strict: bool = False, key: str | bytes | None = None,
+           verbose: bool = True) -> Any:
+    """Run the torch.compile work in a `with` block from the store at `path` instead of
+    compiling (dynamo_replay.replay.replay). A `redis://HOST:PORT/DB?name=JOB` URL names a
+    fleet store: this host's entry is replayed, or captured under the job's lease while the
+    fleet's other processes wait (dynamo_replay.fleet)."""
+    if _is_fleet_url(path):
+        from dynamo_replay.fleet import fleet_replay
+
+        return fleet_replay(str(path), strict=strict, key=key, verbose=verbose)
+    return _replay(path, strict=strict, key=key, verbose=verbose)
+
+
+def capture(path: str | os.PathLike[str], **options: Any) -> Any:
+    """Record every torch.compile compilation in a `with` block (or a decorated call) into the
+    store at `path` (dynamo_replay.capture.capture, which lists the options). A redis:// URL
+    uploads the store as a new entry of the job."""
+    if _is_fleet_url(path):
+        from dynamo_replay.fleet import fleet_capture
+
+        return fleet_capture(str(path), **options)
+    return _capture(path, **options)
+
+
+def _is_fleet_url(path: object) -> bool:
+    return isinstance(path, str) and path.startswith(("redis://", "rediss://"))
 
 
 def load_graph(store: str | os.PathLike[str], compile_id: str, graph: str = "forward",

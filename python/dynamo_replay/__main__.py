@@ -90,7 +90,7 @@ def _run_job(args: argparse.Namespace) -> int:
 
 
 def _capture(args: argparse.Namespace) -> int:
-    from dynamo_replay.capture import capture
+    from dynamo_replay import capture
 
     _prepare_job(args)
     with capture(args.output, level=args.level, samples=not args.no_samples, precompile=not args.no_precompile):
@@ -99,7 +99,7 @@ def _capture(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace) -> int:
     from dynamo_replay.errors import ReplayError
-    from dynamo_replay.replay import replay
+    from dynamo_replay import replay
 
     _prepare_job(args)
     try:
@@ -190,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
                                               "Without -o the script goes to stdout with everything inside")
     graph.add_argument("--json", action="store_true", help="with -o: say what was written as JSON")
     graph.set_defaults(run=_graph)
+    from dynamo_replay.fleet.cli import add_parser as add_fleet_parser
+
+    add_fleet_parser(sub)
     sub.add_parser("inspect-path", help="print where replay-inspect is installed").set_defaults(
         run=lambda _: print(inspect_executable()) or 0
     )

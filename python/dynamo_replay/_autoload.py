@@ -22,7 +22,7 @@ def on_torch_import() -> None:
     if not path:
         return
     from dynamo_replay.errors import ReplayRefusedError
-    from dynamo_replay.replay import replay
+    from dynamo_replay import replay
 
     session = replay(path, strict=os.environ.get(STRICT_ENV) == "1")
     try:

@@ -15,7 +15,7 @@ from dynamo_replay.fingerprint import environment_fingerprint, ignored_by_pytorc
 from dynamo_replay.replay_data import ReplayData
 
 # Fingerprint entries that describe the host but do not decide whether compiled code is valid.
-_NOT_COMPARED = {"platform"}
+NOT_COMPARED = {"platform"}
 # Entries added after stores were first written: compared only when the store has them.
 _ADDED_LATER = {schema.FINGERPRINT_CPU_FLAGS}
 
@@ -72,7 +72,7 @@ def fingerprint_differences(captured: dict[str, str], current: dict[str, str], a
     """What differs between the capture's fingerprint and this process's, leaving out the
     settings replay itself will set (`applied`)."""
     differences = []
-    for key in sorted((captured.keys() | current.keys()) - _NOT_COMPARED - applied):
+    for key in sorted((captured.keys() | current.keys()) - NOT_COMPARED - applied):
         if key in _ADDED_LATER and key not in captured or ignored_by_pytorch(key):
             continue
         was, now = captured.get(key, "(absent)"), current.get(key, "(absent)")

@@ -1,0 +1,182 @@
+"""The fleet store on a real redis-server (Debian's, started here on a loopback port): one
+process captures a job, every other replays it, and Redis failing or holding bad data never
+fails a job or loads anything unchecked. Each job is a fresh process (jobs/fleet_job.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+redis = pytest.importorskip("redis")
+
+JOB = Path(__file__).parent / "jobs" / "fleet_job.py"
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def server(tmp_path: Path):
+    """A fresh redis-server on a free loopback port; yields its port."""
+    binary = shutil.which("redis-server")
+    assert binary, "redis-server is missing: `make test` installs Debian's redis-server"
+    port = _free_port()
+    process = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                                "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = redis.Redis(port=port)
+    for _ in range(100):
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    yield port
+    process.kill()
+    process.wait()
+
+
+def start(url: str, out: Path, cache: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAMO_REPLAY", "TORCHINDUCTOR_"))}
+    environment.update(TORCHINDUCTOR_CACHE_DIR=str(out) + "-inductor", DYNAMO_REPLAY_CACHE=str(cache), **(env or {}))
+    return subprocess.Popen([sys.executable, str(JOB), url, str(out), *extra], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=environment)
+
+
+def finish(process: subprocess.Popen[str]) -> tuple[dict, str]:
+    _, stderr = process.communicate(timeout=600)
+    assert process.returncode == 0, stderr[-3000:]
+    out = Path(process.args[3])
+    return json.loads((out / "report.json").read_text()), stderr
+
+
+def run_job(url: str, out: Path, cache: Path, *extra: str, **kwargs) -> tuple[dict, str]:
+    return finish(start(url, out, cache, *extra, **kwargs))
+
+
+def outputs(out: Path) -> list:
+    return torch.load(out / "outputs.pt")
+
+
+def test_one_process_captures_the_next_replays_and_a_restart_uses_its_local_copy(server: int, tmp_path: Path) -> None:
+    url = f"redis://127.0.0.1:{server}/0?name=job"
+    first, _ = run_job(url, tmp_path / "a", tmp_path / "cache-a")
+    assert first["mode"] == "capture" and first["traced"] == ["forward"]
+    second, _ = run_job(url, tmp_path / "b", tmp_path / "cache-b")
+    assert second["mode"] == "replay" and second["traced"] == [] and second["entry"] == first["entry"]
+    assert torch.equal(outputs(tmp_path / "a")[0], outputs(tmp_path / "b")[0])
+    client = redis.Redis(port=server)
+    for key in client.scan_iter(match="dynrep:job:*:chunk:*"):
+        client.delete(key)  # a restart on the same host must not need them
+    third, _ = run_job(url, tmp_path / "c", tmp_path / "cache-b")
+    assert third["mode"] == "replay" and third["traced"] == []
+
+
+def test_a_stampede_of_16_processes_captures_once(server: int, tmp_path: Path) -> None:
+    url = f"redis://127.0.0.1:{server}/0?name=stampede"
+    processes = [start(url, tmp_path / f"p{i}", tmp_path / f"cache-{i}") for i in range(16)]
+    reports = [finish(process)[0] for process in processes]
+    modes = sorted(report["mode"] for report in reports)
+    assert modes == ["capture"] + ["replay"] * 15, modes
+    assert all(report["traced"] == [] for report in reports if report["mode"] == "replay")
+    expected = outputs(tmp_path / "p0")[0]
+    assert all(torch.equal(outputs(tmp_path / f"p{i}")[0], expected) for i in range(16))
+
+
+def test_a_corrupted_chunk_is_refused_named_set_aside_and_recaptured(server: int, tmp_path: Path) -> None:
+    url = f"redis://127.0.0.1:{server}/0?name=job"
+    first, _ = run_job(url, tmp_path / "a", tmp_path / "cache-a")
+    client = redis.Redis(port=server)
+    (chunk,) = list(client.scan_iter(match=f"dynrep:job:*:chunk:{first['entry']}:0"))
+    client.setrange(chunk, 100, b"\xff\x00\xff")
+    second, stderr = run_job(url, tmp_path / "b", tmp_path / "cache-b")
+    assert f"entry {first['entry']}: chunk 0 of 1 does not match its hash" in stderr and "set aside" in stderr
+    assert second["mode"] == "capture" and second["entry"] != first["entry"]
+    assert torch.equal(outputs(tmp_path / "a")[0], outputs(tmp_path / "b")[0])
+
+
+def test_redis_down_the_job_compiles_normally_with_one_warning(tmp_path: Path) -> None:
+    url = f"redis://127.0.0.1:{_free_port()}/0?name=job"  # nothing listens there
+    began = time.monotonic()
+    report, stderr = run_job(url, tmp_path / "a", tmp_path / "cache")
+    assert report["mode"] == "compile" and report["traced"] == ["forward"]
+    assert stderr.count("dynamo-replay: fleet") == 1 and "the job compiles as usual" in stderr
+    assert "ConnectionError" in stderr and time.monotonic() - began < 60
+
+
+def test_a_killed_lease_holder_is_taken_over_after_its_lease_expires(server: int, tmp_path: Path) -> None:
+    url = f"redis://127.0.0.1:{server}/0?name=job&lease=2&wait=120"
+    holder = start(url, tmp_path / "a", tmp_path / "cache-a", "--hold", "600")
+    client = redis.Redis(port=server)
+    deadline = time.monotonic() + 300
+    while not list(client.scan_iter(match="dynrep:job:*:lease")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    waiter = start(url, tmp_path / "b", tmp_path / "cache-b")
+    time.sleep(3)  # the waiter sees the lease and waits
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    report, stderr = finish(waiter)
+    assert report["mode"] == "capture" and report["traced"] == ["forward"]
+    assert stderr.count("is capturing this job; waiting up to 120 s") == 1
+
+
+def test_a_host_with_another_config_sees_no_match_and_fleet_show_names_the_factor(server: int, tmp_path: Path) -> None:
+    url = f"redis://127.0.0.1:{server}/0?name=job"
+    first, _ = run_job(url, tmp_path / "a", tmp_path / "cache-a")
+    other = {"TORCHINDUCTOR_MAX_AUTOTUNE_POINTWISE": "1"}
+    show = subprocess.run([sys.executable, "-m", "dynamo_replay", "fleet", "show", url], capture_output=True, text=True,
+                          env={**os.environ, **other}, timeout=300)
+    assert show.returncode == 1
+    assert f"entry {first['entry']}" in show.stdout
+    assert "config.inductor.max_autotune_pointwise: entry False, this host True" in show.stdout
+    listing = subprocess.run([sys.executable, "-m", "dynamo_replay", "fleet", "ls", url], capture_output=True,
+                             text=True, timeout=300)
+    assert first["entry"] in listing.stdout and "(this host)" in listing.stdout
+    second, _ = run_job(url, tmp_path / "b", tmp_path / "cache-b", env=other)
+    assert second["mode"] == "capture" and second["entry"] != first["entry"]
+
+
+UPLOAD = """
+import sys, os
+from dynamo_replay.fleet.entries import FleetEntries
+from dynamo_replay.fleet.url import parse_fleet_url
+FleetEntries(parse_fleet_url(sys.argv[1])).upload("d", os.urandom(96 << 20), {"sources": []})
+"""
+
+
+def test_a_writer_killed_mid_upload_leaves_no_visible_entry(server: int, tmp_path: Path) -> None:
+    url = f"redis://127.0.0.1:{server}/0?name=job"
+    client = redis.Redis(port=server)
+    writer = subprocess.Popen([sys.executable, "-c", UPLOAD, url])
+    deadline = time.monotonic() + 120
+    while not list(client.scan_iter(match="dynrep:job:d:chunk:*")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    writer.send_signal(signal.SIGKILL)
+    writer.wait()
+    chunks = list(client.scan_iter(match="dynrep:job:d:chunk:*"))
+    assert chunks and client.scard("dynrep:job:d:entries") == 0 and not list(client.scan_iter(match="*:entry:*"))
+    assert all(0 < client.ttl(chunk) <= 3600 for chunk in chunks)  # the uncommitted chunks expire
+
+
+def test_with_a_key_an_entry_signed_otherwise_is_refused_before_loading_and_recaptured(server: int,
+                                                                                       tmp_path: Path) -> None:
+    url = f"redis://127.0.0.1:{server}/0?name=job"
+    first, _ = run_job(url, tmp_path / "a", tmp_path / "cache-a", env={"DYNAMO_REPLAY_KEY": "key-one"})
+    second, stderr = run_job(url, tmp_path / "b", tmp_path / "cache-b", env={"DYNAMO_REPLAY_KEY": "key-two"})
+    assert "signature does not verify" in stderr
+    assert second["mode"] == "capture" and second["entry"] != first["entry"]
+    third, _ = run_job(url, tmp_path / "c", tmp_path / "cache-c", env={"DYNAMO_REPLAY_KEY": "key-two"})
+    assert third["mode"] == "replay" and third["entry"] == second["entry"] and third["traced"] == []
