@@ -6,7 +6,10 @@ group of N):
   cold           torch.compile, no cache shared;
   pytorch-redis  PyTorch's own Redis remote caches (TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE=1,
                  TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE=1, TORCHINDUCTOR_REDIS_HOST/PORT);
-  fleet          dynamo_replay.replay("redis://...?name=JOB").
+  fleet          dynamo_replay.replay("redis://...?name=JOB");
+  fleet-warm     the same with the job's entry already in Redis (one untimed process put it
+                 there), each process starting with an empty local cache: it downloads;
+  local-replay   dynamo_replay.replay(FILE) of that entry's store, copied to a local file.
 The job is capture_overhead.py's small GPT (dynamic=True, two blocks), to first output. For
 each group the script reports the median and the slowest process's time to first output from
 the group's start, and the compile work the group did: processes that traced with Dynamo and,
@@ -18,8 +21,8 @@ a fresh process fetching the entry into an empty local cache and reading every a
 a fresh process reading the same store from a local file.
 
 Run: .venv/bin/python benchmarks/fleet.py [--sizes 1 4 16] [--store-mib 100] [--repeat 5]
-Targets (issue 22): with 16 processes the group's compile work is one capture; fetching from
-Redis is within 10% of reading a local file.
+Targets (issue 22): with 16 processes the group's compile work is one capture; a fleet warm
+start (fleet-warm) is within 10% of replaying a local file (local-replay).
 """
 
 from __future__ import annotations
@@ -51,9 +54,10 @@ torch._dynamo.convert_frame.register_bytecode_hook(lambda code, new: traced.appe
 @@MODEL@@
 mode = sys.argv[1]
 session = None
-if mode == "fleet":
+if mode in ("fleet", "fleet-warm", "local-replay"):
     import dynamo_replay
-    session = dynamo_replay.replay(os.environ["FLEET_URL"], verbose=False).__enter__()
+    where = os.environ["LOCAL_STORE"] if mode == "local-replay" else os.environ["FLEET_URL"]
+    session = dynamo_replay.replay(where, verbose=False).__enter__()
 compiled = torch.compile(model, dynamic=True)
 with torch.no_grad():
     compiled(torch.randint(0, 100, (2, 16), generator=torch.Generator().manual_seed(0)))
@@ -110,8 +114,12 @@ def start_redis(work: Path) -> tuple[subprocess.Popen, int]:
 def group(script: Path, mode: str, n: int, port: int, work: Path) -> dict:
     import redis
 
-    redis.Redis(port=port).flushall()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAMO_REPLAY", "TORCHINDUCTOR_"))}
+    if mode not in ("fleet-warm", "local-replay"):
+        redis.Redis(port=port).flushall()
+    elif not redis.Redis(port=port).keys("dynrep:bench:*:entries"):
+        group(script, "fleet", 1, port, work)  # untimed: puts the entry there
+    env["LOCAL_STORE"] = str(local_store(port, work))
     if mode == "pytorch-redis":
         env.update(TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE="1", TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE="1",
                    TORCHINDUCTOR_REDIS_HOST="127.0.0.1", TORCHINDUCTOR_REDIS_PORT=str(port))
@@ -129,6 +137,22 @@ def group(script: Path, mode: str, n: int, port: int, work: Path) -> dict:
     return {"median": statistics.median(firsts), "slowest": max(firsts), "traced": sum(r["traced"] > 0 for r in results),
             "fx_miss": sum(r["fx_miss"] for r in results),
             "captures": sum(r["mode"] == "capture" for r in results)}
+
+
+def local_store(port: int, work: Path) -> Path:
+    """The job's entry as a local file (for local-replay), when Redis holds one."""
+    import redis
+
+    path = work / "local.dynrep"
+    if path.exists() or not redis.Redis(port=port).keys("dynrep:bench:*:entries"):
+        return path
+    from dynamo_replay.fleet.entries import FleetEntries
+    from dynamo_replay.fleet.url import parse_fleet_url
+
+    entries = FleetEntries(parse_fleet_url(f"redis://127.0.0.1:{port}/0?name=bench"))
+    digest = next(d for d in entries.digests() if entries.manifests(d))
+    path.write_bytes(entries.download(digest, entries.manifests(digest)[0]))
+    return path
 
 
 def timed(command: list[str], repeat: int) -> list[float]:
@@ -165,8 +189,8 @@ def download(port: int, work: Path, mib: int, repeat: int) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 4, 16])
-    parser.add_argument("--columns", nargs="+", default=["cold", "pytorch-redis", "fleet"])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1, 4, 16])
+    parser.add_argument("--columns", nargs="+", default=["cold", "pytorch-redis", "fleet", "fleet-warm", "local-replay"])
     parser.add_argument("--store-mib", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=5, help="download pairs (default 5)")
     args = parser.parse_args()
@@ -184,7 +208,7 @@ def main() -> int:
             for mode in args.columns:
                 r = group(script, mode, n, port, work)
                 print(f"| {n} | {mode} | {r['median']:.2f} | {r['slowest']:.2f} | {r['traced']} | {r['fx_miss']} | "
-                      f"{r['captures'] if mode == 'fleet' else ''} |", flush=True)
+                      f"{r['captures'] if mode.startswith('fleet') else ''} |", flush=True)
         if args.store_mib:
             d = download(port, work, args.store_mib, args.repeat)
             print(f"\nstore of {d['mib']:.0f} MiB, medians of {args.repeat} fresh processes in turn: fetched from Redis "

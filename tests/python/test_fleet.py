@@ -180,3 +180,44 @@ def test_with_a_key_an_entry_signed_otherwise_is_refused_before_loading_and_reca
     assert second["mode"] == "capture" and second["entry"] != first["entry"]
     third, _ = run_job(url, tmp_path / "c", tmp_path / "cache-c", env={"DYNAMO_REPLAY_KEY": "key-two"})
     assert third["mode"] == "replay" and third["entry"] == second["entry"] and third["traced"] == []
+
+
+def test_redis_killed_mid_upload_shows_no_partial_entry_and_the_next_process_recaptures(tmp_path: Path) -> None:
+    """redis-server is SIGKILLed while a 96 MiB upload is under way and restarted from its
+    append-only file: what survived is never a visible entry, its chunks expire, and the next
+    process of the job captures."""
+    port = _free_port()
+    command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes",
+               "--appendfsync", "always", "--dir", str(tmp_path)]
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    client = redis.Redis(port=port)
+    try:
+        for _ in range(100):
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        url = f"redis://127.0.0.1:{port}/0?name=job"
+        writer = subprocess.Popen([sys.executable, "-c", UPLOAD, url], stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while not list(client.scan_iter(match="dynrep:job:d:chunk:*")) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        server.kill()
+        server.wait()
+        assert writer.wait(timeout=60) != 0 and "ConnectionError" in writer.stderr.read()
+        server = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+        for _ in range(200):
+            try:
+                client.ping()
+                break
+            except (redis.ConnectionError, redis.BusyLoadingError):
+                time.sleep(0.05)
+        chunks = list(client.scan_iter(match="dynrep:job:d:chunk:*"))
+        assert chunks and client.scard("dynrep:job:d:entries") == 0 and not list(client.scan_iter(match="*:entry:*"))
+        assert all(0 < client.ttl(chunk) <= 3600 for chunk in chunks)
+        report, _ = run_job(url, tmp_path / "a", tmp_path / "cache")
+        assert report["mode"] == "capture"
+    finally:
+        server.kill()
+        server.wait()

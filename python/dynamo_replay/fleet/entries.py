@@ -84,10 +84,7 @@ class FleetEntries:
                 raise EntryError(f"entry {entry_id}: chunk {index} of {len(hashes)} does not match its hash "
                                  "(altered in Redis)")
             parts.append(data)
-        data = b"".join(parts)
-        if hashlib.sha256(data).hexdigest() != manifest["sha256"]:
-            raise EntryError(f"entry {entry_id}: the store does not match its hash")
-        return data
+        return b"".join(parts)  # every byte checked once, chunk by chunk; the store checks its own too
 
     def set_aside(self, digest: str, entry_id: str, why: str) -> None:
         """Hides an entry from readers for good, with the reason, so the next process recaptures."""

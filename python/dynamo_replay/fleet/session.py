@@ -198,16 +198,18 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
     def _local_copy(self, manifest: dict[str, Any]) -> Path:
         assert self._entries is not None
         path = cache_root() / "fleet" / self.url.job / self._digest / f"{manifest['id']}.dynrep"
-        if path.exists() and hashlib.sha256(path.read_bytes()).hexdigest() == manifest["sha256"]:
-            self.entry_id = manifest["id"]
-            return path  # kept from an earlier start on this host
+        done = path.with_suffix(".verified")  # written after a download whose every chunk checked
+        self.entry_id = manifest["id"]
+        if path.exists() and done.exists() and done.read_text() == manifest["sha256"] \
+                and path.stat().st_size == manifest["size"]:
+            return path  # kept from an earlier start on this host (the store checks every blob it reads)
         data = self._entries.download(self._digest, manifest)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".download-")
         with os.fdopen(fd, "wb") as out:
             out.write(data)
         os.replace(temp, path)
-        self.entry_id = manifest["id"]
+        done.write_text(manifest["sha256"])
         return path
 
     # --- after a capture ----------------------------------------------------------------------
