@@ -103,7 +103,12 @@ def _replay(args: argparse.Namespace) -> int:
 
     _prepare_job(args)
     try:
-        with replay(args.store, strict=args.strict, verbose=not args.quiet):
+        session = replay(args.store, strict=args.strict, verbose=not args.quiet)
+    except ValueError as error:  # a malformed redis:// URL
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    try:
+        with session:
             return _run_job(args)
     except ReplayError as error:  # strict mode's refusals: the cause, not a traceback
         message = str(error)

@@ -29,21 +29,27 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.fixture
-def server(tmp_path: Path):
-    """A fresh redis-server on a free loopback port; yields its port."""
+def start_redis(port: int, folder: Path, *options: str) -> subprocess.Popen:
+    """redis-server on a loopback port, answering by the time this returns."""
     binary = shutil.which("redis-server")
     assert binary, "redis-server is missing: `make test` installs Debian's redis-server"
-    port = _free_port()
-    process = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                                "--dir", str(tmp_path)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(folder),
+                                *options], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     client = redis.Redis(port=port)
-    for _ in range(100):
+    for _ in range(200):
         try:
             client.ping()
             break
-        except redis.ConnectionError:
+        except (redis.ConnectionError, redis.BusyLoadingError):
             time.sleep(0.05)
+    return process
+
+
+@pytest.fixture
+def server(tmp_path: Path):
+    """A fresh redis-server on a free loopback port; yields its port."""
+    port = _free_port()
+    process = start_redis(port, tmp_path, "--appendonly", "no")
     yield port
     process.kill()
     process.wait()
@@ -187,17 +193,10 @@ def test_redis_killed_mid_upload_shows_no_partial_entry_and_the_next_process_rec
     append-only file: what survived is never a visible entry, its chunks expire, and the next
     process of the job captures."""
     port = _free_port()
-    command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes",
-               "--appendfsync", "always", "--dir", str(tmp_path)]
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    durable = ("--appendonly", "yes", "--appendfsync", "always")
+    server = start_redis(port, tmp_path, *durable)
     client = redis.Redis(port=port)
     try:
-        for _ in range(100):
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.05)
         url = f"redis://127.0.0.1:{port}/0?name=job"
         writer = subprocess.Popen([sys.executable, "-c", UPLOAD, url], stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 120
@@ -206,13 +205,7 @@ def test_redis_killed_mid_upload_shows_no_partial_entry_and_the_next_process_rec
         server.kill()
         server.wait()
         assert writer.wait(timeout=60) != 0 and "ConnectionError" in writer.stderr.read()
-        server = subprocess.Popen(command, stdout=subprocess.DEVNULL)
-        for _ in range(200):
-            try:
-                client.ping()
-                break
-            except (redis.ConnectionError, redis.BusyLoadingError):
-                time.sleep(0.05)
+        server = start_redis(port, tmp_path, *durable)  # back from its append-only file
         chunks = list(client.scan_iter(match="dynrep:job:d:chunk:*"))
         assert chunks and client.scard("dynrep:job:d:entries") == 0 and not list(client.scan_iter(match="*:entry:*"))
         assert all(0 < client.ttl(chunk) <= 3600 for chunk in chunks)
