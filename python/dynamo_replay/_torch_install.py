@@ -93,7 +93,13 @@ class SafeDynamoCache:
                 take = pending.pop()  # atomic: one caller installs
             except IndexError:
                 return _no_cleanup
-            result = take()
+            try:
+                result = take()
+            except Exception as error:  # PyTorch's reader: the function compiles as usual
+                report = InstallReport(skipped=[(getattr(fn, "__qualname__", repr(fn)),
+                                                 f"its saved package does not read ({type(error).__name__}: {error})")])
+                self._report(getattr(fn, "__qualname__", repr(fn)), report)
+                return _no_cleanup
             if result is not None:
                 self._install(fn, result)
             return _no_cleanup
