@@ -153,6 +153,12 @@ def test_a_host_with_another_config_sees_no_match_and_fleet_show_names_the_facto
     assert first["entry"] in listing.stdout and "(this host)" in listing.stdout
     second, _ = run_job(url, tmp_path / "b", tmp_path / "cache-b", env=other)
     assert second["mode"] == "capture" and second["entry"] != first["entry"]
+    fleet = [sys.executable, "-m", "dynamo_replay", "fleet"]
+    removed = subprocess.run([*fleet, "rm", url, "--entry", first["entry"]], capture_output=True, text=True, timeout=300)
+    assert removed.returncode == 0 and "removed 1 entries" in removed.stdout
+    listing = subprocess.run([*fleet, "ls", url], capture_output=True, text=True, timeout=300).stdout
+    assert first["entry"] not in listing and second["entry"] in listing and "total: 1 entries" in listing
+    assert subprocess.run([*fleet, "rm", url], capture_output=True, text=True, timeout=300).stdout.startswith("removed 1")
 
 
 UPLOAD = """
