@@ -118,7 +118,13 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
             self._captured = Path(tempfile.mkdtemp(prefix="dynrep-fleet-")) / "capture.dynrep"
             self._inner = capture(str(self._captured), key=self.key)
         if self._inner is not None:
-            self._inner.__enter__()
+            try:
+                self._inner.__enter__()
+            except BaseException:  # no capture follows: free the job for another process
+                if self._lease is not None:
+                    self._lease.release()
+                    self._lease = None
+                raise
         if self.mode == "replay" and not self._inner.summary.loaded:
             self._set_aside_refused()
         return self
