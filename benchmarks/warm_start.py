@@ -474,17 +474,23 @@ def table(results: dict[str, dict[str, Any]]) -> str:
                 cut = [_median([r["marks"][k] for r in rs]) for k in ("imported", "built", "entered", "first")]
                 lines.append(f"- {TITLES[column]}: {cut[0]:.2f} | {cut[1] - cut[0]:.2f} | {cut[2] - cut[1]:.2f} | {cut[3] - cut[2]:.2f}")
         for column in REPLAY_COLUMNS:
-            summary = (runs.get(column) or [{}])[0].get("summary") if runs.get(column) else None
-            if summary:
-                not_saved = [entry.split(": ", 1)[-1] for entry in summary.get("not_packaged", [])]
-                refused = [entry.split(": ", 1)[-1] for entry in summary.get("skipped", [])]
-                lines.append(f"\nFrames, {TITLES[column]}: {summary.get('entries_installed')} saved entries installed, "
-                             f"{len(not_saved)} frames not saved" + (f" ({'; '.join(sorted(set(not_saved)))[:300]})" if not_saved else "")
-                             + f", {len(refused)} refused at install" + (f" ({'; '.join(sorted(set(refused)))[:300]})" if refused else "")
-                             + f", {len(summary.get('compiled', []))} compiles at replay")
+            if runs.get(column) and runs[column][0].get("summary"):
+                lines.append(f"\nFrames, {TITLES[column]}: " + frames_line(runs[column][0]["summary"]))
         for problem in result["problems"]:
             lines.append(f"\n**REPLAY PROBLEM: {problem}**")
     return "\n".join(lines)
+
+
+def frames_line(summary: dict[str, Any]) -> str:
+    """What a replay's summary says of its frames: installed, not saved, refused, compiled."""
+    def counted(entries: list[str], what: str) -> str:
+        reasons = sorted({entry.split(": ", 1)[-1] for entry in entries})
+        return f"{len(entries)} {what}" + (f" ({'; '.join(reasons)[:300]})" if reasons else "")
+
+    return (f"{summary.get('entries_installed')} saved entries installed, "
+            f"{counted(summary.get('not_packaged', []), 'frames not saved')}, "
+            f"{counted(summary.get('skipped', []), 'refused at install')}, "
+            f"{len(summary.get('compiled', []))} compiles at replay")
 
 
 def profile_replay(name: str, work: Path, how: str, column: str, reuse: bool) -> None:

@@ -289,6 +289,9 @@ class UnsaveableGuardDrop:
 
     def __call__(self, guards: Any) -> list[bool]:
         keep = [bool(k) for k in self._inner(guards)] if self._inner else [True] * len(guards)
+        _, _, output_graph = guard_builder_frames()
+        if output_graph is None:
+            return keep  # not inside CheckFunctionManager: nothing to drop against
         for index, g in enumerate(guards):  # `g`: guard_builder_frames finds the entry by that name
             kinds = {g.guard_type, *g.derived_guard_types}
             kind = next((k for k in SAVED_BY_DESCRIPTION if k in kinds), None)
@@ -296,7 +299,6 @@ class UnsaveableGuardDrop:
                 continue
             try:
                 dropped = _dropped_guard(kind, g.orig_guard.name)
-                _, _, output_graph = guard_builder_frames()
                 live = _LiveExpression(readable_source(g.orig_guard.name), output_graph.global_scope)
             except Exception:  # kept: the frame is then not saved, as without capture
                 continue

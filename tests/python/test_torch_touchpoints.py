@@ -7,6 +7,7 @@ from __future__ import annotations
 import pickle
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -159,3 +160,18 @@ def test_recompile_causes_read_expected_and_seen() -> None:
     assert (zero_one["source"], zero_one["seen"]) == ("x.size()[0]", "1")
     assert read_source("L['cfg']['k']", *frame) == "2"
     assert read_source("x.sum()", *frame) == "" and read_source("__import__('os')", *frame) == ""
+
+
+def test_a_guard_capture_leaves_out_of_the_saved_frame_stays_in_force_in_the_capture_process() -> None:
+    """Capture saves CLASS_MATCH / MODULE_MATCH / FUNCTION_MATCH frames without those guards
+    (replay re-checks them); in the capturing process each stays pinned to its object."""
+    from dynamo_replay import _torch_guards
+
+    added = []
+    manager = types.SimpleNamespace(root=types.SimpleNamespace(add_lambda_guard=lambda check, parts, stack: added.append(check)))
+    scope = {"Cfg": dict}
+    _torch_guards.pin_in_capture(manager, [(_torch_guards._LiveExpression("G['Cfg']", scope), dict)])
+    (check,) = added
+    assert check({})
+    scope["Cfg"] = list  # swapped in the same process: the saved-without-it frame must not answer
+    assert not check({})

@@ -114,13 +114,14 @@ class FleetEntries:
         return entry_id
 
     def remove(self, digest: str, entry_id: str) -> None:
-        count = len(json.loads(self.redis.hget(self.key(digest, "entry", entry_id), "manifest") or b'{"chunks": []}')
-                    .get("chunks", []))
+        """The entry, its chunks (those its manifest names; any others expire) and its listings."""
+        raw = self.redis.hget(self.key(digest, "entry", entry_id), "manifest")
+        count = len(json.loads(raw).get("chunks", [])) if raw else 0
+        chunks = [self.key(digest, "chunk", entry_id, str(index)) for index in range(count)]
         with self.redis.pipeline(transaction=True) as pipe:
             pipe.srem(self.key(digest, "entries"), entry_id)
             pipe.srem(self.key(digest, "aside"), entry_id)
-            pipe.delete(self.key(digest, "entry", entry_id), *[self.key(digest, "chunk", entry_id, str(i))
-                                                                for i in range(count)] or [])
+            pipe.delete(self.key(digest, "entry", entry_id), *chunks)
             pipe.execute()
 
     # --- the lease ----------------------------------------------------------------------------

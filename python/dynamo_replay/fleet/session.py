@@ -94,7 +94,6 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
         self._lease: _Lease | None = None
         self._entries: FleetEntries | None = None
         self._digest = ""
-        self._environment: dict[str, str] = {}
         self._captured = Path()
 
     @property
@@ -103,8 +102,7 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
 
     def __enter__(self) -> fleet_replay:
         try:
-            self._environment = comparable_environment()
-            self._digest = environment_digest(self._environment)
+            self._digest = environment_digest(comparable_environment())
             self._entries = FleetEntries(self.url)
             path = self._find_or_lead()
         except _FAILURES as error:
@@ -202,20 +200,21 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
         return None
 
     def _local_copy(self, manifest: dict[str, Any]) -> Path:
+        """The entry as a local file: the copy an earlier start on this host verified, or a
+        download checked chunk by chunk (the store then checks every blob it reads)."""
         assert self._entries is not None
         path = cache_root() / "fleet" / self.url.job / self._digest / f"{manifest['id']}.dynrep"
         done = path.with_suffix(".verified")  # written after a download whose every chunk checked
-        self.entry_id = manifest["id"]
-        if path.exists() and done.exists() and done.read_text() == manifest["sha256"] \
-                and path.stat().st_size == manifest["size"]:
-            return path  # kept from an earlier start on this host (the store checks every blob it reads)
-        data = self._entries.download(self._digest, manifest)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".download-")
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(temp, path)
-        done.write_text(manifest["sha256"])
+        if not (path.exists() and done.exists() and done.read_text() == manifest["sha256"]
+                and path.stat().st_size == manifest["size"]):
+            data = self._entries.download(self._digest, manifest)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".download-")
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+            os.replace(temp, path)
+            done.write_text(manifest["sha256"])
+        self.entry_id = manifest["id"]  # only an entry that passed its checks
         return path
 
     # --- after a capture ----------------------------------------------------------------------
