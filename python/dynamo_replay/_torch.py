@@ -420,3 +420,47 @@ def _clear_isa_caches(cpu_vec_isa: Any) -> None:
                     cached.cache_clear()
         for attr in _ISA_EXTRAS.values():
             vars(isa).pop(attr, None)
+
+
+def graph_snapshot(module: Any) -> Any:
+    """A copy of an aten graph module that keeps its nodes' metadata (fake values, stack traces,
+    module scopes) by reference: Inductor rewrites the logged module in place afterwards."""
+    import torch.fx
+
+    graph = torch.fx.Graph()
+    graph.output(graph.graph_copy(module.graph, {}))  # node_copy copies each node's meta dict
+    return torch.fx.GraphModule(module, graph)
+
+
+def decompose_to_core_aten(module: Any) -> Any:
+    """The graph retraced with PyTorch's Core ATen decompositions (the table torch.export's
+    run_decompositions applies), in the graph's own fake mode and symbols, keeping each node's
+    metadata. Guards the retrace would add are suppressed: the compile is finished, and its
+    guards must not change. A view that the decomposed producer left non-contiguous is taken
+    from a contiguous copy: the graph's values are what matters here, not its aliasing."""
+    import torch
+    import torch.fx
+    import torch.fx.traceback as fx_traceback
+    from torch._decomp import core_aten_decompositions
+    from torch._guards import detect_fake_mode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    aten = torch.ops.aten
+    args = [n.meta.get("val") for n in module.graph.nodes if n.op == "placeholder"]
+    fake_mode = detect_fake_mode(args)
+    if fake_mode is None:
+        raise ValueError("the graph's inputs carry no fake values")
+    shape_env = fake_mode.shape_env
+    table = dict(core_aten_decompositions())
+
+    class Retrace(torch.fx.Interpreter):
+        def call_function(self, target: Any, args: Any, kwargs: Any) -> Any:
+            if target is aten.view.default and isinstance(args[0], torch.Tensor) and not args[0].is_contiguous():
+                args = (aten.clone.default(args[0], memory_format=torch.contiguous_format), *args[1:])
+            return super().call_function(target, args, kwargs)
+
+    suppress = shape_env.suppress_guards() if shape_env is not None else contextlib.nullcontext()
+    with fake_mode, suppress, fx_traceback.preserve_node_meta():
+        decomposed = make_fx(Retrace(module).run, decomposition_table=table, tracing_mode="symbolic")(*args)
+    decomposed.graph.eliminate_dead_code()
+    return decomposed

@@ -39,6 +39,8 @@ EVENT_COMPILE_FAILURE = "dynamo_replay.compile_failure"
 EVENT_RECOMPILE = "dynamo_replay.recompile"
 # How many times a compile's code ran during capture.
 EVENT_HITS = "dynamo_replay.hits"
+# An aten graph decomposed to the Core ATen opset (capture/core_aten.py), or why it could not be.
+EVENT_CORE_ATEN_GRAPH_IR = "dynamo_replay.core_aten_graph_ir"
 
 # Fingerprint entries: the CPU's feature flags and the vector ISAs Inductor's probe accepted.
 FINGERPRINT_CPU_FLAGS = "cpu.flags"

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 
 #include <fcntl.h>
@@ -177,6 +178,7 @@ class CompileCheck {
   struct Prepared {
     json ir;
     LoweredGraph lowered;
+    std::string opset, opsetReason;
     std::unique_ptr<Jit> jit;
     std::string stage, error;
   };
@@ -185,19 +187,22 @@ class CompileCheck {
     auto it = prepared_.find(event);
     if (it != prepared_.end()) {
       if (g) g->nodes = it->second.lowered.nodes, g->issues = it->second.lowered.issues, g->operators = operators(it->second.ir);
+      if (g) g->opset = it->second.opset, g->opsetReason = it->second.opsetReason;
       return it->second;
     }
     Prepared& p = prepared_[event];
-    p.ir = graphIr(job_, compile_, event).second;
-    if (g) g->operators = operators(p.ir);
     LowerOptions lo;
     lo.library = opt_.library;
     lo.ranges = ranges_;
     lo.compileId = compile_.id.str();
-    lo.constants = constantBytes(job_, p.ir);
     auto start = Clock::now();
-    p.lowered = lowerGraph(p.ir, lo);
-    if (g) g->lowerSeconds = since(start), g->nodes = p.lowered.nodes, g->issues = p.lowered.issues;
+    ChosenGraph chosen = lowerStoredGraph(job_, compile_, event, lo);
+    p.ir = std::move(chosen.ir);
+    p.lowered = std::move(chosen.lowered);
+    p.opset = chosen.opset;
+    p.opsetReason = chosen.reason;
+    if (g) g->lowerSeconds = since(start), g->nodes = p.lowered.nodes, g->issues = p.lowered.issues, g->operators = operators(p.ir);
+    if (g) g->opset = p.opset, g->opsetReason = p.opsetReason;
     if (!p.lowered.complete()) return p;
     start = Clock::now();
     std::unique_ptr<Module> module;
@@ -359,6 +364,42 @@ std::map<std::string, std::string> constantBytes(const Job& job, const json& ir)
         std::string bytes = job.text(entry["blob"].get<std::string>());
         if (bytes.size() == entry.value("bytes", bytes.size())) out[name] = std::move(bytes);
       }
+  return out;
+}
+
+ChosenGraph lowerStoredGraph(const Job& job, const Compile& compile, const std::string& event, const LowerOptions& options) {
+  ChosenGraph out;
+  out.ir = graphIr(job, compile, event).second;
+  LowerOptions lo = options;
+  lo.constants = constantBytes(job, out.ir);
+  out.lowered = lowerGraph(out.ir, lo);
+  if (out.lowered.complete()) return out;
+  std::set<std::string> missing;
+  for (const NodeIssue& i : out.lowered.issues) missing.insert(i.op);
+  std::string ops;
+  for (const std::string& op : missing) ops += (ops.empty() ? "" : ", ") + op;
+  auto core = compile.coreAtenIrs.find(event);
+  if (core == compile.coreAtenIrs.end()) {
+    auto error = compile.coreAtenErrors.find(event);
+    out.reason = error != compile.coreAtenErrors.end() ? "its Core ATen decomposition failed at capture: " + error->second
+                                                       : "the store has no Core ATen decomposition of it (captured without one)";
+    return out;
+  }
+  json coreIr = json::parse(job.text(core->second), nullptr, false);
+  if (!coreIr.is_object()) {
+    out.reason = "its Core ATen decomposition is not readable JSON";
+    return out;
+  }
+  lo.constants = constantBytes(job, coreIr);
+  LoweredGraph coreLowered = lowerGraph(coreIr, lo);
+  if (coreLowered.issues.size() >= out.lowered.issues.size()) {
+    out.reason = "its Core ATen decomposition leaves as many nodes unlowered";
+    return out;
+  }
+  out.reason = "no lowering for " + ops + ": lowered its Core ATen decomposition";
+  out.ir = std::move(coreIr);
+  out.lowered = std::move(coreLowered);
+  out.opset = "core_aten";
   return out;
 }
 

@@ -61,9 +61,9 @@ int mlirCommand(const MlirRequest& r, std::ostream& out, std::ostream& err) {
   LoweredGraph lowered;
   try {
     if (!r.library.empty()) library = loadLibrary(r.library), options.library = &*library;
-    json ir = graphIr(opened->job, *compile, r.graph).second;
-    options.constants = constantBytes(opened->job, ir);
-    lowered = lowerGraph(ir, options);
+    ChosenGraph chosen = lowerStoredGraph(opened->job, *compile, graphIr(opened->job, *compile, r.graph).first, options);
+    if (chosen.opset != "aten") err << chosen.lowered.event << ": " << chosen.reason << "\n";
+    lowered = std::move(chosen.lowered);
   } catch (const std::exception& e) {
     err << "replay-inspect mlir: " << e.what() << "\n";
     return 2;
@@ -143,6 +143,7 @@ int lowerCheckCommand(const LowerCheckRequest& r, std::ostream& out, std::ostrea
       json outputs = json::array();
       for (const OutputMatch& o : g.outputs) outputs.push_back({{"position", o.position}, {"status", o.status}, {"max_abs_diff", o.maxAbsDiff}});
       doc["graphs"].push_back({{"compile", g.compile}, {"graph", g.event}, {"nodes", g.nodes}, {"stage", g.stage}, {"matched", g.matched()},
+                               {"opset", g.opset}, {"opset_reason", g.opsetReason},
                                {"error", g.error}, {"issues", issues}, {"outputs", outputs},
                                {"seconds", {{"lower", g.lowerSeconds}, {"verify", g.verifySeconds}, {"jit", g.jitSeconds}, {"run", g.runSeconds}}}});
     }
@@ -160,6 +161,7 @@ int lowerCheckCommand(const LowerCheckRequest& r, std::ostream& out, std::ostrea
         out << " (" << g.outputs.size() << " outputs: " << bitwise << " bitwise, max |diff| " << number(worst) << ")";
       }
       out << "  [lower " << seconds(g.lowerSeconds) << ", verify " << seconds(g.verifySeconds) << ", jit " << seconds(g.jitSeconds) << "]\n";
+      if (!g.opsetReason.empty()) out << "    " << (g.opset == "core_aten" ? "Core ATen: " : "") << g.opsetReason << "\n";
       if (!g.error.empty() && g.issues.empty()) out << "    " << g.error.substr(0, 2000) << (g.error.back() == '\n' ? "" : "\n");
       for (const OutputMatch& o : g.outputs)
         if (o.status != "bitwise" && o.status != "close") out << "    output " << o.position << ": " << o.status << ", max |diff| " << number(o.maxAbsDiff) << "\n";

@@ -122,6 +122,12 @@ void onGraphIr(const Event& e, Compile& c) {
   if (e.md.object()) c.graphIrs[e.md.text("graph")] = e.record.payloadKey;
 }
 
+void onCoreAtenGraphIr(const Event& e, Compile& c) {
+  if (!e.md.object()) return;
+  if (e.record.payloadKey.empty()) c.coreAtenErrors[e.md.text("graph")] = e.md.text("error");
+  else c.coreAtenIrs[e.md.text("graph")] = e.record.payloadKey;
+}
+
 void onSymbols(const Event& e, Compile& c) { c.symbolsKey = e.record.payloadKey; }
 
 void onSample(const Event& e, Compile& c) {
@@ -215,6 +221,7 @@ EventHandler handlerFor(std::string_view eventName) {
       {"propagate_real_tensors", onShapeEvent},
       {capture::events::kGuards, onGuardList},
       {capture::events::kGraphIr, onGraphIr},
+      {capture::events::kCoreAtenGraphIr, onCoreAtenGraphIr},
       {capture::events::kSample, onSample},
       {capture::events::kSymbols, onSymbols},
       {capture::events::kDroppedGuard, onDroppedGuard},

@@ -34,7 +34,7 @@ from typing import Any, Callable, TypeVar
 from dynamo_replay._core import Artifact, CodeObject, Manifest, Store, TraceEvent, __version__
 from dynamo_replay import _torch, kernels, schema, signing
 from dynamo_replay.replay_data import ReplayData
-from dynamo_replay.capture import graph_feeds, graph_ir, graph_text, guards, shape_events, symbols, tensor_samples
+from dynamo_replay.capture import core_aten, graph_feeds, graph_ir, graph_text, guards, shape_events, symbols, tensor_samples
 from dynamo_replay.fingerprint import environment_fingerprint, source_hash
 
 __all__ = ["capture"]
@@ -85,7 +85,8 @@ class _TraceHandler(logging.Handler):
 
 
 class _Session:
-    def __init__(self, path: str, level: int, sample_limit: int, signing_key: bytes | None, precompile: bool) -> None:
+    def __init__(self, path: str, level: int, sample_limit: int, signing_key: bytes | None, precompile: bool,
+                 decompose: bool = True) -> None:
         self.store = Store.create(path, level=level, overwrite=True)
         self.cache = kernels.PrivateCacheDir()
         self.lock = threading.Lock()
@@ -105,6 +106,8 @@ class _Session:
         self.risky_dropped = 0
         self.replay_data = ReplayData()  # what replay will decide by (replay_data.py)
         self.bypasses: list[tuple[tuple[int, int, int], str]] = []  # compile id, why PyTorch left it out
+        self.decompose = decompose  # store each aten graph decomposed to Core ATen as well
+        self.snapshots: list[tuple[tuple[int, int, int], str, Any]] = []  # compile id, event, graph_snapshot
 
     def note_guard_tree(self, key: str, lines: list[str]) -> None:
         self.replay_data.guard_trees[key] = lines
@@ -178,6 +181,11 @@ class _Session:
         else:
             graph_feeds.link_forward(ir, self.irs.get((compile_id, "dynamo_output_graph")), scope.get("fw_metadata"))
         self.irs[(compile_id, event)] = ir
+        if self.decompose and event != "dynamo_output_graph":
+            try:
+                self.snapshots.append((compile_id, event, _torch.graph_snapshot(module)))
+            except Exception:  # the graph itself is kept; only its decomposition is lost
+                self.note_failure(f"snapshot of {event}")
 
     def save_structured(self) -> None:
         """Adds the structured forms of what the trace gave as text: each graph's IR and
@@ -211,12 +219,30 @@ class _Session:
         for (compile_id, name), ir in irs:
             self.put_event(schema.EVENT_GRAPH_IR, compile_id,
                            {"graph": name, "nodes": len(ir["nodes"]), "format": ir["format"]}, json.dumps(ir))
+        self.save_core_aten_irs()
         for compile_id, shape_env in self.shapes.shape_envs.items():
             try:
                 table = symbols.symbol_table(shape_env)
                 self.put_event(schema.EVENT_SYMBOLS, compile_id, {"count": len(table)}, json.dumps(table))
             except Exception:
                 self.note_failure("symbol table")
+
+    def save_core_aten_irs(self) -> None:
+        """Each aten graph decomposed to Core ATen (capture/core_aten.py); where PyTorch cannot
+        retrace one, the event says why and the original graph is all there is."""
+        snapshots, self.snapshots = self.snapshots, []
+        for compile_id, event, snapshot in snapshots:
+            original = self.irs[(compile_id, event)]
+            forward = self.irs.get((compile_id, "aot_forward_graph"))
+            try:
+                ir = core_aten.core_aten_ir(snapshot, original, self.store.put_blob, self.sample_limit,
+                                            graph_ir.scope_by_seq_nr(forward) if forward else None)
+            except Exception as e:  # noqa: BLE001 - any failure of the retrace only loses this graph's decomposition
+                self.put_event(schema.EVENT_CORE_ATEN_GRAPH_IR, compile_id,
+                               {"graph": event, "error": f"{type(e).__name__}: {e}"[:400]}, None)
+                continue
+            self.put_event(schema.EVENT_CORE_ATEN_GRAPH_IR, compile_id,
+                           {"graph": event, "nodes": len(ir["nodes"]), "format": ir["format"]}, json.dumps(ir))
 
     def bytecode_hook(self, code: CodeType, new_code: CodeType) -> None:
         try:
@@ -348,12 +374,16 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
     Replay of the store skips Dynamo, AOTAutograd, Inductor and the C++ compiler for every
     frame PyTorch could package; `precompile=False` captures without PyTorch's caching
     precompile, and replay then traces each frame with Dynamo (see the module docstring).
+    `core_aten` (default on) also stores each aten graph decomposed to the Core ATen opset,
+    when the block ends, for the offline MLIR lowering (capture/core_aten.py).
     """
 
     def __init__(self, path: str, *, level: int = 3, key: str | bytes | None = None, samples: bool = True,
-                 sample_limit_bytes: int = tensor_samples.DEFAULT_LIMIT_BYTES, precompile: bool = True) -> None:
+                 sample_limit_bytes: int = tensor_samples.DEFAULT_LIMIT_BYTES, precompile: bool = True,
+                 core_aten: bool = True) -> None:
         self.path = str(path)
         self.precompile = precompile
+        self.core_aten = core_aten
         self.level = level
         self.key = key
         self.sample_limit = sample_limit_bytes if samples else 0
@@ -363,7 +393,8 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
     def __enter__(self) -> capture:
         import torch._dynamo.convert_frame
 
-        session = _Session(self.path, self.level, self.sample_limit, signing.resolve_key(self.key), self.precompile)
+        session = _Session(self.path, self.level, self.sample_limit, signing.resolve_key(self.key), self.precompile,
+                           self.core_aten)
         self._session = session
         try:
             _torch.forget_earlier_cache_artifacts()
@@ -438,7 +469,7 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             with capture(self.path, level=self.level, key=self.key, samples=bool(self.sample_limit),
-                         sample_limit_bytes=self.sample_limit, precompile=self.precompile):
+                         sample_limit_bytes=self.sample_limit, precompile=self.precompile, core_aten=self.core_aten):
                 return fn(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]

@@ -22,11 +22,12 @@ inline constexpr std::string_view kShapeGuard = "dynamo_replay.shape_guard";
 inline constexpr std::string_view kCompileFailure = "dynamo_replay.compile_failure";
 inline constexpr std::string_view kRecompile = "dynamo_replay.recompile";
 inline constexpr std::string_view kHits = "dynamo_replay.hits";
+inline constexpr std::string_view kCoreAtenGraphIr = "dynamo_replay.core_aten_graph_ir";
 
 // Every name above, for code and tests that need the whole set.
 inline constexpr std::string_view kAll[] = {kSummary,      kError,      kGraphIr,        kGuards,
                                             kSample,       kSymbols,    kDroppedGuard,   kNotPackaged,
                                             kSymbolOrigin, kShapeGuard, kCompileFailure, kRecompile,
-                                            kHits};
+                                            kHits,         kCoreAtenGraphIr};
 
 }  // namespace dynrep::capture::events

@@ -28,6 +28,8 @@ struct OutputMatch {
 
 struct GraphCheck {
   std::string compile, event;
+  std::string opset = "aten";  // the graph lowered: "aten" as stored, or its "core_aten" decomposition
+  std::string opsetReason;     // why the decomposition was lowered, or why it could not be
   int nodes = 0;
   std::map<std::string, int> operators;  // target -> nodes calling it
   std::vector<NodeIssue> issues;  // nodes not lowered
@@ -45,6 +47,18 @@ std::map<std::string, std::pair<int64_t, int64_t>> symbolRanges(const Job& job, 
 
 // The bytes of a graph's constants, read from the store.
 std::map<std::string, std::string> constantBytes(const Job& job, const nlohmann::json& ir);
+
+// A stored graph lowered: the aten graph as AOTAutograd made it, or, where one of its nodes
+// has no lowering, the Core ATen decomposition capture stored beside it (capture/core_aten.py),
+// when that lowers with fewer nodes left out. Per graph, not per node: the two graphs' nodes do
+// not correspond one to one.
+struct ChosenGraph {
+  nlohmann::json ir;
+  LoweredGraph lowered;
+  std::string opset = "aten";
+  std::string reason;  // why core_aten was taken, or why it could not be (empty: not needed)
+};
+ChosenGraph lowerStoredGraph(const Job& job, const Compile& compile, const std::string& event, const LowerOptions& options);
 
 // The graph IR of a compile: graph "forward", "backward", "inference" or an event name;
 // throws std::runtime_error naming what the compile has.

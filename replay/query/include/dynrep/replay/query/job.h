@@ -95,6 +95,8 @@ struct Compile {
   std::string guardListKey;                  // blob: JSON list of {kind, source, code, file, line, ...}
   std::map<std::string, std::string> graphs;  // trace event name -> blob key of its code
   std::map<std::string, std::string> graphIrs;  // aten graph event name -> blob key of its IR (JSON)
+  // The same graphs decomposed to the Core ATen opset: event -> IR blob, or why there is none.
+  std::map<std::string, std::string> coreAtenIrs, coreAtenErrors;
   // First-call samples, one JSON object per compiled graph: {graph, inputs, outputs}, each value
   // {dtype, shape, device, blob, bytes, parameter} or {value}; "skipped" when over the cap.
   std::vector<std::string> samples;
