@@ -23,7 +23,8 @@ using dynrep::replay::run::RunReport;
 
 nlohmann::json toJson(const RunReport& r) {
   nlohmann::json j = {{"compile_id", r.compileId}, {"graph", r.graph}, {"inputs", r.inputs}, {"sizes", r.sizes},
-                      {"nodes", r.nodes}, {"calls", r.calls}, {"median_seconds", r.medianSeconds}, {"ok", r.ok()}};
+                      {"nodes", r.nodes}, {"calls", r.calls}, {"median_seconds", r.medianSeconds}, {"ok", r.ok()},
+                      {"filled", r.filled}};
   j["outputs"] = nlohmann::json::array();
   for (const auto& o : r.outputs)
     j["outputs"].push_back({{"position", o.position}, {"status", o.status}, {"max_abs_diff", o.maxAbsDiff}});
@@ -41,6 +42,11 @@ void printText(const RunReport& r, std::ostream& out) {
     for (const auto& [name, value] : r.sizes) out << " " << name << "=" << value;
     out << "\n";
   }
+  if (!r.filled.empty()) {
+    out << r.filled.size() << " input(s) not stored (over the sample cap), filled with seeded random values of their description:";
+    for (size_t i = 0; i < r.filled.size() && i < 8; ++i) out << " " << r.filled[i];
+    out << (r.filled.size() > 8 ? " ..." : "") << "\n";
+  }
   if (r.failure) {
     out << "failed at node " << r.failure->node << " (" << r.failure->op << "): " << r.failure->message << "\n";
     if (!r.failure->location.empty()) out << "  user line: " << r.failure->location << "\n";
@@ -57,7 +63,7 @@ void printText(const RunReport& r, std::ostream& out) {
   if (r.calls > 1) out << "median " << std::fixed << std::setprecision(3) << r.medianSeconds * 1e3 << " ms per call (" << r.calls << " calls)\n";
   out << (differ ? "mismatch: " + std::to_string(differ) + " of " + std::to_string(r.outputs.size()) + " outputs differ"
                  : "ok: " + std::to_string(r.outputs.size()) + (r.outputs.size() == 1 ? " output matches " : " outputs match ") +
-                       (r.inputs == "samples" ? "the stored ones" : "a second run"))
+                       (r.inputs == "samples" && r.filled.empty() ? "the stored ones" : "a second run"))
       << "\n";
 }
 

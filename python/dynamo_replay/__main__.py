@@ -93,7 +93,8 @@ def _capture(args: argparse.Namespace) -> int:
     from dynamo_replay import capture
 
     _prepare_job(args)
-    with capture(args.output, level=args.level, samples=not args.no_samples, precompile=not args.no_precompile):
+    with capture(args.output, level=args.level, samples=not args.no_samples, precompile=not args.no_precompile,
+                 core_aten=not args.no_core_aten, parameters=args.parameters):
         return _run_job(args)
 
 
@@ -167,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     cap.add_argument("-o", "--output", required=True, help="store file to write (replaced if it exists)")
     cap.add_argument("--level", type=int, default=3, help="zstd level (default 3)")
     cap.add_argument("--no-samples", action="store_true", help="do not store graphs' first-call inputs and outputs")
+    cap.add_argument("--parameters", action="store_true",
+                     help="store parameters in the samples whatever their size (once per store, by content)")
+    cap.add_argument("--no-core-aten", action="store_true",
+                     help="do not store each aten graph decomposed to Core ATen (for the MLIR lowering)")
     cap.add_argument("--no-precompile", action="store_true",
                      help="capture only PyTorch's caches, not Dynamo's saved frames: replay then traces every "
                           "frame with Dynamo again")

@@ -432,10 +432,11 @@ def graph_snapshot(module: Any) -> Any:
     return torch.fx.GraphModule(module, graph)
 
 
-def decompose_to_core_aten(module: Any) -> Any:
+def decompose_to_core_aten(module: Any, extra: dict[Any, Any] | None = None) -> Any:
     """The graph retraced with PyTorch's Core ATen decompositions (the table torch.export's
     run_decompositions applies), in the graph's own fake mode and symbols, keeping each node's
-    metadata. Guards the retrace would add are suppressed: the compile is finished, and its
+    metadata. An operator outside the Core ATen opset that the table leaves alone is decomposed
+    by PyTorch's own decomposition for it where there is one, else by `extra`'s. Guards the retrace would add are suppressed: the compile is finished, and its
     guards must not change. A view that the decomposed producer left non-contiguous is taken
     from a contiguous copy: the graph's values are what matters here, not its aliasing."""
     import torch
@@ -451,7 +452,14 @@ def decompose_to_core_aten(module: Any) -> Any:
     if fake_mode is None:
         raise ValueError("the graph's inputs carry no fake values")
     shape_env = fake_mode.shape_env
+    from torch._decomp import decomposition_table
+
     table = dict(core_aten_decompositions())
+    for op, decomposition in decomposition_table.items():
+        if isinstance(op, torch._ops.OpOverload) and op not in table and torch.Tag.core not in op.tags and op.namespace == "aten":
+            table[op] = decomposition
+    for op, decomposition in (extra or {}).items():
+        table.setdefault(op, decomposition)
 
     class Retrace(torch.fx.Interpreter):
         def call_function(self, target: Any, args: Any, kwargs: Any) -> Any:

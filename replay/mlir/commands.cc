@@ -143,7 +143,7 @@ int lowerCheckCommand(const LowerCheckRequest& r, std::ostream& out, std::ostrea
       json outputs = json::array();
       for (const OutputMatch& o : g.outputs) outputs.push_back({{"position", o.position}, {"status", o.status}, {"max_abs_diff", o.maxAbsDiff}});
       doc["graphs"].push_back({{"compile", g.compile}, {"graph", g.event}, {"nodes", g.nodes}, {"stage", g.stage}, {"matched", g.matched()},
-                               {"opset", g.opset}, {"opset_reason", g.opsetReason},
+                               {"opset", g.opset}, {"opset_reason", g.opsetReason}, {"reference", g.reference},
                                {"error", g.error}, {"issues", issues}, {"outputs", outputs},
                                {"seconds", {{"lower", g.lowerSeconds}, {"verify", g.verifySeconds}, {"jit", g.jitSeconds}, {"run", g.runSeconds}}}});
     }
@@ -161,6 +161,7 @@ int lowerCheckCommand(const LowerCheckRequest& r, std::ostream& out, std::ostrea
         out << " (" << g.outputs.size() << " outputs: " << bitwise << " bitwise, max |diff| " << number(worst) << ")";
       }
       out << "  [lower " << seconds(g.lowerSeconds) << ", verify " << seconds(g.verifySeconds) << ", jit " << seconds(g.jitSeconds) << "]\n";
+      if (!g.reference.empty()) out << "    compared with " << g.reference << "\n";
       if (!g.opsetReason.empty()) out << "    " << (g.opset == "core_aten" ? "Core ATen: " : "") << g.opsetReason << "\n";
       if (!g.error.empty() && g.issues.empty()) out << "    " << g.error.substr(0, 2000) << (g.error.back() == '\n' ? "" : "\n");
       for (const OutputMatch& o : g.outputs)

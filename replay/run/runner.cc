@@ -59,6 +59,35 @@ class Run {
     return at::randint(low, high + 1, shape, options);
   }
 
+  // A value the capture described but did not store (over the sample cap): seeded random
+  // values of its description, drawn as graphs/samples.py draws them in Python (a CPU generator
+  // seeded with seed + the input's position; float32 normals of the recorded mean and standard
+  // deviation cast to the dtype; integers in the recorded range), so the libtorch runner, a repro script and lower-check's
+  // MLIR run see the same inputs.
+  at::Tensor filled(const json& node, const json& entry, size_t position) {
+    const json& meta = node["outputs"][0];
+    std::vector<int64_t> shape;
+    for (const json& d : entry.contains("shape") ? entry["shape"] : meta.value("shape", json::array()))
+      shape.push_back(d.is_number_integer() ? d.get<int64_t>() : evaluate(d.get<std::string>(), symbols_));
+    at::ScalarType dtype = scalarType(entry.value("dtype", meta.value("dtype", "float32")));
+    at::Generator generator = at::detail::createCPUGenerator(opt_.seed + position);
+    at::Tensor t;
+    if (at::isFloatingType(dtype)) {
+      t = at::randn(shape, generator, at::TensorOptions().dtype(at::kFloat));
+      t = (t * entry.value("std", 1.0) + entry.value("mean", 0.0)).to(dtype);
+    } else {
+      int64_t low = dtype == at::kBool ? 0 : entry.value("min", int64_t{0});
+      int64_t high = dtype == at::kBool ? 1 : entry.value("max", int64_t{9});
+      t = at::randint(low, high + 1, shape, generator, at::TensorOptions().dtype(at::kLong)).to(dtype);
+    }
+    filled_.push_back(node.value("name", "?"));
+    return stored_.restride(t, meta.value("stride", json()));
+  }
+
+  static bool notStored(const json& entry) { return !entry.contains("blob") && !entry.contains("value") && entry.contains("dtype"); }
+
+  const std::vector<std::string>& filledInputs() const { return filled_; }
+
   std::pair<int64_t, int64_t> intRange(const json& node) const {
     if (node.contains("feed") && node["feed"].contains("sample_input") && stored_.sample("forward")) {
       const json& entry = (*stored_.sample("forward"))["inputs"][node["feed"]["sample_input"].get<size_t>()];
@@ -92,6 +121,8 @@ class Run {
         values.push_back(forward().at(feed.index));
       } else if (opt_.inputs == InputSource::Random && !isWeight(node)) {
         values.push_back(randomInput(node));
+      } else if (feed.kind == Feed::Kind::Stored && notStored(*feed.entry)) {
+        values.push_back(filled(node, *feed.entry, i - 1));
       } else if (feed.kind == Feed::Kind::Missing) {
         throw RunError(feed.missing + "; use --inputs random");
       } else if (feed.kind == Feed::Kind::Zeros) {  // a gradient that never flowed
@@ -153,6 +184,7 @@ class Run {
       }
       symbols_[name] = value;
     }
+    for (const auto& [symbol, hint] : stored_.hints()) symbols_.emplace(symbol, hint);  // what no sample says
     at::manual_seed(opt_.seed);
     GraphProgram program(graphIr, stored_.constants(graphIr));
     report->nodes = static_cast<int>(program.nodeCount());
@@ -162,6 +194,7 @@ class Run {
     }
     std::vector<c10::IValue> in = inputs(graphIr);
     report->sizes = symbols_;
+    report->filled = filled_;
     std::vector<double> seconds;
     std::optional<std::vector<c10::IValue>> first;
     at::NoGradGuard noGrad;
@@ -180,9 +213,9 @@ class Run {
     }
     std::sort(seconds.begin(), seconds.end());
     report->medianSeconds = seconds[seconds.size() / 2];
-    if (opt_.inputs == InputSource::Samples) {
+    if (opt_.inputs == InputSource::Samples && filled_.empty()) {
       check(*first, stored_.expected(graphIr), report);
-    } else {  // no stored outputs at these sizes: a second run must give the same bits
+    } else {  // no stored outputs for these inputs: a second run must give the same bits
       NodeFailure failure;
       seedGenerator(ev);
       std::optional<std::vector<c10::IValue>> again = program.run(in, &failure);
@@ -257,6 +290,7 @@ class Run {
   StoredValues stored_;
   const RunOptions& opt_;
   Symbols symbols_;
+  std::vector<std::string> filled_;  // inputs not stored, filled at random
 };
 
 }  // namespace

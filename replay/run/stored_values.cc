@@ -86,6 +86,17 @@ c10::IValue StoredValues::valueOf(const json& entry) {
   throw RunError("a sample input is neither a tensor nor a number: " + entry.dump());
 }
 
+std::map<std::string, int64_t> StoredValues::hints() const {
+  std::map<std::string, int64_t> out;
+  if (compile_.symbolsKey.empty()) return out;
+  json table = json::parse(job_.text(compile_.symbolsKey), nullptr, false);
+  if (!table.is_array()) return out;
+  for (const json& s : table)
+    if (s.is_object() && s.contains("symbol") && s.contains("hint") && s["hint"].is_number_integer())
+      out[s["symbol"].get<std::string>()] = s["hint"].get<int64_t>();
+  return out;
+}
+
 std::vector<std::pair<int, at::Tensor>> StoredValues::expected(const json& ir) const {
   std::vector<std::pair<int, at::Tensor>> out;
   for (const auto& [position, entry] : samples_.expected(ir)) out.emplace_back(position, blob(*entry, json()));

@@ -37,6 +37,8 @@ class StoredValues {
   static at::Tensor restride(const at::Tensor& t, const nlohmann::json& stride);
   std::map<std::string, at::Tensor> constants(const nlohmann::json& ir) const;
   static c10::IValue valueOf(const nlohmann::json& entry);  // a sampled scalar
+  // Each symbol's value at capture (the symbol table's hints), for a graph without samples.
+  std::map<std::string, int64_t> hints() const;
   // (output position, stored value) for each output of the graph a sample holds.
   std::vector<std::pair<int, at::Tensor>> expected(const nlohmann::json& ir) const;
 

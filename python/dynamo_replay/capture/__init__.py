@@ -86,7 +86,7 @@ class _TraceHandler(logging.Handler):
 
 class _Session:
     def __init__(self, path: str, level: int, sample_limit: int, signing_key: bytes | None, precompile: bool,
-                 decompose: bool = True) -> None:
+                 decompose: bool = True, parameters: bool = False) -> None:
         self.store = Store.create(path, level=level, overwrite=True)
         self.cache = kernels.PrivateCacheDir()
         self.lock = threading.Lock()
@@ -107,6 +107,7 @@ class _Session:
         self.replay_data = ReplayData()  # what replay will decide by (replay_data.py)
         self.bypasses: list[tuple[tuple[int, int, int], str]] = []  # compile id, why PyTorch left it out
         self.decompose = decompose  # store each aten graph decomposed to Core ATen as well
+        self.parameters = parameters  # samples hold parameters whole, outside the cap
         self.snapshots: list[tuple[tuple[int, int, int], str, Any]] = []  # compile id, event, graph_snapshot
 
     def note_guard_tree(self, key: str, lines: list[str]) -> None:
@@ -300,7 +301,8 @@ class _Session:
                     sample["rng_state"] = rng_state
                 self.put_event(schema.EVENT_SAMPLE, compile_id, sample, None)
 
-            recorder = tensor_samples.CallRecorder(scope, name, self.sample_limit, self.store.put_blob, record)
+            recorder = tensor_samples.CallRecorder(scope, name, self.sample_limit, self.store.put_blob, record,
+                                                   self.parameters)
             recorder.install()
             self.recorders.append((compile_id, recorder))
 
@@ -375,15 +377,19 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
     frame PyTorch could package; `precompile=False` captures without PyTorch's caching
     precompile, and replay then traces each frame with Dynamo (see the module docstring).
     `core_aten` (default on) also stores each aten graph decomposed to the Core ATen opset,
-    when the block ends, for the offline MLIR lowering (capture/core_aten.py).
+    when the block ends, for the offline MLIR lowering (capture/core_aten.py). A sample value
+    over the cap is described (dtype, shape, strides, an integer's range) and graph runners fill
+    it with seeded random values; `parameters=True` stores parameters whole, outside the cap,
+    once per store (blobs are deduplicated by content): see docs/mlir.md for what that costs.
     """
 
     def __init__(self, path: str, *, level: int = 3, key: str | bytes | None = None, samples: bool = True,
                  sample_limit_bytes: int = tensor_samples.DEFAULT_LIMIT_BYTES, precompile: bool = True,
-                 core_aten: bool = True) -> None:
+                 core_aten: bool = True, parameters: bool = False) -> None:
         self.path = str(path)
         self.precompile = precompile
         self.core_aten = core_aten
+        self.parameters = parameters
         self.level = level
         self.key = key
         self.sample_limit = sample_limit_bytes if samples else 0
@@ -394,7 +400,7 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         import torch._dynamo.convert_frame
 
         session = _Session(self.path, self.level, self.sample_limit, signing.resolve_key(self.key), self.precompile,
-                           self.core_aten)
+                           self.core_aten, self.parameters)
         self._session = session
         try:
             _torch.forget_earlier_cache_artifacts()
@@ -469,7 +475,8 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             with capture(self.path, level=self.level, key=self.key, samples=bool(self.sample_limit),
-                         sample_limit_bytes=self.sample_limit, precompile=self.precompile, core_aten=self.core_aten):
+                         sample_limit_bytes=self.sample_limit, precompile=self.precompile, core_aten=self.core_aten,
+                         parameters=self.parameters):
                 return fn(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]

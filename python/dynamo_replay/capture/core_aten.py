@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from dynamo_replay import _torch
 from dynamo_replay.capture import graph_ir
+from dynamo_replay.capture.decompositions import extra_decompositions
 
 
 def _rename_refs(value: Any, names: dict[str, str]) -> Any:
@@ -35,7 +36,7 @@ def core_aten_ir(snapshot: Any, original: dict[str, Any], put_blob: Callable[[by
                  scope_by_seq: dict[int, list[dict[str, str]]] | None) -> dict[str, Any]:
     """The graph IR of `snapshot` (graph_snapshot of the graph `original` was read from),
     decomposed to Core ATen; raises where PyTorch cannot retrace it."""
-    decomposed = _torch.decompose_to_core_aten(snapshot)
+    decomposed = _torch.decompose_to_core_aten(snapshot, extra_decompositions())
     ir = graph_ir.graph_ir(original["graph"], decomposed, put_blob, constant_limit, scope_by_seq)
     before = [n for n in original["nodes"] if n["op"] == "placeholder"]
     after = [n for n in ir["nodes"] if n["op"] == "placeholder"]

@@ -14,6 +14,7 @@ shape in the event's JSON; anything over the size cap is named but not stored.
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any, Callable
 
@@ -47,8 +48,27 @@ def stored_bytes(tensor: Any, budget: list[int], put_blob: Callable[[bytes], str
     return {"blob": put_blob(raw), "bytes": len(raw)}
 
 
-def describe_value(value: Any, budget: list[int], put_blob: Callable[[bytes], str]) -> dict[str, Any]:
-    """One input or output: a tensor's dtype, shape and data blob; a scalar's value."""
+def _description(tensor: Any) -> dict[str, Any]:
+    """What random stand-ins for a tensor that was not stored should look like: an integer
+    tensor's smallest and largest value (embedding ids, class labels stay in range), a float
+    tensor's mean and standard deviation (a norm's weight stays near 1, a linear's small)."""
+    import torch
+
+    if tensor.dtype == torch.bool or tensor.dtype.is_complex or not tensor.numel():
+        return {}
+    with torch.no_grad():
+        if tensor.dtype.is_floating_point:
+            values = tensor.detach().float()
+            moments = {"mean": float(values.mean()), "std": float(values.std()) if tensor.numel() > 1 else 0.0}
+            return moments if all(math.isfinite(v) for v in moments.values()) else {}
+        return {"min": int(tensor.min()), "max": int(tensor.max())}
+
+
+def describe_value(value: Any, budget: list[int], put_blob: Callable[[bytes], str],
+                   whole: bool = False) -> dict[str, Any]:
+    """One input or output: a tensor's dtype, shape and data blob (or, over what is left of the
+    budget, its strides and _description); a scalar's value. `whole`: stored whatever
+    its size, outside the budget (parameters, with capture's `parameters=True`)."""
     import torch
 
     if isinstance(value, torch.Tensor):
@@ -56,7 +76,10 @@ def describe_value(value: Any, budget: list[int], put_blob: Callable[[bytes], st
                                  "device": str(value.device)}
         if isinstance(value, torch.nn.Parameter):
             entry["parameter"] = True
-        return entry | stored_bytes(value, budget, put_blob, "sample")
+        stored = stored_bytes(value, [1 << 62] if whole else budget, put_blob, "sample")
+        if "skipped" in stored:
+            stored = stored | {"stride": list(value.stride())} | _description(value)
+        return entry | stored
     if isinstance(value, (bool, int, float)) or value is None:
         return {"value": value}
     if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
@@ -75,11 +98,12 @@ class CallRecorder:
     graph's tangents) and the gradients it returns (its outputs)."""
 
     def __init__(self, scope: dict[str, Any], name: str, limit: int, put_blob: Callable[[bytes], str],
-                 record: Callable[..., None]) -> None:
+                 record: Callable[..., None], parameters: bool = False) -> None:
         import torch
 
         self.scope, self.name, self.graph = scope, name, scope[name]
         self.limit, self.put_blob, self.record = limit, put_blob, record
+        self.parameters = parameters  # store parameters whole, outside the cap
         self.calls = 0
         # What goes into the scope: the transformed code calls it from inside the compiled
         # region, so it must be a function Dynamo does not trace.
@@ -98,8 +122,11 @@ class CallRecorder:
         import torch
 
         budget = [self.limit]
-        try:
-            inputs = [describe_value(a, budget, self.put_blob) for a in args]
+        try:  # the job's own inputs first: parameters are what a cap should leave out
+            order = sorted(range(len(args)), key=lambda i: isinstance(args[i], torch.nn.Parameter))
+            described = {i: describe_value(args[i], budget, self.put_blob,
+                                           self.parameters and isinstance(args[i], torch.nn.Parameter)) for i in order}
+            inputs = [described[i] for i in range(len(args))]
         except Exception:  # a sample is never worth failing the job for
             inputs = None
         try:  # random operators (dropout) draw from it: runners start from the same state

@@ -4,13 +4,10 @@
 // tensor.insert, which one-shot-bufferize updates in place: the cost is the number of elements
 // written, not vocabulary x indices. Index values are wrapped where PyTorch accepts negative
 // ones and clamped, so an index PyTorch would have rejected cannot write out of bounds.
-#include <cmath>
-
-#include "ops.h"
+// Losses are in losses.cc, attention in attention.cc.
+#include "indexing.h"
 
 namespace dynrep::replay::lowering {
-
-namespace {
 
 std::string extract(Emitter& e, const std::string& t, const TensorType& type, const Strings& at) {
   return e.assign("x", "tensor.extract " + t + "[" + join(at) + "] : " + type.str());
@@ -38,6 +35,8 @@ std::string boundIndex(Emitter& e, const std::string& v, DType t, const std::str
   }
   return e.indexOp("arith.minsi", e.indexOp("arith.maxsi", i, zero), e.indexOp("arith.subi", size, e.index(1)));
 }
+
+namespace {
 
 // Nested scf.for loops over `sizes` threading the tensor `init` of type t; body gets the
 // induction variables and the current tensor and returns the next one.
@@ -307,157 +306,6 @@ Value embeddingBackward(OpCall& c) {
   return c.e.convert(Value::tensor(r, acc), out.dtype);
 }
 
-// ---- losses ----------------------------------------------------------------------------------
-
-// For target value t of sample n: loss -self[n, t] * w[t] and weight w[t], both 0 when t is
-// ignore_index (whose row is not read: it may be out of range).
-std::pair<std::string, std::string> nllTerm(OpCall& c, const std::string& target, const std::string& n, const std::string& classes, DType ct) {
-  const Value& self = c.tensor(0);
-  Scalars s = c.e.scalars();
-  std::string t = s.cast(target, c.tensor(1).type.dtype, DType::I64);
-  std::string ignored = s.cmp("eq", t, s.of(c.arg(4), DType::I64), DType::I64);
-  std::string cls = boundIndex(c.e, s.select(ignored, s.constant(0, DType::I64), t, DType::I64), DType::I64, classes, false);
-  Strings at = self.type.rank() == 2 ? Strings{n, cls} : Strings{cls};
-  std::string x = s.cast(extract(c.e, self.ssa, self.type, at), self.type.dtype, ct), w = s.constant(1, ct);
-  if (!c.none(2)) w = s.cast(extract(c.e, c.tensor(2).ssa, c.tensor(2).type, {cls}), c.tensor(2).type.dtype, ct);
-  w = s.select(ignored, s.constant(0, ct), w, ct);
-  return {s.unary("arith.negf", s.op("arith.mulf", x, w, ct), ct), w};
-}
-
-// (loss, total_weight): per sample (reduction 0), or sums, the loss divided by the total
-// weight for mean (1).
-Value nllForward(OpCall& c) {
-  const Value& self = c.tensor(0);
-  const Value& target = c.tensor(1);
-  requireIntegerIndex(target);
-  if (self.type.rank() < 1 || self.type.rank() > 2) throw Unsupported("nll_loss of a " + std::to_string(self.type.rank()) + "-d input");
-  int64_t reduction = c.integer(3);
-  DType ct = computeType(c.out(0).dtype);
-  std::string classes = c.e.dimSize(self.type, self.type.rank() - 1);
-  size_t n = self.type.rank() - 1;
-  GenericInput tin{target.ssa, target.type, loopDims(target.type.rank())};
-  if (reduction == 0) {
-    const TensorType& out = c.out(0);
-    std::string name = c.e.generic(out, loopDims(out.rank()), {tin}, Strings(out.rank(), "parallel"), [&](Strings& a) {
-      return c.e.scalars().cast(nllTerm(c, a[0], n ? c.e.loopIndex(0) : "", classes, ct).first, ct, out.dtype);
-    });
-    return Value::list({Value::tensor(name, out), Value::tensor(c.e.fill(c.out(1), 0), c.out(1))});
-  }
-  if (reduction != 1 && reduction != 2) throw Unsupported("nll_loss reduction " + std::to_string(reduction));
-  TensorType scalar{ct, {}};
-  auto total = [&](bool weights) {
-    return Value::tensor(c.e.generic(scalar, {}, {tin}, Strings(n, "reduction"), [&](Strings& a) {
-      auto term = nllTerm(c, a[0], n ? c.e.loopIndex(0) : "", classes, ct);
-      return c.e.scalars().op("arith.addf", a[1], weights ? term.second : term.first, ct);
-    }, c.e.fill(scalar, 0)), scalar);
-  };
-  Value loss = total(false), weight = total(true);
-  if (reduction == 1) loss = c.e.elementwise(scalar, {loss, weight}, ct, [&](Scalars& s, Strings& v) { return s.op("arith.divf", v[0], v[1], ct); });
-  return Value::list({c.e.convert(loss, c.out(0).dtype), c.e.convert(weight, c.out(1).dtype)});
-}
-
-// grad_input[n, c] = weight[t] * -(grad, / total_weight for mean) where c == t != ignore_index.
-Value nllBackward(OpCall& c) {
-  const Value& grad = c.tensor(0);
-  const Value& target = c.tensor(2);
-  const Value& total = c.tensor(6);
-  requireIntegerIndex(target);
-  int64_t reduction = c.integer(4);
-  const TensorType& out = c.out();
-  size_t r = out.rank();
-  if (r < 1 || r > 2) throw Unsupported("nll_loss_backward of a " + std::to_string(r) + "-d input");
-  DType ct = computeType(out.dtype);
-  std::string classes = c.e.dimSize(c.tensor(1).type, r - 1);
-  std::vector<GenericInput> ins = {{target.ssa, target.type, loopDims(target.type.rank())},
-                                   {grad.ssa, grad.type, reduction == 0 ? loopDims(grad.type.rank()) : Strings(grad.type.rank(), "0")},
-                                   {total.ssa, total.type, Strings(total.type.rank(), "0")}};
-  std::string name = c.e.generic(out, loopDims(r), ins, Strings(r, "parallel"), [&](Strings& a) {
-    Scalars s = c.e.scalars();
-    std::string t = s.cast(a[0], target.type.dtype, DType::I64), col = c.e.fromIndex(c.e.loopIndex(r - 1));
-    std::string hit = s.op("arith.andi", s.cmp("eq", t, col, DType::I64), s.cmp("ne", t, s.of(c.arg(5), DType::I64), DType::I64), DType::Bool);
-    std::string g = s.cast(a[1], grad.type.dtype, ct);
-    if (reduction == 1) g = s.op("arith.divf", g, s.cast(a[2], total.type.dtype, ct), ct);
-    g = s.unary("arith.negf", g, ct);
-    if (!c.none(3)) {
-      std::string cls = boundIndex(c.e, s.select(hit, t, s.constant(0, DType::I64), DType::I64), DType::I64, classes, false);
-      g = s.op("arith.mulf", s.cast(extract(c.e, c.tensor(3).ssa, c.tensor(3).type, {cls}), c.tensor(3).type.dtype, ct), g, ct);
-    }
-    return s.cast(s.select(hit, g, s.constant(0, ct), ct), ct, out.dtype);
-  });
-  return Value::tensor(name, out);
-}
-
-// ---- attention -------------------------------------------------------------------------------
-
-// softmax(Q K^T * scale + mask) V in passes: scores, row max, sum of exponentials, the
-// weighted sum of V, scaled by 1 / sum as the CPU flash kernel does; logsumexp = max + log sum.
-Value flashAttention(OpCall& c) {
-  const Value& q = c.tensor(0);
-  const Value& k = c.tensor(1);
-  const Value& v = c.tensor(2);
-  const Value& mask = c.arg(c.index("attn_mask"));
-  if (q.type.rank() != 4 || k.type.rank() != 4 || v.type.rank() != 4) throw Unsupported("attention on tensors that are not 4-d");
-  if (c.real(c.index("dropout_p")) != 0) throw Unsupported("attention dropout draws from PyTorch's random generator");
-  bool causal = c.flag(c.index("is_causal"));
-  size_t si = c.index("scale");
-  if (c.none(si) && !q.type.dims[3].isStatic()) throw Unsupported("attention with a symbolic head size and no scale");
-  double scale = c.none(si) ? 1.0 / std::sqrt(static_cast<double>(q.type.dims[3].size)) : c.real(si);
-  DType ct = computeType(q.type.dtype);
-  TensorType scoresT{ct, {q.type.dims[0], q.type.dims[1], q.type.dims[2], k.type.dims[2]}}, rowT{ct, {q.type.dims[0], q.type.dims[1], q.type.dims[2]}};
-  TensorType outT = c.out(0).withDtype(ct);
-  Strings p4(4, "parallel"), bhl = {"d0", "d1", "d2"}, reduceLast = {"parallel", "parallel", "parallel", "reduction"};
-  Strings reduce5 = {"parallel", "parallel", "parallel", "parallel", "reduction"};
-  std::string raw = c.e.generic(scoresT, loopDims(4), {{q.ssa, q.type, {"d0", "d1", "d2", "d4"}}, {k.ssa, k.type, {"d0", "d1", "d3", "d4"}}}, reduce5,
-                                [&](Strings& a) {
-                                  Scalars s = c.e.scalars();
-                                  return s.op("arith.addf", a[2], s.op("arith.mulf", s.cast(a[0], q.type.dtype, ct), s.cast(a[1], k.type.dtype, ct), ct), ct);
-                                }, c.e.fill(scoresT, 0));
-  std::vector<GenericInput> ins = {{raw, scoresT, loopDims(4)}};
-  if (mask.isTensor()) {  // broadcast right-aligned against [B, H, L, S]
-    Strings m;
-    for (size_t d = 0; d < mask.type.rank(); ++d) {
-      size_t o = 4 - mask.type.rank() + d;
-      bool one = mask.type.dims[d].isStatic() && mask.type.dims[d].size == 1 && !(scoresT.dims[o].isStatic() && scoresT.dims[o].size == 1);
-      m.push_back(one ? "0" : "d" + std::to_string(o));
-    }
-    ins.push_back({mask.ssa, mask.type, m});
-  }
-  std::string scores = c.e.generic(scoresT, loopDims(4), ins, p4, [&](Strings& a) {
-    Scalars s = c.e.scalars();
-    std::string x = s.op("arith.mulf", a[0], s.constant(scale, ct), ct), ninf = s.constant(-HUGE_VAL, ct);
-    if (mask.isTensor() && mask.type.dtype == DType::Bool) x = s.select(a[1], x, ninf, ct);
-    else if (mask.isTensor()) x = s.op("arith.addf", x, s.cast(a[1], mask.type.dtype, ct), ct);
-    if (!causal) return x;
-    std::string above = c.e.indexCmp("sgt", c.e.loopIndex(3), c.e.loopIndex(2));
-    return s.select(above, ninf, x, ct);
-  });
-  std::string mx = c.e.generic(rowT, bhl, {{scores, scoresT, loopDims(4)}}, reduceLast,
-                               [&](Strings& a) { return c.e.scalars().op("arith.maximumf", a[0], a[1], ct); }, c.e.fill(rowT, -HUGE_VAL));
-  // A row masked entirely keeps max -inf; subtracting 0 then keeps exp(-inf) = 0, not nan.
-  auto shifted = [&](Scalars& s, const std::string& x, const std::string& m) {
-    std::string dead = s.cmp("oeq", m, s.constant(-HUGE_VAL, ct), ct);
-    return s.unary("math.exp", s.op("arith.subf", x, s.select(dead, s.constant(0, ct), m, ct), ct), ct);
-  };
-  std::string sum = c.e.generic(rowT, bhl, {{scores, scoresT, loopDims(4)}, {mx, rowT, bhl}}, reduceLast, [&](Strings& a) {
-    Scalars s = c.e.scalars();
-    return s.op("arith.addf", a[2], shifted(s, a[0], a[1]), ct);
-  }, c.e.fill(rowT, 0));
-  std::string acc = c.e.generic(outT, loopDims(4), {{scores, scoresT, {"d0", "d1", "d2", "d4"}}, {mx, rowT, bhl}, {v.ssa, v.type, {"d0", "d1", "d4", "d3"}}},
-                                reduce5, [&](Strings& a) {
-                                  Scalars s = c.e.scalars();
-                                  return s.op("arith.addf", a[3], s.op("arith.mulf", shifted(s, a[0], a[1]), s.cast(a[2], v.type.dtype, ct), ct), ct);
-                                }, c.e.fill(outT, 0));
-  std::string o = c.e.generic(c.out(0), loopDims(4), {{acc, outT, loopDims(4)}, {sum, rowT, bhl}}, p4, [&](Strings& a) {
-    Scalars s = c.e.scalars();
-    return s.cast(s.op("arith.mulf", a[0], s.op("arith.divf", s.constant(1, ct), a[1], ct), ct), ct, c.out(0).dtype);
-  });
-  std::string lse = c.e.generic(c.out(1), bhl, {{mx, rowT, bhl}, {sum, rowT, bhl}}, Strings(3, "parallel"), [&](Strings& a) {
-    Scalars s = c.e.scalars();
-    return s.cast(s.op("arith.addf", a[0], s.unary("math.log", a[1], ct), ct), ct, c.out(1).dtype);
-  });
-  return Value::list({Value::tensor(o, c.out(0)), Value::tensor(lse, c.out(1))});
-}
-
 // ---- sizes and scalars -----------------------------------------------------------------------
 
 // The product of dims [from, to) of x as an Int: a constant when all are static, else read
@@ -535,10 +383,7 @@ void addIndexingOps(OpTable& t) {
     return scatter(c, r.text);
   };
   t["aten::index_add.default"] = indexAdd;
-  t["aten::nll_loss_forward.default"] = nllForward;
-  t["aten::nll_loss_backward.default"] = nllBackward;
   t["aten::as_strided.default"] = asStrided;
-  t["aten::_scaled_dot_product_flash_attention_for_cpu.default"] = flashAttention;
   t["aten::sym_size.int"] = [](OpCall& c) {
     size_t d = static_cast<size_t>(OpCall::dim(c.integer(1), c.tensor(0).type.rank()));
     return sizeProduct(c.e, c.tensor(0), d, d + 1);

@@ -13,6 +13,8 @@ const OpTable& builtinOps() {
     addReductionOps(t);
     addNormalizationOps(t);
     addIndexingOps(t);
+    addLossOps(t);
+    addAttentionOps(t);
     return t;
   }();
   return table;

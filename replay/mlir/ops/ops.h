@@ -12,7 +12,9 @@ void addLinearOps(OpTable& table);         // ops/linear.cc: mm, addmm, bmm, bad
 void addConvolutionOps(OpTable& table);    // ops/convolution.cc: convolution, pooling and their backward
 void addReductionOps(OpTable& table);      // ops/reduction.cc: sum, mean, amax, var, softmax
 void addNormalizationOps(OpTable& table);  // ops/normalization.cc: layer norm, batch norm
-void addIndexingOps(OpTable& table);       // ops/indexing.cc: embedding, gather, index, scatter, losses
+void addIndexingOps(OpTable& table);       // ops/indexing.cc: embedding, gather, index, scatter
+void addLossOps(OpTable& table);           // ops/losses.cc: nll_loss and its backward
+void addAttentionOps(OpTable& table);      // ops/attention.cc: scaled dot-product attention
 
 const OpTable& builtinOps();
 

@@ -183,6 +183,27 @@ void addShapeOps(OpTable& t) {
     }
     return acc;
   };
+  // self with src written at a slice's (or a select's) place: what functionalization makes of
+  // an in-place write into a view.
+  t["aten::slice_scatter.default"] = [](OpCall& c) {
+    const Value& self = c.tensor(0);
+    size_t dim = static_cast<size_t>(OpCall::dim(c.integer(2), self.type.rank()));
+    std::vector<std::string> offsets = zeros(c.e, self.type.rank());
+    offsets[dim] = startIndex(c.e, c.none(3) ? 0 : c.integer(3), self.type, dim);
+    std::vector<int64_t> steps(self.type.rank(), 1);
+    steps[dim] = c.none(5) ? 1 : c.integer(5);
+    return insert(c.e, c.e.convert(c.tensor(1), self.type.dtype), self.ssa, self.type, offsets, steps);
+  };
+  t["aten::select_scatter.default"] = [](OpCall& c) {
+    const Value& self = c.tensor(0);
+    size_t dim = static_cast<size_t>(OpCall::dim(c.integer(2), self.type.rank()));
+    TensorType unsq = c.tensor(1).type;
+    unsq.dims.insert(unsq.dims.begin() + static_cast<long>(dim), Dim{1, ""});
+    Value piece = reshape(c.e, c.e.convert(c.tensor(1), self.type.dtype), unsq.withDtype(self.type.dtype));
+    std::vector<std::string> offsets = zeros(c.e, self.type.rank());
+    offsets[dim] = startIndex(c.e, c.integer(3), self.type, dim);
+    return insert(c.e, piece, self.ssa, self.type, offsets, std::vector<int64_t>(self.type.rank(), 1));
+  };
   // The gradient of a slice: zeros with the gradient written at the slice's place.
   t["aten::slice_backward.default"] = [](OpCall& c) {
     const Value& g = c.tensor(0);

@@ -35,6 +35,7 @@ struct GraphCheck {
   std::vector<NodeIssue> issues;  // nodes not lowered
   std::string stage = "lowered";  // lowered, verified, executed, matched, or where it stopped
   std::string error;              // why it stopped: a verifier or JIT diagnostic, a missing sample
+  std::string reference;          // what the outputs were compared with, when not the stored samples
   std::vector<OutputMatch> outputs;
   double lowerSeconds = 0, verifySeconds = 0, jitSeconds = 0, runSeconds = 0;
   bool matched() const { return stage == "matched"; }

@@ -43,6 +43,9 @@ struct RunReport {
   std::string compileId, graph;  // graph: the trace event, e.g. aot_forward_graph
   std::string inputs;            // "samples" or "random (seed 0)"
   std::map<std::string, int64_t> sizes;  // the value each symbol had in this run
+  // Inputs the capture described but did not store (over the sample cap), filled with seeded
+  // random values; the outputs are then checked against a second run, not the stored ones.
+  std::vector<std::string> filled;
   int nodes = 0, calls = 0;
   std::vector<OutputCheck> outputs;
   std::optional<NodeFailure> failure;
