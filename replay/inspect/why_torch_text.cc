@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "dynrep/replay/query/size_expr.h"
+
 namespace dynrep::replay {
 
 namespace {
@@ -50,28 +52,6 @@ std::string after(const std::string& text, const std::string& label) {
   if (at == std::string::npos) return "";
   size_t from = at + label.size();
   return trim(text.substr(from, text.find('\n', from) - from));
-}
-
-// A sympy call's arguments split at top-level commas: "Eq(a, f(b, c))" -> {"a", "f(b, c)"}.
-std::vector<std::string> callArguments(const std::string& s, size_t open, size_t* close) {
-  std::vector<std::string> args;
-  int depth = 0;
-  size_t start = open + 1;
-  for (size_t i = open; i < s.size(); ++i) {
-    if (s[i] == '(' || s[i] == '[') ++depth;
-    if (s[i] == ')' || s[i] == ']') --depth;
-    if (depth == 1 && s[i] == ',') {
-      args.push_back(trim(s.substr(start, i - start)));
-      start = i + 1;
-    }
-    if (depth == 0) {
-      args.push_back(trim(s.substr(start, i - start)));
-      *close = i;
-      return args;
-    }
-  }
-  *close = std::string::npos;
-  return {};
 }
 
 }  // namespace
@@ -215,43 +195,75 @@ std::string prettySource(const std::string& source) {
 }
 
 std::string pythonExpr(const std::string& sympyExpr) {
-  static const std::vector<std::pair<std::string, std::string>> kInfix = {{"Eq", " == "}, {"Ne", " != "}, {"Mod", " % "}};
-  std::string s = sympyExpr;
-  // Innermost calls first: rewrite the last opening of any known call until none is left.
-  for (int guard = 0; guard < 64; ++guard) {
-    size_t best = std::string::npos;
-    std::string name;
-    for (const char* fn : {"Eq", "Ne", "Mod", "Max", "Min"}) {
-      std::string open = std::string(fn) + "(";
-      for (size_t at = s.find(open); at != std::string::npos; at = s.find(open, at + 1)) {
-        bool wordStart = at == 0 || !(std::isalnum(static_cast<unsigned char>(s[at - 1])) || s[at - 1] == '_');
-        if (wordStart && (best == std::string::npos || at > best)) best = at, name = fn;
-      }
-    }
-    if (best == std::string::npos) break;
-    size_t close = 0;
-    std::vector<std::string> args = callArguments(s, best + name.size(), &close);
-    if (close == std::string::npos || args.empty()) break;
-    std::string replacement;
-    if (name == "Max" || name == "Min") {
-      replacement = (name == "Max" ? "max(" : "min(");
-      for (size_t i = 0; i < args.size(); ++i) replacement += (i ? ", " : "") + args[i];
-      replacement += ")";
-    } else if (args.size() == 2) {
-      for (const auto& [fn, op] : kInfix)
-        if (fn == name) replacement = "(" + args[0] + op + args[1] + ")";
-    } else {
-      break;
-    }
-    s = s.substr(0, best) + replacement + s.substr(close + 1);
+  using K = SizeExpr::Kind;
+  SizeExpr tree;
+  try {
+    tree = parseSizeExpr(sympyExpr);
+  } catch (const std::runtime_error&) {
+    return sympyExpr;  // `(s1 > 2) & (s0 < 3)`, a float: shown as PyTorch wrote it
   }
-  // The outermost brackets the rewrite added say nothing.
-  if (s.size() > 1 && s.front() == '(' && s.back() == ')') {
-    size_t close = 0;
-    callArguments(s, 0, &close);
-    if (close == s.size() - 1) s = s.substr(1, s.size() - 2);
-  }
-  return s;
+  auto spell = [](const SizeExpr& n, const std::vector<std::string>& a) -> std::string {
+    // An operand in brackets where it binds looser than n, or as loose on the right of a
+    // left-associative operator, the left of `**`, either side of a comparison (no chains).
+    auto operand = [&](size_t i) {
+      int mine = bindingPower(n.kind), theirs = bindingPower(n.args[i].kind);
+      bool tie = mine == bindingPower(K::Eq) || (n.kind == K::Pow ? i == 0 : i > 0);
+      return theirs < mine || (tie && theirs == mine) ? "(" + a[i] + ")" : a[i];
+    };
+    auto infix = [&](const char* op) { return operand(0) + op + operand(1); };
+    auto call = [&](const std::string& fn) {
+      std::string out = fn + "(";
+      for (size_t i = 0; i < a.size(); ++i) out += (i ? ", " : "") + a[i];
+      return out + ")";
+    };
+    switch (n.kind) {
+      case K::Integer:
+        return std::to_string(n.value);
+      case K::Symbol:
+        return n.name;
+      case K::Add:
+        return infix(" + ");
+      case K::Sub:
+        return infix(" - ");
+      case K::Mul:
+        return infix("*");
+      case K::Neg:
+        return "-" + operand(0);
+      case K::FloorDiv:  // bracketed whole, as sympy prints it: `((u0 + 1)//2)`
+        return "(" + infix("//") + ")";
+      case K::Mod:
+        return "(" + infix(" % ") + ")";
+      case K::Pow:
+        return infix("**");
+      case K::CeilDiv:
+        return "math.ceil(" + a[0] + " / " + a[1] + ")";
+      case K::TruncDiv:
+        return "int(" + a[0] + " / " + a[1] + ")";
+      case K::Max:
+        return call("max");
+      case K::Min:
+        return call("min");
+      case K::Eq:
+        return infix(" == ");
+      case K::Ne:
+        return infix(" != ");
+      case K::Lt:
+        return infix(" < ");
+      case K::Le:
+        return infix(" <= ");
+      case K::Gt:
+        return infix(" > ");
+      case K::Ge:
+        return infix(" >= ");
+      case K::Where:
+        return "(" + a[1] + " if " + a[0] + " else " + a[2] + ")";
+    }
+    return call("?");
+  };
+  std::string s = spellSize(tree, spell);
+  // The outermost brackets say nothing.
+  bool bracketed = tree.kind == K::FloorDiv || tree.kind == K::Mod || tree.kind == K::Where;
+  return bracketed ? s.substr(1, s.size() - 2) : s;
 }
 
 std::string renameSymbols(const std::string& expr, const std::vector<std::pair<std::string, std::string>>& names) {

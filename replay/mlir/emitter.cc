@@ -1,9 +1,10 @@
 #include "emitter.h"
 
-#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <sstream>
+
+#include "dynrep/replay/query/size_expr.h"
 
 namespace dynrep::replay::lowering {
 
@@ -278,106 +279,72 @@ std::string Emitter::dimSize(const TensorType& t, size_t d) { return sizeOf(t.di
 
 namespace {
 
-// Recursive descent over the size expressions sympy prints (+ - * // % **, Max, Min,
-// FloorDiv, Mod, CeilDiv, parentheses), emitting index arithmetic.
-class ExprEmitter {
- public:
-  ExprEmitter(Emitter& e, const std::string& text, const std::map<std::string, std::string>& symbols)
-      : e_(e), s_(text), symbols_(symbols) {}
+using SizeKind = SizeExpr::Kind;
 
-  std::string parse() {
-    std::string v = sum();
-    skip();
-    if (pos_ != s_.size()) fail("unexpected '" + s_.substr(pos_) + "'");
-    return v;
+// One size-expression node as index arithmetic, its operands already emitted.
+class SizeOps {
+ public:
+  SizeOps(Emitter& e, const std::map<std::string, std::string>& symbols) : e_(e), symbols_(symbols) {}
+
+  std::string spell(const SizeExpr& n, const Strings& a) {
+    switch (n.kind) {
+      case SizeKind::Integer:
+        return e_.index(n.value);
+      case SizeKind::Symbol: {
+        auto it = symbols_.find(n.name);
+        if (it == symbols_.end()) throw Unsupported("the symbol " + n.name + " has no value here (not an input size)");
+        return it->second;
+      }
+      case SizeKind::Add:
+        return bin("arith.addi", a[0], a[1]);
+      case SizeKind::Sub:
+        return bin("arith.subi", a[0], a[1]);
+      case SizeKind::Mul:
+        return bin("arith.muli", a[0], a[1]);
+      case SizeKind::Neg:
+        return bin("arith.subi", e_.index(0), a[0]);
+      case SizeKind::FloorDiv:
+        return bin("arith.floordivsi", a[0], a[1]);
+      case SizeKind::CeilDiv:
+        return bin("arith.ceildivsi", a[0], a[1]);
+      case SizeKind::TruncDiv:
+        return bin("arith.divsi", a[0], a[1]);
+      case SizeKind::Mod:  // floor modulo, a - (a // b) * b: remsi would keep a's sign
+        return bin("arith.subi", a[0], bin("arith.muli", bin("arith.floordivsi", a[0], a[1]), a[1]));
+      case SizeKind::Pow:
+        return power(n, a[0]);
+      case SizeKind::Max:
+      case SizeKind::Min: {
+        std::string v = a[0];
+        for (size_t i = 1; i < a.size(); ++i) v = bin(n.kind == SizeKind::Max ? "arith.maxsi" : "arith.minsi", v, a[i]);
+        return v;
+      }
+      case SizeKind::Eq: case SizeKind::Ne: case SizeKind::Lt: case SizeKind::Le: case SizeKind::Gt: case SizeKind::Ge:
+      case SizeKind::Where:
+        throw Unsupported("a comparison in a size is not lowered");
+    }
+    throw Unsupported("a size expression node of unknown kind");
   }
 
  private:
-  void skip() {
-    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-  }
-  bool eat(const char* tok) {
-    skip();
-    size_t n = std::strlen(tok);
-    if (s_.compare(pos_, n, tok) != 0) return false;
-    if (n == 1 && (tok[0] == '*' || tok[0] == '/') && pos_ + 1 < s_.size() && s_[pos_ + 1] == tok[0]) return false;
-    pos_ += n;
-    return true;
-  }
-  [[noreturn]] void fail(const std::string& why) { throw Unsupported("size expression '" + s_ + "': " + why); }
   std::string bin(const char* op, const std::string& a, const std::string& b) {
     std::string out = e_.fresh("sz");
     e_.line(out + " = " + op + " " + a + ", " + b + " : index");
     return out;
   }
-  std::string sum() {
-    std::string v = product();
-    for (;;) {
-      if (eat("+")) v = bin("arith.addi", v, product());
-      else if (eat("-")) v = bin("arith.subi", v, product());
-      else return v;
-    }
-  }
-  std::string product() {
-    std::string v = power();
-    for (;;) {
-      if (eat("*")) v = bin("arith.muli", v, power());
-      else if (eat("//")) v = bin("arith.floordivsi", v, power());
-      else if (eat("%")) v = bin("arith.remsi", v, power());
-      else return v;
-    }
-  }
-  std::string power() {
-    std::string base = unary();
-    if (!eat("**")) return base;
-    skip();
-    size_t start = pos_;
-    while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-    if (start == pos_) fail("a power whose exponent is not a constant");
+  // x**n for a constant n, as n - 1 products.
+  std::string power(const SizeExpr& n, const std::string& base) {
+    const SizeExpr& exponent = n.args[1];
+    if (exponent.kind != SizeKind::Integer) throw Unsupported("a power whose exponent is not a constant");
+    if (exponent.value == 0) return e_.index(1);
+    if (exponent.value > 64) throw Unsupported("a power of exponent " + std::to_string(exponent.value));
     std::string v = base;
-    for (int i = 1; i < std::stoi(s_.substr(start, pos_ - start)); ++i) v = bin("arith.muli", v, base);
+    for (int64_t i = 1; i < exponent.value; ++i) v = bin("arith.muli", v, base);
     return v;
-  }
-  std::string unary() {
-    if (eat("-")) return bin("arith.subi", e_.index(0), unary());
-    return atom();
-  }
-  std::string atom() {
-    skip();
-    if (eat("(")) {
-      std::string v = sum();
-      if (!eat(")")) fail("missing ')'");
-      return v;
-    }
-    size_t start = pos_;
-    if (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
-      while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-      return e_.index(std::stoll(s_.substr(start, pos_ - start)));
-    }
-    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) ++pos_;
-    std::string name = s_.substr(start, pos_ - start);
-    if (name.empty()) fail("expected a symbol or a number");
-    if (eat("(")) {
-      std::vector<std::string> args{sum()};
-      while (eat(",")) args.push_back(sum());
-      if (!eat(")")) fail("missing ')'");
-      const char* op = name == "Max" ? "arith.maxsi" : name == "Min" ? "arith.minsi"
-                       : name == "FloorDiv" ? "arith.floordivsi" : name == "CeilDiv" ? "arith.ceildivsi"
-                       : (name == "Mod" || name == "PythonMod") ? "arith.remsi" : nullptr;
-      if (!op || args.size() < 2) fail("the function " + name + " is not lowered");
-      std::string v = args[0];
-      for (size_t i = 1; i < args.size(); ++i) v = bin(op, v, args[i]);
-      return v;
-    }
-    auto it = symbols_.find(name);
-    if (it == symbols_.end()) fail("the symbol " + name + " has no value here (not an input size)");
-    return it->second;
   }
 
   Emitter& e_;
-  const std::string& s_;
   const std::map<std::string, std::string>& symbols_;
-  size_t pos_ = 0;
 };
 
 }  // namespace
@@ -385,7 +352,14 @@ class ExprEmitter {
 std::string Emitter::symbolValue(const std::string& expr) {
   auto it = exprCache_.find(expr);
   if (it != exprCache_.end() && depth_ == 0) return it->second;
-  std::string v = ExprEmitter(*this, expr, symbols_).parse();
+  SizeExpr tree;
+  try {
+    tree = parseSizeExpr(expr);
+  } catch (const std::runtime_error& e) {
+    throw Unsupported(e.what());
+  }
+  SizeOps ops(*this, symbols_);
+  std::string v = spellSize(tree, [&](const SizeExpr& n, const Strings& a) { return ops.spell(n, a); });
   if (depth_ == 0) exprCache_[expr] = v;
   return v;
 }

@@ -23,6 +23,7 @@
 
 #include "torch_dialect.h"
 
+#include "dynrep/replay/query/size_expr.h"
 #include "emitter.h"
 #include "graph_nodes.h"
 
@@ -72,54 +73,55 @@ void freeSymbols(const std::string& e, std::vector<std::string>& out) {
 }
 
 // Sympy's printed size expression (`2*s0`, `s0 + 1`, `(s0//2)`, `Mod(s0, 2)`, `s0**2`) in MLIR's
-// affine syntax, whose precedences are Python's: `//` is floordiv, `%` and Mod() mod, a power a
-// product. Throws for what is not (semi-)affine: Max, CeilToInt, `/`, a float.
+// affine syntax, whose precedences are Python's: `//` is floordiv, Mod() mod (floor modulo, which
+// affine's is for the positive divisors sizes have), a power a product. Throws for what is not
+// (semi-)affine: Max, a comparison.
 std::string affine(const std::string& e, const std::map<std::string, std::string>& symbols) {
-  std::vector<std::string> out;
-  auto group = [](const std::string& t) { return t.find(' ') == std::string::npos ? t : "(" + t + ")"; };
-  for (size_t i = 0, j; i < e.size(); i = j) {
-    if (e[i] == ' ') { j = i + 1; continue; }
-    if (e.compare(i, 2, "**") == 0) {  // x**n: x * x ... over the last operand
-      size_t len = 0;
-      int n = std::stoi(e.substr(i + 2), &len);
-      if (out.empty() || n < 1) throw std::runtime_error("power");
-      std::string base = out.back();
-      for (int k = 1; k < n; ++k) out.back() += " * " + base;
-      out.back() = group(out.back()), j = i + 2 + len;
-      continue;
-    }
-    if (e.compare(i, 2, "//") == 0 || std::strchr("+-*%", e[i])) {
-      out.push_back(e[i] == '/' ? "floordiv" : e[i] == '%' ? "mod" : std::string(1, e[i]));
-      j = i + (e[i] == '/' ? 2 : 1);
-      continue;
-    }
-    for (j = i; j < e.size() && idChar(e[j]);) ++j;
-    std::string id = e.substr(i, j - i);
-    if (j < e.size() && e[j] == '(') {  // a group or a call: its arguments split at top-level commas
-      std::vector<std::string> args{""};
-      int depth = 0;
-      for (++j; j < e.size() && (e[j] != ')' || depth); ++j) {
-        depth += e[j] == '(' ? 1 : e[j] == ')' ? -1 : 0;
-        if (e[j] == ',' && !depth) args.emplace_back();
-        else args.back() += e[j];
+  using K = SizeExpr::Kind;
+  auto spell = [&](const SizeExpr& n, const std::vector<std::string>& a) -> std::string {
+    // An operand in brackets where it binds looser than n, or as loose on the right of a
+    // left-associative operator: `s0 - (s1 - 1)`.
+    auto operand = [&](size_t i) {
+      int mine = bindingPower(n.kind == K::CeilDiv ? K::Mul : n.kind), theirs = bindingPower(n.args[i].kind);
+      return theirs < mine || (i > 0 && theirs == mine) ? "(" + a[i] + ")" : a[i];
+    };
+    auto infix = [&](const char* op) { return operand(0) + " " + op + " " + operand(1); };
+    switch (n.kind) {
+      case K::Integer:
+        return std::to_string(n.value);
+      case K::Symbol:
+        if (!symbols.count(n.name)) throw std::runtime_error("not affine: " + e);
+        return symbols.at(n.name);
+      case K::Add:
+        return infix("+");
+      case K::Sub:
+        return infix("-");
+      case K::Mul:
+        return infix("*");
+      case K::Neg:
+        return "-" + operand(0);
+      case K::FloorDiv:
+        return infix("floordiv");
+      case K::CeilDiv:
+        return infix("ceildiv");
+      case K::Mod:
+        return infix("mod");
+      case K::Pow: {  // x**n as x * x ...
+        const SizeExpr& exponent = n.args[1];
+        if (exponent.kind != K::Integer || exponent.value > 64) throw std::runtime_error("power");
+        if (exponent.value == 0) return "1";
+        std::string base = bindingPower(n.args[0].kind) < bindingPower(K::Mul) ? "(" + a[0] + ")" : a[0];
+        std::string v = base;
+        for (int64_t k = 1; k < exponent.value; ++k) v += " * " + base;
+        return exponent.value == 1 ? v : "(" + v + ")";
       }
-      if (j++ == e.size()) throw std::runtime_error("parenthesis");
-      for (std::string& a : args) a = group(affine(a, symbols));
-      if (id.empty() && args.size() == 1) out.push_back(args[0]);
-      else if ((id == "Mod" || id == "PythonMod" || id == "FloorDiv") && args.size() == 2)
-        out.push_back("(" + args[0] + (id == "FloorDiv" ? " floordiv " : " mod ") + args[1] + ")");
-      else throw std::runtime_error(id);
-    } else if (!id.empty() && std::all_of(id.begin(), id.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
-      out.push_back(id);
-    } else if (symbols.count(id)) {
-      out.push_back(symbols.at(id));
-    } else {
-      throw std::runtime_error("not affine: " + e);
+      case K::TruncDiv: case K::Max: case K::Min: case K::Where:
+      case K::Eq: case K::Ne: case K::Lt: case K::Le: case K::Gt: case K::Ge:
+        throw std::runtime_error("not affine: " + e);
     }
-  }
-  std::string text;
-  for (const std::string& t : out) text += (text.empty() ? "" : " ") + t;
-  return text;
+    throw std::runtime_error("not affine: " + e);
+  };
+  return spellSize(parseSizeExpr(e), spell);
 }
 
 struct TV {  // an SSA value and its torch type
@@ -395,7 +397,10 @@ class TorchLowering {
     static const std::map<std::string, std::string> kRenamed = {
         {"aten::sym_size.int", "aten.size.int"}, {"aten::sym_size.default", "aten.size"}, {"aten::sym_stride.int", "aten.stride.int"},
         {"aten::sym_stride.default", "aten.stride"}, {"aten::sym_numel.default", "aten.numel"}, {"aten::lift_fresh_copy.default", "aten.clone"},
-        {"aten::_unsafe_index_put.default", "aten._unsafe_index_put.hacked_twin"}};
+        {"aten::_unsafe_index_put.default", "aten._unsafe_index_put.hacked_twin"},
+        // An input mutation AOTAutograd keeps (copy_ into a placeholder): torch-mlir defines copy_
+        // over !torch.tensor only, so its value is the functional copy, as the linalg form computes it.
+        {"aten::copy_.default", "aten.copy"}};
     std::string name = target.substr(0, target.find("::")) + "." + target.substr(target.find("::") + 2);
     if (name.size() > 8 && name.compare(name.size() - 8, 8, ".default") == 0) name.resize(name.size() - 8);
     if (kRenamed.count(target)) name = kRenamed.at(target);

@@ -62,10 +62,13 @@ std::vector<RawValue> read(const json& entries, const std::string& data) {
 
 void writeTensorFile(const std::string& path, const TensorFile& file) {
   uint64_t offset = 0;
-  json header = {{"inputs", describe(file.inputs, &offset)}, {"outputs", describe(file.outputs, &offset)}};
+  json header = {{"inputs", describe(file.inputs, &offset)}, {"outputs", describe(file.outputs, &offset)}, {"random", json::array()}};
+  for (const auto& [node, values] : file.random) header["random"].push_back({{"node", node}, {"values", describe(values, &offset)}});
   std::ofstream out(path, std::ios::binary);
   out << kMagic << "\n" << header.dump() << "\n";
-  for (const auto* values : {&file.inputs, &file.outputs})
+  std::vector<const std::vector<RawValue>*> all = {&file.inputs, &file.outputs};
+  for (const auto& entry : file.random) all.push_back(&entry.second);
+  for (const auto* values : all)
     for (const RawValue& v : *values) out.write(v.bytes.data(), static_cast<std::streamsize>(v.bytes.size()));
   if (!out) throw std::runtime_error("cannot write " + path);
 }
@@ -82,6 +85,7 @@ TensorFile readTensorFile(const std::string& path) {
   try {
     file.inputs = read(h.value("inputs", json::array()), data);
     file.outputs = read(h.value("outputs", json::array()), data);
+    for (const json& r : h.value("random", json::array())) file.random.emplace_back(r.value("node", ""), read(r.value("values", json::array()), data));
   } catch (const json::exception& e) {
     throw std::runtime_error(path + ": " + e.what());
   }

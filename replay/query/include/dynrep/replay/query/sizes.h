@@ -1,5 +1,6 @@
 // Symbolic sizes: the values of a graph's symbols (s0, u1) and the sizes they give. Shapes in
-// the graph IR keep PyTorch's printed expressions: `s0`, `2*s0`, `s0 + 1`, `(s0//2)`, `Max(1, s1)`.
+// the graph IR keep PyTorch's printed expressions: `s0`, `2*s0`, `s0 + 1`, `(s0//2)`, `Max(1, s1)`,
+// read by size_expr.h. Thread-safety: pure functions.
 #pragma once
 
 #include <cstdint>

@@ -1,11 +1,13 @@
 // A graph's inputs and outputs as one file, how replay-run hands them to another tool (--dump-raw)
 // without either linking the other: a first line "dynrep-tensors 1", a JSON line
-// {"inputs": [...], "outputs": [...]} (tensors {"dtype", "shape", "offset", "bytes"}, scalars
+// {"inputs": [...], "outputs": [...], "random": [{"node", "values": [...]}]} (tensors
+// {"dtype", "shape", "offset", "bytes"}, scalars
 // {"int"}, {"float"}, {"bool"}, None {}), then the tensors' raw little-endian bytes.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dynrep::replay {
@@ -21,6 +23,8 @@ struct RawValue {
 
 struct TensorFile {
   std::vector<RawValue> inputs, outputs;
+  // What each node that draws random numbers (random_ops.h) produced, in graph order.
+  std::vector<std::pair<std::string, std::vector<RawValue>>> random;
 };
 
 void writeTensorFile(const std::string& path, const TensorFile& file);  // throws std::runtime_error
