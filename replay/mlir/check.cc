@@ -145,6 +145,7 @@ class CompileCheck {
       }
       if (opt_.sizes.empty()) {
         try {
+          if (p.random()) throw StoreError("it draws random numbers, which replay-run draws as PyTorch does");
           inputs = sampleInputs(p);
           for (const auto& [position, entry] : samples_.expected(p.ir))
             expectedPositions.push_back(position), expected.push_back(fromEntry(job_, *entry));
@@ -155,12 +156,12 @@ class CompileCheck {
           // and is the reference on those inputs.
           if (opt_.runner.empty()) throw;
           inputs.clear(), expected.clear(), expectedPositions.clear();
-          g.reference = std::string("replay-run on inputs it filled (") + missing.what() + ")";
-          referenceRun(event, &inputs, &expected, &expectedPositions);
+          g.reference = std::string("replay-run (") + missing.what() + ")";
+          referenceRun(event, &inputs, &expected, &expectedPositions, p.lowered.inputs);
         }
       } else {
         g.reference = "replay-run on random inputs at the sizes asked for";
-        referenceRun(event, &inputs, &expected, &expectedPositions);
+        referenceRun(event, &inputs, &expected, &expectedPositions, p.lowered.inputs);
       }
       checkSizes(p, inputs);
       auto start = Clock::now();
@@ -192,6 +193,9 @@ class CompileCheck {
     json ir;
     LoweredGraph lowered;
     std::string opset, opsetReason;
+    bool random() const {
+      return std::any_of(lowered.inputs.begin(), lowered.inputs.end(), [](const Port& p) { return p.meta.contains("random"); });
+    }
     std::unique_ptr<Jit> jit;
     std::string stage, error;
   };
@@ -307,6 +311,7 @@ class CompileCheck {
   const std::vector<HostValue>& forwardOutputs() {
     if (forward_) return *forward_;
     Prepared& p = prepare("aot_forward_graph", nullptr);
+    if (p.random()) throw StoreError("its saved inputs come from the forward graph, which draws random numbers");
     if (!p.jit)
       throw StoreError("its saved inputs come from the forward graph, which " +
                        std::string(p.lowered.complete() ? "did not compile: " + p.error.substr(0, 200) : "was not lowered completely"));
@@ -318,7 +323,8 @@ class CompileCheck {
 
   // Random inputs at other sizes: replay-run draws them, runs the graph with libtorch and
   // writes both; MLIR's outputs on the same inputs must match libtorch's.
-  void referenceRun(const std::string& event, std::vector<HostValue>* inputs, std::vector<HostValue>* expected, std::vector<int>* positions) {
+  void referenceRun(const std::string& event, std::vector<HostValue>* inputs, std::vector<HostValue>* expected, std::vector<int>* positions,
+                    const std::vector<Port>& ports) {
     if (opt_.runner.empty()) throw StoreError("checking at other sizes needs replay-run (built where torch is installed) as the reference");
     std::string sizes;
     for (const auto& [name, value] : opt_.sizes) sizes += (sizes.empty() ? "" : ",") + name + "=" + std::to_string(value);
@@ -343,6 +349,14 @@ class CompileCheck {
       throw StoreError("replay-run (the reference) did not run this graph" + (sizes.empty() ? "" : " at " + sizes) + ": " + why);
     }
     for (const RawValue& r : file.inputs) inputs->push_back(fromRaw(r));
+    for (const Port& port : ports) {  // what each random node drew, as the lowered function's extra inputs
+      if (!port.meta.contains("random")) continue;
+      auto drawn = std::find_if(file.random.begin(), file.random.end(), [&](const auto& r) { return r.first == port.meta["random"]; });
+      size_t output = port.meta.value("output", 0);
+      if (drawn == file.random.end() || output >= drawn->second.size())
+        throw StoreError("replay-run did not hand over what " + port.meta["random"].get<std::string>() + " drew");
+      inputs->push_back(fromRaw(drawn->second[output]));
+    }
     for (size_t i = 0; i < file.outputs.size(); ++i) {
       if (file.outputs[i].kind != "tensor") continue;
       expected->push_back(fromRaw(file.outputs[i]));

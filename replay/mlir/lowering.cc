@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "dynrep/replay/mlir/lower.h"
+#include "dynrep/replay/query/random_ops.h"
 #include "graph_nodes.h"
 #include "op_call.h"
 #include "ops/ops.h"
@@ -64,7 +65,7 @@ class GraphLowering {
       std::string op = node.value("op", "");
       if (op == "call_function") {
         out_.nodes++;
-        lowerNode(node);
+        if (!drawn_.count(node.value("name", ""))) lowerNode(node);
       } else if (op == "get_attr") {
         constant(node);
       } else if (op == "output") {
@@ -139,7 +140,36 @@ class GraphLowering {
       signature += std::string(signature.empty() ? "" : ", ") + arg + ": " + port.type;
       if (port.type.rfind("tensor", 0) == 0 && opt_.dialect != Dialect::Torch) signature += " {bufferization.writable = false}";
     }
+    if (opt_.dialect != Dialect::Torch) randomArguments(&signature, n);
     return signature;
+  }
+
+  // A node that draws random numbers takes its outputs as extra arguments after the graph's
+  // inputs (random_ops.h): port "node#i" with the output's description and "random": node.
+  void randomArguments(std::string* signature, int n) {
+    for (const json& node : ir_["nodes"]) {
+      if (!drawsRandom(node)) continue;
+      std::vector<Value> items;
+      int position = 0;
+      for (const json& meta : node.value("outputs", json::array())) {
+        std::string arg = "%arg" + std::to_string(n++);
+        Port port{node.value("name", "") + "#" + std::to_string(position), "", meta, -1};
+        port.meta["random"] = node.value("name", "");
+        port.meta["output"] = position++;
+        try {
+          TensorType t = tensorType(meta);
+          port.type = t.str();
+          items.push_back(Value::tensor(arg, t));
+        } catch (const Unsupported& u) {
+          issue(node, std::string("a random output that is not a tensor: ") + u.what());
+          port.type = "tensor<f32>";
+        }
+        out_.inputs.push_back(port);
+        *signature += ", " + arg + ": " + port.type + " {bufferization.writable = false}";
+      }
+      values_[node.value("name", "")] = items.size() == 1 ? items[0] : Value::list(items);
+      drawn_.insert(node.value("name", ""));
+    }
   }
 
   // Every relation between input sizes and every symbol range PyTorch's guards rely on is
@@ -486,6 +516,7 @@ class GraphLowering {
   Emitter e_;
   LoweredGraph out_;
   std::map<std::string, Value> values_;
+  std::set<std::string> drawn_;  // nodes drawing random numbers: their outputs are arguments
   std::map<std::string, bool> boundAt_;  // "arg/dim" that bound a symbol
   std::vector<std::string> declarations_;
   std::string resultTypes_;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "dynrep/replay/query/random_ops.h"
 #include "prims.h"
 
 namespace dynrep::replay::run {
@@ -228,8 +229,8 @@ c10::IValue GraphProgram::callPython(const Step& step, const std::vector<c10::IV
   throw std::runtime_error("the Python function " + t + " is not run here");
 }
 
-std::optional<std::vector<c10::IValue>> GraphProgram::run(const std::vector<c10::IValue>& inputs,
-                                                          NodeFailure* failure) const {
+std::optional<std::vector<c10::IValue>> GraphProgram::run(const std::vector<c10::IValue>& inputs, NodeFailure* failure,
+                                                          std::vector<std::pair<std::string, c10::IValue>>* random) const {
   std::vector<c10::IValue> values(slotCount_);
   for (size_t i = 0; i < inputSlots_.size() && i < inputs.size(); ++i) values[inputSlots_[i]] = inputs[i];
   for (const auto& [slot, value] : constantSlots_) values[slot] = value;
@@ -241,6 +242,7 @@ std::optional<std::vector<c10::IValue>> GraphProgram::run(const std::vector<c10:
         for (const Resolved& arg : step.args) stack.push_back(arg(values));
         step.op->callBoxed(&stack);
         values[step.slot] = stack.size() == 1 ? std::move(stack[0]) : c10::IValue(c10::ivalue::Tuple::create(stack));
+        if (random && drawsRandom(*step.node)) random->emplace_back(step.node->value("name", ""), values[step.slot]);
       } else if (step.kind == StepKind::Primitive) {
         stack.clear();
         for (const Resolved& arg : step.args) stack.push_back(arg(values));

@@ -24,8 +24,10 @@ class GraphProgram {
   const std::optional<NodeFailure>& failure() const { return failure_; }
   size_t nodeCount() const { return steps_.size(); }
 
-  // The graph's outputs, or nullopt with `failure` set to the node that threw.
-  std::optional<std::vector<c10::IValue>> run(const std::vector<c10::IValue>& inputs, NodeFailure* failure) const;
+  // The graph's outputs, or nullopt with `failure` set to the node that threw. `random`, when
+  // given, gets what each node that draws random numbers produced (random_ops.h), in order.
+  std::optional<std::vector<c10::IValue>> run(const std::vector<c10::IValue>& inputs, NodeFailure* failure,
+                                              std::vector<std::pair<std::string, c10::IValue>>* random = nullptr) const;
 
  private:
   enum class StepKind { Operator, Primitive, Python };

@@ -202,7 +202,7 @@ class Run {
       NodeFailure failure;
       seedGenerator(ev);
       auto start = std::chrono::steady_clock::now();
-      std::optional<std::vector<c10::IValue>> out = program.run(in, &failure);
+      std::optional<std::vector<c10::IValue>> out = program.run(in, &failure, first ? nullptr : &random_);
       seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       report->calls++;
       if (!out) {
@@ -270,6 +270,14 @@ class Run {
     TensorFile file;
     for (const c10::IValue& v : in) file.inputs.push_back(raw(v));
     for (const c10::IValue& v : out) file.outputs.push_back(raw(v));
+    for (const auto& [node, value] : random_) {
+      std::vector<RawValue> values;
+      if (value.isTuple())
+        for (const c10::IValue& item : value.toTupleRef().elements()) values.push_back(raw(item));
+      else
+        values.push_back(raw(value));
+      file.random.emplace_back(node, std::move(values));
+    }
     try {
       writeTensorFile(opt_.rawDumpPath, file);
     } catch (const std::exception& e) {
@@ -291,6 +299,7 @@ class Run {
   const RunOptions& opt_;
   Symbols symbols_;
   std::vector<std::string> filled_;  // inputs not stored, filled at random
+  std::vector<std::pair<std::string, c10::IValue>> random_;  // what random nodes drew in the first run
 };
 
 }  // namespace

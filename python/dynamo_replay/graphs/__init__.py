@@ -45,7 +45,9 @@ def load_graph(store: str | os.PathLike[str], compile_id: str, graph: str = "for
     from running the forward graph and the stored tangents), `expected_outputs` ((position,
     value) pairs from the samples), `rng_state` (the CPU generator's state at the first call,
     for graphs with random operators such as dropout), `check(rtol, atol)` (lines naming each output that differs)
-    and `ir` (the graph IR). With inputs=False no sample is read.
+    and `ir` (the graph IR). With inputs=False no sample is read. An input the capture did not
+    store (over the sample cap) is filled with seeded random values of its description, as
+    replay-run fills it, and named in `filled_inputs`; there is then nothing to compare with.
 
     GraphError names the store and what is missing: the compile, the graph, a sample, or a
     node that cannot be rebuilt here."""
@@ -59,11 +61,15 @@ def load_graph(store: str | os.PathLike[str], compile_id: str, graph: str = "for
         module.example_inputs = []
         module.expected_outputs = []
         module.rng_state = None
+        module.filled_inputs = []
         if inputs:
             forward = None if event != "aot_backward_graph" else rebuild(stored.irs["aot_forward_graph"], stored.blobs)
             forward_rng = samples.rng_state(stored, "aot_forward_graph")
-            module.example_inputs = samples.example_inputs(stored, event, lambda xs: _run(forward, xs, forward_rng))
-            module.expected_outputs = samples.expected_outputs(stored, event)
+            module.filled_inputs = []
+            module.example_inputs = samples.example_inputs(stored, event, lambda xs: _run(forward, xs, forward_rng),
+                                                           module.filled_inputs)
+            # Outputs of inputs filled at random are not the stored ones: nothing to compare with.
+            module.expected_outputs = [] if module.filled_inputs else samples.expected_outputs(stored, event)
             module.rng_state = samples.rng_state(stored, event)
     except GraphError as error:
         raise GraphError(f"{os.fspath(store)}: {error}") from None

@@ -29,6 +29,10 @@ from dynamo_replay.graphs import FLOAT_TOLERANCE, load_graph, standalone
 from dynamo_replay.graphs.rebuild import locate
 
 INLINE_LIMIT = 32 << 10  # bytes of data put inside the script rather than beside it
+_WHAT_IT_COMPARES = ("Runs the graph on the inputs the compiled graph was first called with and compares its\n"
+                     "        outputs with the stored ones.",
+                     "Some inputs were over the capture's sample cap: they are seeded random values of their\n"
+                     "        description, and the outputs are compared with replay-run's (libtorch) on the same inputs.")
 
 
 @dataclass(frozen=True)
@@ -173,6 +177,8 @@ def make_repro(store: str | os.PathLike[str], compile_id: str, graph: str = "for
     when the graph cannot be rebuilt or its code cannot import what it uses."""
     gm = load_graph(store, compile_id, graph)
     where = f"{os.fspath(store)}: compile {compile_id}"
+    if gm.filled_inputs:
+        gm.expected_outputs = _runner_outputs(store, compile_id, graph, gm, where)
     if not gm.expected_outputs:
         raise GraphError(f"{where} has no stored outputs of its {gm.graph_event} to compare with (samples off, "
                          "over the size cap, or the graph never ran)")
@@ -194,8 +200,7 @@ def make_repro(store: str | os.PathLike[str], compile_id: str, graph: str = "for
         """Repro: {gm.graph_event} of compile {compile_id} in {Path(store).name}, rebuilt from its graph IR
         by dynamo-replay {__version__} (torch {torch.__version__}).
 
-        Runs the graph on the inputs the compiled graph was first called with and compares its
-        outputs with the stored ones. Needs only torch{"" if inline else f" and {data_file} beside this file"}.
+        {_WHAT_IT_COMPARES[bool(gm.filled_inputs)]} Needs only torch{"" if inline else f" and {data_file} beside this file"}.
         Exit status: 0 the outputs match (bitwise, or within RTOL and ATOL), 1 they differ.
         """
 
@@ -207,6 +212,33 @@ def make_repro(store: str | os.PathLike[str], compile_id: str, graph: str = "for
               + _STANDALONE + _CLASS + textwrap.indent(code.src.strip("\n"), "    ") + "\n" + _MAIN)
     return Repro(script=script, data=data, inline=inline, graph_event=gm.graph_event,
                  inputs=len(gm.example_inputs), compared=len(gm.expected_outputs), outputs=_output_count(gm))
+
+
+def _runner_outputs(store: str | os.PathLike[str], compile_id: str, graph: str, gm: torch.fx.GraphModule,
+                    where: str) -> list[tuple[int, Any]]:
+    """What to compare with when inputs were filled at random (not stored): replay-run's
+    outputs on the same filled inputs, which must equal the ones filled here."""
+    import subprocess
+    import tempfile
+
+    from dynamo_replay import tools
+
+    with tempfile.TemporaryDirectory() as tmp:
+        dump = os.path.join(tmp, "run.pt")
+        subprocess.run([tools.runner_executable(), os.fspath(store), compile_id, "--graph", graph, "--dump", dump],
+                       capture_output=True, text=True)
+        if not os.path.exists(dump):
+            raise GraphError(f"{where}: inputs {', '.join(gm.filled_inputs)} were not stored, and replay-run, "
+                             "which would give the outputs to compare with, did not run the graph")
+        inputs, outputs = torch.load(dump, weights_only=True)
+    for name, ours, theirs in zip(_placeholder_names(gm), gm.example_inputs, inputs):
+        if isinstance(ours, torch.Tensor) and not torch.equal(ours, theirs):
+            raise GraphError(f"{where}: replay-run filled input {name} with other values than this library did")
+    return [(i, v) for i, v in enumerate(outputs) if isinstance(v, torch.Tensor)]
+
+
+def _placeholder_names(gm: torch.fx.GraphModule) -> list[str]:
+    return [n.name for n in gm.graph.nodes if n.op == "placeholder"]
 
 
 def _output_count(gm: torch.fx.GraphModule) -> int:

@@ -15,6 +15,28 @@ from dynamo_replay.graphs.rebuild import tensor
 from dynamo_replay.graphs.stored import StoredCompile
 
 
+def filled(entry: dict[str, Any], position: int, stride: list[Any] | None = None, seed: int = 0) -> torch.Tensor:
+    """Seeded random values of a tensor the capture described but did not store (over the
+    sample cap), drawn as replay-run draws them (replay/run/runner.cc, Run::filled): a CPU
+    generator seeded with seed + the input's position, float32 normals of the recorded mean and
+    standard deviation cast to the dtype, integers in the recorded range."""
+    dtype = getattr(torch, entry["dtype"])
+    generator = torch.Generator().manual_seed(seed + position)
+    if dtype.is_floating_point:
+        values = torch.randn(entry["shape"], generator=generator, dtype=torch.float32)
+        values = (values * entry.get("std", 1.0) + entry.get("mean", 0.0)).to(dtype)
+    else:
+        low, high = (0, 1) if dtype == torch.bool else (entry.get("min", 0), entry.get("max", 9))
+        values = torch.randint(low, high + 1, entry["shape"], generator=generator, dtype=torch.int64).to(dtype)
+    if stride and all(isinstance(s, int) for s in stride) and list(values.stride()) != stride:
+        values = torch.empty_strided(values.shape, stride, dtype=dtype).copy_(values)
+    return values
+
+
+def not_stored(entry: Any) -> bool:
+    return isinstance(entry, dict) and "blob" not in entry and "value" not in entry and "dtype" in entry and "shape" in entry
+
+
 def _value(entry: dict[str, Any] | None, blobs: dict[str, bytes], stride: list[Any] | None = None) -> Any:
     if entry is None:
         return None
@@ -35,8 +57,10 @@ def _stride(node: dict[str, Any]) -> list[Any] | None:
     return outputs[0].get("stride") if isinstance(outputs[0], dict) else None
 
 
-def example_inputs(stored: StoredCompile, event: str, run_forward: Callable[[list[Any]], list[Any]] | None = None) -> list[Any]:
-    """The stored inputs of one graph, in placeholder order; GraphError names an input no sample feeds."""
+def example_inputs(stored: StoredCompile, event: str, run_forward: Callable[[list[Any]], list[Any]] | None = None,
+                   filled_names: list[str] | None = None) -> list[Any]:
+    """The stored inputs of one graph, in placeholder order; GraphError names an input no sample
+    feeds. An input over the sample cap is `filled`, and its name added to `filled_names`."""
     ir = stored.irs[event]
     forward_sample = stored.samples.get("forward")
     backward_sample = stored.samples.get("backward")
@@ -61,7 +85,13 @@ def example_inputs(stored: StoredCompile, event: str, run_forward: Callable[[lis
             if forward_sample is None:
                 raise GraphError(f"compile {stored.compile_id} has no stored sample (captured with samples off, "
                                  "or the graph never ran)")
-            values.append(_value(forward_sample["inputs"][feed["sample_input"]], stored.blobs, _stride(node)))
+            entry = forward_sample["inputs"][feed["sample_input"]]
+            if not_stored(entry):
+                values.append(filled(entry, len(values), _stride(node)))
+                if filled_names is not None:
+                    filled_names.append(node["name"])
+            else:
+                values.append(_value(entry, stored.blobs, _stride(node)))
         elif "tangent" in feed:
             missing = GraphError(f"compile {stored.compile_id} has no stored backward sample for {node['name']} "
                                  "(the job never ran backward through it inside capture)")
