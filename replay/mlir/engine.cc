@@ -310,7 +310,7 @@ std::vector<HostValue> Jit::call(const std::string& function, const std::vector<
     os << error;
     throw std::runtime_error("calling " + function + ": " + message);
   }
-  std::set<void*> inputData, freed;
+  std::set<void*> inputData, owned;
   for (const HostValue& in : inputs) inputData.insert(const_cast<uint8_t*>(in.data.data()));
   std::vector<HostValue> out;
   const uint8_t* raw = reinterpret_cast<const uint8_t*>(result.data());
@@ -349,10 +349,13 @@ std::vector<HostValue> Jit::call(const std::string& function, const std::vector<
         }
       }
       void* allocated = reinterpret_cast<void*>(static_cast<intptr_t>(w[0]));
-      if (allocated && !inputData.count(allocated) && freed.insert(allocated).second) std::free(allocated);
+      if (allocated && !inputData.count(allocated)) owned.insert(allocated);
     }
     out.push_back(std::move(v));
   }
+  // Freed only once every result is read: a function may return one buffer more than once
+  // (an output that is also a saved value), or views of one buffer.
+  for (void* allocated : owned) std::free(allocated);
   return out;
 }
 

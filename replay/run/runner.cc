@@ -123,6 +123,8 @@ class Run {
         values.push_back(randomInput(node));
       } else if (feed.kind == Feed::Kind::Stored && notStored(*feed.entry)) {
         values.push_back(filled(node, *feed.entry, i - 1));
+      } else if (feed.kind == Feed::Kind::Missing && opt_.inputs == InputSource::Random) {  // a weight, no sample at all
+        values.push_back(filled(node, node["outputs"][0], i - 1));
       } else if (feed.kind == Feed::Kind::Missing) {
         throw RunError(feed.missing + "; use --inputs random");
       } else if (feed.kind == Feed::Kind::Zeros) {  // a gradient that never flowed
