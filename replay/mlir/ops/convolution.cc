@@ -97,7 +97,6 @@ Conv convParams(const OpCall& c, const Value& input, const Value& weight, size_t
   p.stride = spatial(c, first, p.k);
   p.padding = spatial(c, first + 1, p.k);
   p.dilation = spatial(c, first + 2, p.k);
-  if (c.flag(first + 3)) throw Unsupported("transposed convolution is not lowered");
   p.groups = c.integer(first + 5);
   for (size_t i = 0; i < p.k; ++i) p.kernel.push_back(weight.type.dims[2 + i].size);
   if (p.groups != 1) {
@@ -113,11 +112,56 @@ std::string inChannel(const Conv& p, const std::string& o, const std::string& ci
   return p.groups == 1 ? ci : o + " floordiv " + std::to_string(p.og) + " * " + std::to_string(p.cg) + " + " + ci;
 }
 
+// A transposed convolution is a plain one over the input spread by the stride (stride - 1
+// zeros between elements) and padded by dilation * (kernel - 1) - padding on each side (plus
+// output_padding after), with the kernel flipped and its in/out channels swapped. Weight:
+// [in, out / groups, kernel...]. loops: n, o, output spatial (k), in channel, kernel (k).
+Value transposedConvolution(OpCall& c, const Value& x, const Value& w, const Conv& p) {
+  if (p.groups != 1) throw Unsupported("grouped transposed convolution is not lowered");
+  Ints outputPadding = spatial(c, 7, p.k, Ints(p.k, 0));
+  TensorType spread = x.type;
+  Ints low(p.k), high(p.k);
+  for (size_t i = 0; i < p.k; ++i) {
+    if (p.kernel[i] < 0) throw Unsupported("transposed convolution with a symbolic kernel size");
+    low[i] = p.dilation[i] * (p.kernel[i] - 1) - p.padding[i];
+    high[i] = low[i] + outputPadding[i];
+    if (low[i] < 0) throw Unsupported("transposed convolution whose padding exceeds dilation * (kernel - 1)");
+    const Dim& in = x.type.dims[2 + i];
+    int64_t s = p.stride[i], extra = low[i] + high[i] + 1 - s;
+    spread.dims[2 + i] = in.isStatic() ? Dim{(in.size - 1) * s + 1 + low[i] + high[i], ""}
+                                       : Dim{-1, "(" + in.expr + ")*" + std::to_string(s) + " + " + std::to_string(extra)};
+  }
+  Ints steps = {1, 1};
+  steps.insert(steps.end(), p.stride.begin(), p.stride.end());
+  Value xs = place(c.e, x, spread, 0, lead(2, low), steps);
+  const TensorType& out = c.out();
+  DType ct = computeType(out.dtype);
+  TensorType acc = out.withDtype(ct);
+  // The kernel flipped first, in a generic of its own: a flipped read inside the convolution
+  // leaves linalg unable to derive the kernel loops' extent from the operands.
+  Strings flip = {"d0", "d1"};
+  for (size_t i = 0; i < p.k; ++i) flip.push_back(std::to_string(p.kernel[i] - 1) + " - " + d(2 + i));
+  std::string flipped = c.e.generic(w.type, loopDims(w.type.rank()), {{w.ssa, w.type, flip}}, Strings(w.type.rank(), "parallel"),
+                                    [](Strings& a) { return a[0]; });
+  size_t ci = 2 + p.k, k0 = 3 + p.k;
+  Strings xmap = {"d0", d(ci)}, wmap = {d(ci), "d1"};
+  for (size_t i = 0; i < p.k; ++i) xmap.push_back(window(2 + i, 1, k0 + i, p.dilation[i])), wmap.push_back(d(k0 + i));
+  std::string init;
+  if (!c.none(2)) {
+    const Value& b = c.tensor(2);
+    init = c.e.generic(acc, loopDims(out.rank()), {{b.ssa, b.type, {"d1"}}}, Strings(out.rank(), "parallel"),
+                       [&](Strings& a) { return c.e.scalars().cast(a[0], b.type.dtype, ct); });
+  }
+  std::string r = reduce(c.e, acc, 3 + 2 * p.k, 2 + p.k, {{xs.ssa, xs.type, xmap}, {flipped, w.type, wmap}}, mulAdd(c.e, x.type.dtype, w.type.dtype, ct), init);
+  return c.e.convert(Value::tensor(r, acc), out.dtype);
+}
+
 // loops: n, o, output spatial (k), in-group channel, kernel (k).
 Value convolution(OpCall& c) {
   const Value& x = c.tensor(0);
   const Value& w = c.tensor(1);
   Conv p = convParams(c, x, w, 3);
+  if (c.flag(6)) return transposedConvolution(c, x, w, p);
   const TensorType& out = c.out();
   DType ct = computeType(out.dtype);
   TensorType acc = out.withDtype(ct);
@@ -139,6 +183,7 @@ Value convolution(OpCall& c) {
 Value convolutionBackward(OpCall& c) {
   const Value& x = c.tensor(1);
   const Value& w = c.tensor(2);
+  if (c.flag(7)) throw Unsupported("the backward of a transposed convolution is not lowered");
   Conv p = convParams(c, x, w, 4);
   size_t k = p.k;
   const Value& maskArg = c.arg(10);

@@ -5,6 +5,8 @@
 // written, not vocabulary x indices. Index values are wrapped where PyTorch accepts negative
 // ones and clamped, so an index PyTorch would have rejected cannot write out of bounds.
 // Losses are in losses.cc, attention in attention.cc.
+#include <cmath>
+
 #include "indexing.h"
 
 namespace dynrep::replay::lowering {
@@ -56,22 +58,28 @@ std::string loops(Emitter& e, const Strings& sizes, const std::string& init, con
 // combined with the old element by `reduce` ("add", "multiply"), in the compute type.
 using Coordinates = std::function<Strings(const Strings&)>;
 using Element = std::function<std::string(Scalars&, const Strings&, DType)>;
-Value scatterLoop(OpCall& c, const Strings& sizes, const Coordinates& target, const Element& value, const std::string& reduce) {
-  const TensorType& out = c.out();
+// The op combining an old element with a scattered one: add/sum, multiply/prod, amax, amin.
+std::string combineOp(const std::string& reduce, DType ct) {
+  bool add = reduce == "add" || reduce == "sum", mul = reduce == "multiply" || reduce == "prod";
+  if (ct == DType::Bool) return add || reduce == "amax" ? "arith.ori" : "arith.andi";
+  if (isFloat(ct)) return add ? "arith.addf" : mul ? "arith.mulf" : reduce == "amax" ? "arith.maximumf" : "arith.minimumf";
+  return add ? "arith.addi" : mul ? "arith.muli" : reduce == "amax" ? "arith.maxsi" : "arith.minsi";
+}
+
+Value scatterLoop(OpCall& c, const Strings& sizes, const Coordinates& target, const Element& value, const std::string& reduce,
+                  const TensorType& out, const std::string& init) {
   DType ct = computeType(out.dtype);
-  std::string r = loops(c.e, sizes, c.e.convert(c.tensor(0), out.dtype).ssa, out, [&](const Strings& iv, const std::string& acc) {
+  std::string r = loops(c.e, sizes, init, out, [&](const Strings& iv, const std::string& acc) {
     Scalars s = c.e.scalars();
     Strings at = target(iv);
     std::string v = value(s, iv, ct);
-    if (!reduce.empty()) {
-      std::string old = s.cast(extract(c.e, acc, out, at), out.dtype, ct);
-      bool add = reduce == "add" || reduce == "sum";
-      v = s.op(ct == DType::Bool ? (add ? "arith.ori" : "arith.andi") : isFloat(ct) ? (add ? "arith.addf" : "arith.mulf") : (add ? "arith.addi" : "arith.muli"),
-               old, v, ct);
-    }
+    if (!reduce.empty()) v = s.op(combineOp(reduce, ct), s.cast(extract(c.e, acc, out, at), out.dtype, ct), v, ct);
     return insert(c.e, s.cast(v, ct, out.dtype), acc, out, at);
   });
   return Value::tensor(r, out);
+}
+Value scatterLoop(OpCall& c, const Strings& sizes, const Coordinates& target, const Element& value, const std::string& reduce) {
+  return scatterLoop(c, sizes, target, value, reduce, c.out(), c.e.convert(c.tensor(0), c.out().dtype).ssa);
 }
 
 // out[i] = self[i with dim replaced by index[indexAt(i)]]: gather and index_select.
@@ -218,6 +226,101 @@ Value scatter(OpCall& c, const std::string& reduce) {
   }, [&](Scalars& s, const Strings& iv, DType ct) {
     return src.isTensor() ? s.cast(extract(c.e, src.ssa, src.type, iv), src.type.dtype, ct) : scalar;
   }, reduce);
+}
+
+// scatter_reduce(self, dim, index, src, reduce, include_self): sum, prod, amax, amin or mean
+// of the values scattered to each position, with self's value unless include_self is false;
+// a position nothing is scattered to keeps self's.
+Value scatterReduce(OpCall& c) {
+  const Value& self = c.tensor(0);
+  const Value& index = c.tensor(2);
+  const Value& src = c.tensor(3);
+  requireIntegerIndex(index);
+  std::string reduce = c.arg(4).text;
+  bool includeSelf = c.none(5) || c.flag(5);
+  size_t rank = self.type.rank(), dim = static_cast<size_t>(OpCall::dim(c.integer(1), rank));
+  if (rank == 0 || index.type.rank() != rank) throw Unsupported("scatter_reduce into a 0-d tensor or with an index of another rank");
+  if (reduce != "sum" && reduce != "prod" && reduce != "amax" && reduce != "amin" && reduce != "mean")
+    throw Unsupported("scatter_reduce with reduce='" + reduce + "'");
+  const TensorType& out = c.out();
+  DType ct = computeType(out.dtype);
+  Strings selfSizes = sizesOf(c.e, self.type), indexSizes = sizesOf(c.e, index.type);
+  auto target = [&](const Strings& iv) {
+    Strings at = iv;
+    at[dim] = boundIndex(c.e, extract(c.e, index.ssa, index.type, iv), index.type.dtype, selfSizes[dim], true);
+    return at;
+  };
+  auto source = [&](Scalars& s, const Strings& iv, DType t) { return s.cast(extract(c.e, src.ssa, src.type, iv), src.type.dtype, t); };
+  std::string base = c.e.convert(self, out.dtype).ssa;
+  if (!includeSelf) {  // the positions scattered to start from the reduction's identity
+    double identity = reduce == "prod" ? 1 : reduce == "amax" ? -HUGE_VAL : reduce == "amin" ? HUGE_VAL : 0;
+    if (!isFloat(ct) && std::isinf(identity)) identity = identity < 0 ? -9.2233720368547758e18 : 9.2233720368547758e18;
+    base = scatterLoop(c, indexSizes, target, [&](Scalars& s, const Strings&, DType t) { return s.constant(identity, t); }, "", out, base).ssa;
+  }
+  Value acc = scatterLoop(c, indexSizes, target, source, reduce == "mean" ? "sum" : reduce, out, base);
+  if (reduce != "mean") return acc;
+  // mean: the sum over how many values it holds (self counting as one when included).
+  TensorType countT = out.withDtype(DType::I64);
+  Value count = scatterLoop(c, indexSizes, target, [&](Scalars& s, const Strings&, DType) { return s.constant(1, DType::I64); }, "add",
+                            countT, c.e.fill(countT, includeSelf ? 1 : 0));
+  return c.e.elementwise(out, {acc, count, self}, ct, [&](Scalars& s, Strings& v) {
+    std::string n = v[1], none = s.cmp(isFloat(ct) ? "oeq" : "eq", n, s.constant(0, ct), ct);  // operands arrive in ct
+    std::string mean = isFloat(ct) ? s.op("arith.divf", v[0], n, ct) : s.op("arith.floordivsi", v[0], s.select(none, s.constant(1, ct), n, ct), ct);
+    return s.select(none, v[2], mean, ct);
+  });
+}
+
+// sort(self, dim, descending) and sort.stable: each element's place is how many elements of
+// its row come before it (smaller, or equal and earlier: stable; NaN sorts last ascending, first
+// descending, as PyTorch's), computed by one reduction over the row; values and indices are
+// then written to their places. O(n^2) per row, with no data-dependent control flow.
+Value sort(OpCall& c, bool stableOverload) {
+  const Value& x = c.tensor(0);
+  size_t rank = x.type.rank();
+  if (rank == 0) return Value::list({x, Value::tensor(c.e.fill(c.out(1), 0), c.out(1))});
+  size_t dimArg = stableOverload ? 2 : 1, descArg = stableOverload ? 3 : 2;
+  size_t dim = static_cast<size_t>(OpCall::dim(c.none(dimArg) ? -1 : c.integer(dimArg), rank));
+  bool descending = !c.none(descArg) && c.flag(descArg);
+  DType ct = computeType(x.type.dtype);
+  // loops: x's dims, then j (the row position compared with).
+  Strings self = loopDims(rank), other = loopDims(rank);
+  other[dim] = "d" + std::to_string(rank);
+  Strings iters(rank, "parallel");
+  iters.push_back("reduction");
+  TensorType placeT = x.type.withDtype(DType::I64);
+  std::string place = c.e.generic(placeT, loopDims(rank), {{x.ssa, x.type, self}, {x.ssa, x.type, other}}, iters, [&](Strings& a) {
+    Scalars s = c.e.scalars();
+    std::string mine = s.cast(a[0], x.type.dtype, ct), theirs = s.cast(a[1], x.type.dtype, ct), before;
+    std::string earlier = c.e.indexCmp("slt", c.e.loopIndex(rank), c.e.loopIndex(dim));
+    if (isFloat(ct)) {
+      std::string nanMine = s.cmp("uno", mine, mine, ct), nanTheirs = s.cmp("uno", theirs, theirs, ct);
+      std::string ordered = s.cmp(descending ? "ogt" : "olt", theirs, mine, ct);
+      // NaN counts as the largest value: first descending, last ascending.
+      std::string nanFirst = descending ? s.op("arith.andi", nanTheirs, s.cmp("ord", mine, mine, ct), DType::Bool) : "";
+      std::string numberFirst = descending ? "" : s.op("arith.andi", nanMine, s.cmp("ord", theirs, theirs, ct), DType::Bool);
+      std::string strictly = s.op("arith.ori", ordered, descending ? nanFirst : numberFirst, DType::Bool);
+      std::string same = s.op("arith.ori", s.cmp("oeq", theirs, mine, ct), s.op("arith.andi", nanMine, nanTheirs, DType::Bool), DType::Bool);
+      before = s.op("arith.ori", strictly, s.op("arith.andi", same, earlier, DType::Bool), DType::Bool);
+    } else {
+      bool u = isUnsigned(x.type.dtype);
+      std::string ordered = s.cmp(descending ? (u ? "ugt" : "sgt") : (u ? "ult" : "slt"), theirs, mine, ct);
+      before = s.op("arith.ori", ordered, s.op("arith.andi", s.cmp("eq", theirs, mine, ct), earlier, DType::Bool), DType::Bool);
+    }
+    return s.op("arith.addi", a[2], s.cast(before, DType::Bool, DType::I64), DType::I64);
+  }, c.e.fill(placeT, 0));
+  Strings sizes = sizesOf(c.e, x.type);
+  auto target = [&](const Strings& iv) {
+    Strings at = iv;
+    at[dim] = c.e.toIndex(extract(c.e, place, placeT, iv));
+    return at;
+  };
+  Value values = scatterLoop(c, sizes, target, [&](Scalars& s, const Strings& iv, DType t) {
+    return s.cast(extract(c.e, x.ssa, x.type, iv), x.type.dtype, t);
+  }, "", c.out(0), c.e.empty(c.out(0)));
+  Value indices = scatterLoop(c, sizes, target, [&](Scalars& s, const Strings& iv, DType t) {
+    return s.cast(c.e.fromIndex(iv[dim]), DType::I64, t);
+  }, "", c.out(1), c.e.empty(c.out(1)));
+  return Value::list({values, indices});
 }
 
 // index_add(self, dim, index, source, alpha): out[.. index[i] ..] += alpha * source[.. i ..].
@@ -377,6 +480,9 @@ void addIndexingOps(OpTable& t) {
   t["aten::index_put.default"] = t["aten::_unsafe_index_put.default"] = indexPut;
   t["aten::scatter.src"] = t["aten::scatter.value"] = [](OpCall& c) { return scatter(c, ""); };
   t["aten::scatter_add.default"] = [](OpCall& c) { return scatter(c, "add"); };
+  t["aten::scatter_reduce.two"] = scatterReduce;
+  t["aten::sort.default"] = [](OpCall& c) { return sort(c, false); };
+  t["aten::sort.stable"] = [](OpCall& c) { return sort(c, true); };
   t["aten::scatter.reduce"] = t["aten::scatter.value_reduce"] = [](OpCall& c) {
     const Value& r = c.arg(c.index("reduce"));
     if (r.kind != Value::Kind::Text || (r.text != "add" && r.text != "multiply")) throw Unsupported("scatter reduce '" + r.text + "'");
