@@ -19,7 +19,7 @@ PY_PACKAGES  := torch==2.13.0 numpy pytest scikit-build-core pybind11 cmake ninj
                 tlparse==0.4.3 redis==8.1.0
 
 CXX_SOURCES := CMakeLists.txt pyproject.toml $(shell find cmake store capture replay tools python tests/fuzz \
-                 \( -name '*.cc' -o -name '*.h' -o -name '*.def' -o -name 'CMakeLists.txt' -o -name '*.cmake' -o -name '*.py' \) 2>/dev/null)
+                 \( -name '*.cc' -o -name '*.h' -o -name '*.def' -o -name 'CMakeLists.txt' -o -name '*.cmake' -o -name '*.py' -o -name '*.json' -o -name '*.check' \) 2>/dev/null)
 
 .PHONY: help demo test test-cpp test-python fuzz bench system-packages clean
 

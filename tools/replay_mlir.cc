@@ -21,6 +21,12 @@ int run(int argc, char** argv) {
   mlir->add_option("--dialect", m.dialect, "torch, linalg or llvm")->check(CLI::IsMember({"torch", "linalg", "llvm"}));
   mlir->add_option("--library", m.library, "custom-op library: func.func definitions named after operators");
   mlir->add_option("-o,--output", m.output, "write the module here instead of stdout");
+  dynrep::replay::lowering::MlirRequest ir;
+  auto* lowerIr = app.add_subcommand("lower-ir", "a graph IR file (JSON, format 2) as MLIR, without a store");
+  lowerIr->add_option("IR", ir.store, "graph IR file")->required();
+  lowerIr->add_option("--dialect", ir.dialect, "torch, linalg or llvm")->check(CLI::IsMember({"torch", "linalg", "llvm"}));
+  lowerIr->add_option("--library", ir.library, "custom-op library");
+  lowerIr->add_option("-o,--output", ir.output, "write the module here instead of stdout");
   auto* check = app.add_subcommand("lower-check", "every graph lowered, verified, run by MLIR's JIT and compared; exit 1 when any fails");
   check->add_option("STORE", c.store, "store file")->required();
   check->add_option("--library", c.library, "custom-op library");
@@ -29,6 +35,7 @@ int run(int argc, char** argv) {
   check->add_flag("--json", c.json, "machine-readable output");
   if (int code; !dynrep::tools::parse(app, argc, argv, &code)) return code;
   if (mlir->parsed()) return dynrep::replay::lowering::mlirCommand(m, std::cout, std::cerr);
+  if (lowerIr->parsed()) return dynrep::replay::lowering::lowerIrCommand(ir, std::cout, std::cerr);
   std::string runner = dynrep::tools::besideSelf("replay-run");  // the reference for --sizes, where built
   if (dynrep::tools::isExecutable(runner)) c.runner = runner;
   return dynrep::replay::lowering::lowerCheckCommand(c, std::cout, std::cerr);

@@ -125,8 +125,14 @@ class CompileCheck {
     try {
       Prepared& p = prepare(event, &g);
       if (!p.lowered.complete()) {
-        g.stage = "not lowered";
-        g.error = std::to_string(p.lowered.issues.size()) + " node(s) not lowered";
+        // An input or output the lowering cannot represent (a complex tensor, an opaque object)
+        // is a value the lowering does not support, not an operator it lacks.
+        bool valuesOnly = std::all_of(p.lowered.issues.begin(), p.lowered.issues.end(),
+                                      [](const NodeIssue& i) { return i.op == "placeholder" || i.op == "output"; });
+        g.stage = valuesOnly ? "unsupported value" : "not lowered";
+        g.error = std::to_string(p.lowered.issues.size()) + (valuesOnly ? " input(s) or output(s) of a kind not lowered: " : " node(s) not lowered");
+        if (valuesOnly)
+          for (const NodeIssue& i : p.lowered.issues) g.error += std::string(g.error.back() == ' ' ? "" : "; ") + (i.op == "output" ? "output " : "input ") + i.node + ": " + i.message;
         return g;
       }
       if (!p.jit) {

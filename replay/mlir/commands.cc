@@ -37,6 +37,8 @@ std::string seconds(double s) {
   return buf;
 }
 
+int emit(const LoweredGraph& lowered, const LowerOptions& options, const MlirRequest& r, std::ostream& out, std::ostream& err);
+
 std::string number(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2g", v);
@@ -68,6 +70,34 @@ int mlirCommand(const MlirRequest& r, std::ostream& out, std::ostream& err) {
     err << "replay-inspect mlir: " << e.what() << "\n";
     return 2;
   }
+  return emit(lowered, options, r, out, err);
+}
+
+int lowerIrCommand(const MlirRequest& r, std::ostream& out, std::ostream& err) {
+  std::ifstream file(r.store);
+  json ir = json::parse(file, nullptr, false);
+  if (!file.is_open() || !ir.is_object()) {
+    err << "replay-mlir lower-ir: " << r.store << " is not a readable graph IR (JSON)\n";
+    return 2;
+  }
+  std::optional<Library> library;
+  LowerOptions options;
+  options.dialect = r.dialect == "torch" ? Dialect::Torch : r.dialect == "llvm" ? Dialect::LLVM : Dialect::Linalg;
+  LoweredGraph lowered;
+  try {
+    if (!r.library.empty()) library = loadLibrary(r.library), options.library = &*library;
+    lowered = lowerGraph(ir, options);
+  } catch (const std::exception& e) {
+    err << "replay-mlir lower-ir: " << e.what() << "\n";
+    return 2;
+  }
+  return emit(lowered, options, r, out, err);
+}
+
+namespace {
+
+// The module of a lowered graph verified (linalg, llvm) and written; issues reported.
+int emit(const LoweredGraph& lowered, const LowerOptions& options, const MlirRequest& r, std::ostream& out, std::ostream& err) {
   std::string text = lowered.text;
   int status = 0;
   if (!lowered.complete()) {
@@ -104,6 +134,8 @@ int mlirCommand(const MlirRequest& r, std::ostream& out, std::ostream& err) {
   return status;
 }
 
+}  // namespace
+
 int lowerCheckCommand(const LowerCheckRequest& r, std::ostream& out, std::ostream& err) {
   auto opened = open(r.store, err);
   if (!opened) return 2;
@@ -129,6 +161,7 @@ int lowerCheckCommand(const LowerCheckRequest& r, std::ostream& out, std::ostrea
     checked += g.stage != "static";
     for (const auto& [op, n] : g.operators) coverage[op].first += n;
     for (const NodeIssue& i : g.issues) {
+      if (i.op == "placeholder" || i.op == "output") continue;  // values, not operators: in the graph's error
       coverage[i.op].second++;
       schemas[i.op] = i.schema;
       if (!i.line.empty() && lines[i.op].size() < 5) lines[i.op].push_back(i.line);
@@ -163,7 +196,7 @@ int lowerCheckCommand(const LowerCheckRequest& r, std::ostream& out, std::ostrea
       out << "  [lower " << seconds(g.lowerSeconds) << ", verify " << seconds(g.verifySeconds) << ", jit " << seconds(g.jitSeconds) << "]\n";
       if (!g.reference.empty()) out << "    compared with " << g.reference << "\n";
       if (!g.opsetReason.empty()) out << "    " << (g.opset == "core_aten" ? "Core ATen: " : "") << g.opsetReason << "\n";
-      if (!g.error.empty() && g.issues.empty()) out << "    " << g.error.substr(0, 2000) << (g.error.back() == '\n' ? "" : "\n");
+      if (!g.error.empty() && (g.issues.empty() || g.stage == "unsupported value")) out << "    " << g.error.substr(0, 2000) << (g.error.back() == '\n' ? "" : "\n");
       for (const OutputMatch& o : g.outputs)
         if (o.status != "bitwise" && o.status != "close") out << "    output " << o.position << ": " << o.status << ", max |diff| " << number(o.maxAbsDiff) << "\n";
       printIssues(g.issues, out);

@@ -27,9 +27,18 @@ Value flashAttention(OpCall& c) {
   if (c.real(c.index("dropout_p")) != 0) throw Unsupported("attention dropout draws from PyTorch's random generator");
   bool causal = c.flag(c.index("is_causal"));
   size_t si = c.index("scale");
-  if (c.none(si) && !q.type.dims[3].isStatic()) throw Unsupported("attention with a symbolic head size and no scale");
-  double scale = c.none(si) ? 1.0 / std::sqrt(static_cast<double>(q.type.dims[3].size)) : c.real(si);
   DType ct = computeType(q.type.dtype);
+  // 1 / sqrt(head size) by default: a constant, or computed from a symbolic head size.
+  std::string scaleValue;
+  if (!c.none(si)) {
+    scaleValue = c.e.scalars().constant(c.real(si), ct);
+  } else if (q.type.dims[3].isStatic()) {
+    scaleValue = c.e.scalars().constant(1.0 / std::sqrt(static_cast<double>(q.type.dims[3].size)), ct);
+  } else {
+    Scalars s = c.e.scalars();
+    std::string e = s.cast(c.e.fromIndex(c.e.dimSize(q.type, 3)), DType::I64, ct);
+    scaleValue = s.op("arith.divf", s.constant(1, ct), s.unary("math.sqrt", e, ct), ct);
+  }
   TensorType scoresT{ct, {q.type.dims[0], q.type.dims[1], q.type.dims[2], k.type.dims[2]}}, rowT{ct, {q.type.dims[0], q.type.dims[1], q.type.dims[2]}};
   TensorType outT = c.out(0).withDtype(ct);
   Strings p4(4, "parallel"), bhl = {"d0", "d1", "d2"}, reduceLast = {"parallel", "parallel", "parallel", "reduction"};
@@ -51,7 +60,7 @@ Value flashAttention(OpCall& c) {
   }
   std::string scores = c.e.generic(scoresT, loopDims(4), ins, p4, [&](Strings& a) {
     Scalars s = c.e.scalars();
-    std::string x = s.op("arith.mulf", a[0], s.constant(scale, ct), ct), ninf = s.constant(-HUGE_VAL, ct);
+    std::string x = s.op("arith.mulf", a[0], scaleValue, ct), ninf = s.constant(-HUGE_VAL, ct);
     if (mask.isTensor() && mask.type.dtype == DType::Bool) x = s.select(a[1], x, ninf, ct);
     else if (mask.isTensor()) x = s.op("arith.addf", x, s.cast(a[1], mask.type.dtype, ct), ct);
     if (!causal) return x;

@@ -1,4 +1,4 @@
-// Layer norm and batch norm, forward and backward. Statistics are two-pass (the mean, then the
+// Layer norm and batch norm, forward and backward; group norm forward. Statistics are two-pass (the mean, then the
 // squared deviations) in the input's compute type, kept with their reduced dims as size 1 so
 // the normalizing generic reads them through broadcast maps; per-channel tensors ([C]: weight,
 // bias, running stats, saved stats) are read at loop dim 1. Output dtypes come from the IR.
@@ -251,7 +251,69 @@ Value batchNormBackward(OpCall& c) {
 
 }  // namespace
 
+// ---- group norm ----------------------------------------------------------------------------
+
+// native_group_norm(input [N, C, *], weight, bias, N, C, HxW, group, eps) -> (y, mean [N, G],
+// rstd [N, G]): statistics over each group's C / G channels and all spatial positions. The
+// input is read at channel g * (C / G) + c, so C must be static; spatial sizes may be symbolic.
+Value groupNorm(OpCall& c) {
+  const Value& x = c.tensor(0);
+  const Value &w = c.arg(1), &b = c.arg(2);
+  int64_t groups = c.integer(6);
+  double eps = c.real(7);
+  size_t r = x.type.rank();
+  if (r < 2 || !x.type.dims[1].isStatic() || groups <= 0 || x.type.dims[1].size % groups)
+    throw Unsupported("group norm needs a static channel count that the groups divide");
+  DType t = floatCompute(x.type.dtype);
+  int64_t per = x.type.dims[1].size / groups;
+  TensorType stat{t, {x.type.dims[0], Dim{groups, ""}}};
+  // loops: n, g, channel in group, spatial...: x at (n, g * per + c, spatial...)
+  Strings xmap = {"d0", "d1 * " + std::to_string(per) + " + d2"}, iters = {"parallel", "parallel", "reduction"};
+  for (size_t d = 2; d < r; ++d) xmap.push_back("d" + std::to_string(d + 1)), iters.push_back("reduction");
+  Scalars s0 = c.e.scalars();
+  std::string count = c.e.index(per);
+  for (size_t d = 2; d < r; ++d) count = c.e.indexOp("arith.muli", count, c.e.dimSize(x.type, d));
+  std::string n = s0.cast(c.e.fromIndex(count), DType::I64, t);
+  // A loop extent for the in-group channels, which no operand has as a plain dim.
+  TensorType extentT{DType::F32, {Dim{per, ""}}};
+  GenericInput extent{c.e.empty(extentT), extentT, {"d2"}};
+  auto statistic = [&](const std::vector<GenericInput>& extra, const std::function<std::string(Scalars&, Strings&)>& term) {
+    std::vector<GenericInput> ins = {{x.ssa, x.type, xmap}, extent};
+    ins.insert(ins.end(), extra.begin(), extra.end());
+    return c.e.generic(stat, {"d0", "d1"}, ins, iters, [&](Strings& a) {
+      Scalars s = c.e.scalars();
+      return s.op("arith.addf", a.back(), term(s, a), t);
+    }, c.e.fill(stat, 0));
+  };
+  std::string sum = statistic({}, [&](Scalars& s, Strings& a) { return s.cast(a[0], x.type.dtype, t); });
+  std::string mean = c.e.generic(stat, {"d0", "d1"}, {{sum, stat, {"d0", "d1"}}}, {"parallel", "parallel"},
+                                 [&](Strings& a) { return c.e.scalars().op("arith.divf", a[0], n, t); });
+  std::string ss = statistic({{mean, stat, {"d0", "d1"}}}, [&](Scalars& s, Strings& a) {
+    std::string dev = sub(s, s.cast(a[0], x.type.dtype, t), a[2], t);
+    return mul(s, dev, dev, t);
+  });
+  std::string rstd = c.e.generic(stat, {"d0", "d1"}, {{ss, stat, {"d0", "d1"}}}, {"parallel", "parallel"},
+                                 [&](Strings& a) { Scalars s = c.e.scalars(); return invSqrt(s, s.op("arith.divf", a[0], n, t), eps, t); });
+  // y over the input's space: statistics at (n, channel / per), weight and bias at the channel.
+  std::string group = "d1 floordiv " + std::to_string(per);
+  std::vector<GenericInput> ins = {{x.ssa, x.type, loopDims(r)}, {mean, stat, {"d0", group}}, {rstd, stat, {"d0", group}}};
+  if (w.isTensor()) ins.push_back({w.ssa, w.type, {"d1"}});
+  if (b.isTensor()) ins.push_back({b.ssa, b.type, {"d1"}});
+  const TensorType& out = c.out(0);
+  std::string y = c.e.generic(out, loopDims(r), ins, Strings(r, "parallel"), [&](Strings& a) {
+    Scalars s = c.e.scalars();
+    std::string v = mul(s, sub(s, s.cast(a[0], x.type.dtype, t), a[1], t), a[2], t);
+    size_t i = 3;
+    if (w.isTensor()) v = mul(s, v, s.cast(a[i++], w.type.dtype, t), t);
+    if (b.isTensor()) v = add(s, v, s.cast(a[i], b.type.dtype, t), t);
+    return s.cast(v, t, out.dtype);
+  });
+  return Value::list({Value::tensor(y, out), c.e.convert(Value::tensor(mean, stat), c.out(1).dtype),
+                      c.e.convert(Value::tensor(rstd, stat), c.out(2).dtype)});
+}
+
 void addNormalizationOps(OpTable& t) {
+  t["aten::native_group_norm.default"] = groupNorm;
   t["aten::native_layer_norm.default"] = layerNorm;
   t["aten::native_layer_norm_backward.default"] = layerNormBackward;
   // (input, weight, bias, running_mean, running_var, training, momentum, eps)

@@ -12,6 +12,9 @@ struct MlirRequest {
   std::string store, compile, graph = "forward", dialect = "linalg", library, output;
 };
 int mlirCommand(const MlirRequest& request, std::ostream& out, std::ostream& err);
+// The same for a graph IR file (request.store names it; compile and graph unused): the lowering
+// of one graph without a store, for the FileCheck tests and for IR written by other tools.
+int lowerIrCommand(const MlirRequest& request, std::ostream& out, std::ostream& err);
 
 struct LowerCheckRequest {
   std::string store, library, sizes, runner;
