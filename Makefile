@@ -17,6 +17,9 @@ APT_PACKAGES := g++ make libzstd-dev libcereal-dev libxxhash-dev libgtest-dev \
 # redis is the client of the fleet store; its tests start Debian's redis-server (above).
 PY_PACKAGES  := torch==2.13.0 numpy pytest scikit-build-core pybind11 cmake ninja transformers==5.23.0 \
                 tlparse==0.4.3 redis==8.1.0
+# torch-mlir checks the torch-dialect form (tests/python/test_torch_mlir.py). --no-deps: nothing
+# may touch the pinned torch; what it needs besides (numpy, packaging) is installed above.
+TORCH_MLIR   := torch-mlir==20261001
 
 CXX_SOURCES := CMakeLists.txt pyproject.toml $(shell find cmake store capture replay tools python tests/fuzz \
                  \( -name '*.cc' -o -name '*.h' -o -name '*.def' -o -name 'CMakeLists.txt' -o -name '*.cmake' -o -name '*.py' -o -name '*.json' -o -name '*.check' \) 2>/dev/null)
@@ -41,6 +44,7 @@ $(PY):
 
 $(VENV)/.deps: $(PY) Makefile
 	$(PY) -m pip install -q --disable-pip-version-check $(PY_PACKAGES)
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps $(TORCH_MLIR)
 	touch $@
 
 # The package, its C++ core and the C++ tests, built by scikit-build-core in $(BUILD).

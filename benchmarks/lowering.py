@@ -1,16 +1,23 @@
 """MLIR lowering figures (docs/benchmarks.md): per graph, lowering + verification time and JIT
 compile time against its node count, and lower-check's pass rate over a corpus of captured jobs
-(tests/python/graph_jobs.py). Run: .venv/bin/python benchmarks/lowering.py"""
+(tests/python/graph_jobs.py) and over the real models of the warm-start benchmark (GPT-2, BERT,
+T5, Llama, ViT and two training steps, full size, each captured by a fresh process with the
+default capture: Inductor, the default sample cap, dropout on where the model has it).
+Run: .venv/bin/python benchmarks/lowering.py [--models-only | --corpus-only] [model ...]
+(the OpInfo corpus is benchmarks/mlir_opinfo.py)."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
 from dynamo_replay import mlir
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "python"))
 import graph_jobs as jobs  # noqa: E402
 
@@ -19,7 +26,54 @@ JOBS = {"mlp": jobs.mlp, "gpt": jobs.gpt, "convnet": jobs.convnet_training_step,
         "hf_gpt2_train_no_dropout": lambda: jobs.hf_gpt2_training_step(dropout=False), "custom_op": jobs.custom_op}
 
 
+# A fresh process per model: build it, capture its first output as the warm-start job does.
+CAPTURE_CHILD = """
+import sys, torch, dynamo_replay
+@@WORKLOAD@@
+torch.manual_seed(0)
+with dynamo_replay.capture(sys.argv[1]):
+    first_output(torch.compile(model, dynamic=dynamic))
+"""
+
+
+def real_models(names: list[str]) -> None:
+    from warm_start import REAL_WORKLOADS, WORKLOADS
+
+    rows, graphs, matched = [], 0, 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names or REAL_WORKLOADS:
+            script, store = Path(tmp) / f"{name}.py", Path(tmp) / f"{name}.dynrep"
+            script.write_text(CAPTURE_CHILD.replace("@@WORKLOAD@@", textwrap.dedent(WORKLOADS[name])))
+            start = time.perf_counter()
+            subprocess.run([sys.executable, str(script), str(store)], check=True, capture_output=True)
+            captured = time.perf_counter() - start
+            start = time.perf_counter()
+            report = mlir.lower_check(store)
+            wall = time.perf_counter() - start
+            for g in report["graphs"]:
+                s = g["seconds"]
+                graphs += 1
+                matched += g["matched"]
+                rows.append((name, g["compile"], g["graph"], g["nodes"], s["lower"] + s["verify"], s["jit"], s["run"],
+                             g["stage"], g["opset"], "replay-run" if g["reference"] else "stored samples"))
+            print(f"{name}: {sum(g['matched'] for g in report['graphs'])}/{len(report['graphs'])} graphs matched; "
+                  f"capture {captured:.0f} s, lower-check {wall:.0f} s", flush=True)
+    print("\n| model | compile | graph | nodes | lower + verify (s) | JIT (s) | run (s) | result | opset | compared with |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]:.3f} | {r[5]:.2f} | {r[6]:.2f} | {r[7]} | {r[8]} | {r[9]} |")
+    print(f"\nreal models: {matched}/{graphs} graphs matched = {100 * matched / max(graphs, 1):.0f}%")
+
+
 def main() -> None:
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if "--corpus-only" not in sys.argv:
+        real_models(args)
+    if "--models-only" not in sys.argv:
+        corpus()
+
+
+def corpus() -> None:
     rows, graphs, matched = [], 0, 0
     failures: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
