@@ -242,6 +242,12 @@ void addElementwiseOps(OpTable& t) {
       return c.e.elementwise(c.out(), {c.arg(0), c.arg(1)}, DType::Bool,
                              [&](Scalars& s, std::vector<std::string>& v) { return s.op(op, v[0], v[1], DType::Bool); }, true);
     };
+  t["aten::isnan.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) {
+    return isFloat(d) ? s.cmp("uno", v[0], v[0], d) : s.constant(0, DType::Bool);
+  }, true);
+  t["aten::isinf.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) {
+    return isFloat(d) ? s.cmp("oeq", s.unary("math.absf", v[0], d), s.constant(HUGE_VAL, d), d) : s.constant(0, DType::Bool);
+  }, true);
   t["aten::logical_not.default"] = [](OpCall& c) {
     return c.e.elementwise(c.out(), {c.arg(0)}, DType::Bool,
                            [&](Scalars& s, std::vector<std::string>& v) { return s.op("arith.xori", v[0], s.constant(1, DType::Bool), DType::Bool); }, true);

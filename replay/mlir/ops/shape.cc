@@ -1,7 +1,7 @@
 // Views, permutations, slices and concatenation. The graphs are functional (AOTAutograd
 // removed mutation), so a view is a value: reshapes become tensor.reshape, permutations and
 // broadcasts a linalg.generic with a permuted map, slices tensor.extract_slice.
-#include "ops.h"
+#include "indexing.h"
 
 namespace dynrep::replay::lowering {
 
@@ -182,6 +182,44 @@ void addShapeOps(OpTable& t) {
       offset = next;
     }
     return acc;
+  };
+  // flip(self, dims): each element read at size - 1 - i along the flipped dims (an extract at a
+  // computed index: a reversed affine map cannot use a symbolic size).
+  t["aten::flip.default"] = [](OpCall& c) {
+    const Value& x = c.tensor(0);
+    std::vector<bool> flipped(x.type.rank(), false);
+    for (int64_t d : c.ints(1)) flipped[static_cast<size_t>(OpCall::dim(d, x.type.rank()))] = true;
+    const TensorType& out = c.out();
+    std::string r = c.e.generic(out, loopDims(out.rank()), {}, Strings(out.rank(), "parallel"), [&](Strings&) {
+      Strings at;
+      for (size_t d = 0; d < out.rank(); ++d) {
+        std::string i = c.e.loopIndex(d);
+        at.push_back(flipped[d] ? c.e.indexOp("arith.subi", c.e.indexOp("arith.subi", c.e.dimSize(x.type, d), c.e.index(1)), i) : i);
+      }
+      return c.e.scalars().cast(extract(c.e, x.ssa, x.type, at), x.type.dtype, out.dtype);
+    });
+    return Value::tensor(r, out);
+  };
+  // diagonal(self, offset, dim1, dim2): the other dims, then the diagonal's position k, read at
+  // dim1 = k + max(0, -offset), dim2 = k + max(0, offset).
+  t["aten::diagonal.default"] = t["aten::diagonal_copy.default"] = [](OpCall& c) {
+    const Value& x = c.tensor(0);
+    size_t r = x.type.rank();
+    int64_t offset = c.none(1) ? 0 : c.integer(1);
+    size_t d1 = static_cast<size_t>(OpCall::dim(c.none(2) ? 0 : c.integer(2), r)), d2 = static_cast<size_t>(OpCall::dim(c.none(3) ? 1 : c.integer(3), r));
+    if (d1 == d2) throw Unsupported("diagonal of a dim with itself");
+    const TensorType& out = c.out();
+    std::string r1 = c.e.generic(out, loopDims(out.rank()), {}, Strings(out.rank(), "parallel"), [&](Strings&) {
+      std::string k = c.e.loopIndex(out.rank() - 1);
+      Strings at(r);
+      size_t o = 0;
+      for (size_t d = 0; d < r; ++d)
+        if (d != d1 && d != d2) at[d] = c.e.loopIndex(o++);
+      at[d1] = c.e.indexOp("arith.addi", k, c.e.index(std::max<int64_t>(0, -offset)));
+      at[d2] = c.e.indexOp("arith.addi", k, c.e.index(std::max<int64_t>(0, offset)));
+      return c.e.scalars().cast(extract(c.e, x.ssa, x.type, at), x.type.dtype, out.dtype);
+    });
+    return Value::tensor(r1, out);
   };
   // self with src written at a slice's (or a select's) place: what functionalization makes of
   // an in-place write into a view.
