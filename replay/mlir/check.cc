@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "dynrep/replay/query/graph_events.h"
 #include "dynrep/replay/query/graph_samples.h"
 #include "dynrep/replay/query/sizes.h"
 #include "dynrep/replay/query/tensor_file.h"
@@ -29,12 +30,6 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-const std::map<std::string, std::vector<std::string>> kGraphEvents = {
-    {"forward", {"aot_forward_graph", "aot_inference_graph"}},
-    {"inference", {"aot_inference_graph"}},
-    {"backward", {"aot_backward_graph"}},
-};
 
 struct StoreError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -442,8 +437,7 @@ ChosenGraph lowerStoredGraph(const Job& job, const Compile& compile, const std::
 }
 
 std::pair<std::string, json> graphIr(const Job& job, const Compile& compile, const std::string& graph) {
-  auto it = kGraphEvents.find(graph);
-  std::vector<std::string> candidates = it == kGraphEvents.end() ? std::vector<std::string>{graph} : it->second;
+  std::vector<std::string> candidates = eventsNamed(graph);
   for (const std::string& event : candidates) {
     auto found = compile.graphIrs.find(event);
     if (found == compile.graphIrs.end()) continue;

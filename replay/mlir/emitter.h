@@ -74,6 +74,19 @@ class Emitter {
   void close(const std::string& text); // `} ...`, closing it
   void label(const std::string& text); // a block header inside the open region: `^bb0(%a: f32):`
   void setLocation(std::string loc) { loc_ = std::move(loc); }
+  // What rollback() returns to: the text so far, the open regions and the SSA values cached for
+  // reuse (a value defined in dropped text must not be reused).
+  struct Checkpoint {
+    size_t text = 0;
+    int indent = 0, depth = 0;
+    std::map<int64_t, std::string> indexCache;
+    std::map<std::string, std::string> symbols, exprCache;
+  };
+  Checkpoint checkpoint() const { return {text_.size(), indent_, depth_, indexCache_, symbols_, exprCache_}; }
+  void rollback(const Checkpoint& c) {
+    text_.resize(c.text), indent_ = c.indent, depth_ = c.depth;
+    indexCache_ = c.indexCache, symbols_ = c.symbols, exprCache_ = c.exprCache;
+  }
   const std::string& text() const { return text_; }
   Scalars scalars() { return Scalars{*this}; }
 

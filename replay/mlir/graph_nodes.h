@@ -1,4 +1,4 @@
-// What both lowerings (linalg: lowering.cc, torch dialect: torch_dialect.cc) read the same way
+// What both lowerings (linalg: to_linalg.cc, torch dialect: to_torch_dialect.cc) read the same way
 // from a graph IR node: its MLIR location, its report when it is not lowered, the function name.
 #pragma once
 

@@ -3,19 +3,13 @@
 #include <cstring>
 
 #include "arguments.h"
+#include "dynrep/replay/query/graph_events.h"
 
 namespace dynrep::replay::run {
 
 namespace {
 
 using nlohmann::json;
-
-const std::map<std::string, std::vector<std::string>> kGraphEvents = {
-    {"forward", {"aot_forward_graph", "aot_inference_graph"}},
-    {"inference", {"aot_inference_graph"}},
-    {"backward", {"aot_backward_graph"}},
-    {"dynamo", {"dynamo_output_graph"}},
-};
 
 }  // namespace
 
@@ -33,8 +27,7 @@ json StoredValues::ir(const std::string& event) const {
 }
 
 std::string StoredValues::event(const std::string& graph) const {
-  auto it = kGraphEvents.find(graph);
-  std::vector<std::string> candidates = it == kGraphEvents.end() ? std::vector<std::string>{graph} : it->second;
+  std::vector<std::string> candidates = eventsNamed(graph);
   for (const std::string& e : candidates)
     if (compile_.graphIrs.count(e)) return e;
   std::string have;

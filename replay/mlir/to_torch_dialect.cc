@@ -21,7 +21,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "torch_dialect.h"
+#include "to_torch_dialect.h"
 
 #include "dynrep/replay/query/size_expr.h"
 #include "emitter.h"

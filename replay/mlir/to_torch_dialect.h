@@ -1,4 +1,4 @@
-// The torch dialect form of a graph, as torch-mlir's FX importer writes it (torch_dialect.cc).
+// The torch dialect form of a graph, as torch-mlir's FX importer writes it (to_torch_dialect.cc).
 #pragma once
 
 #include <nlohmann/json.hpp>

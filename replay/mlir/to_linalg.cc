@@ -10,7 +10,7 @@
 #include "graph_nodes.h"
 #include "op_call.h"
 #include "ops/ops.h"
-#include "torch_dialect.h"
+#include "to_torch_dialect.h"
 
 namespace dynrep::replay::lowering {
 
@@ -298,16 +298,20 @@ class GraphLowering {
     return c;
   }
 
-  // Lowers one node at its location; what cannot be lowered is reported and stood in for.
+  // Lowers one node at its location, whole or not at all: on failure its partial text (which
+  // may leave a linalg.generic region open) is dropped, the node reported and stood in for.
   template <typename F>
   void guarded(const json& node, const std::string& target, F lower) {
     e_.setLocation(nodeLocation(node));
+    Emitter::Checkpoint mark = e_.checkpoint();
     try {
       lower();
     } catch (const Unsupported& u) {
+      e_.rollback(mark);
       issue(node, u.what());
       standIn(node, target);
     } catch (const std::exception& ex) {
+      e_.rollback(mark);
       issue(node, std::string("lowering failed: ") + ex.what());
       standIn(node, target);
     }
