@@ -16,7 +16,7 @@ APT_PACKAGES := g++ make libzstd-dev libcereal-dev libxxhash-dev libgtest-dev \
 # tlparse (and Debian's chromium, above) read the exports and the HTML report in their tests.
 # redis is the client of the fleet store; its tests start Debian's redis-server (above).
 PY_PACKAGES  := torch==2.13.0 numpy pytest scikit-build-core pybind11 cmake ninja transformers==5.23.0 \
-                tlparse==0.4.3 redis==8.1.0
+                tlparse==0.4.3 redis==8.1.0 expecttest
 # torch-mlir checks the torch-dialect form (tests/python/test_torch_mlir.py). --no-deps: nothing
 # may touch the pinned torch; what it needs besides (numpy, packaging) is installed above.
 TORCH_MLIR   := torch-mlir==20261001
