@@ -321,6 +321,7 @@ class GraphLowering {
   void lowerNode(const json& node) {
     std::string target = node.value("target", "");
     guarded(node, target, [&] {
+      if (runtimeAssert(node, target)) return;
       if (target.find("::") == std::string::npos) {
         bindOutput(node, python(node, target));
       } else if (opt_.library && opt_.library->functions.count(target)) {
@@ -333,6 +334,34 @@ class GraphLowering {
         bindOutput(node, it->second(c));
       }
     });
+  }
+
+  // The run-time checks PyTorch puts in graphs over symbols (deferred asserts on unbacked
+  // sizes, ranges a size must be in) become cf.assert with PyTorch's message: a call the
+  // graph was not compiled for fails with the reason, as the compiled code would.
+  bool runtimeAssert(const json& node, const std::string& target) {
+    if (target != "aten::_assert_scalar.default" && target != "aten::sym_constrain_range.default" &&
+        target != "aten::sym_constrain_range_for_size.default" && target != "aten::_assert_async.msg")
+      return false;
+    OpCall c = call(node, target);
+    Scalars s = e_.scalars();
+    if (target == "aten::_assert_scalar.default" || target == "aten::_assert_async.msg") {
+      const Value& cond = c.arg(0);
+      if (cond.isTensor()) throw Unsupported("an assert on a tensor's value");
+      if (cond.isConst() && cond.number != 0) return true;
+      std::string message = c.args.size() > 1 && c.arg(1).kind == Value::Kind::Text ? c.arg(1).text : "assertion failed";
+      e_.line("cf.assert " + s.of(cond, DType::Bool) + ", " + mlirString(message));
+      return true;
+    }
+    // sym_constrain_range[_for_size](size, min, max)
+    std::string size = s.of(c.arg(0), DType::I64);
+    for (size_t i : {size_t{1}, size_t{2}}) {
+      if (c.none(i)) continue;
+      int64_t bound = c.integer(i);
+      std::string ok = s.cmp(i == 1 ? "sge" : "sle", size, s.constant(static_cast<double>(bound), DType::I64), DType::I64);
+      e_.line("cf.assert " + ok + ", " + mlirString(node.value("name", "") + ": the size must be " + (i == 1 ? ">= " : "<= ") + std::to_string(bound)));
+    }
+    return true;
   }
 
   // A node that was not lowered becomes a call to an external function of the same types, so

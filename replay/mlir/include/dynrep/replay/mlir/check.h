@@ -22,7 +22,7 @@ struct CheckOptions {
 
 struct OutputMatch {
   int position = 0;
-  std::string status;  // bitwise, close, differs, shape differs
+  std::string status;  // bitwise, close, differs, shape differs, uninitialized (an empty tensor: shape checked)
   double maxAbsDiff = 0;
 };
 
