@@ -247,6 +247,7 @@ std::optional<std::vector<c10::IValue>> GraphProgram::run(const std::vector<c10:
         stack.clear();
         for (const Resolved& arg : step.args) stack.push_back(arg(values));
         values[step.slot] = step.primitive(stack);
+        if (random && drawsRandom(*step.node)) random->emplace_back(step.node->value("name", ""), values[step.slot]);
       } else {
         values[step.slot] = callPython(step, values);
       }

@@ -25,7 +25,7 @@ inline bool drawsRandom(const nlohmann::json& node) {
                          "aten::exponential", "aten::geometric", "aten::log_normal", "aten::cauchy", "aten::multinomial",
                          "aten::rrelu_with_noise", "aten::rrelu_with_noise_functional", "aten::_fused_dropout",
                          "aten::poisson", "aten::_standard_gamma", "aten::binomial", "aten::_sample_dirichlet",
-                         "prims::inductor_random", "prims::inductor_randint"})
+                         "prims::inductor_random", "prims::inductor_randint", "prims::inductor_seeds", "prims::inductor_lookup_seed"})
     if (name == op) return true;
   return false;
 }
