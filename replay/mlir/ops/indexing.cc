@@ -2,12 +2,14 @@
 // over the result that tensor.extract the source at computed coordinates. Scatters (index_put,
 // scatter, index_add, embedding_dense_backward) are scf.for nests threading one tensor through
 // tensor.insert, which one-shot-bufferize updates in place: the cost is the number of elements
-// written, not vocabulary x indices. Index values are wrapped where PyTorch accepts negative
-// ones and clamped, so an index PyTorch would have rejected cannot write out of bounds.
-// Losses are in losses.cc, attention in attention.cc.
-#include <cmath>
+// written, not vocabulary x indices (masked_scatter's nest also carries how many elements it
+// has taken). sort and topk place each element at its rank in its row. Index values are wrapped
+// where PyTorch accepts negative ones and clamped, so an index PyTorch would have rejected
+// cannot write out of bounds. Losses are in losses.cc, attention in attention.cc.
+#include <algorithm>
 
 #include "indexing.h"
+#include "reduction.h"
 
 namespace dynrep::replay::lowering {
 
@@ -23,35 +25,51 @@ Strings sizesOf(Emitter& e, const TensorType& t) {
   return s;
 }
 void requireIntegerIndex(const Value& t) {
-  if (t.type.dtype == DType::Bool || t.type.dtype == DType::U8)
-    throw Unsupported("boolean (mask) indices are not lowered: the result's size depends on the data");
+  if (t.type.dtype == DType::Bool) throw Unsupported("a bool tensor used as an index");
   if (isFloat(t.type.dtype)) throw Unsupported("float tensors used as indices");
 }
 
-// An element of an index tensor as an in-bounds index into a dim of `size`.
+// An element of an index tensor as an in-bounds index into a dim of `size` (uint8 zero-extended:
+// it is never negative).
 std::string boundIndex(Emitter& e, const std::string& v, DType t, const std::string& size, bool wrap) {
-  std::string i = e.assign("ic", "arith.index_cast " + v + " : " + elementType(t) + " to index"), zero = e.index(0);
-  if (wrap) {
+  std::string cast = isUnsigned(t) ? "arith.index_castui " : "arith.index_cast ";
+  std::string i = e.assign("ic", cast + v + " : " + elementType(t) + " to index"), zero = e.index(0);
+  if (wrap && !isUnsigned(t)) {
     std::string neg = e.indexCmp("slt", i, zero);
     i = e.assign("ws", "arith.select " + neg + ", " + e.indexOp("arith.addi", i, size) + ", " + i + " : index");
   }
   return e.indexOp("arith.minsi", e.indexOp("arith.maxsi", i, zero), e.indexOp("arith.subi", size, e.index(1)));
 }
 
+static Strings nest(Emitter& e, const Strings& sizes, const Strings& init, const Strings& types, const LoopBody& body, Strings ivs) {
+  if (ivs.size() == sizes.size()) return body(ivs, init);
+  std::string name = e.fresh("for"), iv = e.fresh("iv"), lo = e.index(0), step = e.index(1);
+  Strings carried, args, results;
+  for (size_t k = 0; k < init.size(); ++k) {
+    carried.push_back(e.fresh("acc"));
+    args.push_back(carried.back() + " = " + init[k]);
+    results.push_back(init.size() == 1 ? name : name + "#" + std::to_string(k));
+  }
+  std::string arity = init.size() == 1 ? "" : ":" + std::to_string(init.size());
+  e.open(name + arity + " = scf.for " + iv + " = " + lo + " to " + sizes[ivs.size()] + " step " + step + " iter_args(" + join(args) +
+         ") -> (" + join(types) + ") {");
+  ivs.push_back(iv);
+  e.line("scf.yield " + join(nest(e, sizes, carried, types, body, ivs)) + " : " + join(types));
+  e.close("}");
+  return results;
+}
+
+Strings loopNest(Emitter& e, const Strings& sizes, const Strings& init, const Strings& types, const LoopBody& body) {
+  return nest(e, sizes, init, types, body, {});
+}
+
 namespace {
 
 // Nested scf.for loops over `sizes` threading the tensor `init` of type t; body gets the
 // induction variables and the current tensor and returns the next one.
-using LoopBody = std::function<std::string(const Strings&, const std::string&)>;
-std::string loops(Emitter& e, const Strings& sizes, const std::string& init, const TensorType& t, const LoopBody& body, Strings ivs = {}) {
-  if (ivs.size() == sizes.size()) return body(ivs, init);
-  std::string name = e.fresh("for"), iv = e.fresh("iv"), acc = e.fresh("acc"), lo = e.index(0), step = e.index(1);
-  e.open(name + " = scf.for " + iv + " = " + lo + " to " + sizes[ivs.size()] + " step " + step + " iter_args(" + acc + " = " + init + ") -> (" +
-         t.str() + ") {");
-  ivs.push_back(iv);
-  e.line("scf.yield " + loops(e, sizes, acc, t, body, ivs) + " : " + t.str());
-  e.close("}");
-  return name;
+using TensorLoopBody = std::function<std::string(const Strings&, const std::string&)>;
+std::string loops(Emitter& e, const Strings& sizes, const std::string& init, const TensorType& t, const TensorLoopBody& body) {
+  return loopNest(e, sizes, {init}, {t.str()}, [&](const Strings& iv, const Strings& acc) { return Strings{body(iv, acc[0])}; })[0];
 }
 
 // out = self, then for each position p of a tensor of `sizes`: out[target(p)] = value(p), or
@@ -61,8 +79,9 @@ using Element = std::function<std::string(Scalars&, const Strings&, DType)>;
 // The op combining an old element with a scattered one: add/sum, multiply/prod, amax, amin.
 std::string combineOp(const std::string& reduce, DType ct) {
   bool add = reduce == "add" || reduce == "sum", mul = reduce == "multiply" || reduce == "prod";
-  if (ct == DType::Bool) return add || reduce == "amax" ? "arith.ori" : "arith.andi";
+  if (ct == DType::Bool) return add || reduce == "amax" ? "arith.ori" : "arith.andi";  // bool: max is or, min is and
   if (isFloat(ct)) return add ? "arith.addf" : mul ? "arith.mulf" : reduce == "amax" ? "arith.maximumf" : "arith.minimumf";
+  if (isUnsigned(ct)) return add ? "arith.addi" : mul ? "arith.muli" : reduce == "amax" ? "arith.maxui" : "arith.minui";
   return add ? "arith.addi" : mul ? "arith.muli" : reduce == "amax" ? "arith.maxsi" : "arith.minsi";
 }
 
@@ -87,11 +106,14 @@ Value gatherAlong(OpCall& c, const Value& index, size_t dim, const Strings& inde
   const Value& self = c.tensor(0);
   const TensorType& out = c.out();
   requireIntegerIndex(index);
-  if (self.type.rank() != out.rank()) throw Unsupported("an index and an input of different ranks");
+  // A 0-d input has one element, read whatever the index (PyTorch accepts only 0 or -1); an
+  // empty index may have any rank, and an empty result reads nothing.
+  if (std::any_of(out.dims.begin(), out.dims.end(), [](const Dim& d) { return d.size == 0; })) return Value::tensor(c.e.empty(out), out);
+  if (self.type.rank() != out.rank() && self.type.rank() != 0) throw Unsupported("an index and an input of different ranks");
   Strings sizes = sizesOf(c.e, self.type);
   std::string name = c.e.generic(out, loopDims(out.rank()), {{index.ssa, index.type, indexMap}}, Strings(out.rank(), "parallel"), [&](Strings& a) {
     Strings at;
-    for (size_t d = 0; d < out.rank(); ++d) at.push_back(d == dim ? boundIndex(c.e, a[0], index.type.dtype, sizes[d], true) : c.e.loopIndex(d));
+    for (size_t d = 0; d < self.type.rank(); ++d) at.push_back(d == dim ? boundIndex(c.e, a[0], index.type.dtype, sizes[d], true) : c.e.loopIndex(d));
     return c.e.scalars().cast(extract(c.e, self.ssa, self.type, at), self.type.dtype, out.dtype);
   });
   return Value::tensor(name, out);
@@ -115,6 +137,8 @@ IndexPlan plan(const Value& self, const Value& list) {
   for (size_t i = 0; i < list.items.size(); ++i) {
     if (list.items[i].isNone()) continue;
     if (!list.items[i].isTensor()) throw Unsupported("an index that is not a tensor");
+    if (list.items[i].type.dtype == DType::Bool || list.items[i].type.dtype == DType::U8)
+      throw Unsupported("a boolean mask index is data-dependent (how many elements it selects is known only at run time): not lowered");
     requireIntegerIndex(list.items[i]);
     p.at[i] = &list.items[i];
     p.bRank = std::max(p.bRank, list.items[i].type.rank());
@@ -216,12 +240,12 @@ Value scatter(OpCall& c, const std::string& reduce) {
   const Value& src = c.arg(3);
   requireIntegerIndex(index);
   size_t rank = self.type.rank(), dim = static_cast<size_t>(OpCall::dim(c.integer(1), rank));
-  if (rank == 0 || index.type.rank() != rank) throw Unsupported("scatter into a 0-d tensor or with an index of another rank");
+  if (index.type.rank() != rank) throw Unsupported("scatter with an index of another rank");
   Strings selfSizes = sizesOf(c.e, self.type);
   std::string scalar = src.isTensor() ? "" : c.e.scalars().of(src, computeType(c.out().dtype));
   return scatterLoop(c, sizesOf(c.e, index.type), [&](const Strings& iv) {
-    Strings at = iv;
-    at[dim] = boundIndex(c.e, extract(c.e, index.ssa, index.type, iv), index.type.dtype, selfSizes[dim], true);
+    Strings at = iv;  // a 0-d self has its one element, whatever the index
+    if (rank) at[dim] = boundIndex(c.e, extract(c.e, index.ssa, index.type, iv), index.type.dtype, selfSizes[dim], true);
     return at;
   }, [&](Scalars& s, const Strings& iv, DType ct) {
     return src.isTensor() ? s.cast(extract(c.e, src.ssa, src.type, iv), src.type.dtype, ct) : scalar;
@@ -239,23 +263,23 @@ Value scatterReduce(OpCall& c) {
   std::string reduce = c.arg(4).text;
   bool includeSelf = c.none(5) || c.flag(5);
   size_t rank = self.type.rank(), dim = static_cast<size_t>(OpCall::dim(c.integer(1), rank));
-  if (rank == 0 || index.type.rank() != rank) throw Unsupported("scatter_reduce into a 0-d tensor or with an index of another rank");
+  if (index.type.rank() != rank) throw Unsupported("scatter_reduce with an index of another rank");
   if (reduce != "sum" && reduce != "prod" && reduce != "amax" && reduce != "amin" && reduce != "mean")
     throw Unsupported("scatter_reduce with reduce='" + reduce + "'");
   const TensorType& out = c.out();
   DType ct = computeType(out.dtype);
   Strings selfSizes = sizesOf(c.e, self.type), indexSizes = sizesOf(c.e, index.type);
   auto target = [&](const Strings& iv) {
-    Strings at = iv;
-    at[dim] = boundIndex(c.e, extract(c.e, index.ssa, index.type, iv), index.type.dtype, selfSizes[dim], true);
+    Strings at = iv;  // a 0-d self has its one element, whatever the index
+    if (rank) at[dim] = boundIndex(c.e, extract(c.e, index.ssa, index.type, iv), index.type.dtype, selfSizes[dim], true);
     return at;
   };
   auto source = [&](Scalars& s, const Strings& iv, DType t) { return s.cast(extract(c.e, src.ssa, src.type, iv), src.type.dtype, t); };
   std::string base = c.e.convert(self, out.dtype).ssa;
-  if (!includeSelf) {  // the positions scattered to start from the reduction's identity
-    double identity = reduce == "prod" ? 1 : reduce == "amax" ? -HUGE_VAL : reduce == "amin" ? HUGE_VAL : 0;
-    if (!isFloat(ct) && std::isinf(identity)) identity = identity < 0 ? -9.2233720368547758e18 : 9.2233720368547758e18;
-    base = scatterLoop(c, indexSizes, target, [&](Scalars& s, const Strings&, DType t) { return s.constant(identity, t); }, "", out, base).ssa;
+  if (!includeSelf) {  // the positions scattered to start from the reduction's identity (amax: the dtype's lowest value)
+    bool extreme = reduce == "amax" || reduce == "amin";
+    std::string identity = extreme ? reduction::limit(c.e, ct, reduce == "amin") : c.e.scalars().constant(reduce == "prod" ? 1 : 0, ct);
+    base = scatterLoop(c, indexSizes, target, [&](Scalars&, const Strings&, DType) { return identity; }, "", out, base).ssa;
   }
   Value acc = scatterLoop(c, indexSizes, target, source, reduce == "mean" ? "sum" : reduce, out, base);
   if (reduce != "mean") return acc;
@@ -270,17 +294,13 @@ Value scatterReduce(OpCall& c) {
   });
 }
 
-// sort(self, dim, descending) and sort.stable: each element's place is how many elements of
-// its row come before it (smaller, or equal and earlier: stable; NaN sorts last ascending, first
-// descending, as PyTorch's), computed by one reduction over the row; values and indices are
-// then written to their places. O(n^2) per row, with no data-dependent control flow.
-Value sort(OpCall& c, bool stableOverload) {
-  const Value& x = c.tensor(0);
+// x sorted along `dim` (x's rank > 0), values as `valuesT` and indices as `indicesT` (x's shape):
+// each element's place is how many elements of its row come before it (smaller, or equal and
+// earlier: stable; NaN sorts last ascending, first descending, as PyTorch's), computed by one
+// reduction over the row; values and indices are then written to their places. O(n^2) per
+// row, with no data-dependent control flow.
+Value sortAlong(OpCall& c, const Value& x, size_t dim, bool descending, const TensorType& valuesT, const TensorType& indicesT) {
   size_t rank = x.type.rank();
-  if (rank == 0) return Value::list({x, Value::tensor(c.e.fill(c.out(1), 0), c.out(1))});
-  size_t dimArg = stableOverload ? 2 : 1, descArg = stableOverload ? 3 : 2;
-  size_t dim = static_cast<size_t>(OpCall::dim(c.none(dimArg) ? -1 : c.integer(dimArg), rank));
-  bool descending = !c.none(descArg) && c.flag(descArg);
   DType ct = computeType(x.type.dtype);
   // loops: x's dims, then j (the row position compared with).
   Strings self = loopDims(rank), other = loopDims(rank);
@@ -316,11 +336,96 @@ Value sort(OpCall& c, bool stableOverload) {
   };
   Value values = scatterLoop(c, sizes, target, [&](Scalars& s, const Strings& iv, DType t) {
     return s.cast(extract(c.e, x.ssa, x.type, iv), x.type.dtype, t);
-  }, "", c.out(0), c.e.empty(c.out(0)));
+  }, "", valuesT, c.e.empty(valuesT));
   Value indices = scatterLoop(c, sizes, target, [&](Scalars& s, const Strings& iv, DType t) {
     return s.cast(c.e.fromIndex(iv[dim]), DType::I64, t);
-  }, "", c.out(1), c.e.empty(c.out(1)));
+  }, "", indicesT, c.e.empty(indicesT));
   return Value::list({values, indices});
+}
+
+// sort(self, dim, descending) and sort.stable.
+Value sort(OpCall& c, bool stableOverload) {
+  const Value& x = c.tensor(0);
+  size_t rank = x.type.rank();
+  if (rank == 0) return Value::list({x, Value::tensor(c.e.fill(c.out(1), 0), c.out(1))});
+  size_t dimArg = stableOverload ? 2 : 1, descArg = stableOverload ? 3 : 2;
+  size_t dim = static_cast<size_t>(OpCall::dim(c.none(dimArg) ? -1 : c.integer(dimArg), rank));
+  return sortAlong(c, x, dim, !c.none(descArg) && c.flag(descArg), c.out(0), c.out(1));
+}
+
+// topk(self, k, dim, largest, sorted): the first k of the stable sort (descending when
+// largest), so ties keep their order of appearance; PyTorch leaves the order among ties, and
+// with sorted=False the order of the k, unspecified, and they are returned sorted.
+Value topk(OpCall& c) {
+  const Value& x = c.tensor(0);
+  size_t rank = x.type.rank();
+  if (rank == 0) return Value::list({c.e.convert(x, c.out(0).dtype), Value::tensor(c.e.fill(c.out(1), 0), c.out(1))});
+  size_t dim = static_cast<size_t>(OpCall::dim(c.none(2) ? -1 : c.integer(2), rank));
+  Value all = sortAlong(c, x, dim, c.none(3) || c.flag(3), x.type.withDtype(c.out(0).dtype), x.type.withDtype(c.out(1).dtype));
+  Value parts[2];
+  for (size_t i = 0; i < 2; ++i) {
+    const TensorType& out = c.out(i);
+    Strings sizes;
+    for (size_t d = 0; d < rank; ++d) sizes.push_back(out.dims[d].isStatic() ? std::to_string(out.dims[d].size) : c.e.dimSize(out, d));
+    parts[i] = Value::tensor(c.e.assign("top", "tensor.extract_slice " + all.items[i].ssa + "[" + join(Strings(rank, "0")) + "] [" + join(sizes) +
+                                                  "] [" + join(Strings(rank, "1")) + "] : " + all.items[i].type.str() + " to " + out.str()),
+                             out);
+  }
+  return Value::list({parts[0], parts[1]});
+}
+
+// masked_scatter(self, mask, source): out[i] = mask[i] ? source.flatten()[n] : self[i], n the
+// number of true mask elements before i (row-major over the broadcast shape): one scf.for nest
+// carrying the output and that count. A source is read only where the mask is true, so an
+// empty one is never read.
+Value maskedScatter(OpCall& c) {
+  const Value& self = c.tensor(0);
+  const Value& mask = c.tensor(1);
+  const Value& src = c.tensor(2);
+  const TensorType& out = c.out();
+  if (self.type.rank() > out.rank() || mask.type.rank() > out.rank()) throw Unsupported("masked_scatter operands of higher rank than the result");
+  // An operand read at the result's coordinates, broadcast (right-aligned; static size-1 dims at 0).
+  auto at = [&](const TensorType& t, const Strings& iv) {
+    Strings r;
+    for (size_t m = 0; m < t.rank(); ++m) {
+      const Dim& d = t.dims[m];
+      const Dim& o = out.dims[out.rank() - t.rank() + m];
+      r.push_back(d.isStatic() && d.size == 1 && !(o.isStatic() && o.size == 1) ? c.e.index(0) : iv[out.rank() - t.rank() + m]);
+    }
+    return r;
+  };
+  std::string flat = src.ssa, last;  // the source flattened, and its last position
+  TensorType flatT{src.type.dtype, {}};
+  if (src.type.rank() > 0) {
+    Dim n{1, ""};
+    Strings all;
+    std::string count = c.e.dimSize(src.type, 0);
+    for (size_t d = 0; d < src.type.rank(); ++d) {
+      const Dim& dim = src.type.dims[d];
+      n = dim.isStatic() && n.isStatic() ? Dim{n.size * dim.size, ""} : Dim{-1, "n"};
+      all.push_back(std::to_string(d));
+      if (d) count = c.e.indexOp("arith.muli", count, c.e.dimSize(src.type, d));
+    }
+    flatT.dims.push_back(n);
+    if (src.type.rank() > 1)
+      flat = c.e.assign("flat", "tensor.collapse_shape " + src.ssa + " [[" + join(all) + "]] : " + src.type.str() + " into " + flatT.str());
+    last = c.e.indexOp("arith.subi", count, c.e.index(1));
+  }
+  std::string init = c.e.empty(out);
+  Strings r = loopNest(c.e, sizesOf(c.e, out), {init, c.e.index(0)}, {out.str(), "index"}, [&](const Strings& iv, const Strings& carried) {
+    Scalars s = c.e.scalars();
+    std::string m = s.cast(extract(c.e, mask.ssa, mask.type, at(mask.type, iv)), mask.type.dtype, DType::Bool);
+    std::string v = c.e.fresh("ms");
+    c.e.open(v + " = scf.if " + m + " -> (" + elementType(out.dtype) + ") {");
+    std::string pick = flatT.dims.empty() ? extract(c.e, flat, flatT, {}) : extract(c.e, flat, flatT, {c.e.indexOp("arith.minsi", carried[1], last)});
+    c.e.line("scf.yield " + s.cast(pick, src.type.dtype, out.dtype) + " : " + elementType(out.dtype));
+    c.e.label("} else {");
+    c.e.line("scf.yield " + s.cast(extract(c.e, self.ssa, self.type, at(self.type, iv)), self.type.dtype, out.dtype) + " : " + elementType(out.dtype));
+    c.e.close("}");
+    std::string next = c.e.indexOp("arith.addi", carried[1], c.e.assign("one", "arith.select " + m + ", " + c.e.index(1) + ", " + c.e.index(0) + " : index"));
+    return Strings{insert(c.e, v, carried[0], out, iv), next};
+  });
+  return Value::tensor(r[0], out);
 }
 
 // index_add(self, dim, index, source, alpha): out[.. index[i] ..] += alpha * source[.. i ..].
@@ -474,7 +579,9 @@ void addIndexingOps(OpTable& t) {
     const Value& index = c.tensor(2);
     size_t dim = static_cast<size_t>(OpCall::dim(c.integer(1), c.tensor(0).type.rank()));
     if (index.type.rank() > 1) throw Unsupported("index_select with a multi-dimensional index");
-    return gatherAlong(c, index, dim, index.type.rank() && c.out().rank() ? Strings{"d" + std::to_string(dim)} : Strings{});
+    // A 0-d result (of a 0-d input) reads the index's one element.
+    if (c.out().rank() == 0) return gatherAlong(c, index, dim, Strings(index.type.rank(), "0"));
+    return gatherAlong(c, index, dim, index.type.rank() ? Strings{"d" + std::to_string(dim)} : Strings{});
   };
   t["aten::index.Tensor"] = t["aten::_unsafe_index.Tensor"] = indexTensor;
   t["aten::index_put.default"] = t["aten::_unsafe_index_put.default"] = indexPut;
@@ -483,6 +590,11 @@ void addIndexingOps(OpTable& t) {
   t["aten::scatter_reduce.two"] = scatterReduce;
   t["aten::sort.default"] = [](OpCall& c) { return sort(c, false); };
   t["aten::sort.stable"] = [](OpCall& c) { return sort(c, true); };
+  t["aten::topk.default"] = topk;
+  t["aten::masked_scatter.default"] = maskedScatter;
+  t["aten::nonzero.default"] = [](OpCall&) -> Value {
+    throw Unsupported("nonzero is data-dependent (its result's size is the number of nonzero elements, known only at run time): not lowered");
+  };
   t["aten::scatter.reduce"] = t["aten::scatter.value_reduce"] = [](OpCall& c) {
     const Value& r = c.arg(c.index("reduce"));
     if (r.kind != Value::Kind::Text || (r.text != "add" && r.text != "multiply")) throw Unsupported("scatter reduce '" + r.text + "'");

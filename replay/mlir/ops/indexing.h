@@ -9,10 +9,16 @@ namespace dynrep::replay::lowering {
 std::string extract(Emitter& e, const std::string& t, const TensorType& type, const Strings& at);  // tensor.extract
 std::string insert(Emitter& e, const std::string& v, const std::string& t, const TensorType& type, const Strings& at);
 Strings sizesOf(Emitter& e, const TensorType& t);
-// Throws Unsupported for a mask (bool) or float index tensor.
+// Throws Unsupported for a bool or float index tensor (uint8 is an integer index here; only
+// index and index_put read it as a mask).
 void requireIntegerIndex(const Value& t);
 // An element of an index tensor as an in-bounds index into a dim of `size` (negative ones
 // wrapped when `wrap`, then clamped).
 std::string boundIndex(Emitter& e, const std::string& v, DType t, const std::string& size, bool wrap);
+// Nested scf.for loops over `sizes` (index values), the first outermost, carrying `init` (values
+// of the MLIR types `types`); the body gets the induction variables and the carried values and
+// returns the next ones. Returns the values after the last iteration.
+using LoopBody = std::function<Strings(const Strings& ivs, const Strings& carried)>;
+Strings loopNest(Emitter& e, const Strings& sizes, const Strings& init, const Strings& types, const LoopBody& body);
 
 }  // namespace dynrep::replay::lowering

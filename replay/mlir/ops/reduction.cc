@@ -1,6 +1,7 @@
-// Reductions (sum, mean, prod, max/min and their indices, var/std, norms, logsumexp, any/all)
-// and the softmax family. Each is a linalg.generic whose reduction loops accumulate into a fill
-// of the reduction's identity. A statistic the op uses again (a row's max, a mean) is kept with
+// Reductions (sum, mean, prod, max/min and their indices, var/std, norms, logsumexp, any/all),
+// the softmax family, and the scans cumsum and cumprod (scf.for loops, at the end). Each
+// reduction is a linalg.generic whose reduction loops accumulate into a fill of the reduction's
+// identity. A statistic the op uses again (a row's max, a mean) is kept with
 // its reduced dims as size 1, so the next generic reads it through a broadcast map; the result
 // is squeezed only at the end when keepdim is false. Arithmetic is in computeType (float32 for
 // float16/bfloat16, as PyTorch's CPU kernels accumulate) and converted to the IR's output dtype.
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <limits>
 
+#include "indexing.h"
 #include "reduction.h"
 
 namespace dynrep::replay::lowering {
@@ -58,22 +60,25 @@ Value squeeze(Emitter& e, const Value& keep, const std::vector<bool>& red) {
                    [](Scalars&, std::vector<std::string>& a) { return a[0]; });
 }
 
+std::string limit(Emitter& e, DType t, bool max) {
+  if (isFloat(t)) return e.scalars().constant(max ? INFINITY : -INFINITY, t);
+  std::string literal;
+  if (t == DType::Bool) {
+    literal = max ? "true" : "false";
+  } else {
+    int bits = bitWidth(t);
+    int64_t lo = isUnsigned(t) ? 0 : bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (bits - 1));
+    int64_t hi = isUnsigned(t) ? -1 : bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (bits - 1)) - 1;
+    literal = std::to_string(max ? hi : lo) + " : " + elementType(t);  // unsigned max: all ones
+  }
+  return e.assign("c", "arith.constant " + literal);
+}
+
 // A fill with a reduction's identity. ±inf on an integer type means its limits (a max starts at
-// the lowest value), which a double cannot carry exactly for int64, so they are spelled here.
+// the lowest value).
 static std::string identity(Emitter& e, const TensorType& t, double v) {
   if (isFloat(t.dtype) || std::isfinite(v)) return e.fill(t, v);
-  std::string literal;
-  if (t.dtype == DType::Bool) {
-    literal = v > 0 ? "true" : "false";
-  } else {
-    int bits = bitWidth(t.dtype);
-    int64_t lo = isUnsigned(t.dtype) ? 0 : bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (bits - 1));
-    int64_t hi = isUnsigned(t.dtype) ? -1 : bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (bits - 1)) - 1;
-    literal = std::to_string(v > 0 ? hi : lo) + " : " + elementType(t.dtype);  // unsigned max: all ones
-  }
-  std::string c = e.fresh("c");
-  e.line(c + " = arith.constant " + literal);
-  std::string dest = e.empty(t), name = e.fresh("f");
+  std::string c = limit(e, t.dtype, v > 0), dest = e.empty(t), name = e.fresh("f");
   e.line(name + " = linalg.fill ins(" + c + " : " + elementType(t.dtype) + ") outs(" + dest + " : " + t.str() + ") -> " + t.str());
   return name;
 }
@@ -361,6 +366,40 @@ Value softmaxBackward(OpCall& c, bool log) {
                    });
 }
 
+// cumsum and cumprod along `dim`: one scf.for nest, `dim` innermost, carrying the result and the
+// running value, which restarts at each row's first element: O(n), where a reduction over
+// j <= i would be O(n^2) per row. As PyTorch's CPU kernel: the input converted to the result's
+// dtype, accumulated in its accumulation type (double for float32, float for float16 and
+// bfloat16, int64 for integers), each prefix rounded to the result's dtype where it is stored.
+LowerFn scan(bool product) {
+  return [=](OpCall& c) {
+    const Value& x = c.tensor(0);
+    const TensorType& out = c.out();
+    size_t rank = x.type.rank();
+    if (rank == 0) return c.e.convert(x, out.dtype);
+    size_t dim = static_cast<size_t>(OpCall::dim(c.integer(1), rank));
+    DType acc = !isFloat(out.dtype) ? DType::I64 : bitWidth(out.dtype) == 16 ? DType::F32 : DType::F64;
+    const char* op = product ? (isFloat(acc) ? "arith.mulf" : "arith.muli") : (isFloat(acc) ? "arith.addf" : "arith.addi");
+    std::vector<size_t> dims;  // loop k runs over dim dims[k]
+    for (size_t d = 0; d < rank; ++d)
+      if (d != dim) dims.push_back(d);
+    dims.push_back(dim);
+    Strings sizes = sizesOf(c.e, x.type), order;
+    for (size_t d : dims) order.push_back(sizes[d]);
+    std::string start = c.e.scalars().constant(product ? 1 : 0, acc);
+    Strings r = loopNest(c.e, order, {c.e.empty(out), start}, {out.str(), elementType(acc)}, [&](const Strings& iv, const Strings& carried) {
+      Strings at(rank);
+      for (size_t k = 0; k < rank; ++k) at[dims[k]] = iv[k];
+      Scalars s = c.e.scalars();
+      std::string prev = s.select(c.e.indexCmp("eq", at[dim], c.e.index(0)), start, carried[1], acc);
+      std::string v = s.cast(s.cast(extract(c.e, x.ssa, x.type, at), x.type.dtype, out.dtype), out.dtype, acc);
+      std::string next = s.op(op, prev, v, acc);
+      return Strings{insert(c.e, s.cast(next, acc, out.dtype), carried[0], out, at), next};
+    });
+    return Value::tensor(r[0], out);
+  };
+}
+
 }  // namespace
 
 void addReductionOps(OpTable& t) {
@@ -389,6 +428,8 @@ void addReductionOps(OpTable& t) {
   t["aten::_safe_softmax.default"] = [](OpCall& c) { return softmax(c, Softmax::Safe); };
   t["aten::_softmax_backward_data.default"] = [](OpCall& c) { return softmaxBackward(c, false); };
   t["aten::_log_softmax_backward_data.default"] = [](OpCall& c) { return softmaxBackward(c, true); };
+  t["aten::cumsum.default"] = scan(false);
+  t["aten::cumprod.default"] = scan(true);
 }
 
 }  // namespace dynrep::replay::lowering

@@ -19,6 +19,9 @@ Operand over(const Value& v, const TensorType& space);
 // A keepdim statistic read in the loops of the result of the same reduction with `keepdim`.
 Operand kept(const Value& v, const std::vector<bool>& red, bool keepdim);
 TensorType reducedType(const TensorType& space, const std::vector<bool>& red, bool keepdim, DType t);
+// The largest (max) or lowest value of t as a constant: ±inf for a float, the integer limits
+// spelled exactly (a double cannot carry int64's), true or false for bool.
+std::string limit(Emitter& e, DType t, bool max);
 // A parallel generic over `out`: operands converted to `compute`, the body's value to out's dtype.
 Value pointwise(Emitter& e, const TensorType& out, const std::vector<Operand>& ins, DType compute, const Body& body);
 Value squeeze(Emitter& e, const Value& keep, const std::vector<bool>& red);

@@ -1,4 +1,4 @@
-// Views, permutations, slices and concatenation. The graphs are functional (AOTAutograd
+// Views, permutations, slices, concatenation and repeats. The graphs are functional (AOTAutograd
 // removed mutation), so a view is a value: reshapes become tensor.reshape, permutations and
 // broadcasts a linalg.generic with a permuted map, slices tensor.extract_slice.
 #include "indexing.h"
@@ -182,6 +182,32 @@ void addShapeOps(OpTable& t) {
       offset = next;
     }
     return acc;
+  };
+  // repeat(self, repeats): the result (as many dims as repeats; the extra ones lead) reads self
+  // at its index mod self's size along each dim: an affine `mod` where every size is static and
+  // nonzero, else a tensor.extract at remainders of the run-time sizes.
+  t["aten::repeat.default"] = [](OpCall& c) {
+    const Value& x = c.tensor(0);
+    const TensorType& out = c.out();
+    size_t r = x.type.rank();
+    if (out.rank() < r) throw Unsupported("repeat with fewer repeats than dims");
+    size_t lead = out.rank() - r;
+    bool known = true;
+    Strings map;
+    for (size_t d = 0; d < r; ++d) {
+      const Dim &in = x.type.dims[d], &o = out.dims[lead + d];
+      std::string i = "d" + std::to_string(lead + d);
+      known = known && in.isStatic() && in.size > 0;
+      map.push_back(in.size == 1 ? "0" : o.isStatic() && o.size == in.size ? i : i + " mod " + std::to_string(in.size));
+    }
+    if (known) return remap(c.e, x, out, map);
+    Strings sizes = sizesOf(c.e, x.type);
+    std::string name = c.e.generic(out, loopDims(out.rank()), {}, Strings(out.rank(), "parallel"), [&](Strings&) {
+      Strings at;
+      for (size_t d = 0; d < r; ++d) at.push_back(c.e.indexOp("arith.remui", c.e.loopIndex(lead + d), sizes[d]));
+      return c.e.scalars().cast(extract(c.e, x.ssa, x.type, at), x.type.dtype, out.dtype);
+    });
+    return Value::tensor(name, out);
   };
   // flip(self, dims): each element read at size - 1 - i along the flipped dims (an extract at a
   // computed index: a reversed affine map cannot use a symbolic size).
