@@ -137,11 +137,13 @@ void runPipeline(mlir::MLIRContext* context, mlir::ModuleOp module, Diagnostics&
 
 }  // namespace
 
+// convert-math-to-funcs outlines math.ipowi (integer pow), which has no LLVM lowering, as a
+// function of cf and arith branches; it runs before those are lowered.
 const char* llvmPipeline() {
   return "builtin.module(inline,symbol-dce,"
          "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
          "buffer-deallocation-pipeline,convert-bufferization-to-memref,func.func(convert-linalg-to-loops),"
-         "convert-scf-to-cf,expand-strided-metadata,lower-affine,arith-expand,finalize-memref-to-llvm,convert-math-to-llvm,"
+         "convert-math-to-funcs,convert-scf-to-cf,expand-strided-metadata,lower-affine,arith-expand,finalize-memref-to-llvm,convert-math-to-llvm,"
          "convert-math-to-libm,convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,"
          "reconcile-unrealized-casts)";
 }

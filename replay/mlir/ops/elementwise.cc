@@ -10,16 +10,29 @@ namespace {
 
 using Body = std::function<std::string(Scalars&, std::vector<std::string>&, DType)>;
 
-// The dtype arithmetic happens in: the promoted dtype of the tensor operands, or of the
-// result where it is wider (an int tensor divided gives a float result).
+// The dtype arithmetic happens in: the result's (a bool tensor plus an int is int64, an int
+// tensor divided is float), unless that is bool or an integer from floats, where it is the
+// promoted dtype of the tensor operands (a comparison, isnan).
 DType arithmeticType(const OpCall& c, size_t operands) {
   std::optional<DType> t;
   for (size_t i = 0; i < operands && i < c.args.size(); ++i)
     if (c.args[i].isTensor()) t = t ? promote(*t, c.args[i].type.dtype) : c.args[i].type.dtype;
   DType out = c.out().dtype;
-  if (!t || (out != DType::Bool && (isFloat(out) && !isFloat(*t)))) t = out;
-  if (out != DType::Bool && isFloat(out) && isFloat(*t)) t = out;
+  if (!t || (out != DType::Bool && (isFloat(out) || !isFloat(*t)))) t = out;
   return computeType(*t);
+}
+
+// Bool and uint8 hold unsigned values (True is 1 in i1, not -1): their integer comparisons,
+// min/max and divisions take the unsigned forms. `op` is the signed one ("slt", "arith.maxsi").
+std::string integerOp(const std::string& op, DType t) {
+  if (!isUnsigned(t)) return op;
+  if (op == "slt" || op == "sle" || op == "sgt" || op == "sge") return "u" + op.substr(1);
+  size_t si = op.rfind("si");
+  return si != std::string::npos && si + 2 == op.size() ? op.substr(0, si) + "ui" : op;
+}
+
+std::string compareOf(Scalars& s, const char* floatPred, const char* intPred, const std::string& a, const std::string& b, DType t) {
+  return s.cmp(isFloat(t) ? floatPred : integerOp(intPred, t), a, b, t);
 }
 
 // op(self, other, ...) for the first `operands` arguments.
@@ -31,10 +44,6 @@ LowerFn map(size_t operands, Body body, bool boolResult = false) {
   };
 }
 
-Body arith(const char* floatOp, const char* intOp) {
-  return [=](Scalars& s, std::vector<std::string>& v, DType t) { return s.op(isFloat(t) ? floatOp : intOp, v[0], v[1], t); };
-}
-
 Body math(const char* op) {
   return [=](Scalars& s, std::vector<std::string>& v, DType t) {
     if (!isFloat(t)) throw Unsupported(std::string(op) + " of an integer tensor");
@@ -42,45 +51,152 @@ Body math(const char* op) {
   };
 }
 
-Body compare(const char* floatPred, const char* intPred) {
-  return [=](Scalars& s, std::vector<std::string>& v, DType t) { return s.cmp(isFloat(t) ? floatPred : intPred, v[0], v[1], t); };
+// ceil, floor, round, trunc: an integer tensor is returned as it is, as PyTorch does.
+Body rounding(const char* op) {
+  return [=](Scalars& s, std::vector<std::string>& v, DType t) { return isFloat(t) ? s.unary(op, v[0], t) : v[0]; };
 }
 
-// a + alpha * b (add, sub with alpha)
-LowerFn addLike(const char* floatOp, const char* intOp) {
+Body compare(const char* floatPred, const char* intPred) {
+  return [=](Scalars& s, std::vector<std::string>& v, DType t) { return compareOf(s, floatPred, intPred, v[0], v[1], t); };
+}
+
+// On bool, PyTorch's + is logical or and * logical and (i1's addi would make True + True
+// False); - is an error there.
+std::string add(Scalars& s, const std::string& a, const std::string& b, DType t) {
+  if (t == DType::Bool) return s.op("arith.ori", a, b, t);
+  return s.op(isFloat(t) ? "arith.addf" : "arith.addi", a, b, t);
+}
+std::string sub(Scalars& s, const std::string& a, const std::string& b, DType t) {
+  if (t == DType::Bool) throw Unsupported("subtraction of bool tensors (PyTorch rejects it)");
+  return s.op(isFloat(t) ? "arith.subf" : "arith.subi", a, b, t);
+}
+std::string mul(Scalars& s, const std::string& a, const std::string& b, DType t) {
+  if (t == DType::Bool) return s.op("arith.andi", a, b, t);
+  return s.op(isFloat(t) ? "arith.mulf" : "arith.muli", a, b, t);
+}
+
+// a + alpha * b (add, sub with alpha); rsub(a, b, alpha) is b - alpha * a.
+LowerFn addLike(std::string (*combine)(Scalars&, const std::string&, const std::string&, DType), bool reversed = false) {
   return [=](OpCall& c) {
     DType t = arithmeticType(c, 2);
-    std::vector<Value> ins = {c.arg(0), c.arg(1)};
+    std::vector<Value> ins = {c.arg(reversed ? 1 : 0), c.arg(reversed ? 0 : 1)};
     bool alpha = c.args.size() > 2 && !c.none(2) && !(c.arg(2).isConst() && c.arg(2).number == 1);
     if (alpha) ins.push_back(c.arg(2));
     return c.e.elementwise(c.out(), ins, t, [&](Scalars& s, std::vector<std::string>& v) {
-      std::string b = alpha ? s.op(isFloat(t) ? "arith.mulf" : "arith.muli", v[1], v[2], t) : v[1];
-      return s.op(isFloat(t) ? floatOp : intOp, v[0], b, t);
+      return combine(s, v[0], alpha ? mul(s, v[1], v[2], t) : v[1], t);
     });
   };
 }
 
-std::string divide(Scalars& s, const std::string& a, const std::string& b, DType t, const std::string& mode) {
+// An integer divisor of 0 made 1: PyTorch raises ZeroDivisionError there (so no stored sample
+// divides by 0), and x86 traps, which would kill the process rather than fail the check.
+std::string divisor(Scalars& s, const std::string& b, DType t) {
+  return s.select(s.cmp("eq", b, s.constant(0, t), t), s.constant(1, t), b, t);
+}
+
+// x rounded to `storage` and back: float16 and bfloat16 results PyTorch rounds op by op.
+std::string narrow(Scalars& s, const std::string& x, DType t, DType storage) {
+  return storage == t || !isFloat(storage) ? x : s.cast(s.cast(x, t, storage), storage, t);
+}
+
+// PyTorch's div_floor_floating: the quotient from fmod, so that a quotient rounded up to an
+// integer is not floored to it; float16 and bfloat16 round after each step, as PyTorch's
+// kernel computes in them. A zero divisor gives a / b.
+std::string floorDivide(Scalars& s, const std::string& a, const std::string& b, DType t, DType storage) {
+  std::string zero = s.constant(0, t), one = s.constant(1, t);
+  std::string mod = s.op("arith.remf", a, b, t);
+  std::string q = narrow(s, s.op("arith.divf", narrow(s, s.op("arith.subf", a, mod, t), t, storage), b, t), t, storage);
+  std::string signsDiffer = s.cmp("ne", s.cmp("olt", b, zero, t), s.cmp("olt", mod, zero, t), DType::Bool);
+  std::string adjust = s.op("arith.andi", s.cmp("une", mod, zero, t), signsDiffer, DType::Bool);
+  q = s.select(adjust, narrow(s, s.op("arith.subf", q, one, t), t, storage), q, t);
+  std::string f = s.unary("math.floor", q, t);
+  std::string up = s.cmp("ogt", narrow(s, s.op("arith.subf", q, f, t), t, storage), s.constant(0.5, t), t);
+  f = s.select(up, narrow(s, s.op("arith.addf", f, one, t), t, storage), f, t);
+  std::string quotient = narrow(s, s.op("arith.divf", a, b, t), t, storage);
+  f = s.select(s.cmp("une", q, zero, t), f, s.op("math.copysign", zero, quotient, t), t);
+  return s.select(s.cmp("oeq", b, zero, t), quotient, f, t);
+}
+
+// `storage` is the result's dtype, t the one computed in.
+std::string divide(Scalars& s, const std::string& a, const std::string& b, DType t, DType storage, const std::string& mode) {
   if (!isFloat(t)) {
-    if (mode == "floor") return s.op("arith.floordivsi", a, b, t);
-    if (mode == "trunc") return s.op("arith.divsi", a, b, t);
+    std::string d = divisor(s, b, t);
+    if (isUnsigned(t)) return s.op("arith.divui", a, d, t);  // floor and trunc alike
+    if (mode == "floor") return s.op("arith.floordivsi", a, d, t);
+    if (mode == "trunc") return s.op("arith.divsi", a, d, t);
     throw Unsupported("true division of integers into an integer result");
   }
+  if (mode == "floor") return floorDivide(s, a, b, t, storage);
   std::string q = s.op("arith.divf", a, b, t);
-  if (mode == "floor") return s.unary("math.floor", q, t);
-  if (mode == "trunc") return s.unary("math.trunc", q, t);
+  if (mode == "trunc") return s.unary("math.trunc", narrow(s, q, t, storage), t);
   return q;
 }
 
-LowerFn div() {
-  return [](OpCall& c) {
-    std::string mode;
+// div, its rounding mode from the call; floor_divide is div's floor mode.
+LowerFn div(const std::string& fixedMode = "") {
+  return [fixedMode](OpCall& c) {
+    std::string mode = fixedMode;
     if (c.names.size() > 2 && c.names[2] == "rounding_mode" && c.arg(2).kind == Value::Kind::Text) mode = c.arg(2).text;
     DType t = arithmeticType(c, 2);
     if (mode.empty() && !isFloat(t)) t = computeType(c.out().dtype);
-    return c.e.elementwise(c.out(), {c.arg(0), c.arg(1)}, t,
-                           [&](Scalars& s, std::vector<std::string>& v) { return divide(s, v[0], v[1], t, mode); });
+    return c.e.elementwise(c.out(), {c.arg(0), c.arg(1)}, t, [&](Scalars& s, std::vector<std::string>& v) {
+      return divide(s, v[0], v[1], t, c.out().dtype, mode);
+    });
   };
+}
+
+// fmod: C's, the sign of the dividend (LLVM's frem is fmod).
+std::string fmod(Scalars& s, const std::string& a, const std::string& b, DType t) {
+  if (isFloat(t)) return s.op("arith.remf", a, b, t);
+  return s.op(integerOp("arith.remsi", t), a, divisor(s, b, t), t);
+}
+
+// remainder: Python's, the sign of the divisor; PyTorch's CPU kernel corrects fmod the same way.
+std::string remainder(Scalars& s, const std::string& a, const std::string& b, DType t) {
+  std::string r = fmod(s, a, b, t);
+  if (isUnsigned(t)) return r;
+  std::string zero = s.constant(0, t);
+  const char* ne = isFloat(t) ? "une" : "ne";
+  const char* lt = isFloat(t) ? "olt" : "slt";
+  std::string fix = s.op("arith.andi", s.cmp(ne, r, zero, t), s.cmp("ne", s.cmp(lt, r, zero, t), s.cmp(lt, b, zero, t), DType::Bool),
+                         DType::Bool);
+  return s.select(fix, add(s, r, b, t), r, t);
+}
+
+// x ** n in integers as PyTorch's powi: wrapping products, and for n < 0 1 where x = 1, +-1
+// where x = -1, else 0. math.ipowi (outlined by convert-math-to-funcs) sees n >= 0 only: its
+// own n < 0 case divides by x.
+std::string integerPow(Scalars& s, const std::string& x, const std::string& n, DType t) {
+  if (t == DType::Bool) throw Unsupported("pow of bool tensors (PyTorch does not implement it)");
+  if (isUnsigned(t)) {  // uint8 in i32, where ipowi's signed reading of the exponent holds; the low byte is the same
+    std::string p = s.op("math.ipowi", s.cast(x, t, DType::I32), s.cast(n, t, DType::I32), DType::I32);
+    return s.cast(p, DType::I32, t);
+  }
+  std::string zero = s.constant(0, t), one = s.constant(1, t), minusOne = s.constant(-1, t);
+  std::string negative = s.cmp("slt", n, zero, t);
+  std::string p = s.op("math.ipowi", x, s.select(negative, zero, n, t), t);
+  std::string odd = s.cmp("ne", s.op("arith.andi", n, one, t), zero, t);
+  std::string inverse = s.select(s.cmp("eq", x, one, t), one,
+                                 s.select(s.cmp("eq", x, minusOne, t), s.select(odd, minusOne, one, t), zero, t), t);
+  return s.select(negative, inverse, p, t);
+}
+
+// expm1 and log1p exact near 0 (convert-math-to-llvm spells them exp(x) - 1 and log(1 + x),
+// which lose a small x's digits): Kahan's and Goldberg's corrections, inf kept.
+std::string expm1(Scalars& s, const std::string& x, DType t) {
+  std::string u = s.unary("math.exp", x, t), one = s.constant(1, t);
+  std::string um1 = s.op("arith.subf", u, one, t);
+  std::string r = s.op("arith.divf", s.op("arith.mulf", um1, x, t), s.unary("math.log", u, t), t);
+  r = s.select(s.cmp("oeq", u, s.constant(HUGE_VAL, t), t), u, r, t);
+  r = s.select(s.cmp("oeq", um1, s.constant(-1, t), t), um1, r, t);
+  return s.select(s.cmp("oeq", u, one, t), x, r, t);
+}
+std::string log1p(Scalars& s, const std::string& x, DType t) {
+  std::string one = s.constant(1, t);
+  std::string u = s.op("arith.addf", one, x, t);
+  std::string r = s.op("arith.divf", s.op("arith.mulf", s.unary("math.log", u, t), x, t), s.op("arith.subf", u, one, t), t);
+  r = s.select(s.cmp("oeq", u, s.constant(HUGE_VAL, t), t), u, r, t);
+  return s.select(s.cmp("oeq", u, one, t), x, r, t);
 }
 
 std::string erf(Scalars& s, const std::string& x, DType t) { return s.unary("math.erf", x, t); }
@@ -133,50 +249,100 @@ bool tanhApproximation(const OpCall& c) {
 }
 
 std::string maxOf(Scalars& s, const std::string& a, const std::string& b, DType t) {
-  return s.op(isFloat(t) ? "arith.maximumf" : "arith.maxsi", a, b, t);
+  return s.op(isFloat(t) ? "arith.maximumf" : integerOp("arith.maxsi", t), a, b, t);
 }
 std::string minOf(Scalars& s, const std::string& a, const std::string& b, DType t) {
-  return s.op(isFloat(t) ? "arith.minimumf" : "arith.minsi", a, b, t);
+  return s.op(isFloat(t) ? "arith.minimumf" : integerOp("arith.minsi", t), a, b, t);
 }
 
 }  // namespace
 
 void addElementwiseOps(OpTable& t) {
-  for (const char* name : {"aten::add.Tensor", "aten::add.Scalar"}) t[name] = addLike("arith.addf", "arith.addi");
-  for (const char* name : {"aten::sub.Tensor", "aten::sub.Scalar"}) t[name] = addLike("arith.subf", "arith.subi");
-  for (const char* name : {"aten::rsub.Tensor", "aten::rsub.Scalar"})
-    t[name] = map(2, [](Scalars& s, std::vector<std::string>& v, DType d) { return s.op(isFloat(d) ? "arith.subf" : "arith.subi", v[1], v[0], d); });
-  for (const char* name : {"aten::mul.Tensor", "aten::mul.Scalar"}) t[name] = map(2, arith("arith.mulf", "arith.muli"));
+  for (const char* name : {"aten::add.Tensor", "aten::add.Scalar"}) t[name] = addLike(add);
+  for (const char* name : {"aten::sub.Tensor", "aten::sub.Scalar"}) t[name] = addLike(sub);
+  for (const char* name : {"aten::rsub.Tensor", "aten::rsub.Scalar"}) t[name] = addLike(sub, /*reversed=*/true);
+  for (const char* name : {"aten::mul.Tensor", "aten::mul.Scalar"})
+    t[name] = map(2, [](Scalars& s, std::vector<std::string>& v, DType d) { return mul(s, v[0], v[1], d); });
   for (const char* name : {"aten::div.Tensor", "aten::div.Scalar", "aten::div.Tensor_mode", "aten::div.Scalar_mode"}) t[name] = div();
+  for (const char* name : {"aten::floor_divide.default", "aten::floor_divide.Scalar"}) t[name] = div("floor");
   for (const char* name : {"aten::remainder.Tensor", "aten::remainder.Scalar"})
-    t[name] = map(2, [](Scalars& s, std::vector<std::string>& v, DType d) {
-      if (!isFloat(d)) {  // Python's mod: the sign of the divisor
-        std::string r = s.op("arith.remsi", v[0], v[1], d);
-        std::string zero = s.constant(0, d);
-        std::string fix = s.op("arith.andi", s.cmp("ne", r, zero, d),
-                               s.cmp("ne", s.cmp("slt", r, zero, d), s.cmp("slt", v[1], zero, d), DType::Bool), DType::Bool);
-        return s.select(fix, s.op("arith.addi", r, v[1], d), r, d);
-      }
-      std::string q = s.unary("math.floor", s.op("arith.divf", v[0], v[1], d), d);
-      return s.op("arith.subf", v[0], s.op("arith.mulf", q, v[1], d), d);
-    });
+    t[name] = map(2, [](Scalars& s, std::vector<std::string>& v, DType d) { return remainder(s, v[0], v[1], d); });
+  for (const char* name : {"aten::fmod.Tensor", "aten::fmod.Scalar"})
+    t[name] = map(2, [](Scalars& s, std::vector<std::string>& v, DType d) { return fmod(s, v[0], v[1], d); });
   t["aten::neg.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) {
+    if (d == DType::Bool) throw Unsupported("negation of a bool tensor (PyTorch rejects it)");
     return isFloat(d) ? s.unary("arith.negf", v[0], d) : s.op("arith.subi", s.constant(0, d), v[0], d);
   });
   t["aten::abs.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) {
+    if (isUnsigned(d)) return v[0];
     return isFloat(d) ? s.unary("math.absf", v[0], d) : s.unary("math.absi", v[0], d);
+  });
+  // sign: 0 for 0 and NaN, as PyTorch's (0 < x) - (x < 0); sgn is sign on real tensors.
+  t["aten::sign.default"] = t["aten::sgn.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) {
+    if (d == DType::Bool) return v[0];
+    std::string zero = s.constant(0, d);
+    std::string r = s.select(compareOf(s, "ogt", "sgt", v[0], zero, d), s.constant(1, d), zero, d);
+    return isUnsigned(d) ? r : s.select(compareOf(s, "olt", "slt", v[0], zero, d), s.constant(-1, d), r, d);
   });
   for (auto [name, op] : {std::pair{"aten::exp.default", "math.exp"}, {"aten::log.default", "math.log"}, {"aten::sqrt.default", "math.sqrt"},
                           {"aten::rsqrt.default", "math.rsqrt"}, {"aten::tanh.default", "math.tanh"}, {"aten::erf.default", "math.erf"},
-                          {"aten::sin.default", "math.sin"}, {"aten::cos.default", "math.cos"}, {"aten::floor.default", "math.floor"},
-                          {"aten::ceil.default", "math.ceil"}, {"aten::log1p.default", "math.log1p"}, {"aten::expm1.default", "math.expm1"},
-                          {"aten::exp2.default", "math.exp2"}, {"aten::log2.default", "math.log2"}, {"aten::trunc.default", "math.trunc"},
-                          {"aten::round.default", "math.roundeven"}, {"aten::tan.default", "math.tan"}, {"aten::atan.default", "math.atan"}})
+                          {"aten::sin.default", "math.sin"}, {"aten::cos.default", "math.cos"}, {"aten::exp2.default", "math.exp2"},
+                          {"aten::log2.default", "math.log2"}, {"aten::log10.default", "math.log10"}, {"aten::tan.default", "math.tan"},
+                          {"aten::atan.default", "math.atan"}, {"aten::asin.default", "math.asin"}, {"aten::acos.default", "math.acos"},
+                          {"aten::sinh.default", "math.sinh"}, {"aten::cosh.default", "math.cosh"}, {"aten::asinh.default", "math.asinh"},
+                          {"aten::acosh.default", "math.acosh"}, {"aten::atanh.default", "math.atanh"}})
     t[name] = map(1, math(op));
+  for (auto [name, op] : {std::pair{"aten::floor.default", "math.floor"}, {"aten::ceil.default", "math.ceil"},
+                          {"aten::trunc.default", "math.trunc"}, {"aten::round.default", "math.roundeven"}})
+    t[name] = map(1, rounding(op));
+  t["aten::expm1.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) {
+    if (!isFloat(d)) throw Unsupported("expm1 of an integer tensor");
+    return expm1(s, v[0], d);
+  });
+  t["aten::log1p.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) {
+    if (!isFloat(d)) throw Unsupported("log1p of an integer tensor");
+    return log1p(s, v[0], d);
+  });
+  t["aten::atan2.default"] = map(2, [](Scalars& s, std::vector<std::string>& v, DType d) {
+    if (!isFloat(d)) throw Unsupported("atan2 of integers into an integer result");
+    return s.op("math.atan2", v[0], v[1], d);
+  });
   t["aten::reciprocal.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) { return s.op("arith.divf", s.constant(1, d), v[0], d); });
   t["aten::sigmoid.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) { return sigmoid(s, v[0], d); });
   t["aten::silu.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) { return s.op("arith.mulf", v[0], sigmoid(s, v[0], d), d); });
   t["aten::relu.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) { return maxOf(s, v[0], s.constant(0, d), d); });
+  // hardtanh(x, min, max) is clamp, NaN kept.
+  t["aten::hardtanh.default"] = map(3, [](Scalars& s, std::vector<std::string>& v, DType d) { return minOf(s, maxOf(s, v[0], v[1], d), v[2], d); });
+  t["aten::hardtanh_backward.default"] = map(4, [](Scalars& s, std::vector<std::string>& v, DType d) {  // g where min < x < max
+    std::string outside = s.op("arith.ori", compareOf(s, "ole", "sle", v[1], v[2], d), compareOf(s, "oge", "sge", v[1], v[3], d), DType::Bool);
+    return s.select(outside, s.constant(0, d), v[0], d);
+  });
+  t["aten::leaky_relu.default"] = map(2, [](Scalars& s, std::vector<std::string>& v, DType d) {
+    return s.select(compareOf(s, "ogt", "sgt", v[0], s.constant(0, d), d), v[0], mul(s, v[0], v[1], d), d);
+  });
+  t["aten::leaky_relu_backward.default"] = map(3, [](Scalars& s, std::vector<std::string>& v, DType d) {  // x > 0 ? g : g * slope
+    return s.select(compareOf(s, "ogt", "sgt", v[1], s.constant(0, d), d), v[0], mul(s, v[0], v[2], d), d);
+  });
+  // elu: x * scale for x > 0, else (exp(x * input_scale) - 1) * alpha * scale.
+  t["aten::elu.default"] = map(4, [](Scalars& s, std::vector<std::string>& v, DType d) {
+    if (!isFloat(d)) throw Unsupported("elu of an integer tensor");
+    std::string negative = s.op("arith.mulf", expm1(s, s.op("arith.mulf", v[0], v[3], d), d), s.op("arith.mulf", v[1], v[2], d), d);
+    return s.select(s.cmp("ole", v[0], s.constant(0, d), d), negative, s.op("arith.mulf", v[0], v[2], d), d);
+  });
+  // elu_backward(g, alpha, scale, input_scale, is_result, self_or_result): for y <= 0 the slope is
+  // input_scale * (y + alpha * scale) from the result y, input_scale * alpha * scale * exp(x * input_scale) from x.
+  t["aten::elu_backward.default"] = [](OpCall& c) {
+    bool isResult = c.flag(4);
+    DType d = arithmeticType(c, 6);
+    return c.e.elementwise(c.out(), {c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(5)}, d, [&](Scalars& s, std::vector<std::string>& v) {
+      if (!isFloat(d)) throw Unsupported("elu_backward of an integer tensor");
+      std::string negcoef = s.op("arith.mulf", v[1], v[2], d), y = v[4];
+      std::string slope = isResult ? s.op("arith.mulf", v[3], s.op("arith.addf", y, negcoef, d), d)
+                                   : s.op("arith.mulf", s.op("arith.mulf", v[3], negcoef, d), s.unary("math.exp", s.op("arith.mulf", y, v[3], d), d), d);
+      std::string negative = s.op("arith.mulf", v[0], slope, d);
+      return s.select(s.cmp("ole", y, s.constant(0, d), d), negative, s.op("arith.mulf", v[0], v[2], d), d);
+    });
+  };
   t["aten::gelu.default"] = [](OpCall& c) {
     bool approx = tanhApproximation(c);
     return map(1, [approx](Scalars& s, std::vector<std::string>& v, DType d) { return gelu(s, v[0], d, approx); })(c);
@@ -192,22 +358,26 @@ void addElementwiseOps(OpTable& t) {
     return s.op("arith.mulf", v[0], s.op("arith.mulf", v[1], s.op("arith.subf", s.constant(1, d), v[1], d), d), d);
   });
   t["aten::threshold_backward.default"] = map(3, [](Scalars& s, std::vector<std::string>& v, DType d) {  // g where x > threshold
-    return s.select(s.cmp(isFloat(d) ? "ogt" : "sgt", v[1], v[2], d), v[0], s.constant(0, d), d);
+    return s.select(compareOf(s, "ogt", "sgt", v[1], v[2], d), v[0], s.constant(0, d), d);
   });
   for (const char* name : {"aten::pow.Tensor_Scalar", "aten::pow.Tensor_Tensor", "aten::pow.Scalar"})
     t[name] = [](OpCall& c) {
       const Value& e = c.arg(1);
       DType d = arithmeticType(c, 2);
       return c.e.elementwise(c.out(), {c.arg(0), e}, d, [&](Scalars& s, std::vector<std::string>& v) {
-        if (e.isConst() && e.number == 2) return s.op(isFloat(d) ? "arith.mulf" : "arith.muli", v[0], v[0], d);
+        if (e.isConst() && e.number == 2) return mul(s, v[0], v[0], d);
         if (e.isConst() && e.number == 0.5 && isFloat(d)) return s.unary("math.sqrt", v[0], d);
-        if (!isFloat(d)) return s.op("math.ipowi", v[0], v[1], d);
+        if (!isFloat(d)) return integerPow(s, v[0], v[1], d);
         return s.op("math.powf", v[0], v[1], d);
       });
     };
   for (const char* name : {"aten::maximum.default", "aten::max.other"})
     t[name] = map(2, [](Scalars& s, std::vector<std::string>& v, DType d) { return maxOf(s, v[0], v[1], d); });
   for (const char* name : {"aten::minimum.default", "aten::min.other"})
+    t[name] = map(2, [](Scalars& s, std::vector<std::string>& v, DType d) { return minOf(s, v[0], v[1], d); });
+  for (const char* name : {"aten::clamp_min.default", "aten::clamp_min.Tensor"})
+    t[name] = map(2, [](Scalars& s, std::vector<std::string>& v, DType d) { return maxOf(s, v[0], v[1], d); });
+  for (const char* name : {"aten::clamp_max.default", "aten::clamp_max.Tensor"})
     t[name] = map(2, [](Scalars& s, std::vector<std::string>& v, DType d) { return minOf(s, v[0], v[1], d); });
   for (const char* name : {"aten::clamp.default", "aten::clamp.Tensor"})
     t[name] = [](OpCall& c) {
@@ -223,7 +393,8 @@ void addElementwiseOps(OpTable& t) {
         return x;
       });
     };
-  // Comparisons: computed in the promoted dtype of both sides, giving bool.
+  // Comparisons: computed in the promoted dtype of both sides, giving bool; a number beside a
+  // bool tensor compares as int64 or float (True < 2), not as a bool.
   for (auto [op, f, i] : {std::tuple{"eq", "oeq", "eq"}, {"ne", "une", "ne"}, {"lt", "olt", "slt"}, {"le", "ole", "sle"},
                           {"gt", "ogt", "sgt"}, {"ge", "oge", "sge"}})
     for (const char* overload : {".Tensor", ".Scalar"}) {
@@ -232,6 +403,7 @@ void addElementwiseOps(OpTable& t) {
         DType d = c.arg(0).isTensor() ? c.arg(0).type.dtype : DType::F32;
         if (c.arg(1).isTensor()) d = promote(d, c.arg(1).type.dtype);
         else if (c.arg(1).kind == Value::Kind::Float && !isFloat(d)) d = DType::F32;
+        else if (c.arg(1).kind == Value::Kind::Int && d == DType::Bool) d = DType::I64;
         d = computeType(d);
         return c.e.elementwise(c.out(), {c.arg(0), c.arg(1)}, d, [&](Scalars& s, std::vector<std::string>& v) { return body(s, v, d); }, true);
       };
@@ -254,7 +426,7 @@ void addElementwiseOps(OpTable& t) {
   };
   for (auto [name, op] : {std::pair{"aten::bitwise_and.Tensor", "arith.andi"}, {"aten::bitwise_or.Tensor", "arith.ori"},
                           {"aten::bitwise_xor.Tensor", "arith.xori"}, {"aten::bitwise_and.Scalar", "arith.andi"},
-                          {"aten::bitwise_or.Scalar", "arith.ori"}})
+                          {"aten::bitwise_or.Scalar", "arith.ori"}, {"aten::bitwise_xor.Scalar", "arith.xori"}})
     t[name] = map(2, [op = std::string(op)](Scalars& s, std::vector<std::string>& v, DType d) {
       if (isFloat(d)) throw Unsupported("bitwise operation on a float tensor");
       return s.op(op, v[0], v[1], d);
