@@ -64,16 +64,8 @@ CANDIDATES = [
 # failing graph's reason contains, why). A line whose case starts to match fails the test
 # (strict xfail): take the line out.
 KNOWN = {
-    ("atan2", None): ("no lowering for aten::atan2.default", "no lowering for atan2 yet"),
-    ("cumsum", None): ("no lowering for aten::cumsum.default", "no lowering for cumsum yet"),
-    ("add", "bool"): ("differs", ("bool add lowers to arith.addi on i1, which wraps (True + True = False); "
-                                 "PyTorch's bool add is a logical or")),
     ("sort", "bool"): ("differs", ("sort without stable=True: PyTorch's indices among equal keys are unspecified, "
                                   "the lowering's are in stable order, and a bool tensor is nearly all ties")),
-    ("index_select", None): ("expected operand rank (1) to match the result rank",
-                             "a 0-d input: the lowering indexes it as 1-d and the module does not verify"),
-    ("gather", None): ("boolean (mask) indices", ("a uint8 index is taken for a boolean mask, as aten.index would; "
-                                                 "gather's index is never a mask")),
     ("nn.functional.conv2d", None): ("grouped convolution with symbolic channels",
                                      "dynamic: no lowering for a grouped convolution whose channel count is a symbol"),
 }
