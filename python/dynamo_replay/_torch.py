@@ -432,6 +432,26 @@ def graph_snapshot(module: Any) -> Any:
     return torch.fx.GraphModule(module, graph)
 
 
+@contextlib.contextmanager
+def _quiet_structured_trace() -> Any:
+    """The retrace runs after capture, in the job's process: nothing of it goes to the job's own
+    TORCH_TRACE log, and the file names it interns are forgotten again (a later compile that
+    names them interns and logs them then)."""
+    import logging
+
+    from torch._logging.structured import INTERN_TABLE
+
+    logger = logging.getLogger("torch.__trace")
+    disabled, known = logger.disabled, set(INTERN_TABLE)
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = disabled
+        for name in [n for n in INTERN_TABLE if n not in known]:
+            del INTERN_TABLE[name]
+
+
 def decompose_to_core_aten(module: Any, extra: dict[Any, Any] | None = None) -> Any:
     """The graph retraced with PyTorch's Core ATen decompositions (the table torch.export's
     run_decompositions applies), in the graph's own fake mode and symbols, keeping each node's
@@ -468,7 +488,7 @@ def decompose_to_core_aten(module: Any, extra: dict[Any, Any] | None = None) -> 
             return super().call_function(target, args, kwargs)
 
     suppress = shape_env.suppress_guards() if shape_env is not None else contextlib.nullcontext()
-    with fake_mode, suppress, fx_traceback.preserve_node_meta():
+    with fake_mode, suppress, fx_traceback.preserve_node_meta(), _quiet_structured_trace():
         decomposed = make_fx(Retrace(module).run, decomposition_table=table, tracing_mode="symbolic")(*args)
     decomposed.graph.eliminate_dead_code()
     return decomposed

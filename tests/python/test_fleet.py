@@ -131,10 +131,15 @@ def test_a_killed_lease_holder_is_taken_over_after_its_lease_expires(server: int
     while not list(client.scan_iter(match="dynrep:job:*:lease")) and time.monotonic() < deadline:
         time.sleep(0.2)
     waiter = start(url, tmp_path / "b", tmp_path / "cache-b")
-    time.sleep(3)  # the waiter sees the lease and waits
+    seen = []  # the holder is killed once the waiter has seen its lease (on a busy machine, not after a fixed time)
+    for line in waiter.stderr:
+        seen.append(line)
+        if "is capturing this job; waiting" in line:
+            break
     holder.send_signal(signal.SIGKILL)
     holder.wait()
     report, stderr = finish(waiter)
+    stderr = "".join(seen) + stderr
     assert report["mode"] == "capture" and report["traced"] == ["forward"]
     assert stderr.count("is capturing this job; waiting up to 120 s") == 1
 
