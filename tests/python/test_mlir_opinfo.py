@@ -66,8 +66,6 @@ CANDIDATES = [
 KNOWN = {
     ("sort", "bool"): ("differs", ("sort without stable=True: PyTorch's indices among equal keys are unspecified, "
                                   "the lowering's are in stable order, and a bool tensor is nearly all ties")),
-    ("nn.functional.conv2d", None): ("grouped convolution with symbolic channels",
-                                     "dynamic: no lowering for a grouped convolution whose channel count is a symbol"),
 }
 
 
