@@ -158,11 +158,11 @@ class CompileCheck {
           if (opt_.runner.empty()) throw;
           inputs.clear(), expected.clear(), expectedPositions.clear();
           g.reference = std::string("replay-run (") + missing.what() + ")";
-          referenceRun(event, &inputs, &expected, &expectedPositions, p.lowered.inputs);
+          referenceRun(event, p, &inputs, &expected, &expectedPositions);
         }
       } else {
         g.reference = "replay-run on random inputs at the sizes asked for";
-        referenceRun(event, &inputs, &expected, &expectedPositions, p.lowered.inputs);
+        referenceRun(event, p, &inputs, &expected, &expectedPositions);
       }
       checkSizes(p, inputs);
       auto start = Clock::now();
@@ -279,7 +279,12 @@ class CompileCheck {
       if (port.result >= 0) resultTypes.push_back(port.type);
     std::vector<HostValue> results = p.jit->call(p.lowered.function, inputs, resultTypes);
     std::vector<HostValue> outputs;  // in graph output order, None where the graph returns None
-    for (const Port& port : p.lowered.outputs) outputs.push_back(port.result >= 0 ? results[static_cast<size_t>(port.result)] : HostValue());
+    for (const Port& port : p.lowered.outputs) {
+      outputs.push_back(port.result >= 0 ? results[static_cast<size_t>(port.result)] : HostValue());
+      // MLIR spells uint8 and int8 alike (i8): the graph's dtype says which the bytes are.
+      if (outputs.back().kind == HostValue::Kind::Tensor && port.meta.is_object() && port.meta.value("dtype", "") == "uint8")
+        outputs.back().dtype = DType::U8;
+    }
     return outputs;
   }
 
@@ -347,15 +352,15 @@ class CompileCheck {
 
   // Random inputs at other sizes: replay-run draws them, runs the graph with libtorch and
   // writes both; MLIR's outputs on the same inputs must match libtorch's.
-  void referenceRun(const std::string& event, std::vector<HostValue>* inputs, std::vector<HostValue>* expected, std::vector<int>* positions,
-                    const std::vector<Port>& ports) {
+  void referenceRun(const std::string& event, const Prepared& p, std::vector<HostValue>* inputs, std::vector<HostValue>* expected,
+                    std::vector<int>* positions) {
     if (opt_.runner.empty()) throw StoreError("checking at other sizes needs replay-run (built where torch is installed) as the reference");
     std::string sizes;
     for (const auto& [name, value] : opt_.sizes) sizes += (sizes.empty() ? "" : ",") + name + "=" + std::to_string(value);
     std::string graph = event == "aot_backward_graph" ? "backward" : event == "aot_inference_graph" ? "inference" : "forward";
     // At the capture's sizes, the stored samples where there are any (what is not stored is
     // filled); at other sizes, or without samples, random inputs.
-    std::vector<Feed> feeds = samples_.feeds(graphIr(job_, compile_, event).second);
+    std::vector<Feed> feeds = samples_.feeds(p.ir);
     bool samples = opt_.sizes.empty() && std::none_of(feeds.begin(), feeds.end(), [](const Feed& f) { return f.kind == Feed::Kind::Missing; });
     TempFile dump, report;
     std::vector<std::string> argv = {opt_.runner, opt_.store, compile_.id.str(), "--graph", graph, "--inputs", samples ? "samples" : "random",
@@ -373,7 +378,7 @@ class CompileCheck {
       throw StoreError("replay-run (the reference) did not run this graph" + (sizes.empty() ? "" : " at " + sizes) + ": " + why);
     }
     for (const RawValue& r : file.inputs) inputs->push_back(fromRaw(r));
-    for (const Port& port : ports) {  // what each random node drew, as the lowered function's extra inputs
+    for (const Port& port : p.lowered.inputs) {  // what each random node drew, as the lowered function's extra inputs
       if (!port.meta.contains("random")) continue;
       auto drawn = std::find_if(file.random.begin(), file.random.end(), [&](const auto& r) { return r.first == port.meta["random"]; });
       size_t output = port.meta.value("output", 0);

@@ -525,6 +525,7 @@ class GraphLowering {
       }
       if (v.isTensor()) {
         port.type = v.type.str();
+        port.meta = {{"dtype", dtypeName(v.type.dtype)}};  // MLIR's i8 is int8 or uint8: this says which
         ssa.push_back(v.ssa);
       } else if (v.isScalar()) {
         DType t = v.kind == Value::Kind::Float ? DType::F64 : v.kind == Value::Kind::Bool ? DType::Bool : DType::I64;

@@ -46,6 +46,8 @@ DIRECT: dict[str, tuple[Callable[..., Any], Callable[[], tuple]]] = {
     "conv_transpose2d": (lambda x: _TCONV(x), lambda: (torch.randn(2, 3, 5, 6),)),
     "sort": (_sort, lambda: (_sort_input(5, 7),)),
     "scatter_reduce": (_scatter_reduce, lambda: (torch.randn(4, 6), torch.randint(0, 6, (4, 5)), torch.randn(4, 5))),
+    # a uint8 result: MLIR spells it i8 like int8; read back as unsigned (values over 127)
+    "uint8_result": (lambda x: (x * 3 + 200).to(torch.uint8) // 2, lambda: (torch.arange(12).reshape(3, 4),)),
 }
 
 # name: (function, an op the decomposed module must hold, its FileCheck lines).

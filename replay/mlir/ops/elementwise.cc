@@ -263,6 +263,8 @@ void addElementwiseOps(OpTable& t) {
   for (const char* name : {"aten::rsub.Tensor", "aten::rsub.Scalar"}) t[name] = addLike(sub, /*reversed=*/true);
   for (const char* name : {"aten::mul.Tensor", "aten::mul.Scalar"})
     t[name] = map(2, [](Scalars& s, std::vector<std::string>& v, DType d) { return mul(s, v[0], v[1], d); });
+  // (a * b) + c, as the eager prims.fma computes it (Inductor's decompositions of optimizers and lerp leave it).
+  t["prims::fma.default"] = map(3, [](Scalars& s, std::vector<std::string>& v, DType d) { return add(s, mul(s, v[0], v[1], d), v[2], d); });
   for (const char* name : {"aten::div.Tensor", "aten::div.Scalar", "aten::div.Tensor_mode", "aten::div.Scalar_mode"}) t[name] = div();
   for (const char* name : {"aten::floor_divide.default", "aten::floor_divide.Scalar"}) t[name] = div("floor");
   for (const char* name : {"aten::remainder.Tensor", "aten::remainder.Scalar"})
