@@ -137,30 +137,82 @@ def free_symbols(expr: Any) -> list[str]:
     return sorted(str(s) for s in getattr(expr, "free_symbols", ()) or ())
 
 
+def free_symbols_of(fake: Any) -> set[str]:
+    """The symbols in a node's fake value: a SymInt's expression, a tensor's sizes."""
+    import torch
+
+    if isinstance(fake, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return set(free_symbols(fake.node.expr))
+    if isinstance(fake, torch.Tensor):
+        return {s for size in fake.shape if isinstance(size, torch.SymInt) for s in free_symbols(size.node.expr)}
+    if isinstance(fake, (list, tuple)):
+        return {s for f in fake for s in free_symbols_of(f)}
+    return set()
+
+
 def failure_facts(error: BaseException) -> dict[str, Any]:
-    """The facts of a failed compile apart from its message: the exception types (outermost
-    first), the expression PyTorch could not decide and its symbols, and the user line."""
+    """The facts of a failed compile or a graph break apart from its message: the exception types
+    (outermost first), the kind of failure (failure_kind), the expression PyTorch could not decide
+    and its symbols, whether it needed the number itself, the graph-break type, and the user line."""
     from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
-    chain, seen, expr, frame = [], set(), None, None
+    chain, seen, expr, frame, gb_type = [], set(), None, None, ""
+    errors: list[BaseException] = []
     current: BaseException | None = error
     while current is not None and id(current) not in seen and len(chain) < 10:
         seen.add(id(current))
+        errors.append(current)
         chain.append(type(current).__qualname__)
         if expr is None and isinstance(current, GuardOnDataDependentSymNode):
             expr = current.cond
+        gb_type = gb_type or str(getattr(current, "gb_type", "") or "")
         summary = getattr(current, "innermost_user_frame_summary", None)
         if frame is None and summary is not None and is_user_file(summary.filename):
             frame = user_frame(summary.filename, summary.lineno or 0, summary.name, summary.line)
         current = current.__cause__ or current.__context__
     if frame is None:
-        real_stack = getattr(error, "real_stack", None) or []
-        user = [f for f in real_stack if is_user_file(f.filename)]
-        if user:
-            frame = user_frame(user[-1].filename, user[-1].lineno or 0, user[-1].name, user[-1].line)
+        for e in errors:
+            user = [f for f in (getattr(e, "real_stack", None) or []) if is_user_file(f.filename)]
+            if user:
+                frame = user_frame(user[-1].filename, user[-1].lineno or 0, user[-1].name, user[-1].line)
+                break
+    integer = expr is not None and not getattr(expr, "is_Boolean", False) and not getattr(expr, "is_Relational", False)
     message = str(error).strip().splitlines()
-    return {"type": type(error).__qualname__, "chain": chain, "expr": "" if expr is None else str(expr),
-            "symbols": free_symbols(expr), "user_frame": frame, "message": message[0] if message else ""}
+    facts = {"type": type(error).__qualname__, "chain": chain, "kind": failure_kind(errors, integer),
+             "expr": "" if expr is None else str(expr), "symbols": free_symbols(expr), "integer": integer,
+             "gb_type": gb_type, "user_frame": frame, "message": message[0] if message else ""}
+    if facts["kind"] == "constraint_violation":
+        facts["constraints"] = constraint_facts(error)
+    return facts
+
+
+# Exception classes (by name, outermost to innermost cause) -> the failure kind of docs/why.md.
+_KINDS = (
+    ("GuardOnDataDependentSymNode", "data_dependent"),
+    ("PendingUnbackedSymbolNotFound", "unbacked_not_found"),
+    ("ConstraintViolationError", "constraint_violation"),
+    ("FailOnRecompileLimitHit", "recompile_limit"),
+    ("RecompileLimitExceeded", "recompile_limit"),
+    ("RecompileError", "recompile_forbidden"),
+    ("DynamicOutputShapeException", "dynamic_output_shape"),
+    ("DataDependentOutputException", "data_dependent_output"),
+    ("UnsupportedOperatorException", "unsupported_operator"),
+    ("Unsupported", "graph_break"),
+    ("BackendCompilerFailed", "backend_failed"),
+    ("TorchRuntimeError", "fake_tensor_error"),
+    ("UserError", "user_error"),
+    ("InternalTorchDynamoError", "internal_error"),
+)
+
+
+def failure_kind(errors: list[BaseException], integer: bool = False) -> str:
+    """The most specific kind among an exception and its causes (innermost causes are the facts;
+    Dynamo wraps them in UserError, Unsupported or TorchRuntimeError)."""
+    names = {cls.__name__ for e in errors for cls in type(e).__mro__}
+    for name, kind in _KINDS:
+        if name in names:
+            return "data_dependent_int" if kind == "data_dependent" and integer else kind
+    return "other"
 
 
 def recompiling_frame() -> tuple[dict[str, Any], dict[str, Any]] | None:
@@ -174,3 +226,286 @@ def recompiling_frame() -> tuple[dict[str, Any], dict[str, Any]] | None:
                 return local, scope if isinstance(scope, dict) else {}
             return None
     return None
+
+
+# What compiled code names a symbol's value: Inductor's wrapper keeps `u0 = buf0.size(0)`.
+_SYMBOL_LOCAL = re.compile(r"^(?:s|u|zf|zuf)\d+$")
+
+
+def _plain(value: Any) -> Any:
+    return value if isinstance(value, (bool, int, float)) else None
+
+
+def _symbol_of(value: Any) -> str | None:
+    """The symbol a fake SymInt/SymFloat/SymBool stands for, when it is a bare symbol."""
+    node = getattr(value, "node", None)
+    expr = getattr(node, "expr", None)
+    return str(expr) if getattr(expr, "is_Symbol", False) else None
+
+
+def values_from_fake(fake: Any, real: Any) -> dict[str, Any]:
+    """Each bare symbol of a node's fake value paired with what the real value holds there: a
+    SymInt's number, a tensor's size in a symbolic dimension."""
+    import torch
+
+    out: dict[str, Any] = {}
+    if isinstance(fake, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        if (symbol := _symbol_of(fake)) and _plain(real) is not None:
+            out[symbol] = real
+    elif isinstance(fake, torch.Tensor) and isinstance(real, torch.Tensor) and fake.dim() == real.dim():
+        for dim, size in enumerate(fake.shape):
+            if (symbol := _symbol_of(size)) is not None:
+                out[symbol] = int(real.shape[dim])
+    elif isinstance(fake, (list, tuple)) and isinstance(real, (list, tuple)) and len(fake) == len(real):
+        for f, r in zip(fake, real):
+            out.update(values_from_fake(f, r))
+    return out
+
+
+def node_fake_value(node: Any) -> Any:
+    meta = getattr(node, "meta", None) or {}
+    return meta.get("val", meta.get("example_value"))
+
+
+def symbol_values_at_failure(tb: Any) -> dict[str, Any]:
+    """The values symbols had in compiled code that raised, read from the frames the exception
+    left: an FX graph's forward keeps each node's value in a local named after the node (its
+    fake value says which symbol it is), Inductor's wrapper keeps `u0` itself. Only reads."""
+    import torch
+
+    values: dict[str, Any] = {}
+    depth = 0
+    while tb is not None and depth < _MAX_DEPTH:
+        local = tb.tb_frame.f_locals
+        owner = local.get("self")
+        if isinstance(owner, torch.fx.GraphModule):
+            for node in owner.graph.nodes:
+                if node.name in local:
+                    for symbol, value in values_from_fake(node_fake_value(node), local[node.name]).items():
+                        values.setdefault(symbol, value)
+        else:
+            for name, value in local.items():
+                if _SYMBOL_LOCAL.match(name) and _plain(value) is not None:
+                    values.setdefault(name, value)
+        tb, depth = tb.tb_next, depth + 1
+    return values
+
+
+def runtime_asserts(shape_env: Any) -> list[Any]:
+    """Every deferred runtime assert of a compile (ShapeEnv.deferred_runtime_asserts)."""
+    found = getattr(shape_env, "deferred_runtime_asserts", None) or {}
+    return [ra for asserts in found.values() for ra in asserts]
+
+
+def false_under(expr: Any, values: dict[str, Any]) -> bool:
+    """`expr` is false once its symbols take `values` (all of them known)."""
+    import sympy
+
+    free = getattr(expr, "free_symbols", None)
+    if not free or any(str(s) not in values for s in free):
+        return False
+    try:
+        result = expr.xreplace({s: sympy.sympify(values[str(s)]) for s in free})
+    except Exception:
+        return False
+    return result is sympy.false or result == sympy.false
+
+
+def constraint_facts(error: BaseException) -> list[dict[str, Any]]:
+    """For a ConstraintViolationError from ShapeEnv.produce_guards: each dimension the user marked
+    (mark_dynamic, Dim), the range asked for, and what the code made of it: a constant it was
+    specialized to (with the user line that did it) or the range the code allows. Read from
+    produce_guards' own frame, where the inputs' symbolic contexts are."""
+    from torch.fx.experimental.symbolic_shapes import StrictMinMaxConstraint
+
+    frame = _traceback_frame(error, "produce_guards_verbose")
+    if frame is None:
+        return []
+    local = frame.f_locals
+    shape_env, sources = local.get("self"), local.get("sources") or []
+    contexts, placeholders = local.get("input_contexts") or [], local.get("placeholders") or []
+    stacks = getattr(shape_env, "specialization_stacks", {}) or {}
+    out = []
+    for source, context, fake in zip(sources, contexts, placeholders):
+        for dim, constraint in enumerate(getattr(context, "constraint_sizes", None) or []):
+            if constraint is None or not hasattr(fake, "shape") or dim >= len(fake.shape):
+                continue
+            name = f"{source.name}.size()[{dim}]"
+            asked = None
+            if isinstance(constraint, StrictMinMaxConstraint):
+                asked = [_bound(constraint.vr.lower), _bound(constraint.vr.upper)]
+            size = fake.shape[dim]
+            entry: dict[str, Any] = {"source": name, "tensor": source.name, "dim": dim, "asked": asked,
+                                     "specialized": None, "symbol": "", "allowed": None, "user_frame": None}
+            symbol = _symbol_of(size)
+            if symbol is None:
+                entry["specialized"] = int(size)
+                stack = next((s for src, s in stacks.items() if getattr(src, "name", "") == name), None)
+                entry["user_frame"] = _last_user_frame(stack)
+            else:
+                entry["symbol"] = symbol
+                expr = size.node.expr
+                bounds = shape_env.var_to_range.get(expr) if shape_env is not None else None
+                if bounds is not None:
+                    entry["allowed"] = [_bound(bounds.lower), _bound(bounds.upper)]
+            out.append(entry)
+    return out
+
+
+def _bound(value: Any) -> int | None:
+    try:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return None  # oo, -oo: unbounded
+    return number if abs(number) < (1 << 62) else None
+
+
+def _last_user_frame(stack: Any) -> dict[str, Any] | None:
+    try:
+        user = [f for f in (stack or []) if is_user_file(f.filename)]
+    except TypeError:
+        return None
+    if not user:
+        return None
+    return user_frame(user[-1].filename, user[-1].lineno or 0, user[-1].name, user[-1].line)
+
+
+def _traceback_frame(error: BaseException, function: str) -> types.FrameType | None:
+    """The frame of `function` in the traceback of `error` or of an exception it chains to."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        tb = current.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_code.co_name == function:
+                return tb.tb_frame
+            tb = tb.tb_next
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def compiling_frame_locals() -> dict[str, Any] | None:
+    """The locals of the frame Dynamo is compiling now (ConvertFrame's `frame`), from a trace
+    handler called inside the compile."""
+    for frame in _frames(3):
+        if frame.f_code.co_name == "__call__" and "frame" in frame.f_code.co_varnames:
+            target = frame.f_locals.get("frame")
+            local = getattr(target, "f_locals", None)
+            if isinstance(local, dict):
+                return local
+    return None
+
+
+def calling_user_frame() -> types.FrameType | None:
+    """The innermost user frame on the stack while Dynamo compiles: the line that called the
+    function being compiled (PyTorch's own frames in between are skipped)."""
+    for frame in _frames(3):
+        file = frame.f_code.co_filename
+        if is_user_file(file) and "/dynamo_replay/" not in file:
+            return frame
+    return None
+
+
+def partial_graph_values(error: BaseException, wanted: set[str], byte_limit: int = 256 << 20) -> dict[str, Any]:
+    """The real values of the unbacked symbols `wanted` of a compile that failed on them: the
+    graph Dynamo had traced up to the failure is run eagerly on the frame's real inputs (copies
+    of its tensors, with the random state put back after), node by node, until every wanted
+    symbol has a value. Empty when Dynamo's frames are not where 2.13 keeps them, when the
+    inputs are larger than `byte_limit`, or when a node cannot be run."""
+    import torch
+
+    graph = _failing_graph(error)
+    if graph is None or not wanted:
+        return {}
+    nodes, modules = graph
+    inputs: dict[str, Any] = {}
+    total = 0
+    for node in nodes:
+        if node.op != "placeholder":
+            continue
+        grapharg = node.meta.get("grapharg")
+        example = getattr(grapharg, "example", None) if grapharg is not None else None
+        if isinstance(example, torch.Tensor):
+            total += example.numel() * example.element_size()
+        inputs[node.name] = example
+    if total > byte_limit:
+        return {}
+
+    @torch.compiler.disable
+    def run() -> dict[str, Any]:
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+        found: dict[str, Any] = {}
+        env: dict[str, Any] = {}
+        with unset_fake_temporarily(), torch.no_grad(), torch.random.fork_rng(devices=[]):
+            for node in nodes:
+                if node.op == "placeholder":
+                    value = inputs.get(node.name)
+                    env[node.name] = value.clone() if isinstance(value, torch.Tensor) else value
+                    continue
+                args = torch.fx.node.map_arg(node.args, lambda n: env[n.name])
+                kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n.name])
+                if node.op == "call_function":
+                    env[node.name] = node.target(*args, **kwargs)
+                elif node.op == "call_method":
+                    env[node.name] = getattr(args[0], node.target)(*args[1:], **kwargs)
+                elif node.op in ("call_module", "get_attr"):
+                    target = modules.get(node.target) if isinstance(modules, dict) else None
+                    if target is None:
+                        return found
+                    env[node.name] = target(*args, **kwargs) if node.op == "call_module" else target
+                else:
+                    continue
+                for symbol, value in values_from_fake(node_fake_value(node), env[node.name]).items():
+                    if symbol in wanted:
+                        found.setdefault(symbol, value)
+                if wanted <= found.keys():
+                    break
+        return found
+
+    try:
+        return run()
+    except Exception:  # the values are a help, never worth more than the facts already recorded
+        return {}
+
+
+def _failing_graph(error: BaseException) -> tuple[list[Any], Any] | None:
+    """(nodes, nn_modules) of the graph Dynamo was building when `error` was raised: the
+    OutputGraph of the innermost instruction translator in its traceback."""
+    from torch._dynamo.output_graph import OutputGraph
+
+    found = None
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen and found is None:
+        seen.add(id(current))
+        tb = current.__traceback__
+        while tb is not None:
+            output = getattr(tb.tb_frame.f_locals.get("self"), "output", None)
+            if isinstance(output, OutputGraph):
+                found = output
+            tb = tb.tb_next
+        current = current.__cause__ or current.__context__
+    if found is None:
+        return None
+    return list(found.graph.nodes), getattr(found, "nn_modules", None)
+
+
+def graph_tensor_inputs(module: Any) -> list[dict[str, Any]]:
+    """A Dynamo graph's tensor inputs as compiled: source, each size (None where symbolic), dtype
+    and requires_grad, from the placeholders' fake values and Dynamo's GraphArg sources."""
+    import torch
+
+    out = []
+    for node in module.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        fake, grapharg = node_fake_value(node), node.meta.get("grapharg")
+        source = getattr(getattr(grapharg, "source", None), "name", None)
+        if not isinstance(fake, torch.Tensor) or not isinstance(source, str):
+            continue
+        sizes = [None if isinstance(d, torch.SymInt) else int(d) for d in fake.shape]
+        out.append({"source": source, "sizes": sizes, "dtype": str(fake.dtype).removeprefix("torch."),
+                    "requires_grad": bool(fake.requires_grad)})
+    return out

@@ -39,6 +39,16 @@ EVENT_COMPILE_FAILURE = "dynamo_replay.compile_failure"
 EVENT_RECOMPILE = "dynamo_replay.recompile"
 # How many times a compile's code ran during capture.
 EVENT_HITS = "dynamo_replay.hits"
+# The job as it was started: working directory, argv, interpreter (why --verify runs it again).
+EVENT_JOB = "dynamo_replay.job"
+# The user line that called a compiled function, and what it calls each tensor input there.
+EVENT_CALL_SITE = "dynamo_replay.call_site"
+# A graph break's facts apart from its message: its type, the expression, the user line.
+EVENT_GRAPH_BREAK = "dynamo_replay.graph_break"
+# A compiled graph's call that raised: the exception, the symbols' values, the asserts that failed.
+EVENT_RUNTIME_FAILURE = "dynamo_replay.runtime_failure"
+# Real values unbacked symbols took: from a graph's outputs, or the failed compile's graph run on real inputs.
+EVENT_SYMBOL_VALUES = "dynamo_replay.symbol_values"
 # An aten graph decomposed to the Core ATen opset (capture/core_aten.py), or why it could not be.
 EVENT_CORE_ATEN_GRAPH_IR = "dynamo_replay.core_aten_graph_ir"
 

@@ -89,7 +89,7 @@ void printCompiles(const std::string& path, const Job& job, const InspectOptions
                       {"status", c.status}, {"reason", c.reason}, {"graph_breaks", c.graphBreaks},
                       {"not_saved", c.notSaved}, {"dropped_guards", c.dropped.size()},
                       {"unreadable_events", c.unreadable},
-                      {"calls", callsJson(c)}});
+                      {"calls", callsJson(c)}, {"runtime_failures", c.runtimeFailures.size()}});
     }
     json functions = json::array();
     for (const FrameCalls& f : frameCalls(job))
@@ -109,14 +109,20 @@ void printCompiles(const std::string& path, const Job& job, const InspectOptions
   fmt::print(out, "{:<9}  {:<{}}  {:<{}}  {:>6}  {:>6}  {:>6}  {:>6}  {:<10}  {}\n", "COMPILE", "FUNCTION", fnWidth,
              "LOCATION", locWidth, "GRAPHS", "GUARDS", "BREAKS", "CALLS", "STATUS", "REASON");
   for (const Compile& c : job.compiles()) {
-    std::string status = firstLine(c.status).substr(0, 10);
+    // A compile whose code then failed when it ran is marked, not "ok".
+    bool runFailed = c.status == "ok" && !c.runtimeFailures.empty();
+    std::string status = runFailed ? "run failed" : firstLine(c.status).substr(0, 10);
     status = fmt::format("{:<10}", status);  // pad before colouring, so escapes do not count
-    status = paint(o, c.status == "ok" ? "32" : c.status == "restarted" ? "33" : "31", status);
+    status = paint(o, c.status == "ok" && !runFailed ? "32" : c.status == "restarted" ? "33" : "31", status);
     fmt::print(out, "{:<9}  {:<{}}  {:<{}}  {:>6}  {:>6}  {:>6}  {:>6}  {}  {}\n", c.id.str(), c.function, fnWidth,
                fmt::format("{}:{}", baseName(c.file), c.firstLine), locWidth, c.graphs.size(), c.guardCount,
                c.graphBreaks.size(), c.calls < 0 ? "-" : std::to_string(c.calls), status, firstLine(c.reason));
   }
   fmt::print(out, "total: {} frames, {} compiles, {} recompiles\n", job.frameCount(), job.compiles().size(), recompiles);
+  for (const Compile& c : job.compiles())
+    for (const RuntimeFailure& r : c.runtimeFailures)
+      fmt::print(out, "{} failed at run time (call {}): {}: {}  (replay-inspect why {})\n", c.id.str(), r.call, r.type,
+                 firstLine(r.message), c.id.str());
   for (const FrameCalls& f : frameCalls(job))
     if (f.fellThrough > 0)
       fmt::print(out, "{}: {} compiles, {} calls ran compiled code, {} fell through to a recompile\n", f.function,

@@ -31,13 +31,14 @@ inline nlohmann::json shapeGuardJson(const ShapeGuard& g) {
 inline nlohmann::json failureJson(const Compile& c) {
   if (!c.failed) return nullptr;
   const CompileFailure& f = c.failure;
-  return {{"type", f.type}, {"chain", f.chain},         {"expr", f.expr},
-          {"symbols", f.symbols}, {"user_frame", frameJson(f.userFrame)}, {"message", f.message}};
+  return {{"type", f.type},       {"chain", f.chain},     {"kind", f.kind},
+          {"expr", f.expr},       {"symbols", f.symbols}, {"user_frame", frameJson(f.userFrame)},
+          {"message", f.message}};
 }
 
 inline nlohmann::json causeJson(const RecompileCause& r) {
   return {{"entry", r.entry}, {"guard", r.guard}, {"source", r.source},
-          {"expected", r.expected}, {"seen", r.seen}, {"text", r.text}};
+          {"expected", r.expected}, {"seen", r.seen}, {"text", r.text}, {"from", r.from}};
 }
 
 // A compile's call count, or null when capture did not count it (Compile::calls < 0).

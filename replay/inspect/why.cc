@@ -22,8 +22,16 @@ namespace {
 
 using nlohmann::json;
 
+json applyJson(const EditAction& e) {
+  if (e.action.empty()) return nullptr;
+  json out = {{"action", e.action}, {"code", e.code}};
+  if (!e.file.empty()) out.update({{"file", e.file}, {"line", e.line}});
+  if (e.action == "replace_mark") out.update({{"name", e.name}, {"dim", e.dim}});
+  return out;
+}
+
 json adviceJson(const Advice& a) {
-  return {{"kind", a.kind}, {"edit", a.edit}, {"line", frameJson(a.line)}, {"why", a.why}};
+  return {{"kind", a.kind}, {"edit", a.edit}, {"line", frameJson(a.line)}, {"why", a.why}, {"apply", applyJson(a.apply)}};
 }
 
 // The first line of `s` as it is (render.h's firstLine also folds spaces, for table cells).
@@ -102,8 +110,10 @@ class CompileFacts {
     json origin = nullptr;
     facts->symbol = symbol;
     facts->unbacked = field<bool>(row, "unbacked", symbol.rfind("u", 0) == 0 || symbol.rfind("zuf", 0) == 0);
+    if (auto v = c_.symbolValues.find(symbol); v != c_.symbolValues.end()) facts->value = v->second.first;
     if (const SymbolOrigin* o = this->origin(symbol)) {
       origin = originJson(*o);
+      facts->origin = o->userFrame;
       facts->unbacked = o->unbacked;
       facts->op = o->op;
       facts->userName = o->unbacked ? userNameFor(o->op, o->userFrame.code) : prettySource(o->source);
@@ -128,7 +138,16 @@ class CompileFacts {
             {"range", orNull("range")},
             {"replaced_by", field(row, "replaced_by", "")},
             {"hint", orNull("hint")},
+            {"value_on_run", valueJson(symbol)},
             {"guards", guards}};
+  }
+
+  // The symbol's real value on the captured run and where it was read, or null.
+  json valueJson(const std::string& symbol) const {
+    auto v = c_.symbolValues.find(symbol);
+    if (v == c_.symbolValues.end()) return nullptr;
+    json value = json::parse(v->second.first, nullptr, /*allow_exceptions=*/false);
+    return {{"value", value.is_discarded() ? json(v->second.first) : value}, {"from", v->second.second}};
   }
 
   // The guards and asserts on a symbol, in order: capture's events, else (a store without
@@ -169,8 +188,32 @@ bool inLibrary(const UserFrame& f, const Compile& c) {
   return !c.file.empty() && f.file != c.file;
 }
 
+std::string valuesText(const Problem& p) {
+  std::string out;
+  for (const SymbolFacts& s : p.symbols)
+    if (!s.value.empty()) out += fmt::format("{}{} was {}", out.empty() ? "" : ", ", s.symbol, s.value);
+  return out;
+}
+
 std::string problemHeadline(const Problem& p, const Compile& c) {
   std::string at = where(p.frame);
+  if (p.kind == "runtime_assert" || p.kind == "runtime_error") {
+    std::string values = valuesText(p);
+    std::string on = values.empty() ? "" : " (on this run " + values + ")";
+    if (p.kind == "runtime_assert")
+      return fmt::format("{} failed at run time: {} did not hold{} at {}", c.function, p.expr, on, at);
+    return fmt::format("{} failed at run time: {}: {}{}", c.function, p.type, firstLineOf(p.message), on);
+  }
+  if (p.kind == "constraint_violation" && !p.constraints.empty()) {
+    const ConstraintFacts& k = p.constraints.front();
+    std::string what = prettySource(k.source);
+    if (k.specialized)
+      return fmt::format("{} did not compile: {} was marked dynamic, but the code made it the constant {} at {}",
+                         c.function, what, k.value, at);
+    return fmt::format("{} did not compile: {} was marked dynamic in [{}, {}], but the code allows [{}, {}]", c.function,
+                       what, k.askedLow.empty() ? "-inf" : k.askedLow, k.askedHigh.empty() ? "inf" : k.askedHigh,
+                       k.allowedLow.empty() ? "-inf" : k.allowedLow, k.allowedHigh.empty() ? "inf" : k.allowedHigh);
+  }
   if (p.graphBreak) {
     if (!p.expr.empty())
       return fmt::format("{} broke its graph at {}: PyTorch could not {} {}", c.function, at,
@@ -188,9 +231,25 @@ json problemJson(const Problem& p, const Compile& c, json symbols, const std::ve
                  const std::vector<std::string>& hints) {
   json advice = json::array();
   for (const Advice& a : adviseProblem(p)) advice.push_back(adviceJson(a));
-  return {{"kind", p.graphBreak ? "graph_break" : "failure"},
+  json constraints = json::array();
+  for (const ConstraintFacts& k : p.constraints) {
+    auto bound = [](const std::string& b) { return b.empty() ? json(nullptr) : json(std::stoll(b)); };
+    constraints.push_back({{"source", k.source},
+                           {"dim", k.dim},
+                           {"asked", k.ranged ? json::array({bound(k.askedLow), bound(k.askedHigh)}) : json(nullptr)},
+                           {"specialized", k.specialized ? json(k.value) : json(nullptr)},
+                           {"symbol", k.symbol},
+                           {"allowed", k.allowedLow.empty() && k.allowedHigh.empty()
+                                           ? json(nullptr)
+                                           : json::array({bound(k.allowedLow), bound(k.allowedHigh)})},
+                           {"user_frame", frameJson(k.userFrame)}});
+  }
+  bool runtime = p.kind == "runtime_assert" || p.kind == "runtime_error";
+  return {{"kind", p.graphBreak ? "graph_break" : runtime ? "runtime_failure" : "failure"},
+          {"failure_kind", p.kind},
           {"headline", problemHeadline(p, c)},
           {"type", p.type},
+          {"constraints", constraints},
           {"chain", chain},
           {"gb_type", p.gbType},
           {"context", p.context},
@@ -204,6 +263,21 @@ json problemJson(const Problem& p, const Compile& c, json symbols, const std::ve
           {"symbols", std::move(symbols)},
           {"advice", std::move(advice)},
           {"pytorch_hints", hints}};
+}
+
+// For a constraint violation without a line of its own: the line of PyTorch's
+// symbolic_shape_specialization event on a marked source, or of the first guard on its symbol.
+UserFrame specializationFrame(const Compile& c, const std::vector<ConstraintFacts>& constraints) {
+  for (const ConstraintFacts& k : constraints) {
+    for (const ShapeEvent& e : c.shapes)
+      if (e.event == "symbolic_shape_specialization" && e.source.find(k.source) != std::string::npos && !e.userStack.empty())
+        return e.userStack.back();
+    for (const ShapeGuard& g : c.shapeGuards)
+      if (!k.symbol.empty() && std::find(g.symbols.begin(), g.symbols.end(), k.symbol) != g.symbols.end() &&
+          !g.userFrame.file.empty())
+        return g.userFrame;
+  }
+  return {};
 }
 
 // A failed compile: capture's failure event, else PyTorch's status text.
@@ -221,24 +295,32 @@ json failureProblemJson(const CompileFacts& f, const std::string& only) {
   std::optional<DataDependentText> dd = parseDataDependent(statusText);
   if (!dd) dd = parseDataDependent(p.message);
   GraphBreakText gb = parseGraphBreak(statusText);
-  p.gbType = gb.gbType;
+  p.gbType = c.failure.gbType.empty() ? gb.gbType : c.failure.gbType;
   p.context = gb.context;
   p.expr = c.failure.expr;
-  if (dd) {
+  p.kind = c.failure.kind;
+  p.integer = c.failure.integer;
+  p.constraints = c.failure.constraints;
+  p.call = &c.callSite;
+  if (dd) {  // the text fills what an older store's event lacks
     if (p.expr.empty()) p.expr = dd->expr;
-    p.integer = dd->integer;
+    if (c.failure.kind.empty()) p.integer = dd->integer;
     p.torchSite = dd->torchSite;
   }
   p.frame = c.failure.userFrame;
+  for (const ConstraintFacts& k : p.constraints)
+    if (p.frame.file.empty() && !k.userFrame.file.empty()) p.frame = k.userFrame;
+  if (p.frame.file.empty()) p.frame = specializationFrame(c, p.constraints);
   if (p.frame.file.empty() && dd) p.frame = dd->frame;
   if (p.frame.file.empty()) p.frame = gb.frame;
+  if (p.frame.file.empty()) p.frame = lastFileFrame(statusText);
   p.inLibrary = inLibrary(p.frame, c);
   std::vector<std::string> symbols = c.failure.symbols.empty() ? symbolsIn(p.expr) : c.failure.symbols;
   json symbolJson = f.symbolsJson(symbols, only, &p);
   return problemJson(p, c, std::move(symbolJson), chain, gb.hints);
 }
 
-json graphBreakJson(const CompileFacts& f, const std::string& text, const std::string& only) {
+json graphBreakJson(const CompileFacts& f, const std::string& text, const CompileFailure* facts, const std::string& only) {
   const Compile& c = f.compile();
   Problem p;
   p.graphBreak = true;
@@ -248,8 +330,20 @@ json graphBreakJson(const CompileFacts& f, const std::string& text, const std::s
   p.gbType = gb.gbType;
   p.context = gb.context;
   p.frame = gb.frame;
+  p.call = &c.callSite;
   std::vector<std::string> symbols;
-  if (std::optional<DataDependentText> dd = parseDataDependent(text)) {
+  if (facts) {  // capture read these from the exception itself
+    p.kind = facts->kind;
+    if (!facts->gbType.empty()) p.gbType = facts->gbType;
+    if (!facts->userFrame.file.empty()) p.frame = facts->userFrame;
+  }
+  if (facts && !facts->expr.empty()) {
+    p.expr = facts->expr;
+    p.integer = facts->integer;
+    symbols = facts->symbols;
+    if (std::optional<DataDependentText> dd = parseDataDependent(text)) p.torchSite = dd->torchSite;
+    if (p.gbType.find("data-dependent expression") != std::string::npos) p.gbType.clear();
+  } else if (std::optional<DataDependentText> dd = parseDataDependent(text)) {
     // The reason is ShapeEnv's error itself, not a registry type.
     if (p.gbType.find("data-dependent expression") != std::string::npos) {
       p.message = p.gbType;
@@ -268,6 +362,40 @@ json graphBreakJson(const CompileFacts& f, const std::string& text, const std::s
   return problemJson(p, c, std::move(symbolJson), {"Unsupported"}, gb.hints);
 }
 
+// A call of the compiled code that raised during capture: the assert real data broke (the first,
+// in PyTorch's order), its symbols with their values and origins; or, for another error, the
+// exception and the values the compiled code held.
+json runtimeFailureJson(const CompileFacts& f, const RuntimeFailure& r, const std::string& only) {
+  const Compile& c = f.compile();
+  Problem p;
+  p.type = r.type;
+  p.message = r.message;
+  p.call = &c.callSite;
+  std::vector<std::string> symbols;
+  if (!r.asserts.empty()) {
+    const FailedAssert& a = r.asserts.front();
+    p.kind = "runtime_assert";
+    p.expr = a.expr;
+    p.frame = a.userFrame;
+    symbols = a.symbols;
+  } else {
+    p.kind = "runtime_error";
+    p.frame = {c.file, c.firstLine, c.function, ""};
+    for (const auto& [symbol, value] : r.values) symbols.push_back(symbol);
+  }
+  p.inLibrary = inLibrary(p.frame, c);
+  json symbolJson = f.symbolsJson(symbols, only, &p);
+  for (SymbolFacts& s : p.symbols)  // this call's own values first
+    if (auto v = r.values.find(s.symbol); v != r.values.end()) s.value = v->second;
+  json out = problemJson(p, c, std::move(symbolJson), {r.type}, {});
+  out["call"] = r.call;
+  out["graph"] = r.graph;
+  json values = json::object();
+  for (const auto& [symbol, value] : r.values) values[symbol] = json::parse(value, nullptr, false).is_discarded() ? json(value) : json::parse(value);
+  out["values"] = values;
+  return out;
+}
+
 // Order of a cause's entry, newest first: "0/3" before "0/1".
 int entryNumber(const std::string& entry) {
   size_t slash = entry.find('/');
@@ -283,7 +411,8 @@ std::string causeKey(const CauseClass& k) { return k.cause + "|" + k.subject; }
 // One recompile: every entry's failed guard classified, and the one that explains it. That is
 // the first, newest entry first, whose kind of change this function has not recompiled for
 // before (older entries fail on what earlier recompiles already changed).
-json recompileJson(const CompileFacts& f, std::set<std::string>* seenKeys, CauseClass* primaryOut, Advice* adviceOut) {
+json recompileJson(const CompileFacts& f, const Compile* first, std::set<std::string>* seenKeys, CauseClass* primaryOut,
+                   Advice* adviceOut) {
   const Compile& c = f.compile();
   std::vector<RecompileCause> causes = c.recompileCauses;
   std::string from = "event";
@@ -325,7 +454,7 @@ json recompileJson(const CompileFacts& f, std::set<std::string>* seenKeys, Cause
   CauseClass k = classifyCause(main, f.madeDynamic(prettySource(main.source)));
   if (k.subject.empty()) k.subject = classes[primary].subject;
   seenKeys->insert(causeKey(k));
-  Advice advice = adviseCause(k, main, c);
+  Advice advice = adviseCause(k, main, c, first);
   json adviceList = json::array();
   if (!advice.kind.empty()) adviceList.push_back(adviceJson(advice));
   *primaryOut = k;
@@ -395,14 +524,17 @@ nlohmann::json explainJob(const Job& job, const std::string& compileId, const st
     json entry = {{"compile_id", c.id.str()}, {"function", c.function}, {"file", c.file}, {"line", c.firstLine},
                   {"status", firstLineOf(c.status)}, {"calls", callsJson(c)}};
     json problems = json::array();
+    for (const RuntimeFailure& r : c.runtimeFailures) problems.push_back(runtimeFailureJson(facts, r, symbol));
     if (failedCompile(c)) problems.push_back(failureProblemJson(facts, symbol));
-    for (const std::string& text : c.graphBreaks) problems.push_back(graphBreakJson(facts, text, symbol));
+    for (size_t i = 0; i < c.graphBreaks.size(); ++i)
+      problems.push_back(graphBreakJson(facts, c.graphBreaks[i], i < c.graphBreakFacts.size() ? &c.graphBreakFacts[i] : nullptr,
+                                        symbol));
     entry["problems"] = problems;
     bool recompiled = isRecompile(c) && c.reason != "first compile";
     if (recompiled) {
       CauseClass k;
       Advice advice;
-      entry["recompile"] = recompileJson(facts, &seenKeys[fnKey], &k, &advice);
+      entry["recompile"] = recompileJson(facts, tally.first, &seenKeys[fnKey], &k, &advice);
       std::string key = causeKey(k);
       auto [it, isNew] = tally.causes.try_emplace(key, CauseTally{k, advice, {}});
       if (isNew) tally.order.push_back(key);

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "dynrep/replay/query/size_expr.h"
+#include "render.h"
 #include "why_torch_text.h"
 
 namespace dynrep::replay {
@@ -76,6 +78,7 @@ bool scalarOp(const std::string& op) {
 // A data-dependent branch or check: an undecidable true/false question on symbols, or Dynamo's
 // "Data-dependent branching" graph break (symbolic_convert.py) on a symbolic value.
 bool dataDependentQuestion(const Problem& p) {
+  if (p.kind.rfind("runtime", 0) == 0 || p.kind == "constraint_violation") return false;  // not asked while tracing
   if (!p.expr.empty()) return !p.integer;
   return p.gbType == "Data-dependent branching" && has(p.context, "SymNodeVariable");
 }
@@ -119,6 +122,7 @@ bool loopStatement(const std::string& code) {
 // range() or a Python-side size needs the number itself. A loop statement that asks a yes/no
 // question (is the list empty?) is the same problem.
 int rankLoop(const Problem& p) {
+  if (p.kind.rfind("runtime", 0) == 0) return 0;
   if (loopStatement(p.frame.code) && (p.integer || dataDependentQuestion(p))) return 92;
   return p.integer ? 90 : 0;
 }
@@ -162,6 +166,36 @@ bool edgeTest(const Problem& p) {
   return cond.empty() || std::regex_search(cond, kSize);
 }
 
+// The values the run gave the problem's symbols: "u0 was 9", "u0 was 9 and u1 was 2".
+std::string valuesOnRun(const Problem& p) {
+  std::string out;
+  for (const SymbolFacts& s : p.symbols)
+    if (!s.value.empty()) out += fmt::format("{}{} was {}", out.empty() ? "" : " and ", s.symbol, s.value);
+  return out;
+}
+
+// The sympy operator of an expression, as Python spells it: "Eq(u0, 0)" -> " == ".
+std::string pythonOperator(const std::string& expr) {
+  static const std::vector<std::pair<std::string, std::string>> kOps = {
+      {"Eq(", " == "}, {"Ne(", " != "}, {"Lt(", " < "}, {"Le(", " <= "}, {"Gt(", " > "}, {"Ge(", " >= "}};
+  for (const auto& [fn, op] : kOps)
+    if (expr.rfind(fn, 0) == 0) return op;
+  for (const char* op : {" <= ", " >= ", " < ", " > ", " == ", " != "})
+    if (has(expr, op)) return op;
+  return "";
+}
+
+// On a branch whose condition says what the failing expression says (same comparison), whether
+// the condition held on the captured run: 1, 0, or -1 unknown.
+int conditionOnRun(const Problem& p, const std::string& cond) {
+  int truth = truthOnRun(p);
+  std::string op = pythonOperator(p.expr);
+  if (truth < 0 || op.empty() || cond.empty()) return -1;
+  if (has(cond, op)) return truth;
+  if (has(negate(cond), op)) return 1 - truth;
+  return -1;
+}
+
 // symbolic_shapes.py GuardOnDataDependentSymNode: "Could not guard on data-dependent expression".
 int rankCheck(const Problem& p) {
   if (!dataDependentQuestion(p)) return 0;
@@ -170,10 +204,20 @@ int rankCheck(const Problem& p) {
 }
 std::string editCheck(const Problem& p) {
   std::string cond = conditionOf(p.frame.code);
-  if (!cond.empty() && isBranch(p.frame.code))
+  if (!cond.empty() && isBranch(p.frame.code)) {
+    int held = conditionOnRun(p, cond);
+    if (held == 0)
+      return fmt::format("before {}: `torch._check({})`: on this run {}, so the `if` side did not happen; the branch is "
+                         "then decided and the `if` side can go (a call where it would happen fails the check)",
+                         lineRef(p), negate(cond), valuesOnRun(p));
+    if (held == 1)
+      return fmt::format("before {}: `torch._check({})`: on this run {}, so the `if` side happened; only if it always "
+                         "does (else torch.cond, below)",
+                         lineRef(p), cond, valuesOnRun(p));
     return fmt::format("before {}: `torch._check({})` when the `if` side never happens (or `torch._check({})` when it "
                        "always does); the branch is then decided and the other side can go",
                        lineRef(p), negate(cond), cond);
+  }
   if (!cond.empty()) return fmt::format("at {}: `torch._check({})` in place of the assert", lineRef(p), cond);
   if (p.expr.empty()) return fmt::format("before {}: `torch._check(<the condition>)` stating which way it goes", lineRef(p));
   // Asked inside an operator: say the degenerate case does not happen, so the operator's own test is decided.
@@ -194,6 +238,8 @@ std::string editCheck(const Problem& p) {
 int rankCond(const Problem& p) {
   if (tensorBranch(p)) return 90;
   if (!dataDependentQuestion(p) || !isBranch(p.frame.code)) return 0;
+  // The `if` side of an edge test happened on real data: it is a real path, not one to rule out.
+  if (conditionOnRun(p, conditionOf(p.frame.code)) == 1) return 85;
   return floatSymbol(p) ? 85 : 70;
 }
 std::string editCond(const Problem& p) {
@@ -203,6 +249,86 @@ std::string editCond(const Problem& p) {
                      "of the tensors it reads returning tensors of one shape and dtype; or, where both sides are cheap, "
                      "compute both and pick with torch.where",
                      lineRef(p), cond);
+}
+
+// --- constraint violations (symbolic_shapes.py produce_guards: "Constraints violated") ---
+
+// What the caller names a tensor source (L['x'] -> ids), else the source as the frame names it.
+std::string callerName(const Problem& p, const std::string& tensor) {
+  if (p.call)
+    if (auto it = p.call->arguments.find(tensor); it != p.call->arguments.end()) return it->second;
+  return prettySource(tensor);
+}
+
+bool callerKnows(const Problem& p, const std::string& tensor) {
+  return p.call && p.call->arguments.count(tensor) && !p.call->userFrame.file.empty();
+}
+
+const ConstraintFacts* firstConstraint(const Problem& p, bool specialized) {
+  for (const ConstraintFacts& k : p.constraints)
+    if (k.specialized == specialized && (specialized || !k.allowedLow.empty() || !k.allowedHigh.empty())) return &k;
+  return nullptr;
+}
+
+int rankMaybeMarkDynamic(const Problem& p) {
+  return p.kind == "constraint_violation" && firstConstraint(p, true) ? 100 : 0;
+}
+std::string editMaybeMarkDynamic(const Problem& p) {
+  const ConstraintFacts& k = *firstConstraint(p, true);
+  std::string name = callerName(p, k.tensor);
+  std::string at = k.userFrame.line > 0 ? fmt::format(" at line {}", k.userFrame.line) : "";
+  return fmt::format("`torch._dynamo.maybe_mark_dynamic({0}, {1})` in place of `torch._dynamo.mark_dynamic({0}, {1})`: "
+                     "the dimension stays dynamic where the code allows and is specialized where it does not; or "
+                     "remove what made {2} the constant {3}{4}",
+                     name, k.dim, prettySource(k.source), k.value, at);
+}
+
+std::string rangeText(const std::string& low, const std::string& high) {
+  return fmt::format("[{}, {}]", low.empty() ? "-inf" : low, high.empty() ? "inf" : high);
+}
+
+// The asked range cut to what the code allows: the bounds `mark_dynamic(x, d, min=, max=)` can take.
+std::pair<std::string, std::string> narrowed(const ConstraintFacts& k) {
+  auto pick = [](const std::string& a, const std::string& b, bool low) {
+    if (a.empty()) return b;
+    if (b.empty()) return a;
+    try {
+      return (std::stoll(a) > std::stoll(b)) == low ? a : b;
+    } catch (...) {
+      return a;
+    }
+  };
+  return {pick(k.askedLow, k.allowedLow, true), pick(k.askedHigh, k.allowedHigh, false)};
+}
+
+int rankDimRange(const Problem& p) { return p.kind == "constraint_violation" && firstConstraint(p, false) ? 95 : 0; }
+std::string editDimRange(const Problem& p) {
+  const ConstraintFacts& k = *firstConstraint(p, false);
+  auto [low, high] = narrowed(k);
+  std::string bounds = (low.empty() ? "" : ", min=" + low) + (high.empty() ? "" : ", max=" + high);
+  return fmt::format("`torch._dynamo.mark_dynamic({}, {}{})`: the range the code allows ({} asked {}, the code "
+                     "allows {}); or change the code that narrowed it (the guards on {} below)",
+                     callerName(p, k.tensor), k.dim, bounds, prettySource(k.source), rangeText(k.askedLow, k.askedHigh),
+                     rangeText(k.allowedLow, k.allowedHigh), k.symbol);
+}
+
+// --- run-time failures: a deferred runtime assert that real data broke ---
+
+int rankCheckWhereMade(const Problem& p) { return p.kind == "runtime_assert" ? 90 : 0; }
+std::string editCheckWhereMade(const Problem& p) {
+  std::string made;
+  for (const SymbolFacts& s : p.symbols)
+    if (s.unbacked && s.origin.line > 0) made = fmt::format(" ({} is made at line {})", s.symbol, s.origin.line);
+  return fmt::format("before {}{}: `torch._check({})`, stating the assumption where the data is made: a bad input "
+                     "then fails there, with your message (torch._check(cond, lambda: \"...\"))",
+                     lineRef(p), made, userExpr(p));
+}
+
+int rankValidForAll(const Problem& p) { return p.kind == "runtime_assert" && truthOnRun(p) == 0 ? 95 : 0; }
+std::string editValidForAll(const Problem& p) {
+  return fmt::format("the data breaks the assumption: on this run {}, and `{}` is False. Change {} so it holds for every "
+                     "value (e.g. a view or slice that does not need it), or fix the input that made it",
+                     valuesOnRun(p), userExpr(p), lineRef(p));
 }
 
 struct ProblemPattern {
@@ -231,6 +357,18 @@ const ProblemPattern kProblemPatterns[] = {
     {"capture_dynamic_output_shape_ops", rankDynamicShapeOps, editDynamicShapeOps,
      "the operator's output size depends on tensor values (nonzero, unique, masked_select, boolean indexing, "
      "repeat_interleave without output_size); by default Dynamo ends the graph there"},
+    {"maybe_mark_dynamic", rankMaybeMarkDynamic, editMaybeMarkDynamic,
+     "mark_dynamic is a promise that the code works for every size; code that compares the size with a constant "
+     "breaks it, so PyTorch refuses. maybe_mark_dynamic asks for a dynamic size without the promise"},
+    {"dim_range", rankDimRange, editDimRange,
+     "the code only works for part of the range that was asked for (a guard on the size narrowed it); a range "
+     "the code allows, or code that works for the whole range, keeps the promise"},
+    {"make_valid_for_all", rankValidForAll, editValidForAll,
+     "the compiled code assumes it (an op's requirement, or your own torch._check) and checks it when it runs; "
+     "the real data did not satisfy it, so eager code would fail on the same input"},
+    {"check_where_made", rankCheckWhereMade, editCheckWhereMade,
+     "PyTorch checks the assumption deep in the graph with its own expression; a torch._check right after the "
+     "data is made says it in your names, so the failure points at the input, not at the op"},
 };
 
 // --- recompile causes ---
@@ -253,7 +391,7 @@ std::string values(const RecompileCause& c) {
 // The tensor a cause's source is about: "x.size()[0]" and "L['x'].size()[0]" -> "x".
 std::string tensorOf(const std::string& source) {
   std::string s = prettySource(source);
-  static const std::regex kAttr(R"(^(.*)\.(size|stride|dtype|rank|requires_grad)(\(\d+\))?$)");
+  static const std::regex kAttr(R"(^(.*)\.(size|stride|dtype|rank|requires_grad|dim)(\(\d*\))?$)");
   std::smatch m;
   return std::regex_match(s, m, kAttr) ? m[1].str() : s;
 }
@@ -270,8 +408,17 @@ CauseClass described(const char* cause, const std::string& subject, const std::s
 // _dynamo/guards.py ("... due to 0/1 specialization in the framework ..."), the CONSTANT_MATCH
 // / EQUALS_MATCH guards ("L['scale'] == 0.5"), ID_MATCH ("___check_obj_id") and TYPE_MATCH.
 CauseClass classifyOne(const RecompileCause& c, bool wentDynamic) {
-  const std::string text = c.text.empty() ? c.guard : c.text;
+  std::string text = c.text.empty() ? c.guard : c.text;
   std::string subject = prettySource(c.source);
+  if (c.from == "compared") {  // capture compared the graph's inputs with the call's: the source says what differs
+    static const std::regex kWhat(R"(\.(size\(\)\[\d+\]|dtype|dim\(\)|requires_grad)$)");
+    std::smatch m;
+    std::string what = std::regex_search(c.source, m, kWhat) ? m[1].str() : "";
+    if (what.rfind("size", 0) == 0) text = "size mismatch at index";
+    else if (what == "dtype") text = "dtype mismatch";
+    else if (what == "dim()") text = "rank mismatch";
+    else if (what == "requires_grad") text = "requires_grad mismatch";
+  }
   static const std::regex kAtLeastTwo(R"(^2 <= (.+?)\s*$|^(.+?) >= 2\s*$)");
   std::smatch m;
   bool atLeastTwo = std::regex_search(c.guard, m, kAtLeastTwo);
@@ -343,10 +490,53 @@ std::string dimOf(const std::string& subject) {
 const std::vector<std::string>& adviceKinds() {
   static const std::vector<std::string> kKinds = {
       "torch_check", "torch_cond", "guard_or_false", "data_dependent_loop", "capture_scalar_outputs",
-      "capture_dynamic_output_shape_ops", "mark_unbacked", "float_constant", "mark_dynamic", "dtype_change",
-      "requires_grad_change"};
+      "capture_dynamic_output_shape_ops", "maybe_mark_dynamic", "dim_range", "make_valid_for_all", "check_where_made",
+      "mark_unbacked", "float_constant", "mark_dynamic", "dtype_change", "requires_grad_change"};
   return kKinds;
 }
+
+int truthOnRun(const Problem& p) {
+  std::map<std::string, int64_t> values;
+  for (const SymbolFacts& s : p.symbols) {
+    try {
+      if (!s.value.empty()) values[s.symbol] = s.value == "true" ? 1 : s.value == "false" ? 0 : std::stoll(s.value);
+    } catch (...) {
+    }
+  }
+  if (values.empty() || p.expr.empty()) return -1;
+  try {
+    return evaluate(parseSizeExpr(p.expr), values) != 0 ? 1 : 0;
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+namespace {
+
+// The statement inside an edit's first `...` quote: "before line 6: `torch._check(x)` ..." -> "torch._check(x)".
+std::string quotedCode(const std::string& edit) {
+  size_t open = edit.find('`');
+  size_t close = open == std::string::npos ? open : edit.find('`', open + 1);
+  return close == std::string::npos ? "" : edit.substr(open + 1, close - open - 1);
+}
+
+EditAction actionFor(const std::string& kind, const Problem& p, const std::string& edit) {
+  if (kind == "capture_scalar_outputs") return {"config", "", 0, "torch._dynamo.config.capture_scalar_outputs = True"};
+  if (kind == "capture_dynamic_output_shape_ops")
+    return {"config", "", 0, "torch._dynamo.config.capture_dynamic_output_shape_ops = True"};
+  if ((kind == "torch_check" || kind == "check_where_made") && p.frame.line > 0 && !p.frame.file.empty()) {
+    std::string code = quotedCode(edit);
+    if (code.rfind("torch._check(", 0) == 0 && edit.rfind("before ", 0) == 0) return {"insert_before", p.frame.file, p.frame.line, code};
+  }
+  if (kind == "maybe_mark_dynamic" || kind == "dim_range") {
+    const ConstraintFacts* k = firstConstraint(p, kind == "maybe_mark_dynamic");
+    if (k && callerKnows(p, k->tensor))
+      return {"replace_mark", p.call->userFrame.file, p.call->userFrame.line, quotedCode(edit), callerName(p, k->tensor), k->dim};
+  }
+  return {};
+}
+
+}  // namespace
 
 std::vector<Advice> adviseProblem(const Problem& problem) {
   // std::regex recurses per character: the matchers see a bounded line and expression.
@@ -356,7 +546,9 @@ std::vector<Advice> adviseProblem(const Problem& problem) {
   std::vector<std::pair<int, Advice>> ranked;
   for (const ProblemPattern& pattern : kProblemPatterns) {
     int rank = pattern.rank(p);
-    if (rank > 0) ranked.push_back({rank, {pattern.kind, pattern.edit(p), problem.frame, pattern.why}});
+    if (rank <= 0) continue;
+    std::string edit = pattern.edit(p);
+    ranked.push_back({rank, {pattern.kind, edit, problem.frame, pattern.why, actionFor(pattern.kind, problem, edit)}});
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<Advice> out;
@@ -380,9 +572,23 @@ CauseClass classifyCause(const RecompileCause& cause, bool wentDynamic) {
   return classifyOne(c, wentDynamic);
 }
 
-Advice adviseCause(const CauseClass& k, const RecompileCause& c, const Compile& fn) {
+std::string tensorSource(const std::string& source) {
+  static const std::regex kAttr(R"(^(.*?)(\.(size|stride)\(\)\[\d+\]|\.dtype|\.dim\(\)|\.requires_grad)$)");
+  std::smatch m;
+  return std::regex_match(source, m, kAttr) ? m[1].str() : source;
+}
+
+Advice adviseCause(const CauseClass& k, const RecompileCause& c, const Compile& fn, const Compile* first) {
   UserFrame at = functionLine(fn);
   std::string tensor = tensorOf(c.source.empty() ? k.subject : c.source);
+  // The first call's own name for the tensor, where capture found it there: the mark goes before that call.
+  const CallSite* call = first ? &first->callSite : nullptr;
+  auto named = call ? call->arguments.find(tensorSource(c.source)) : std::map<std::string, std::string>::const_iterator{};
+  bool callerNamed = call && named != call->arguments.end() && !call->userFrame.file.empty();
+  if (callerNamed) tensor = named->second;
+  auto beforeCall = [&](const std::string& code) {
+    return callerNamed ? EditAction{"insert_before", call->userFrame.file, call->userFrame.line, code} : EditAction{};
+  };
   if (k.cause == "float_constant")
     return {"float_constant",
             fmt::format("pass {} as a tensor (torch.tensor({})) so it is an input, not a constant; or "
@@ -393,22 +599,28 @@ Advice adviseCause(const CauseClass& k, const RecompileCause& c, const Compile& 
             "specialize_float=False (the 2.13 default) the second compile makes it a symbol, unless it is used "
             "where only a constant works"};
   if (k.cause == "size_changed" || k.cause == "int_constant") {
+    std::string mark = fmt::format("torch._dynamo.mark_dynamic({}, {})", tensor, dimOf(k.subject));
+    std::string where = callerNamed ? fmt::format("before the first call ({}:{})", baseName(call->userFrame.file),
+                                                  call->userFrame.line)
+                                    : "before the first call";
     std::string edit = k.cause == "int_constant"
                            ? fmt::format("torch.compile({}, dynamic=True), or pass {} as a tensor", fn.function, k.subject)
-                           : fmt::format("torch._dynamo.mark_dynamic({}, {})  # before the first call; or "
-                                         "torch.compile({}, dynamic=True)",
-                                         tensor, dimOf(k.subject), fn.function);
+                           : fmt::format("{}  # {}; or dynamic=True in the torch.compile call of {}", mark, where,
+                                         fn.function);
+    if (callerNamed) at = call->userFrame;
     return {"mark_dynamic", edit, at,
             "Dynamo compiles for the sizes and ints of the first call; a new one fails the guard and, with automatic "
-            "dynamic shapes, compiles again with it symbolic. Marking it dynamic up front saves that compile"};
+            "dynamic shapes, compiles again with it symbolic. Marking it dynamic up front saves that compile",
+            k.cause == "size_changed" ? beforeCall(mark) : EditAction{}};
   }
-  if (k.cause == "size_0_1")
-    return {"mark_unbacked",
-            fmt::format("torch._dynamo.mark_unbacked({}, {})  # before the first call: no 0/1 specialization for it",
-                        tensor, dimOf(k.subject)),
-            at,
+  if (k.cause == "size_0_1") {
+    std::string mark = fmt::format("torch._dynamo.mark_unbacked({}, {})", tensor, dimOf(k.subject));
+    if (callerNamed) at = call->userFrame;
+    return {"mark_unbacked", mark + "  # before the first call: no 0/1 specialization for it", at,
             "a dynamic size is compiled for 2 and up; sizes 0 and 1 are specialized (the 0/1 rule) and fail the "
-            "guard `2 <= size`. An unbacked size makes no such assumption (its code must then not branch on 0 or 1)"};
+            "guard `2 <= size`. An unbacked size makes no such assumption (its code must then not branch on 0 or 1)",
+            beforeCall(mark)};
+  }
   if (k.cause == "dtype_change")
     return {"dtype_change",
             fmt::format("convert before the call so every call brings one dtype: {}.to(torch.{})", tensor,

@@ -14,11 +14,25 @@ namespace dynrep::replay {
 // Every advice kind, in the order docs/why.md lists them.
 const std::vector<std::string>& adviceKinds();
 
+// An advice that is one mechanical edit, as `why --verify` applies it (docs/why.md, "--verify"):
+// action "" (a code change for a person), "insert_before" (`code` as a line before file:line, at
+// its indentation), "config" (`code` after the main script's imports) or "replace_mark" (the
+// call marking `name` dimension `dim` in `file` becomes `code`).
+struct EditAction {
+  std::string action;
+  std::string file;
+  int line = 0;
+  std::string code;
+  std::string name;
+  int dim = 0;
+};
+
 struct Advice {
   std::string kind;  // one of adviceKinds()
   std::string edit;  // the change to make, as code where it can be
   UserFrame line;    // where it goes: the user line, or the compiled function's first line
   std::string why;
+  EditAction apply;  // the edit as an action, where it is one
 };
 
 // A symbol in a failing expression, as far as the matchers need it.
@@ -27,6 +41,8 @@ struct SymbolFacts {
   bool unbacked = false;
   std::string op;        // the operator that made it: aten.nonzero.default, item
   std::string userName;  // what the user's code calls it, guessed from its origin line: n.shape[0]
+  std::string value;     // its value on the captured run, where one was recorded ("" when not)
+  UserFrame origin;      // the line that made it
 };
 
 // A failed compile or a graph break: what PyTorch said and where.
@@ -42,7 +58,13 @@ struct Problem {
   UserFrame frame;          // the user line
   bool inLibrary = false;   // the line is in another file than the compiled function's, or an installed package
   std::vector<SymbolFacts> symbols;
+  std::string kind;         // the failure kind (docs/why.md): data_dependent, constraint_violation, runtime_assert, ...
+  std::vector<ConstraintFacts> constraints;  // constraint_violation: each marked dimension
+  const CallSite* call = nullptr;             // the call of the compiled function, where recorded
 };
+
+// The expression's truth at the recorded symbol values: 1, 0, or -1 when not every value is known.
+int truthOnRun(const Problem& p);
 
 // The advice that fits, most likely first; empty when no pattern matches.
 std::vector<Advice> adviseProblem(const Problem& p);
@@ -60,7 +82,11 @@ struct CauseClass {
 };
 // `wentDynamic`: the new compile made `subject` a symbol (automatic dynamic shapes did).
 CauseClass classifyCause(const RecompileCause& c, bool wentDynamic);
-// The advice for a cause, or kind "" when none applies. `fn` is the compiled function.
-Advice adviseCause(const CauseClass& k, const RecompileCause& c, const Compile& fn);
+// The advice for a cause, or kind "" when none applies. `fn` is the compiled function; `first`
+// its first compile, whose call site names the caller's tensors.
+Advice adviseCause(const CauseClass& k, const RecompileCause& c, const Compile& fn, const Compile* first = nullptr);
+
+// The tensor a guard source is about, as the frame names it: "L['x'].size()[0]" -> "L['x']".
+std::string tensorSource(const std::string& source);
 
 }  // namespace dynrep::replay

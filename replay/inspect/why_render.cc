@@ -32,6 +32,14 @@ void printAdvice(const json& advice, const std::string& indent, const InspectOpt
   }
 }
 
+// Where capture read a symbol's value (dynamo_replay.symbol_values "from").
+std::string valueSource(const std::string& from) {
+  if (from == "failure") return "read where the compiled code failed";
+  if (from == "outputs") return "read from the graph's outputs on its first call";
+  if (from == "partial_graph") return "the graph traced up to the failure, run on the call's inputs";
+  return from.empty() ? "recorded" : from;
+}
+
 void printSymbol(const json& s, const std::string& indent, std::ostream& out) {
   std::string name = field(s, "symbol", "?");
   std::string user = field(s, "user_name", "");
@@ -50,6 +58,10 @@ void printSymbol(const json& s, const std::string& indent, std::ostream& out) {
   } else {
     fmt::print(out, "{}    origin not recorded (a store from before capture recorded symbol origins)\n", indent);
   }
+  const json value = s.value("value_on_run", json());
+  if (value.is_object())
+    fmt::print(out, "{}    on this run {} was {} ({})\n", indent, name, dumpJson(value.value("value", json())),
+               valueSource(field(value, "from", "")));
   for (const json& g : arrayField(s, "guards"))
     fmt::print(out, "{}    {:<16} {}  at {}\n", indent, field(g, "kind", "guard"), field(g, "python", ""),
                frameText(g.value("user_frame", json())));

@@ -177,18 +177,99 @@ void onShapeGuard(const Event& e, Compile& c) {
                            captureFrame(md.raw().value("user_frame", json()))});
 }
 
+// A JSON number or string as text; "" for null and anything else.
+std::string scalarText(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number() || v.is_boolean()) return v.dump();
+  return "";
+}
+
+ConstraintFacts constraintFacts(const json& j) {
+  ConstraintFacts k;
+  k.source = field(j, "source", "");
+  k.tensor = field(j, "tensor", "");
+  k.dim = field<int>(j, "dim", 0);
+  const json asked = j.value("asked", json());
+  if (asked.is_array() && asked.size() == 2) {
+    k.ranged = true;
+    k.askedLow = scalarText(asked[0]);
+    k.askedHigh = scalarText(asked[1]);
+  }
+  const json specialized = j.value("specialized", json());
+  if (specialized.is_number_integer()) {
+    k.specialized = true;
+    k.value = specialized.get<int64_t>();
+  }
+  k.symbol = field(j, "symbol", "");
+  const json allowed = j.value("allowed", json());
+  if (allowed.is_array() && allowed.size() == 2) {
+    k.allowedLow = scalarText(allowed[0]);
+    k.allowedHigh = scalarText(allowed[1]);
+  }
+  k.userFrame = captureFrame(j.value("user_frame", json()));
+  return k;
+}
+
+CompileFailure failureFacts(Metadata& md) {
+  CompileFailure f{md.text("type"), texts(md.array("chain")), md.text("kind"), md.text("expr"),
+                   texts(md.array("symbols")), md.get<bool>("integer", false), md.text("gb_type"),
+                   captureFrame(md.raw().value("user_frame", json())), md.text("message"), {}};
+  for (const json& k : md.array("constraints"))
+    if (k.is_object()) f.constraints.push_back(constraintFacts(k));
+  return f;
+}
+
 void onCompileFailure(const Event& e, Compile& c) {
+  if (!e.md.object()) return;
+  c.failed = true;
+  c.failure = failureFacts(e.md);
+}
+
+void onGraphBreak(const Event& e, Compile& c) {
+  if (e.md.object()) c.graphBreakFacts.push_back(failureFacts(e.md));
+}
+
+std::map<std::string, std::string> valueMap(const json& j) {
+  std::map<std::string, std::string> out;
+  if (!j.is_object()) return out;
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (std::string v = scalarText(it.value()); !v.empty()) out[it.key()] = v;
+  return out;
+}
+
+void onRuntimeFailure(const Event& e, Compile& c) {
   Metadata& md = e.md;
   if (!md.object()) return;
-  c.failed = true;
-  c.failure = {md.text("type"), texts(md.array("chain")), md.text("expr"), texts(md.array("symbols")),
-               captureFrame(md.raw().value("user_frame", json())), md.text("message")};
+  RuntimeFailure f{md.text("graph"), md.get<int64_t>("call", 0), md.text("type"), md.text("message"),
+                   valueMap(md.raw().value("values", json())), {}};
+  for (const json& a : md.array("asserts"))
+    f.asserts.push_back({field(a, "expr", ""), texts(a.value("symbols", json::array())),
+                         captureFrame(a.value("user_frame", json()))});
+  for (const auto& [symbol, value] : f.values) c.symbolValues.try_emplace(symbol, value, "failure");
+  c.runtimeFailures.push_back(std::move(f));
+}
+
+void onSymbolValues(const Event& e, Compile& c) {
+  std::string from = e.md.text("from");
+  for (const auto& [symbol, value] : valueMap(e.md.raw().value("values", json())))
+    c.symbolValues.try_emplace(symbol, value, from);
+}
+
+void onCallSite(const Event& e, Compile& c) {
+  Metadata& md = e.md;
+  if (!md.object()) return;
+  c.callSite.userFrame = captureFrame(md.raw().value("user_frame", json()));
+  const json args = md.raw().value("arguments", json());
+  if (args.is_object())
+    for (auto it = args.begin(); it != args.end(); ++it)
+      if (it.value().is_string()) c.callSite.arguments[it.key()] = it.value().get<std::string>();
 }
 
 void onRecompile(const Event& e, Compile& c) {
   for (const json& r : e.md.array("causes"))
     c.recompileCauses.push_back({field(r, "entry", ""), field(r, "guard", ""), field(r, "source", ""),
-                                 field(r, "expected", ""), field(r, "seen", ""), field(r, "text", "")});
+                                 field(r, "expected", ""), field(r, "seen", ""), field(r, "text", ""),
+                                 field(r, "from", "")});
 }
 
 void onHits(const Event& e, Compile& c) { c.calls = e.md.get<int64_t>("calls", -1); }
@@ -231,6 +312,10 @@ EventHandler handlerFor(std::string_view eventName) {
       {capture::events::kCompileFailure, onCompileFailure},
       {capture::events::kRecompile, onRecompile},
       {capture::events::kHits, onHits},
+      {capture::events::kGraphBreak, onGraphBreak},
+      {capture::events::kRuntimeFailure, onRuntimeFailure},
+      {capture::events::kSymbolValues, onSymbolValues},
+      {capture::events::kCallSite, onCallSite},
   };
   auto it = kHandlers.find(eventName);
   return it == kHandlers.end() ? nullptr : it->second;

@@ -177,6 +177,8 @@ class _Session:
         if event == "dynamo_output_graph":
             graph_feeds.link_dynamo(ir)
             self.shapes.keep_shape_env(compile_id, _torch.tracing_shape_env())
+            self.shapes.graph_inputs(compile_id, module)
+            self.shapes.run_facts.graph_outputs(compile_id, module)
         elif event == "aot_backward_graph":
             graph_feeds.link_backward(ir, forward, scope.get("fw_metadata"))
         else:
@@ -301,8 +303,20 @@ class _Session:
                     sample["rng_state"] = rng_state
                 self.put_event(schema.EVENT_SAMPLE, compile_id, sample, None)
 
+            def failed(error: BaseException, call: int, name: str = name) -> None:
+                try:
+                    self.shapes.run_facts.call_failed(compile_id, name, call, error)
+                except Exception:  # the job's own exception goes on as it is
+                    self.note_failure("run-time failure")
+
+            def outputs(values: list, name: str = name) -> None:
+                try:
+                    self.shapes.run_facts.outputs_seen(compile_id, name, values)
+                except Exception:
+                    self.note_failure("symbol values")
+
             recorder = tensor_samples.CallRecorder(scope, name, self.sample_limit, self.store.put_blob, record,
-                                                   self.parameters)
+                                                   self.parameters, failed, outputs)
             recorder.install()
             self.recorders.append((compile_id, recorder))
 
@@ -418,6 +432,7 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
                 command_line=list(sys.argv),
                 environment=session.replay_data.environment,
             ))
+            session.put_event(schema.EVENT_JOB, _NO_COMPILE, _job_facts(), None)
             logger = logging.getLogger(_TRACE_LOGGER)
             handler = _TraceHandler(session)
             old_level, old_propagate = logger.level, logger.propagate
@@ -485,6 +500,17 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
 # What replay's summary reads of each compile's metrics.
 _COMPILE_FIELDS = ("compile_id", "co_name", "co_filename", "co_firstlineno", "entire_frame_compile_time_s",
                    "backend_compile_time_s", "fail_type")
+
+
+def _job_facts() -> dict[str, Any]:
+    """How the job was started, for `why --verify` to start it again."""
+    import os
+
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    return {"cwd": os.getcwd(), "argv": list(sys.argv), "python": sys.executable,
+            "main_file": os.path.abspath(getattr(main, "__file__", "") or "") if getattr(main, "__file__", None) else "",
+            "main_module": getattr(spec, "name", "") or ""}
 
 
 def _reasons_by_frame(entries: list[tuple[str, str]]) -> dict[str, str]:

@@ -17,11 +17,13 @@ import sys
 from typing import Any, Callable
 
 from dynamo_replay import _torch_shapes, schema
+from dynamo_replay.capture import call_sites
 from dynamo_replay.capture.graph_ir import user_location
+from dynamo_replay.capture.run_facts import RunFacts
 
 PutEvent = Callable[[str, tuple[int, int, int], Any, Any], None]
 
-_TENSOR_MISMATCH = re.compile(r"tensor '(?P<name>[^']+)' (?P<what>[\w ]+?) mismatch(?: at index (?P<index>\d+))?\. "
+_TENSOR_MISMATCH = re.compile(r"tensor '(?P<name>.+?)' (?P<what>[\w ]+?) mismatch(?: at index (?P<index>\d+))?\. "
                               r"expected (?P<expected>[^,]+?)(?:, actual (?P<seen>.+))?$")
 _SOURCE = re.compile(r"[A-Za-z_]\w*(?:\[[^\]]+\]|\.[A-Za-z_]\w*|\(\))*")
 _COMPARISON = re.compile(r"^(?P<source>.+?) (?P<op>==|!=|is|is not) (?P<value>.+)$")
@@ -31,10 +33,15 @@ class ShapeEvents:
     def __init__(self, put_event: PutEvent) -> None:
         self.put_event = put_event
         self.shape_envs: dict[tuple[int, int, int], Any] = {}  # compile id -> its ShapeEnv, read after the job
+        self.run_facts = RunFacts(put_event, self.shape_envs)
+        # compile id -> the Dynamo graph's tensor inputs: source, sizes (None where symbolic), dtype, requires_grad
+        self.inputs: dict[tuple[int, int, int], list[dict[str, Any]]] = {}
 
     def logged(self, name: str, compile_id: tuple[int, int, int], metadata: Any, payload: Any) -> None:
         """Called for each trace event as PyTorch logs it, inside PyTorch's logging call."""
-        if name in ("create_symbol", "create_unbacked_symbol"):
+        if name == "dynamo_start":
+            call_sites.record(self.put_event, compile_id)
+        elif name in ("create_symbol", "create_unbacked_symbol"):
             self.symbol_created(compile_id, metadata, unbacked=name == "create_unbacked_symbol")
         elif name == "guard_added_fast":
             self.guard_added(compile_id, metadata)
@@ -42,6 +49,8 @@ class ShapeEvents:
             self.compile_failed(compile_id, metadata)
         elif name == "artifact" and isinstance(metadata, dict) and metadata.get("name") == "recompile_reasons":
             self.recompiled(compile_id, payload)
+        elif name == "artifact" and isinstance(metadata, dict) and metadata.get("name") == "dynamo_graph_break_reason":
+            self.graph_broke(compile_id)
 
     def keep_shape_env(self, compile_id: tuple[int, int, int], shape_env: Any) -> None:
         if shape_env is not None and compile_id not in self.shape_envs:
@@ -69,6 +78,8 @@ class ShapeEvents:
         self.keep_shape_env(compile_id, context.get("shape_env"))
         frame = _torch_shapes.tracing_user_frame() or user_location(_torch_shapes.current_node_stack_trace())
         expr = context.get("expr")
+        if context.get("kind") == "runtime_assert" and expr is not None:
+            self.run_facts.assert_frames[(compile_id, str(expr))] = frame
         self.put_event(schema.EVENT_SHAPE_GUARD, compile_id, {
             "expr": str(metadata.get("expr", "")), "kind": context.get("kind", "guard"),
             "symbols": _torch_shapes.free_symbols(expr), "user_frame": frame,
@@ -85,12 +96,50 @@ class ShapeEvents:
             facts["user_frame"] = _torch_shapes.user_frame(metadata["fail_user_frame_filename"],
                                                            int(metadata.get("fail_user_frame_lineno") or 0), "")
         self.put_event(schema.EVENT_COMPILE_FAILURE, compile_id, facts, None)
+        if error is not None:
+            self.run_facts.compile_failed(compile_id, error, facts)
+
+    def graph_broke(self, compile_id: tuple[int, int, int]) -> None:
+        """A graph break is logged inside Dynamo's handler of its exception: its facts are read from it."""
+        error = sys.exc_info()[1]
+        if error is None:
+            return
+        facts = _torch_shapes.failure_facts(error)
+        self.put_event(schema.EVENT_GRAPH_BREAK, compile_id, facts, None)
+        self.run_facts.compile_failed(compile_id, error, facts)
+
+    def graph_inputs(self, compile_id: tuple[int, int, int], module: Any) -> None:
+        """Keeps what a Dynamo graph was compiled for, per tensor input, to name a recompile's
+        cause from the objects themselves rather than from PyTorch's reason text."""
+        self.inputs[compile_id] = _torch_shapes.graph_tensor_inputs(module)
 
     def recompiled(self, compile_id: tuple[int, int, int], payload: Any) -> None:
         reasons = _reason_list(payload)
         frame = _torch_shapes.recompiling_frame()
-        causes = [recompile_cause(reason, frame) for reason in reasons]
+        causes = []
+        for reason in reasons:
+            entry = reason.partition(": ")[0]
+            cause = self.compared_cause(entry, compile_id, frame) or recompile_cause(reason, frame)
+            cause["text"] = reason.split("\n")[0]
+            causes.append(cause)
         self.put_event(schema.EVENT_RECOMPILE, compile_id, {"causes": causes}, None)
+
+    def compared_cause(self, entry: str, compile_id: tuple[int, int, int],
+                       frame: tuple[dict[str, Any], dict[str, Any]] | None) -> dict[str, str] | None:
+        """The cause of one cache entry's failure found by comparing what its graph was compiled
+        for with the call's own values: the first tensor input whose dtype, rank, a static size or
+        requires_grad differs. None when nothing differs there (the guard was on something else)."""
+        frame_id, _, number = entry.partition("/")
+        try:
+            key = (int(frame_id), int(number.split("_")[0]), 0)
+        except ValueError:
+            return None
+        if key[0] != compile_id[0] or frame is None or key not in self.inputs:
+            return None
+        for expected in self.inputs[key]:
+            if (found := compare_input(expected, *frame)) is not None:
+                return {"entry": entry, "from": "compared", **found}
+        return None
 
 
 def _reason_list(payload: Any) -> list[str]:
@@ -103,6 +152,36 @@ def _reason_list(payload: Any) -> list[str]:
             return [payload]
         return [str(r) for r in parsed] if isinstance(parsed, list) else [str(parsed)]
     return []
+
+
+def compare_input(expected: dict[str, Any], local: dict[str, Any], scope: dict[str, Any]) -> dict[str, str] | None:
+    """How the call's tensor at `expected["source"]` differs from what the graph was compiled for."""
+    import torch
+
+    source = expected["source"]
+    try:
+        value = _evaluate(ast.parse(source, mode="eval").body, local, scope)
+    except Exception:
+        return None
+    if not isinstance(value, torch.Tensor):
+        return None
+    dtype = str(value.dtype).removeprefix("torch.")
+    if dtype != expected["dtype"]:
+        return _difference(source, f"{source}.dtype", "dtype", expected["dtype"], dtype)
+    if value.dim() != len(expected["sizes"]):
+        return _difference(source, f"{source}.dim()", "rank", str(len(expected["sizes"])), str(value.dim()))
+    for dim, size in enumerate(expected["sizes"]):
+        if size is not None and value.shape[dim] != size:
+            return _difference(source, f"{source}.size()[{dim}]", "size", str(size), str(value.shape[dim]))
+    if bool(value.requires_grad) != expected["requires_grad"]:
+        return _difference(source, f"{source}.requires_grad", "requires_grad", str(expected["requires_grad"]),
+                           str(bool(value.requires_grad)))
+    return None
+
+
+def _difference(tensor: str, source: str, what: str, expected: str, seen: str) -> dict[str, str]:
+    return {"guard": f"{source} == {expected}", "source": source, "tensor": tensor, "what": what,
+            "expected": expected, "seen": seen}
 
 
 def recompile_cause(reason: str, frame: tuple[dict[str, Any], dict[str, Any]] | None) -> dict[str, str]:

@@ -98,12 +98,16 @@ class CallRecorder:
     graph's tangents) and the gradients it returns (its outputs)."""
 
     def __init__(self, scope: dict[str, Any], name: str, limit: int, put_blob: Callable[[bytes], str],
-                 record: Callable[..., None], parameters: bool = False) -> None:
+                 record: Callable[..., None], parameters: bool = False,
+                 failed: Callable[[BaseException, int], None] | None = None,
+                 outputs: Callable[[list], None] | None = None) -> None:
         import torch
 
         self.scope, self.name, self.graph = scope, name, scope[name]
         self.limit, self.put_blob, self.record = limit, put_blob, record
         self.parameters = parameters  # store parameters whole, outside the cap
+        self.failed = failed  # told of a call that raised (the exception goes on)
+        self.outputs = outputs  # told of the first call's outputs
         self.calls = 0
         # What goes into the scope: the transformed code calls it from inside the compiled
         # region, so it must be a function Dynamo does not trace.
@@ -114,9 +118,19 @@ class CallRecorder:
 
     def _call(self, *args: Any) -> Any:
         self.calls += 1
-        if self.calls == 1 and self.limit:
-            return self._first_call(*args)
-        return self.graph(*args)
+        try:
+            if self.calls == 1:
+                return self._first_call(*args) if self.limit else self._told(self.graph(*args))
+            return self.graph(*args)
+        except BaseException as error:  # compiled code failed on real data: recorded, then raised as is
+            if self.failed is not None:
+                self.failed(error, self.calls)
+            raise
+
+    def _told(self, result: Any) -> Any:
+        if self.outputs is not None:
+            self.outputs(list(result) if isinstance(result, (list, tuple)) else [result])
+        return result
 
     def _first_call(self, *args: Any) -> Any:
         import torch
@@ -133,7 +147,7 @@ class CallRecorder:
             rng_state = describe_value(torch.get_rng_state(), [1 << 20], self.put_blob)
         except Exception:
             rng_state = None
-        result = self.graph(*args)
+        result = self._told(self.graph(*args))
         if inputs is not None:
             try:
                 outputs = result if isinstance(result, (list, tuple)) else [result]

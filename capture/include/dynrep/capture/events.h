@@ -23,11 +23,17 @@ inline constexpr std::string_view kCompileFailure = "dynamo_replay.compile_failu
 inline constexpr std::string_view kRecompile = "dynamo_replay.recompile";
 inline constexpr std::string_view kHits = "dynamo_replay.hits";
 inline constexpr std::string_view kCoreAtenGraphIr = "dynamo_replay.core_aten_graph_ir";
+inline constexpr std::string_view kJob = "dynamo_replay.job";
+inline constexpr std::string_view kCallSite = "dynamo_replay.call_site";
+inline constexpr std::string_view kGraphBreak = "dynamo_replay.graph_break";
+inline constexpr std::string_view kRuntimeFailure = "dynamo_replay.runtime_failure";
+inline constexpr std::string_view kSymbolValues = "dynamo_replay.symbol_values";
 
 // Every name above, for code and tests that need the whole set.
 inline constexpr std::string_view kAll[] = {kSummary,      kError,      kGraphIr,        kGuards,
                                             kSample,       kSymbols,    kDroppedGuard,   kNotPackaged,
                                             kSymbolOrigin, kShapeGuard, kCompileFailure, kRecompile,
-                                            kHits,         kCoreAtenGraphIr};
+                                            kHits,         kCoreAtenGraphIr, kJob,        kCallSite,
+                                            kGraphBreak,   kRuntimeFailure, kSymbolValues};
 
 }  // namespace dynrep::capture::events

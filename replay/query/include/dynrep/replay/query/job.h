@@ -64,14 +64,55 @@ struct ShapeGuard {
   UserFrame userFrame;
 };
 
-// A compile that failed (dynamo_replay.compile_failure): the facts apart from PyTorch's message.
+// One dimension a user marked dynamic (mark_dynamic, Dim) that the code would not allow.
+struct ConstraintFacts {
+  std::string source;  // L['x'].size()[0]
+  std::string tensor;  // L['x']
+  int dim = 0;
+  bool ranged = false;           // a range was asked for (min/max), else only "dynamic"
+  std::string askedLow, askedHigh;      // "" = unbounded
+  bool specialized = false;      // the code made it this constant:
+  int64_t value = 0;
+  std::string symbol;            // else its symbol, and the range the code allows:
+  std::string allowedLow, allowedHigh;  // "" = unbounded or not recorded
+  UserFrame userFrame;           // the line that specialized it, where PyTorch kept one
+};
+
+// A failed compile (dynamo_replay.compile_failure) or a graph break (dynamo_replay.graph_break):
+// the facts apart from PyTorch's message.
 struct CompileFailure {
   std::string type;                 // UserError, Unsupported, ...
   std::vector<std::string> chain;   // exception types, outermost first (UserError, GuardOnDataDependentSymNode)
+  std::string kind;                 // data_dependent, constraint_violation, ... (docs/why.md); "" in older stores
   std::string expr;                 // the expression it could not decide, where there is one: Eq(u0, 0)
   std::vector<std::string> symbols; // the symbols in expr
+  bool integer = false;             // PyTorch needed the number itself, not a true/false answer
+  std::string gbType;               // a graph break's registry type: Dynamic shape operator
   UserFrame userFrame;              // the user line it failed at
   std::string message;              // the exception's first line
+  std::vector<ConstraintFacts> constraints;
+};
+
+// A deferred runtime assert that did not hold when the compiled code ran.
+struct FailedAssert {
+  std::string expr;  // Eq(Mod(u0, 2), 0)
+  std::vector<std::string> symbols;
+  UserFrame userFrame;  // the user line that made PyTorch assert it
+};
+
+// A call of compiled code that raised during capture (dynamo_replay.runtime_failure).
+struct RuntimeFailure {
+  std::string graph;  // __compiled_fn_1...
+  int64_t call = 0;   // which call of it: 1 is the first
+  std::string type, message;
+  std::map<std::string, std::string> values;  // symbol -> its value then: u0 -> 9
+  std::vector<FailedAssert> asserts;          // the asserts those values break, in PyTorch's order
+};
+
+// The user line that called a compiled function (dynamo_replay.call_site).
+struct CallSite {
+  UserFrame userFrame;
+  std::map<std::string, std::string> arguments;  // input source -> the caller's name: L['x'] -> ids
 };
 
 // One cache entry's failed guard that made this compile happen (dynamo_replay.recompile).
@@ -82,6 +123,7 @@ struct RecompileCause {
   std::string expected;  // what the entry was compiled for, where known: 0.5
   std::string seen;      // the value the call brought: 0.7
   std::string text;      // PyTorch's reason line
+  std::string from;      // "compared": found by comparing the graph's inputs with the call's; "" from the text
 };
 
 struct Compile {
@@ -116,6 +158,11 @@ struct Compile {
   bool failed = false;  // failure below is filled
   CompileFailure failure;
   std::vector<RecompileCause> recompileCauses;
+  std::vector<CompileFailure> graphBreakFacts;  // one per graph break, in order (capture's events)
+  std::vector<RuntimeFailure> runtimeFailures;
+  // Real values of unbacked symbols: symbol -> {value, where from (outputs, partial_graph, failure)}.
+  std::map<std::string, std::pair<std::string, std::string>> symbolValues;
+  CallSite callSite;
   int64_t calls = -1;  // how many times this compile's code ran during capture; -1 not counted
 };
 

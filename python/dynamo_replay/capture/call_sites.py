@@ -1,0 +1,57 @@
+"""Where each compiled function was called from: the user line, and what that line calls each of
+the function's tensor inputs. `why` advises `mark_dynamic(ids, 1)` in the caller's own names, and
+`why --verify` puts such a line before the call. Found by identity, not by parsing the call: a
+caller's local (or one element of a local list, tuple or dict) that is the very tensor the
+compiled frame gets."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from dynamo_replay import _torch_shapes, schema
+
+PutEvent = Callable[[str, tuple[int, int, int], Any, Any], None]
+_MAX_NAMES = 64  # a frame's inputs named at most; the rest are left out
+
+
+def _tensors(local: dict[str, Any]) -> dict[int, str]:
+    """id(tensor) -> a source for it in a frame's locals: `x`, `args[0]`, `kwargs['ids']`."""
+    import torch
+
+    found: dict[int, str] = {}
+    for name, value in local.items():
+        if name.startswith("__"):
+            continue
+        if isinstance(value, torch.Tensor):
+            found.setdefault(id(value), name)
+        elif isinstance(value, (list, tuple)):
+            for i, item in enumerate(value[:_MAX_NAMES]):
+                if isinstance(item, torch.Tensor):
+                    found.setdefault(id(item), f"{name}[{i}]")
+        elif isinstance(value, dict):
+            for key, item in list(value.items())[:_MAX_NAMES]:
+                if isinstance(key, str) and isinstance(item, torch.Tensor):
+                    found.setdefault(id(item), f"{name}[{key!r}]")
+    return found
+
+
+def record(put_event: PutEvent, compile_id: tuple[int, int, int]) -> None:
+    """Called when Dynamo starts a compile (its dynamo_start event)."""
+    caller = _torch_shapes.calling_user_frame()
+    compiled = _torch_shapes.compiling_frame_locals()
+    if caller is None:
+        return
+    frame = _torch_shapes.user_frame(caller.f_code.co_filename, caller.f_lineno, caller.f_code.co_name)
+    arguments: dict[str, str] = {}
+    if compiled is not None:
+        theirs = _tensors(caller.f_locals)
+        for id_, source in _tensors(compiled).items():
+            if id_ in theirs and len(arguments) < _MAX_NAMES:
+                arguments[_guard_source(source)] = theirs[id_]
+    put_event(schema.EVENT_CALL_SITE, compile_id, {"user_frame": frame, "arguments": arguments}, None)
+
+
+def _guard_source(source: str) -> str:
+    """`x` -> `L['x']`, `kwargs['ids']` -> `L['kwargs']['ids']`: as guards name the frame's inputs."""
+    name, bracket, rest = source.partition("[")
+    return f"L[{name!r}]" + (bracket + rest if bracket else "")
