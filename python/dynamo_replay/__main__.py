@@ -152,6 +152,28 @@ def _graph(args: argparse.Namespace) -> int:
     return 0
 
 
+def _why(args: argparse.Namespace) -> int:
+    """replay-inspect's why-answer; with --verify, the top edit applied to a copy and the job run again."""
+    if not args.verify:
+        done = run_inspect("why", *(["--json"] if args.json else []), *(["--symbol", args.symbol] if args.symbol else []),
+                           args.store, *([args.compile] if args.compile else []))
+        sys.stdout.write(done.stdout)
+        sys.stderr.write(done.stderr)
+        return done.returncode
+    from dynamo_replay.verify import Refused, render, verify
+
+    try:
+        verdict = verify(args.store, args.compile, timeout=args.timeout)
+    except Refused as refusal:
+        print(f"dynamo-replay why --verify: cannot verify {args.store}: {refusal}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(verdict.to_json(), indent=1))
+    else:
+        sys.stdout.write(render(verdict))
+    return 0 if verdict.fixed and verdict.same_outputs is not False else 1
+
+
 def _add_job_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-m", dest="module", help="run a module, like python -m")
     parser.add_argument("script", nargs="?", help="the script to run")
@@ -200,6 +222,18 @@ def main(argv: list[str] | None = None) -> int:
                                               "Without -o the script goes to stdout with everything inside")
     graph.add_argument("--json", action="store_true", help="with -o: say what was written as JSON")
     graph.set_defaults(run=_graph)
+    why = sub.add_parser("why", help="why a job failed, broke its graph or recompiled; --verify proves the fix",
+                         description="Without --verify, replay-inspect why. With --verify, the top advice that is an "
+                                     "edit is applied to a copy of the job's source and the job runs again under "
+                                     "capture in a fresh process: exit 0 when the failure or recompile is gone and "
+                                     "the outputs match eager, 1 when not, 2 when the job cannot be re-run.")
+    why.add_argument("store", help="store file written by capture")
+    why.add_argument("compile", nargs="?", help="compile id (replay-inspect ls lists them)")
+    why.add_argument("--verify", action="store_true", help="apply the advised edit to a copy and run the job again")
+    why.add_argument("--json", action="store_true", help="print the answer as JSON")
+    why.add_argument("--symbol", help="without --verify: one symbol's provenance (u0)")
+    why.add_argument("--timeout", type=float, default=600, help="seconds per run of the job (default 600)")
+    why.set_defaults(run=_why)
     from dynamo_replay.fleet.cli import add_parser as add_fleet_parser
 
     add_fleet_parser(sub)

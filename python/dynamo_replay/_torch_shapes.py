@@ -407,12 +407,27 @@ def calling_user_frame() -> types.FrameType | None:
     return None
 
 
-def partial_graph_values(error: BaseException, wanted: set[str], byte_limit: int = 256 << 20) -> dict[str, Any]:
+def live_graph_args() -> dict[str, Any]:
+    """Placeholder name -> Dynamo's GraphArg (the real input behind it) of the graph Dynamo is
+    building now, read while it traces: Dynamo drops them from the graph when a compile ends."""
+    from torch._dynamo.output_graph import OutputGraph
+
+    for frame in _frames(3):
+        output = getattr(frame.f_locals.get("self"), "output", None) if "self" in frame.f_code.co_varnames else None
+        if isinstance(output, OutputGraph):
+            return {node.name: node.meta["grapharg"] for node in output.graph.nodes
+                    if node.op == "placeholder" and "grapharg" in node.meta}
+    return {}
+
+
+def partial_graph_values(error: BaseException, wanted: set[str], graph_args: dict[str, Any],
+                         byte_limit: int = 256 << 20) -> dict[str, Any]:
     """The real values of the unbacked symbols `wanted` of a compile that failed on them: the
     graph Dynamo had traced up to the failure is run eagerly on the frame's real inputs (copies
     of its tensors, with the random state put back after), node by node, until every wanted
-    symbol has a value. Empty when Dynamo's frames are not where 2.13 keeps them, when the
-    inputs are larger than `byte_limit`, or when a node cannot be run."""
+    symbol has a value. `graph_args` are the inputs kept by live_graph_args while Dynamo traced.
+    Empty when Dynamo's frames are not where 2.13 keeps them, when the inputs are larger than
+    `byte_limit`, or when a node cannot be run."""
     import torch
 
     graph = _failing_graph(error)
@@ -424,8 +439,10 @@ def partial_graph_values(error: BaseException, wanted: set[str], byte_limit: int
     for node in nodes:
         if node.op != "placeholder":
             continue
-        grapharg = node.meta.get("grapharg")
-        example = getattr(grapharg, "example", None) if grapharg is not None else None
+        grapharg = node.meta.get("grapharg") or graph_args.get(node.name)
+        if grapharg is None:
+            return {}
+        example = grapharg.example
         if isinstance(example, torch.Tensor):
             total += example.numel() * example.element_size()
         inputs[node.name] = example

@@ -52,6 +52,9 @@ EVENT_SYMBOL_VALUES = "dynamo_replay.symbol_values"
 # An aten graph decomposed to the Core ATen opset (capture/core_aten.py), or why it could not be.
 EVENT_CORE_ATEN_GRAPH_IR = "dynamo_replay.core_aten_graph_ir"
 
+# Set by `why --verify` when it re-runs a job: capture() writes there instead of the job's own path.
+VERIFY_STORE_ENV = "DYNAMO_REPLAY_VERIFY_STORE"
+
 # Fingerprint entries: the CPU's feature flags and the vector ISAs Inductor's probe accepted.
 FINGERPRINT_CPU_FLAGS = "cpu.flags"
 FINGERPRINT_VEC_ISA = "inductor.vec_isa"

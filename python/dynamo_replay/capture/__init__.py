@@ -23,6 +23,7 @@ import functools
 import gc
 import json
 import logging
+import os
 import sys
 import threading
 import time
@@ -400,7 +401,8 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
     def __init__(self, path: str, *, level: int = 3, key: str | bytes | None = None, samples: bool = True,
                  sample_limit_bytes: int = tensor_samples.DEFAULT_LIMIT_BYTES, precompile: bool = True,
                  core_aten: bool = True, parameters: bool = False) -> None:
-        self.path = str(path)
+        # `why --verify` re-runs a job that captures itself: its store then goes where verify reads it.
+        self.path = os.environ.get(schema.VERIFY_STORE_ENV) or str(path)
         self.precompile = precompile
         self.core_aten = core_aten
         self.parameters = parameters
@@ -503,14 +505,23 @@ _COMPILE_FIELDS = ("compile_id", "co_name", "co_filename", "co_firstlineno", "en
 
 
 def _job_facts() -> dict[str, Any]:
-    """How the job was started, for `why --verify` to start it again."""
+    """How the job was started, for `why --verify` to start it again: the working directory,
+    argv, the interpreter, and the script with its hash (to refuse a script changed since)."""
+    import hashlib
     import os
 
     main = sys.modules.get("__main__")
+    main_file = os.path.abspath(main.__file__) if getattr(main, "__file__", None) else ""
     spec = getattr(main, "__spec__", None)
-    return {"cwd": os.getcwd(), "argv": list(sys.argv), "python": sys.executable,
-            "main_file": os.path.abspath(getattr(main, "__file__", "") or "") if getattr(main, "__file__", None) else "",
-            "main_module": getattr(spec, "name", "") or ""}
+    script = main_file
+    if getattr(spec, "name", "") == "dynamo_replay.__main__":  # `python -m dynamo_replay capture ... script`
+        script = os.path.abspath(sys.argv[0]) if sys.argv and os.path.isfile(sys.argv[0]) else ""
+    try:
+        digest = hashlib.sha256(open(script, "rb").read()).hexdigest() if script else ""
+    except OSError:
+        digest = ""
+    return {"cwd": os.getcwd(), "argv": list(sys.argv), "python": sys.executable, "main_file": main_file,
+            "main_module": getattr(spec, "name", "") or "", "script": script, "script_sha256": digest}
 
 
 def _reasons_by_frame(entries: list[tuple[str, str]]) -> dict[str, str]:

@@ -29,6 +29,14 @@ class RunFacts:
         self.assert_frames: dict[tuple[tuple[int, int, int], str], Any] = {}  # (compile id, expr) -> user line
         self.output_fakes: dict[tuple[int, int, int], list[Any]] = {}  # compile id -> Dynamo graph outputs
         self.reported: set[int] = set()  # ids of exceptions already recorded (one per failure)
+        self.graph_args: dict[tuple[int, int, int], dict[str, Any]] = {}  # compile id -> placeholder -> GraphArg
+
+    def unbacked_symbol_made(self, compile_id: tuple[int, int, int], phase: str) -> None:
+        """Keeps the real inputs of the graph Dynamo is tracing, should the compile fail on the
+        new symbol (PyTorch forgets them when the compile ends). References only, no copies; they
+        go when capture ends."""
+        if phase == "dynamo":
+            self.graph_args.setdefault(compile_id, {}).update(_torch_shapes.live_graph_args())
 
     def graph_outputs(self, compile_id: tuple[int, int, int], module: Any) -> None:
         """Keeps the fake outputs of a Dynamo graph that makes unbacked symbols, to read their
@@ -78,7 +86,7 @@ class RunFacts:
         wanted = {s for s in facts.get("symbols", []) if _unbacked(s)}
         if not wanted or facts.get("kind") not in ("data_dependent", "data_dependent_int"):
             return
-        values = _torch_shapes.partial_graph_values(error, wanted)
+        values = _torch_shapes.partial_graph_values(error, wanted, self.graph_args.pop(compile_id, {}))
         if values:
             self.put_event(schema.EVENT_SYMBOL_VALUES, compile_id,
                            {"graph": "dynamo_output_graph", "call": 0, "from": "partial_graph", "values": values}, None)

@@ -45,8 +45,10 @@ class ShapeEvents:
             self.symbol_created(compile_id, metadata, unbacked=name == "create_unbacked_symbol")
         elif name == "guard_added_fast":
             self.guard_added(compile_id, metadata)
-        elif name == "compilation_metrics" and isinstance(metadata, dict) and metadata.get("fail_type"):
-            self.compile_failed(compile_id, metadata)
+        elif name == "compilation_metrics":
+            if isinstance(metadata, dict) and metadata.get("fail_type"):
+                self.compile_failed(compile_id, metadata)
+            self.run_facts.graph_args.pop(compile_id, None)  # the compile is over
         elif name == "artifact" and isinstance(metadata, dict) and metadata.get("name") == "recompile_reasons":
             self.recompiled(compile_id, payload)
         elif name == "artifact" and isinstance(metadata, dict) and metadata.get("name") == "dynamo_graph_break_reason":
@@ -72,6 +74,8 @@ class ShapeEvents:
             "user_frame": frame, "attributed": attributed if frame else "",
         }
         self.put_event(schema.EVENT_SYMBOL_ORIGIN, compile_id, origin, None)
+        if unbacked:
+            self.run_facts.unbacked_symbol_made(compile_id, context["phase"])
 
     def guard_added(self, compile_id: tuple[int, int, int], metadata: dict[str, Any]) -> None:
         context = _torch_shapes.guard_context()
