@@ -321,14 +321,15 @@ def constraint_facts(error: BaseException) -> list[dict[str, Any]]:
     frame = _traceback_frame(error, "produce_guards_verbose")
     if frame is None:
         return []
-    local = frame.f_locals
-    shape_env, sources = local.get("self"), local.get("sources") or []
-    contexts, placeholders = local.get("input_contexts") or [], local.get("placeholders") or []
+    import torch
+
+    shape_env = frame.f_locals.get("self")  # its other locals are reused as the function goes on
     stacks = getattr(shape_env, "specialization_stacks", {}) or {}
     out = []
-    for source, context, fake in zip(sources, contexts, placeholders):
+    for tracked in getattr(shape_env, "tracked_fakes", None) or []:  # Dynamo's inputs, as produce_guards got them
+        source, context, fake = tracked.source, tracked.symbolic_context, tracked.fake
         for dim, constraint in enumerate(getattr(context, "constraint_sizes", None) or []):
-            if constraint is None or not hasattr(fake, "shape") or dim >= len(fake.shape):
+            if constraint is None or not isinstance(fake, torch.Tensor) or dim >= fake.dim():
                 continue
             name = f"{source.name}.size()[{dim}]"
             asked = None
@@ -345,11 +346,41 @@ def constraint_facts(error: BaseException) -> list[dict[str, Any]]:
             else:
                 entry["symbol"] = symbol
                 expr = size.node.expr
-                bounds = shape_env.var_to_range.get(expr) if shape_env is not None else None
-                if bounds is not None:
-                    entry["allowed"] = [_bound(bounds.lower), _bound(bounds.upper)]
+                entry["allowed"] = _allowed_range(shape_env, expr)
             out.append(entry)
     return out
+
+
+_SCAN = 4096  # values tried on each side of the compiled size
+
+
+def _allowed_range(shape_env: Any, symbol: Any) -> list[int | None] | None:
+    """The widest run of sizes around the compiled one that every guard on `symbol` allows,
+    within its value range: PyTorch's range keeps only bounds (`4 < s0`), while a guard such as
+    `Ne(s0 - 4, 1)` cuts a hole; [6, 16] is what `mark_dynamic(x, 0, min=, max=)` can ask."""
+    import sympy
+
+    bounds = shape_env.var_to_range.get(symbol) if shape_env is not None else None
+    hint = getattr(shape_env, "backed_var_to_val", {}).get(symbol)
+    if bounds is None:
+        return None
+    low, high = _bound(bounds.lower), _bound(bounds.upper)
+    guards = [g.expr for g in getattr(shape_env, "guards", []) if g.expr.free_symbols == {symbol}]
+    if hint is None or not guards:
+        return [low, high]
+
+    def allowed(value: int) -> bool:
+        return all(bool(g.xreplace({symbol: sympy.Integer(value)})) for g in guards)
+
+    start = int(hint)
+    if not allowed(start):
+        return [low, high]
+    a, b = start, start
+    while a - 1 >= max(low if low is not None else 0, start - _SCAN) and allowed(a - 1):
+        a -= 1
+    while b + 1 <= min(high if high is not None else start + _SCAN, start + _SCAN) and allowed(b + 1):
+        b += 1
+    return [a, None if high is None and b == start + _SCAN else b]
 
 
 def _bound(value: Any) -> int | None:

@@ -248,9 +248,9 @@ def same_outputs(a: str, b: str) -> bool:
 
 
 def verify(store: str, compile_id: str | None = None, timeout: float = 600) -> Verdict:
+    job, sources = _job(store)
     answer = _why(store, compile_id)
     entry, advice = _target(answer)
-    job, sources = _job(store)
     script = _check_sources(job, sources)
     apply = advice["apply"]
     edited_file = Path(apply.get("file") or script).resolve()

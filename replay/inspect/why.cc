@@ -316,6 +316,9 @@ json failureProblemJson(const CompileFacts& f, const std::string& only) {
   if (p.frame.file.empty()) p.frame = lastFileFrame(statusText);
   p.inLibrary = inLibrary(p.frame, c);
   std::vector<std::string> symbols = c.failure.symbols.empty() ? symbolsIn(p.expr) : c.failure.symbols;
+  for (const ConstraintFacts& k : p.constraints)  // its guards say what narrowed the range
+    if (!k.symbol.empty() && std::find(symbols.begin(), symbols.end(), k.symbol) == symbols.end())
+      symbols.push_back(k.symbol);
   json symbolJson = f.symbolsJson(symbols, only, &p);
   return problemJson(p, c, std::move(symbolJson), chain, gb.hints);
 }
