@@ -420,7 +420,8 @@ def compiling_frame_locals() -> dict[str, Any] | None:
     """The locals of the frame Dynamo is compiling now (ConvertFrame's `frame`), from a trace
     handler called inside the compile."""
     for frame in _frames(3):
-        if frame.f_code.co_name == "__call__" and "frame" in frame.f_code.co_varnames:
+        code = frame.f_code
+        if code.co_name == "__call__" and "frame" in code.co_varnames and code.co_filename.endswith("convert_frame.py"):
             target = frame.f_locals.get("frame")
             local = getattr(target, "f_locals", None)
             if isinstance(local, dict):
@@ -441,11 +442,14 @@ def calling_user_frame() -> types.FrameType | None:
 def live_graph_args() -> dict[str, Any]:
     """Placeholder name -> Dynamo's GraphArg (the real input behind it) of the graph Dynamo is
     building now, read while it traces: Dynamo drops them from the graph when a compile ends."""
-    from torch._dynamo.output_graph import OutputGraph
+    from torch._dynamo.symbolic_convert import InstructionTranslatorBase
 
     for frame in _frames(3):
-        output = getattr(frame.f_locals.get("self"), "output", None) if "self" in frame.f_code.co_varnames else None
-        if isinstance(output, OutputGraph):
+        # Only a translator's `output` is read: getattr on any other `self` (a lazy variable
+        # tracker) could make Dynamo build a variable twice.
+        tracer = frame.f_locals.get("self") if "self" in frame.f_code.co_varnames else None
+        output = tracer.output if isinstance(tracer, InstructionTranslatorBase) else None
+        if output is not None:
             return {node.name: node.meta["grapharg"] for node in output.graph.nodes
                     if node.op == "placeholder" and "grapharg" in node.meta}
     return {}
@@ -521,7 +525,7 @@ def partial_graph_values(error: BaseException, wanted: set[str], graph_args: dic
 def _failing_graph(error: BaseException) -> tuple[list[Any], Any] | None:
     """(nodes, nn_modules) of the graph Dynamo was building when `error` was raised: the
     OutputGraph of the innermost instruction translator in its traceback."""
-    from torch._dynamo.output_graph import OutputGraph
+    from torch._dynamo.symbolic_convert import InstructionTranslatorBase
 
     found = None
     seen: set[int] = set()
@@ -530,9 +534,9 @@ def _failing_graph(error: BaseException) -> tuple[list[Any], Any] | None:
         seen.add(id(current))
         tb = current.__traceback__
         while tb is not None:
-            output = getattr(tb.tb_frame.f_locals.get("self"), "output", None)
-            if isinstance(output, OutputGraph):
-                found = output
+            tracer = tb.tb_frame.f_locals.get("self")
+            if isinstance(tracer, InstructionTranslatorBase):
+                found = tracer.output
             tb = tb.tb_next
         current = current.__cause__ or current.__context__
     if found is None:
