@@ -80,6 +80,32 @@ WORKLOADS = {
         def make(): return step, [(torch.randn(16, 64), torch.randint(0, 10, (16,))),
                                   (torch.randn(24, 64), torch.randint(0, 10, (24,)))]
     """,
+    # Real model architectures from transformers' configs (random weights, no downloads), two
+    # sequence lengths: the second call recompiles with the length dynamic.
+    "hf_gpt2": """
+        from transformers import GPT2Config, GPT2LMHeadModel
+        torch.manual_seed(0)
+        model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_head=4, n_embd=64, vocab_size=256, n_positions=64)).eval()
+        def make(): return model, [(torch.randint(0, 256, (1, 16)),), (torch.randint(0, 256, (1, 24)),)]
+    """,
+    "hf_llama": """
+        from transformers import LlamaConfig, LlamaForCausalLM
+        torch.manual_seed(0)
+        model = LlamaForCausalLM(LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                             num_attention_heads=4, num_key_value_heads=2)).eval()
+        def make(): return model, [(torch.randint(0, 256, (1, 16)),), (torch.randint(0, 256, (1, 24)),)]
+    """,
+    # Unbacked symbols (nonzero, item) in the graph: what capture records of their values runs here.
+    "unbacked": """
+        torch._dynamo.config.capture_dynamic_output_shape_ops = True
+        torch._dynamo.config.capture_scalar_outputs = True
+        def select(x):
+            picked = x[torch.nonzero(x[:, 0] > 0).squeeze(1)]
+            n = (x[:, 1] > 0).sum().item()
+            torch._check(n <= x.size(0))
+            return picked.sum(0) + torch.ones(n).sum()
+        def make(): return select, [(torch.randn(64, 8),), (torch.randn(96, 8),)]
+    """,
 }
 
 RUNNER = """
@@ -91,6 +117,7 @@ import torch
 {workload}
 fn, calls = make()
 compiled = torch.compile(fn, backend={backend!r})
+torch.set_grad_enabled(False) if isinstance(fn, torch.nn.Module) and not fn.training else None
 path = sys.argv[1]
 start = time.perf_counter()
 if path:

@@ -197,9 +197,9 @@ _KINDS = (
     ("DynamicOutputShapeException", "dynamic_output_shape"),
     ("DataDependentOutputException", "data_dependent_output"),
     ("UnsupportedOperatorException", "unsupported_operator"),
-    ("Unsupported", "graph_break"),
     ("BackendCompilerFailed", "backend_failed"),
     ("TorchRuntimeError", "fake_tensor_error"),
+    ("Unsupported", "graph_break"),
     ("UserError", "user_error"),
     ("InternalTorchDynamoError", "internal_error"),
 )

@@ -314,6 +314,7 @@ json failureProblemJson(const CompileFacts& f, const std::string& only) {
   if (p.frame.file.empty() && dd) p.frame = dd->frame;
   if (p.frame.file.empty()) p.frame = gb.frame;
   if (p.frame.file.empty()) p.frame = lastFileFrame(statusText);
+  if (p.frame.file.empty() && !c.file.empty()) p.frame = {c.file, c.firstLine, c.function, ""};  // never "unknown"
   p.inLibrary = inLibrary(p.frame, c);
   std::vector<std::string> symbols = c.failure.symbols.empty() ? symbolsIn(p.expr) : c.failure.symbols;
   for (const ConstraintFacts& k : p.constraints)  // its guards say what narrowed the range
@@ -360,6 +361,7 @@ json graphBreakJson(const CompileFacts& f, const std::string& text, const Compil
   } else if (p.gbType == "Data-dependent branching" && p.context.find("SymNodeVariable") != std::string::npos) {
     symbols = f.unbackedSymbols();  // PyTorch names no expression here: the branch is on one of these
   }
+  if (p.frame.file.empty() && !c.file.empty()) p.frame = {c.file, c.firstLine, c.function, ""};
   p.inLibrary = inLibrary(p.frame, c);
   json symbolJson = f.symbolsJson(symbols, only, &p);
   return problemJson(p, c, std::move(symbolJson), {"Unsupported"}, gb.hints);

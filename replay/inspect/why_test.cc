@@ -153,6 +153,87 @@ TEST(WhyPatterns, UserNamesFromOriginLines) {
   EXPECT_EQ(userNameFor("item", "return x * x.sum().item()"), "");
 }
 
+// A data-dependent branch, with or without the value the run gave u0 (one line per case): the
+// value says which side happened, which decides torch._check's direction and the ranking.
+TEST(WhyPatterns, ValueOnTheRunRanksTheBranchAdvice) {
+  struct Case {
+    std::string value;
+    std::string first;   // first advice
+    std::string check;   // the torch._check the torch_check advice states
+  } cases[] = {
+      {"", "torch_check", "torch._check(picked.numel() != 0)"},
+      {"3", "torch_check", "torch._check(picked.numel() != 0)`: on this run u0 was 3"},
+      {"0", "torch_cond", "torch._check(picked.numel() == 0)`: on this run u0 was 0"},
+  };
+  for (const Case& c : cases) {
+    Problem p;
+    p.expr = "Eq(u0, 0)";
+    p.frame = {"/tmp/job.py", 6, "top", "if picked.numel() == 0:"};
+    p.symbols = {{"u0", true, "aten.nonzero.default", "picked.shape[0]", c.value, {}}};
+    EXPECT_EQ(truthOnRun(p), c.value.empty() ? -1 : c.value == "0" ? 1 : 0);
+    std::vector<Advice> advice = adviseProblem(p);
+    ASSERT_GE(advice.size(), 2u) << c.value;
+    EXPECT_EQ(advice[0].kind, c.first) << c.value;
+    const Advice& check = advice[0].kind == "torch_check" ? advice[0] : advice[1];
+    EXPECT_NE(check.edit.find(c.check), std::string::npos) << check.edit;
+    EXPECT_EQ(check.apply.action, "insert_before");
+    EXPECT_EQ(check.apply.line, 6);
+  }
+}
+
+TEST(WhyPatterns, ConstraintViolationsAdviseTheMarkInTheCallersName) {
+  CallSite call{{"/tmp/job.py", 12, "<module>", "f(batch)"}, {{"L['x']", "batch"}}};
+  Problem specialized;
+  specialized.kind = "constraint_violation";
+  specialized.call = &call;
+  ConstraintFacts k;
+  k.source = "L['x'].size()[0]";
+  k.tensor = "L['x']";
+  k.specialized = true;
+  k.value = 8;
+  specialized.constraints = {k};
+  std::vector<Advice> a = adviseProblem(specialized);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].kind, "maybe_mark_dynamic");
+  EXPECT_EQ(a[0].apply.action, "replace_mark");
+  EXPECT_EQ(a[0].apply.code, "torch._dynamo.maybe_mark_dynamic(batch, 0)");
+  EXPECT_EQ(a[0].apply.name, "batch");
+
+  Problem ranged = specialized;
+  k.specialized = false;
+  k.ranged = true;
+  k.askedLow = "2";
+  k.askedHigh = "16";
+  k.allowedLow = "6";
+  k.allowedHigh = "";
+  k.symbol = "s0";
+  ranged.constraints = {k};
+  a = adviseProblem(ranged);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].kind, "dim_range");
+  EXPECT_EQ(a[0].apply.code, "torch._dynamo.mark_dynamic(batch, 0, min=6, max=16)");
+}
+
+TEST(WhyPatterns, RuntimeAssertAdviceNamesTheValue) {
+  Problem p;
+  p.kind = "runtime_assert";
+  p.expr = "Eq(Mod(u0, 2), 0)";
+  p.frame = {"/tmp/job.py", 7, "pairs", "return idx.view(-1, 2)"};
+  p.symbols = {{"u0", true, "aten.nonzero.default", "idx.shape[0]", "9", {"/tmp/job.py", 6, "pairs", ""}}};
+  EXPECT_EQ(truthOnRun(p), 0);
+  std::vector<Advice> a = adviseProblem(p);
+  ASSERT_EQ(a.size(), 2u);  // not torch_check or torch_cond: nothing was asked while tracing
+  EXPECT_EQ(a[0].kind, "make_valid_for_all");
+  EXPECT_NE(a[0].edit.find("on this run u0 was 9"), std::string::npos);
+  EXPECT_EQ(a[1].kind, "check_where_made");
+  EXPECT_EQ(a[1].apply.action, "insert_before");
+  EXPECT_EQ(a[1].apply.line, 7);
+  p.symbols[0].value = "8";  // the data kept the assumption: only the check where it is made
+  a = adviseProblem(p);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].kind, "check_where_made");
+}
+
 TEST(WhyPatterns, EveryAdviceKindIsDocumented) {
   std::ifstream in(std::string(DYNREP_SOURCE_DIR) + "/docs/why.md");
   ASSERT_TRUE(in) << "docs/why.md";

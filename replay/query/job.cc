@@ -46,6 +46,18 @@ Result<Job> Job::load(const StoreReader& reader) {
     if (EventHandler handle = handlerFor(e.name)) handle(Event{job, e, md, files}, c);
     if (md.odd()) c.unreadable[e.name]++;
   }
+  // A compile that failed before PyTorch named its frame (a recompile limit is hit before
+  // Dynamo starts) belongs to the same code as the frame's other compiles.
+  std::map<int64_t, const Compile*> named;
+  for (const auto& [id, c] : byId)
+    if (!c.function.empty()) named.try_emplace(id.frame, &c);
+  for (auto& [id, c] : byId) {
+    if (auto it = named.find(id.frame); c.function.empty() && it != named.end()) {
+      c.function = it->second->function;
+      c.file = it->second->file;
+      c.firstLine = it->second->firstLine;
+    }
+  }
   for (auto& [id, c] : byId) {
     if (c.reason.empty()) c.reason = id.compile == 0 ? "first compile" : "(no reason recorded)";
     // An attempt that a later attempt of the same compile replaced was restarted by Dynamo

@@ -232,10 +232,12 @@ def test_recompile_ladder_reasons_through_the_cli(tmp_path: Path, inspect) -> No
     assert backed and backed[0]["source"] == "L['x'].size()[0]" and backed[0]["value"] == "8"
     # Each recompile's failed guard with the value it was compiled for and the value the call brought.
     (size,) = show(inspect, store, "0/1")["recompile_causes"]
-    assert (size["entry"], size["source"], size["expected"], size["seen"]) == ("0/0", "x.size()[0]", "4", "8")
+    # Found by comparing what 0/0 was compiled for with the call's own tensor, named as guards name it.
+    assert (size["entry"], size["source"], size["expected"], size["seen"]) == ("0/0", "L['x'].size()[0]", "4", "8")
+    assert size["from"] == "compared"
     # Newest entry first: 0/1 (dynamic size) failed on the float, 0/0 still on the size.
     factor_cause, first_entry = show(inspect, store, "0/2")["recompile_causes"]
-    assert (first_entry["entry"], first_entry["source"], first_entry["seen"]) == ("0/0", "x.size()[0]", "16")
+    assert (first_entry["entry"], first_entry["source"], first_entry["seen"]) == ("0/0", "L['x'].size()[0]", "16")
     assert (factor_cause["source"], factor_cause["expected"], factor_cause["seen"]) == ("factor", "2.0", "3.0")
     # Hit counts: 0/0 ran once (n=4), 0/1 twice (dynamic n=8, 16), 0/2 once; two calls fell through.
     listing = ls(inspect, store)
@@ -438,7 +440,7 @@ def test_gpt2_recompile_symbols_and_calls(store_path: Path, inspect) -> None:
     second = show(inspect, store_path, ok[1]["compile_id"], "--shapes")
     (cause,) = second["recompile_causes"]
     # transformers' forward is compiled through its `wrapper(*args, **kwargs)` decorator.
-    assert (cause["source"], cause["expected"], cause["seen"]) == ("args[0].size()[1]", "8", "12")
+    assert (cause["source"], cause["expected"], cause["seen"]) == ("L['args'][0].size()[1]", "8", "12")
     (seq,) = [o for o in second["symbol_origins"] if o["source"] == "L['args'][0].size()[1]"]
     assert not seq["unbacked"] and seq["value"] == "12"
     (entry,) = [e for e in second["symbols"] if e["symbol"] == seq["symbol"]]
