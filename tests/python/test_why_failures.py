@@ -34,6 +34,7 @@ class Case:
     edit: str = ""            # a substring of the first advice's edit
     verify: str = ""          # "fixed", "not fixed" or "refused" (why --verify); "" not run
     survives: bool = False    # the job ends well (a graph break or a recompile); else it dies of the failure
+    also: tuple[str, ...] = ()  # advice kinds that must follow the first
 
     @property
     def id(self) -> str:
@@ -43,7 +44,7 @@ class Case:
 CASES = [
     # run-time asserts that real data broke (the job dies of them)
     Case("pairs_view", ("aot_eager",), "runtime_assert", "make_valid_for_all", "Eq(Mod(u0, 2), 0)", {"u0": 9},
-         "on this run u0 was 9", verify="not fixed"),
+         "on this run u0 was 9", verify="not fixed", also=("check_where_made",)),
     Case("pairs_view", ("eager",), "runtime_assert", "make_valid_for_all", "Eq(Mod(u0, 2), 0)", {"u0": 9}),
     Case("pairs_view", ("inductor",), "runtime_assert", "make_valid_for_all", "Eq(Mod(u0, 2), 0)", {"u0": 9}),
     Case("masked_rows", (), "runtime_assert", "make_valid_for_all", "Eq(Mod(u0, 3), 0)", {"u0": 7}),
@@ -54,7 +55,7 @@ CASES = [
          verify="fixed"),
     Case("marked_broadcast", (), "constraint_violation", "maybe_mark_dynamic", edit="maybe_mark_dynamic(batch, 0)",
          verify="fixed"),
-    Case("marked_range", (), "constraint_violation", "dim_range", edit="mark_dynamic(x, 0, min=5, max=16)",
+    Case("marked_range", (), "constraint_violation", "dim_range", edit="mark_dynamic(x, 0, min=6, max=16)",
          verify="fixed"),
     # a data-dependent branch: the value on the run says which side happened
     Case("empty_or_not", ("0.5",), "data_dependent", "torch_check", "Eq(u0, 0)", {"u0": 3},
@@ -119,6 +120,7 @@ def test_why_names_the_failure(case, captured):
     entry, found = _first(answer, case)
     assert [a["kind"] for a in found["advice"][:1]] == ([case.advice] if case.advice else []), found["advice"]
     assert not case.edit or case.edit in found["advice"][0]["edit"]
+    assert set(case.also) <= {a["kind"] for a in found["advice"][1:]}
     if case.kind == "recompile":
         assert found["from"] == "event" and any(c.get("from") == "compared" for c in [found, *found["causes"]])
         return
@@ -208,4 +210,5 @@ def test_every_advice_kind_has_a_program():
     sys.path.append(str(Path(__file__).resolve().parent / "jobs"))
     import why
 
-    assert _table_kinds("Advice patterns") == set(why.ADVICE) | {c.advice for c in CASES if c.advice}
+    proven = {c.advice for c in CASES if c.advice} | {kind for c in CASES for kind in c.also}
+    assert _table_kinds("Advice patterns") == set(why.ADVICE) | proven
