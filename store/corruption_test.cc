@@ -6,6 +6,7 @@
 
 #include "dynrep/store/reader.h"
 #include "dynrep/store/writer.h"
+#include "store/format.h"
 #include "store/testing/temp_dir.h"
 
 namespace dynrep {
@@ -42,7 +43,7 @@ class CorruptionTest : public ::testing::Test {
     std::vector<std::string> problems;
     if (!r.isOk()) return problems;
     for (size_t i = 0; i < (*r)->recordCount(); ++i) (void)(*r)->recordPayload(i);
-    for (const auto& b : (*r)->index().blobs) (void)(*r)->readBlob(b.key);
+    for (const BlobInfo& b : (*r)->blobs()) (void)(*r)->readBlob(b.key);
     (*r)->verify(&problems);
     return problems;
   }
@@ -94,16 +95,16 @@ TEST_F(CorruptionTest, BitFlipAnywhereIsDetected) {
 
 TEST_F(CorruptionTest, FlippedBlobByteNamesTheRecordAndBlob) {
   auto r = StoreReader::open(path_);
-  const format::ChunkEntry& c = (*r)->index().chunks[(*r)->findBlob(keys_[2])->firstChunk];
+  uint64_t firstChunk = (*r)->findBlob(keys_[2])->offset;
   std::string bad = good_;
-  bad[c.offset + format::kFrameSize + format::kChunkHeaderSize + 3] ^= 0x10;
+  bad[firstChunk + format::kFrameSize + format::kChunkHeaderSize + 3] ^= 0x10;
   std::string p = dir_.file("flip.dynrep");
   testing::writeFile(p, bad);
   auto rb = StoreReader::open(p);
   ASSERT_TRUE(rb.isOk());
   Status s = (*rb)->readBlob(keys_[2]).status();
   EXPECT_EQ(s.code(), Status::Code::Corruption);
-  EXPECT_NE(s.message().find(p + ": record at offset " + std::to_string(c.offset) + ": checksum mismatch"),
+  EXPECT_NE(s.message().find(p + ": record at offset " + std::to_string(firstChunk) + ": checksum mismatch"),
             std::string::npos)
       << s.message();
   EXPECT_TRUE((*rb)->readBlob(keys_[0]).isOk());  // the rest stays readable
@@ -120,7 +121,7 @@ TEST_F(CorruptionTest, DamagedIndexFallsBackToScan) {
   EXPECT_EQ((*r)->state(), StoreState::Recovered);
   EXPECT_NE((*r)->recoveryNote().find("index damaged"), std::string::npos);
   EXPECT_EQ((*r)->recordCount(), 4u);
-  EXPECT_EQ((*r)->index().blobs.size(), 4u);
+  EXPECT_EQ((*r)->blobs().size(), 4u);
   EXPECT_FALSE(problems.empty());
 }
 

@@ -1,5 +1,5 @@
 // Codecs for the fixed-size parts of a store file (docs/store-format.md §2-§7).
-#include "dynrep/store/format.h"
+#include "format.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,5 +1,5 @@
 // Codec tests for the fixed-size parts of the format: round trips and rejection of bad bytes.
-#include "dynrep/store/format.h"
+#include "format.h"
 
 #include <gtest/gtest.h>
 

@@ -14,6 +14,7 @@
 
 #include <zstd.h>
 
+#include "format.h"
 #include "posix_io.h"
 
 namespace dynrep {
@@ -77,14 +78,16 @@ Status StoreReader::load() {
   if (m == MAP_FAILED) return Status::ioError(path_ + ": mmap failed: " + io::errnoText(errno));
   map_ = static_cast<const uint8_t*>(m);
   ::madvise(m, size_, MADV_RANDOM);  // open touches only the ends; blob reads advise their own ranges
-  DYNREP_RETURN_IF_ERROR(format::decodeHeader(map_, path_, &header_));
+  format::Header header;
+  DYNREP_RETURN_IF_ERROR(format::decodeHeader(map_, path_, &header));
+  header_ = {header.major, header.minor, header.writerVersion, header.createdUnixSeconds};
 
   format::Trailer trailer;
   if (size_ >= format::kHeaderSize + format::kTrailerSize &&
       format::decodeTrailer(map_ + size_ - format::kTrailerSize, &trailer)) {
     Status s = loadIndex(trailer);
     if (s.isOk()) return s;
-    index_ = format::Index{};
+    *index_ = format::Index{};
     state_ = StoreState::Recovered;
     recoveryNote_ = "index damaged (" + s.message() + "); recovered by a scan: " + scan();
     return Status::ok();
@@ -105,7 +108,7 @@ Status StoreReader::loadIndex(const format::Trailer& trailer) {
   Result<std::string_view> payload = framePayload(trailer.indexOffset, uint16_t(format::Kind::Index));
   if (!payload.isOk()) return payload.status();
   if (payload->size() != trailer.indexPayloadSize) return Status::corruption("index length differs from the trailer's");
-  return format::decodeIndex(*payload, trailer.indexOffset, &index_);
+  return format::decodeIndex(*payload, trailer.indexOffset, index_.get());
 }
 
 std::string StoreReader::scan() {
@@ -124,32 +127,32 @@ std::string StoreReader::scan() {
       format::ChunkHeader c = format::decodeChunkHeader(payload);
       bool continues = inBlob && c.seq == building.chunkCount && c.key == building.key;
       if (c.seq == 0) {
-        building = format::BlobEntry{c.key, 0, 0, uint32_t(index_.chunks.size()), 0};
+        building = format::BlobEntry{c.key, 0, 0, uint32_t(index_->chunks.size()), 0};
         inBlob = true;
       } else if (!continues) {
         inBlob = false;  // an orphan chunk: its blob's start was lost
       }
       if (inBlob && (c.flags & format::kChunkReservedMask) == 0 && c.rawSize <= format::kMaxChunkRawSize) {
-        index_.chunks.push_back({off, f.payloadSize, c.rawSize});
+        index_->chunks.push_back({off, f.payloadSize, c.rawSize});
         building.rawSize += c.rawSize;
         building.storedSize += f.payloadSize - format::kChunkHeaderSize;
         building.chunkCount++;
         if (c.flags & format::kChunkFlagLast) {
-          index_.blobs.push_back(building);
+          index_->blobs.push_back(building);
           inBlob = false;
         }
       }
     } else if (f.kind >= format::kFirstTypedKind) {
-      index_.records.push_back({off, f.payloadSize, f.kind});
+      index_->records.push_back({off, f.payloadSize, f.kind});
     }  // the index of an unfinished close, and container kinds from newer minors, are skipped
     off += format::kFrameSize + f.payloadSize;
   }
-  std::stable_sort(index_.blobs.begin(), index_.blobs.end(),
+  std::stable_sort(index_->blobs.begin(), index_->blobs.end(),
                    [](const format::BlobEntry& a, const format::BlobEntry& b) { return a.key < b.key; });
   // Duplicate keys cannot come from our writer; keep the first if a damaged file has them.
-  index_.blobs.erase(std::unique(index_.blobs.begin(), index_.blobs.end(),
+  index_->blobs.erase(std::unique(index_->blobs.begin(), index_->blobs.end(),
                                  [](const format::BlobEntry& a, const format::BlobEntry& b) { return a.key == b.key; }),
-                     index_.blobs.end());
+                     index_->blobs.end());
   if (!stop.empty()) return stop;
   return "no index: the writer did not close the store; all " + std::to_string(size_) + " bytes scanned";
 }
@@ -157,12 +160,12 @@ std::string StoreReader::scan() {
 StoreStats StoreReader::stats() const {
   StoreStats s;
   s.fileBytes = size_;
-  s.blobCount = index_.blobs.size();
-  for (const auto& b : index_.blobs) {
+  s.blobCount = index_->blobs.size();
+  for (const auto& b : index_->blobs) {
     s.rawBlobBytes += b.rawSize;
     s.storedBlobBytes += b.storedSize;
   }
-  for (const auto& r : index_.records) s.recordsByKind[r.kind]++;
+  for (const auto& r : index_->records) s.recordsByKind[r.kind]++;
   return s;
 }
 
@@ -186,23 +189,51 @@ Result<std::string_view> StoreReader::framePayload(uint64_t offset, uint16_t exp
   return std::string_view(reinterpret_cast<const char*>(map_ + offset + format::kFrameSize), f.payloadSize);
 }
 Result<std::string_view> StoreReader::recordPayload(size_t i) const {
-  if (i >= index_.records.size()) return Status::invalidArgument(path_ + ": no record " + std::to_string(i));
-  const format::RecordEntry& r = index_.records[i];
+  if (i >= index_->records.size()) return Status::invalidArgument(path_ + ": no record " + std::to_string(i));
+  const format::RecordEntry& r = index_->records[i];
   Result<std::string_view> p = framePayload(r.offset, r.kind);
   if (p.isOk() && p->size() != r.payloadSize)
     return Status::corruption(path_ + ": " + at(r.offset) + ": length differs from the index");
   return p;
 }
 
-const format::BlobEntry* StoreReader::findBlob(const BlobKey& key) const {
-  auto it = std::lower_bound(index_.blobs.begin(), index_.blobs.end(), key,
+StoreReader::StoreReader() : index_(std::make_unique<format::Index>()) {}
+
+size_t StoreReader::recordCount() const { return index_->records.size(); }
+
+RecordInfo StoreReader::record(size_t i) const {
+  const format::RecordEntry& r = index_->records[i];
+  return {r.kind, r.offset, r.payloadSize};
+}
+
+namespace {
+BlobInfo infoOf(const format::BlobEntry& b, const format::Index& index) {
+  return {b.key, b.rawSize, b.storedSize, b.chunkCount, b.chunkCount ? index.chunks[b.firstChunk].offset : 0};
+}
+}  // namespace
+
+std::vector<BlobInfo> StoreReader::blobs() const {
+  std::vector<BlobInfo> out;
+  out.reserve(index_->blobs.size());
+  for (const format::BlobEntry& b : index_->blobs) out.push_back(infoOf(b, *index_));
+  return out;
+}
+
+std::optional<BlobInfo> StoreReader::findBlob(const BlobKey& key) const {
+  const format::BlobEntry* e = findEntry(key);
+  if (!e) return std::nullopt;
+  return infoOf(*e, *index_);
+}
+
+const format::BlobEntry* StoreReader::findEntry(const BlobKey& key) const {
+  auto it = std::lower_bound(index_->blobs.begin(), index_->blobs.end(), key,
                              [](const format::BlobEntry& b, const BlobKey& k) { return b.key < k; });
-  if (it == index_.blobs.end() || it->key != key) return nullptr;
+  if (it == index_->blobs.end() || it->key != key) return nullptr;
   return &*it;
 }
 
 Result<std::string_view> StoreReader::chunkData(const format::BlobEntry& blob, uint32_t seq) const {
-  const format::ChunkEntry& c = index_.chunks[blob.firstChunk + seq];
+  const format::ChunkEntry& c = index_->chunks[blob.firstChunk + seq];
   Result<std::string_view> p = framePayload(c.offset, uint16_t(format::Kind::BlobChunk));
   if (!p.isOk()) return p.status();
   std::string where = path_ + ": " + at(c.offset) + ": blob " + blob.key.hex() + " chunk " + std::to_string(seq);
@@ -225,7 +256,7 @@ Result<std::string_view> StoreReader::chunkData(const format::BlobEntry& blob, u
 
 Status StoreReader::decompressChunk(const format::BlobEntry& blob, uint32_t seq, std::string_view zstd,
                                      char* out) const {
-  const format::ChunkEntry& c = index_.chunks[blob.firstChunk + seq];
+  const format::ChunkEntry& c = index_->chunks[blob.firstChunk + seq];
   size_t n = ZSTD_decompressDCtx(threadDctx(), out, c.rawSize, zstd.data(), zstd.size());
   if (!ZSTD_isError(n) && n == c.rawSize) return Status::ok();
   return Status::corruption(path_ + ": " + at(c.offset) + ": blob " + blob.key.hex() + " chunk " + std::to_string(seq) +
@@ -234,8 +265,11 @@ Status StoreReader::decompressChunk(const format::BlobEntry& blob, uint32_t seq,
                                              : "decompressed to " + std::to_string(n) + " bytes, expected " +
                                                    std::to_string(c.rawSize)));
 }
-Result<CheckedBlob> StoreReader::checkBlob(const format::BlobEntry& entry) const {
-  CheckedBlob checked{entry, {}};
+Result<CheckedBlob> StoreReader::checkBlob(const BlobKey& key) const {
+  const format::BlobEntry* e = findEntry(key);
+  if (!e) return Status::notFound(path_ + ": no blob " + key.hex());
+  const format::BlobEntry& entry = *e;
+  CheckedBlob checked{infoOf(entry, *index_), {}};
   checked.frames.reserve(entry.chunkCount);
   for (uint32_t seq = 0; seq < entry.chunkCount; ++seq) {
     Result<std::string_view> z = chunkData(entry, seq);
@@ -245,16 +279,18 @@ Result<CheckedBlob> StoreReader::checkBlob(const format::BlobEntry& entry) const
   return checked;
 }
 Status StoreReader::readBlobInto(const CheckedBlob& blob, char* out) const {
-  const format::BlobEntry& entry = blob.entry;
-  const format::ChunkEntry& first = index_.chunks[entry.firstChunk];
-  const format::ChunkEntry& lastc = index_.chunks[entry.firstChunk + entry.chunkCount - 1];
+  const format::BlobEntry* e = findEntry(blob.info.key);
+  if (!e || blob.frames.size() != e->chunkCount) return Status::invalidArgument(path_ + ": blob " + blob.info.key.hex() + " was not checked here");
+  const format::BlobEntry& entry = *e;
+  const format::ChunkEntry& first = index_->chunks[entry.firstChunk];
+  const format::ChunkEntry& lastc = index_->chunks[entry.firstChunk + entry.chunkCount - 1];
   ::madvise(const_cast<uint8_t*>(map_) + (first.offset & ~uint64_t(4095)),
             lastc.offset + format::kFrameSize + lastc.payloadSize - (first.offset & ~uint64_t(4095)), MADV_SEQUENTIAL);
   // The index guarantees the chunks' raw sizes add up to entry.rawSize (docs/store-format.md §6).
   BlobHasher hasher;
   for (uint32_t seq = 0; seq < entry.chunkCount; ++seq) {
     DYNREP_RETURN_IF_ERROR(decompressChunk(entry, seq, blob.frames[seq], out));
-    uint32_t n = index_.chunks[entry.firstChunk + seq].rawSize;
+    uint32_t n = index_->chunks[entry.firstChunk + seq].rawSize;
     hasher.update(out, n);
     out += n;
   }
@@ -263,9 +299,9 @@ Status StoreReader::readBlobInto(const CheckedBlob& blob, char* out) const {
   return Status::ok();
 }
 Result<std::string> StoreReader::readBlob(const BlobKey& key) const {
-  const format::BlobEntry* e = findBlob(key);
+  const format::BlobEntry* e = findEntry(key);
   if (!e) return Status::notFound(path_ + ": no blob " + key.hex());
-  Result<CheckedBlob> checked = checkBlob(*e);
+  Result<CheckedBlob> checked = checkBlob(key);
   if (!checked.isOk()) return checked.status();
   std::string out;
   try {
@@ -279,27 +315,28 @@ Result<std::string> StoreReader::readBlob(const BlobKey& key) const {
 }
 
 Result<std::unique_ptr<BlobStream>> StoreReader::openBlob(const BlobKey& key) const {
-  const format::BlobEntry* e = findBlob(key);
+  const format::BlobEntry* e = findEntry(key);
   if (!e) return Status::notFound(path_ + ": no blob " + key.hex());
-  return std::unique_ptr<BlobStream>(new BlobStream(this, *e));
+  return std::unique_ptr<BlobStream>(new BlobStream(this, e, infoOf(*e, *index_)));
 }
 
-BlobStream::BlobStream(const StoreReader* reader, format::BlobEntry entry) : reader_(reader), entry_(entry) {}
+BlobStream::BlobStream(const StoreReader* reader, const format::BlobEntry* entry, BlobInfo info)
+    : reader_(reader), entry_(entry), info_(std::move(info)) {}
 
 Result<size_t> BlobStream::read(char* out, size_t size) {
   size_t done = 0;
   while (done < size) {
     if (chunkPos_ == chunk_.size()) {
-      if (nextSeq_ == entry_.chunkCount) break;
+      if (nextSeq_ == entry_->chunkCount) break;
       // Checked before the buffer grows, so a damaged size never becomes an allocation.
-      Result<std::string_view> z = reader_->chunkData(entry_, nextSeq_);
+      Result<std::string_view> z = reader_->chunkData(*entry_, nextSeq_);
       if (!z.isOk()) return z.status();
-      chunk_.resize(reader_->index_.chunks[entry_.firstChunk + nextSeq_].rawSize);
-      DYNREP_RETURN_IF_ERROR(reader_->decompressChunk(entry_, nextSeq_, *z, chunk_.data()));
+      chunk_.resize(reader_->index_->chunks[entry_->firstChunk + nextSeq_].rawSize);
+      DYNREP_RETURN_IF_ERROR(reader_->decompressChunk(*entry_, nextSeq_, *z, chunk_.data()));
       hasher_.update(chunk_.data(), chunk_.size());
       chunkPos_ = 0;
-      if (++nextSeq_ == entry_.chunkCount && hasher_.finish() != entry_.key)
-        return Status::corruption(reader_->path_ + ": blob " + entry_.key.hex() + ": content hash mismatch");
+      if (++nextSeq_ == entry_->chunkCount && hasher_.finish() != entry_->key)
+        return Status::corruption(reader_->path_ + ": blob " + entry_->key.hex() + ": content hash mismatch");
     }
     size_t n = std::min(size - done, chunk_.size() - chunkPos_);
     std::memcpy(out + done, chunk_.data() + chunkPos_, n);
@@ -325,9 +362,9 @@ bool StoreReader::verify(std::vector<std::string>* problems) const {
   }
   size_t walked = problems->size();
   std::string scratch;
-  for (const format::BlobEntry& b : index_.blobs) {
+  for (const format::BlobEntry& b : index_->blobs) {
     // Stream chunk by chunk so verifying a huge blob needs one chunk of memory.
-    auto stream = std::unique_ptr<BlobStream>(new BlobStream(this, b));
+    auto stream = std::unique_ptr<BlobStream>(new BlobStream(this, &b, infoOf(b, *index_)));
     scratch.resize(256 * 1024);
     for (;;) {
       Result<size_t> n = stream->read(scratch.data(), scratch.size());

@@ -59,10 +59,10 @@ TEST(StoreTest, BlobsAndRecordsRoundTrip) {
   EXPECT_EQ(*r->readBlob(kb), big);
   EXPECT_EQ(*r->readBlob(ks), small);
   EXPECT_EQ(*r->readBlob(ke), "");
-  EXPECT_EQ(r->findBlob(kb)->chunkCount, 11u);
+  EXPECT_EQ(r->findBlob(kb)->chunks, 11u);
   ASSERT_EQ(r->recordCount(), 2u);
   EXPECT_EQ(*r->recordPayload(0), "first");
-  EXPECT_EQ(r->index().records[1].kind, 999);
+  EXPECT_EQ(r->recordKind(1), 999);
   EXPECT_EQ(r->readBlob(BlobKey::of("absent")).status().code(), Status::Code::NotFound);
   std::vector<std::string> problems;
   EXPECT_TRUE(r->verify(&problems)) << problems[0];
@@ -100,8 +100,8 @@ TEST(StoreTest, IdenticalBlobsAreStoredOnce) {
   EXPECT_EQ(a, b);
   ASSERT_TRUE(w->close().isOk());
   auto r = mustOpen(path);
-  EXPECT_EQ(r->index().blobs.size(), 1u);
-  EXPECT_EQ(r->index().chunks.size(), 1u);
+  ASSERT_EQ(r->blobs().size(), 1u);
+  EXPECT_EQ(r->blobs()[0].chunks, 1u);
 }
 
 TEST(StoreTest, FileBlobEqualsMemoryBlob) {
@@ -287,7 +287,7 @@ TEST(StoreTest, KilledWriterLeavesARecoverablePrefix) {
     EXPECT_FALSE((*r)->recoveryNote().empty());
     for (size_t i = 0; i < (*r)->recordCount(); ++i)
       EXPECT_EQ(*(*r)->recordPayload(i), "record " + std::to_string(i));
-    for (const auto& b : (*r)->index().blobs) EXPECT_TRUE((*r)->readBlob(b.key).isOk()) << b.key.hex();
+    for (const BlobInfo& b : (*r)->blobs()) EXPECT_TRUE((*r)->readBlob(b.key).isOk()) << b.key.hex();
   }
 }
 

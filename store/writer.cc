@@ -19,6 +19,7 @@
 
 #include <zstd.h>
 
+#include "format.h"
 #include "posix_io.h"
 
 #ifndef DYNREP_VERSION
@@ -397,6 +398,18 @@ Status StoreWriter::close() {
   std::lock_guard<std::mutex> lock(d.mu);
   if (d.error.isOk()) d.error = s;
   return s;
+}
+
+}  // namespace dynrep
+
+namespace dynrep {
+
+std::string encodeStoreHeader(uint16_t major, uint16_t minor, const std::string& writerVersion,
+                              uint64_t createdUnixSeconds) {
+  format::Header h{major, minor, writerVersion, createdUnixSeconds};
+  uint8_t out[format::kHeaderSize];
+  format::encodeHeader(h, out);
+  return std::string(reinterpret_cast<const char*>(out), sizeof(out));
 }
 
 }  // namespace dynrep

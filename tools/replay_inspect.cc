@@ -57,7 +57,7 @@ int run(int argc, char** argv) {
   auto* ls = app.add_subcommand("ls", "frames and compiles of a captured job (--records, --blobs: the raw store)");
   auto* verify = app.add_subcommand("verify", "check every checksum and blob hash; exit 1 when any fails");
   auto* show = app.add_subcommand("show", "one compile in detail: reason, guards, code, graphs, symbolic shapes");
-  auto* why = app.add_subcommand("why", "why compiles failed, broke their graphs or compiled again, and the fix (docs/why.md)");
+  auto* why = app.add_subcommand("why", "why compiles failed, broke their graphs, compiled again or failed at run time, and the fix (docs/why.md)");
   auto* diff = app.add_subcommand("diff", "two compiles or two stores of one job: guards, graphs, settings, environment; "
                                           "exit 0 same, 1 different, 2 trouble");
   // Listed for --help only: main() hands `run` to replay-run before parsing.

@@ -6,7 +6,7 @@
 
 #include "bindings.h"
 #include "dynrep/capture/records.h"
-#include "dynrep/store/format.h"
+#include "dynrep/store/writer.h"
 
 namespace dynrep::python {
 
@@ -81,7 +81,7 @@ uint16_t recordKindOf(py::handle kind) {
   if (std::optional<uint16_t> k = kindOfClass(kind, TypedRecords{})) return *k;
   if (py::isinstance<py::int_>(kind)) {
     int k = kind.cast<int>();
-    if (k >= format::kFirstTypedKind && k <= 0xFFFF) return uint16_t(k);
+    if (k >= kFirstRecordKind && k <= 0xFFFF) return uint16_t(k);
   }
   throw py::value_error("not a record kind: " + std::string(py::repr(kind)));
 }

@@ -142,7 +142,7 @@ class PyStore {
   py::object getBlob(const std::string& hex, bool stream) {
     BlobKey key = parseKey(hex);
     std::shared_ptr<StoreReader> r = view();
-    const format::BlobEntry* e = r->findBlob(key);
+    std::optional<BlobInfo> e = r->findBlob(key);
     if (!e) check(Status::notFound(path_ + ": no blob " + hex), Doing::Reading);
     if (stream) {
       Result<std::unique_ptr<BlobStream>> s = r->openBlob(key);
@@ -153,7 +153,7 @@ class PyStore {
     // first, so a damaged size cannot turn into a huge allocation.
     Result<CheckedBlob> checked = [&] {
       py::gil_scoped_release nogil;
-      return r->checkBlob(*e);
+      return r->checkBlob(key);
     }();
     check(checked.status(), Doing::Reading);
     PyObject* bytes = PyBytes_FromStringAndSize(nullptr, Py_ssize_t(e->rawSize));
@@ -170,12 +170,12 @@ class PyStore {
 
   bool hasBlob(const std::string& hex) {
     std::optional<BlobKey> key = BlobKey::fromHex(hex);
-    return key && view()->findBlob(*key) != nullptr;
+    return key && view()->findBlob(*key).has_value();
   }
 
   std::vector<std::string> blobKeys() {
     std::vector<std::string> keys;
-    for (const auto& b : view()->index().blobs) keys.push_back(b.key.hex());
+    for (const BlobInfo& b : view()->blobs()) keys.push_back(b.key.hex());
     return keys;
   }
 
@@ -197,7 +197,7 @@ class PyStore {
     std::shared_ptr<StoreReader> r = view();
     py::list out;
     for (size_t i = 0; i < r->recordCount(); ++i) {
-      uint16_t k = r->index().records[i].kind;
+      uint16_t k = r->recordKind(i);
       if (want && k != *want) continue;
       Result<std::string_view> p = r->recordPayload(i);
       check(p.status(), Doing::Reading);
@@ -300,10 +300,7 @@ class PyStore {
 void registerStore(py::module_& m) {
   // For tests that need stores from other format versions: the header codec, nothing else.
   m.def("_encode_header", [](int major, int minor, const std::string& writer, uint64_t created) {
-    format::Header h{uint16_t(major), uint16_t(minor), writer, created};
-    uint8_t out[format::kHeaderSize];
-    format::encodeHeader(h, out);
-    return py::bytes(reinterpret_cast<const char*>(out), sizeof out);
+    return py::bytes(encodeStoreHeader(uint16_t(major), uint16_t(minor), writer, created));
   });
 
   py::class_<StoreInfo>(m, "StoreInfo", "What `replay-inspect info` shows, as values.")
@@ -336,7 +333,7 @@ void registerStore(py::module_& m) {
 
   py::class_<PyStore>(m, "Store", "A dynamo-replay store file: create() to write, open() to read.")
       .def_static("create", &PyStore::create, py::arg("path"), py::kw_only(), py::arg("level") = 3,
-                  py::arg("overwrite") = false, py::arg("chunk_size") = format::kDefaultChunkSize)
+                  py::arg("overwrite") = false, py::arg("chunk_size") = kDefaultChunkSize)
       .def_static("open", &PyStore::open, py::arg("path"))
       .def_property_readonly("path", &PyStore::path)
       .def_property_readonly("writable", &PyStore::writable)

@@ -140,7 +140,7 @@ int inspectInfo(const std::string& path, const InspectOptions& o, std::ostream& 
   auto r = openOrReport(path, o, err);
   if (!r) return 1;
   StoreStats s = r->stats();
-  const format::Header& h = r->header();
+  const StoreHeader& h = r->header();
   uint64_t recordTotal = 0;
   for (const auto& [kind, n] : s.recordsByKind) recordTotal += n;
   if (o.json) {
@@ -194,26 +194,27 @@ int inspectLs(const std::string& path, LsWhat what, const InspectOptions& o, std
   }
   int status = 0;
   if (what == LsWhat::Blobs) {
-    const auto& idx = r->index();
+    std::vector<BlobInfo> blobs = r->blobs();
     json rows = json::array();
     if (!o.json) fmt::print(out, "{:<32}  {:>12}  {:>12}  {:>6}  {:>6}\n", "KEY", "RAW", "STORED", "RATIO", "CHUNKS");
-    uint64_t raw = 0, stored = 0;
-    for (const auto& b : idx.blobs) {
+    uint64_t raw = 0, stored = 0, chunks = 0;
+    for (const BlobInfo& b : blobs) {
+      chunks += b.chunks;
       raw += b.rawSize;
       stored += b.storedSize;
       double q = b.storedSize ? double(b.rawSize) / double(b.storedSize) : 1.0;
       if (o.json) {
         rows.push_back({{"key", b.key.hex()}, {"raw_bytes", b.rawSize}, {"stored_bytes", b.storedSize},
-                        {"chunks", b.chunkCount}, {"offset", idx.chunks[b.firstChunk].offset}});
+                        {"chunks", b.chunks}, {"offset", b.offset}});
       } else {
-        fmt::print(out, "{:<32}  {:>12}  {:>12}  {:>6.2f}  {:>6}\n", b.key.hex(), b.rawSize, b.storedSize, q, b.chunkCount);
+        fmt::print(out, "{:<32}  {:>12}  {:>12}  {:>6.2f}  {:>6}\n", b.key.hex(), b.rawSize, b.storedSize, q, b.chunks);
       }
     }
     if (o.json) {
       out << dumpJson(json{{"path", path}, {"state", stateName(r->state())}, {"blobs", rows}}, 2) << "\n";
     } else {
-      fmt::print(out, "{:<32}  {:>12}  {:>12}  {:>6.2f}  {:>6}\n", fmt::format("total: {} blobs", idx.blobs.size()),
-                 raw, stored, stored ? double(raw) / double(stored) : 1.0, idx.chunks.size());
+      fmt::print(out, "{:<32}  {:>12}  {:>12}  {:>6.2f}  {:>6}\n", fmt::format("total: {} blobs", blobs.size()),
+                 raw, stored, stored ? double(raw) / double(stored) : 1.0, chunks);
     }
     return 0;
   }
@@ -221,7 +222,7 @@ int inspectLs(const std::string& path, LsWhat what, const InspectOptions& o, std
   if (!o.json) fmt::print(out, "{:>5}  {:>12}  {:<10}  {:>9}  {}\n", "#", "OFFSET", "KIND", "BYTES", "DESCRIPTION");
   uint64_t total = 0;
   for (size_t i = 0; i < r->recordCount(); ++i) {
-    const format::RecordEntry& e = r->index().records[i];
+    RecordInfo e = r->record(i);
     Result<std::string_view> p = r->recordPayload(i);
     std::string what = p.isOk() ? capture::describe(e.kind, *p) : "(" + p.status().message() + ")";
     if (!p.isOk()) status = 1;
@@ -237,7 +238,7 @@ int inspectLs(const std::string& path, LsWhat what, const InspectOptions& o, std
     out << dumpJson(json{{"path", path}, {"state", stateName(r->state())}, {"records", rows}}, 2) << "\n";
   } else {
     fmt::print(out, "{:>5}  {:>12}  {:<10}  {:>9}  {}\n", "", "", "total", total,
-               fmt::format("{} records, {} blobs", r->recordCount(), r->index().blobs.size()));
+               fmt::format("{} records, {} blobs", r->recordCount(), r->blobs().size()));
   }
   return status;
 }

@@ -15,7 +15,7 @@
 
 #include "dynrep/capture/records.h"
 #include "dynrep/replay/query/json_fields.h"
-#include "store_records.h"
+#include "dynrep/replay/query/store_records.h"
 
 namespace dynrep::replay {
 

@@ -50,7 +50,9 @@ HostValue fromEntry(const Job& job, const json& entry) {
   if (!dtype) throw StoreError("a stored value of dtype " + entry.value("dtype", "?") + ", which is not lowered");
   HostValue v = HostValue::tensor(*dtype, entry.value("shape", std::vector<int64_t>{}));
   std::string key = entry["blob"].get<std::string>();
-  std::string bytes = job.text(key);
+  Result<std::string> read = job.blob(key);
+  if (!read.isOk()) throw StoreError("stored tensor " + key + ": " + read.status().message());
+  const std::string& bytes = *read;
   if (bytes.size() != v.data.size())
     throw StoreError("stored tensor " + key + ": " + std::to_string(bytes.size()) + " bytes where its shape needs " + std::to_string(v.data.size()));
   std::memcpy(v.data.data(), bytes.data(), bytes.size());
@@ -422,8 +424,8 @@ std::map<std::string, std::string> constantBytes(const Job& job, const json& ir)
   if (ir.contains("constants") && ir["constants"].is_object())
     for (const auto& [name, entry] : ir["constants"].items())
       if (entry.is_object() && entry.contains("blob") && entry["blob"].is_string()) {
-        std::string bytes = job.text(entry["blob"].get<std::string>());
-        if (bytes.size() == entry.value("bytes", bytes.size())) out[name] = std::move(bytes);
+        Result<std::string> bytes = job.blob(entry["blob"].get<std::string>());
+        if (bytes.isOk() && bytes->size() == entry.value("bytes", bytes->size())) out[name] = std::move(*bytes);
       }
   return out;
 }

@@ -1,3 +1,4 @@
+// replay-inspect mlir and lower-check: options, which graphs, the text and JSON reports.
 #include "dynrep/replay/mlir/commands.h"
 
 #include <cstdio>

@@ -1,3 +1,4 @@
+// The emitter's spelling of values, types, constants, symbolic sizes and locations as MLIR text.
 #include "emitter.h"
 
 #include <cmath>

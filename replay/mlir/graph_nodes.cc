@@ -1,3 +1,4 @@
+// A graph IR node's location, not-lowered report and function name, shared by both lowerings.
 #include "graph_nodes.h"
 
 #include "emitter.h"

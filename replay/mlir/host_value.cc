@@ -1,3 +1,4 @@
+// Host values for the JIT: tensors and scalars read from samples or filled, and their comparison.
 #include "host_value.h"
 
 #include <algorithm>

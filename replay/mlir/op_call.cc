@@ -1,3 +1,4 @@
+// An operator node's arguments resolved in schema order, defaults filled from the stored schema.
 #include "op_call.h"
 
 namespace dynrep::replay::lowering {

@@ -1,3 +1,4 @@
+// Element and tensor types spelled as MLIR spells them, static and symbolic dimensions.
 #include "types.h"
 
 namespace dynrep::replay::lowering {

@@ -1,3 +1,4 @@
+// A compile's samples by pass, each placeholder's feed and each result's expected value.
 #include "dynrep/replay/query/graph_samples.h"
 
 #include <cctype>

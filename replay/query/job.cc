@@ -22,7 +22,7 @@ Result<Job> Job::load(const StoreReader& reader) {
     return c;
   };
   for (size_t i = 0; i < reader.recordCount(); ++i) {
-    uint16_t kind = reader.index().records[i].kind;
+    uint16_t kind = reader.recordKind(i);
     if (kind != uint16_t(capture::RecordKind::TraceEvent) && kind != uint16_t(capture::RecordKind::CodeObject)) continue;
     Result<std::string_view> payload = reader.recordPayload(i);
     if (!payload.isOk()) return payload.status();
@@ -84,11 +84,15 @@ size_t Job::frameCount() const {
   return frames.size();
 }
 
+Result<std::string> Job::blob(const std::string& key) const {
+  std::optional<BlobKey> k = BlobKey::fromHex(key);
+  if (!k) return Status::invalidArgument(reader_->path() + ": bad blob key '" + key + "'");
+  return reader_->readBlob(*k);
+}
+
 std::string Job::text(const std::string& key) const {
   if (key.empty()) return "";
-  std::optional<BlobKey> k = BlobKey::fromHex(key);
-  if (!k) return "[bad blob key " + key + "]";
-  Result<std::string> data = reader_->readBlob(*k);
+  Result<std::string> data = blob(key);
   return data.isOk() ? *data : "[" + data.status().message() + "]";
 }
 

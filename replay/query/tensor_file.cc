@@ -1,3 +1,4 @@
+// Reading and writing the tensor file replay-run hands to other tools (--dump-raw).
 #include "dynrep/replay/query/tensor_file.h"
 
 #include <fstream>

@@ -1,3 +1,4 @@
+// Graph IR arguments resolved once to libtorch IValues: constants, node slots and lists of them.
 #include "arguments.h"
 
 #include <cmath>

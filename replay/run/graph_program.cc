@@ -1,3 +1,4 @@
+// Preparing a stored graph (operators looked up, arguments resolved) and running it node by node.
 #include "graph_program.h"
 
 #include <cmath>

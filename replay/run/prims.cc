@@ -1,3 +1,4 @@
+// aten implementations of the prims:: operators decompositions leave in stored graphs.
 #include "prims.h"
 
 #include <cstdint>

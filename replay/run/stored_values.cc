@@ -1,3 +1,4 @@
+// A compile's graph IRs, samples and constants read from a store as tensors.
 #include "stored_values.h"
 
 #include <cstring>
@@ -40,13 +41,13 @@ at::Tensor StoredValues::blob(const json& entry, const json& stride) const {
     throw RunError("a value was not stored: " + entry.value("skipped", entry.value("unsupported", entry.dump())));
   at::ScalarType dtype = scalarType(entry.value("dtype", ""));
   std::vector<int64_t> shape = entry.value("shape", std::vector<int64_t>{});
-  std::string bytes = job_.text(entry["blob"].get<std::string>());
+  Result<std::string> read = job_.blob(entry["blob"].get<std::string>());
+  if (!read.isOk()) throw RunError("stored tensor " + entry["blob"].get<std::string>() + ": " + read.status().message());
+  const std::string& bytes = *read;
   at::Tensor t = at::empty(shape, at::TensorOptions().dtype(dtype));
-  if (static_cast<size_t>(t.nbytes()) != bytes.size())  // Job::text gives a read error as "[message]"
-    throw RunError("stored tensor " + entry["blob"].get<std::string>() + ": " +
-                   (!bytes.empty() && bytes.front() == '[' && bytes.back() == ']'
-                        ? bytes.substr(1, bytes.size() - 2)
-                        : std::to_string(bytes.size()) + " bytes where its shape needs " + std::to_string(t.nbytes())));
+  if (static_cast<size_t>(t.nbytes()) != bytes.size())
+    throw RunError("stored tensor " + entry["blob"].get<std::string>() + ": " + std::to_string(bytes.size()) +
+                   " bytes where its shape needs " + std::to_string(t.nbytes()));
   if (!bytes.empty()) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
   return restride(t, stride);
 }

@@ -2,7 +2,7 @@
 
 The sample of each released format version (v1.0/sample.dynrep) is written once and kept
 forever: pass --new-sample only when adding a new format version's folder. Likewise the capture
-of each capture-schema version (capture-1.2/every-record.dynrep, from every_record_job.py: every
+of each capture-schema version (capture-1.N/every-record.dynrep, from every_record_job.py: every
 record kind and every event capture writes): --new-capture, only for a new schema version.
 Run: .venv/bin/python tests/data/make_data.py
 """
@@ -21,7 +21,7 @@ from dynamo_replay.tools import inspect_executable
 
 HERE = Path(__file__).resolve().parent
 SAMPLE = HERE / "v1.0" / "sample.dynrep"
-CAPTURE = HERE / "capture-1.2" / "every-record.dynrep"  # the newest; older ones are kept as they are
+CAPTURE = HERE / "capture-1.5" / "every-record.dynrep"  # the newest; older ones are kept as they are
 
 
 def ls_json(path: Path, *extra: str) -> dict:
@@ -39,7 +39,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--new-sample", action="store_true", help="rewrite v1.0/sample.dynrep (never for a released version)")
     parser.add_argument("--new-capture", action="store_true",
-                        help="rewrite capture-1.2/every-record.dynrep (never for a released schema version)")
+                        help="write capture-1.5/every-record.dynrep (never for a released schema version)")
     args = parser.parse_args()
     if args.new_capture:
         CAPTURE.parent.mkdir(exist_ok=True)

@@ -70,8 +70,8 @@ void readRecords(const dynrep::StoreReader& reader) {
   for (size_t i = 0; i < reader.recordCount(); ++i) {
     dynrep::Result<std::string_view> payload = reader.recordPayload(i);
     if (!payload.isOk()) continue;
-    check(payload->size() == reader.index().records[i].payloadSize, "record payload size differs from the index");
-    std::string line = dynrep::capture::describe(reader.index().records[i].kind, *payload);
+    check(payload->size() == reader.record(i).payloadSize, "record payload size differs from the index");
+    std::string line = dynrep::capture::describe(reader.recordKind(i), *payload);
     (void)line;
   }
   check(!reader.recordPayload(reader.recordCount()).isOk(), "record past the end reads ok");
@@ -81,8 +81,8 @@ void readRecords(const dynrep::StoreReader& reader) {
 constexpr size_t kReadSizes[] = {1, 7, 64, 509, 4096};
 
 void readBlobs(const dynrep::StoreReader& reader) {
-  for (const dynrep::format::BlobEntry& entry : reader.index().blobs) {
-    check(reader.findBlob(entry.key) != nullptr, "an indexed blob is not found");
+  for (const dynrep::BlobInfo& entry : reader.blobs()) {
+    check(reader.findBlob(entry.key).has_value(), "an indexed blob is not found");
     dynrep::Result<std::string> whole = reader.readBlob(entry.key);
     if (whole.isOk()) {
       check(whole->size() == entry.rawSize, "readBlob size differs from the index");

@@ -34,7 +34,7 @@
 #include <xxhash.h>
 
 #include "dynrep/capture/records.h"
-#include "dynrep/store/format.h"
+#include "store/format.h"  // the container's private layout: the mutator writes frames and indexes
 #include "dynrep/store/writer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);

@@ -26,14 +26,16 @@ GRAPHS = {"dynamo_output_graph": "dynamo", "aot_forward_graph": "forward", "aot_
 
 @pytest.fixture
 def kept(data_dir: Path) -> Path:
-    return data_dir / "capture-1.2" / "every-record.dynrep"
+    return data_dir / "capture-1.5" / "every-record.dynrep"
 
 
-def test_the_older_schema_still_reads(data_dir: Path, inspect) -> None:
-    older = data_dir / "capture-1.1" / "every-record.dynrep"
+@pytest.mark.parametrize("version", ["1.1", "1.2"])
+def test_the_older_schema_still_reads(data_dir: Path, inspect, version: str) -> None:
+    older = data_dir / f"capture-{version}" / "every-record.dynrep"
     listing = json.loads(inspect("ls", "--json", str(older)).stdout)
     assert [c["compile_id"] for c in listing["compiles"]][:2] == ["0/0", "0/1"]
     assert inspect("show", str(older), "0/1", "--shapes").returncode == 0
+    assert inspect("why", str(older)).returncode == 0
 
 
 def test_it_holds_every_record_kind_and_every_event(kept: Path, inspect) -> None:
@@ -42,9 +44,7 @@ def test_it_holds_every_record_kind_and_every_event(kept: Path, inspect) -> None
         kinds = {type(r).__name__ for r in s.records()}
         events = {e.name for e in s.records(dr.TraceEvent)}
     assert kinds == {"Manifest", "Artifact", "TraceEvent", "CodeObject"}
-    # The Core ATen graphs are newer than the kept store, which shows that a store without
-    # them still reads (and test_mlir_ops that one still lowers).
-    written = {value for name, value in vars(schema).items() if name.startswith("EVENT_")} - {schema.EVENT_CORE_ATEN_GRAPH_IR}
+    written = {value for name, value in vars(schema).items() if name.startswith("EVENT_")}
     assert written <= events, f"events capture writes that the kept store lacks: {written - events}"
 
 
@@ -104,11 +104,24 @@ def test_its_failed_compile_keeps_the_expression_and_the_symbol_origin(kept: Pat
     assert failure["user_frame"]["code"].startswith("if count == 0:")
     origin = next(md for name, cid, md in events if name == schema.EVENT_SYMBOL_ORIGIN and md["symbol"] == "u0")
     assert origin["op"] == "aten.nonzero.default" and "torch.nonzero" in origin["user_frame"]["code"]
-    (assert_,) = [md for name, cid, md in events if name == schema.EVENT_SHAPE_GUARD]
-    assert assert_["kind"] == "runtime_assert" and assert_["expr"] == "u0 <= 4"
+    asserts = [md for name, cid, md in events if name == schema.EVENT_SHAPE_GUARD and cid == "1/0"]
+    assert [(a["kind"], a["expr"]) for a in asserts] == [("runtime_assert", "u0 <= 4")]
     (recompile,) = [md for name, cid, md in events if name == schema.EVENT_RECOMPILE]
     (cause,) = recompile["causes"]
-    assert cause["guard"] == "tensor 'x' size mismatch at index 0. expected 4, actual 6"
-    assert (cause["entry"], cause["source"], cause["expected"], cause["seen"]) == ("0/0", "x.size()[0]", "4", "6")
+    assert cause["text"] == "0/0: tensor 'x' size mismatch at index 0. expected 4, actual 6"
+    assert (cause["entry"], cause["source"], cause["expected"], cause["seen"], cause["from"]) == (
+        "0/0", "L['x'].size()[0]", "4", "6", "compared")
     calls = {cid: md["calls"] for name, cid, md in events if name == schema.EVENT_HITS}
     assert calls["0/0"] == 1 and calls["0/1"] == 1
+
+
+def test_its_run_time_failure_and_constraint_violation_are_whole(kept: Path) -> None:
+    """Capture 1.5's facts: the failed assert with the value, the marked dimension the code made 8."""
+    with dr.Store.open(kept) as s:
+        events = [(e.name, json.loads(e.metadata_json)) for e in s.records(dr.TraceEvent)]
+    (failure,) = [md for name, md in events if name == schema.EVENT_RUNTIME_FAILURE]
+    assert failure["values"] == {"u0": 5} and failure["asserts"][0]["expr"] == "Eq(Mod(u0, 2), 0)"
+    (violation,) = [md for name, md in events if name == schema.EVENT_COMPILE_FAILURE and md["kind"] == "constraint_violation"]
+    (marked,) = violation["constraints"]
+    assert (marked["source"], marked["specialized"]) == ("L['x'].size()[0]", 8)
+    assert marked["user_frame"]["code"] == "if x.size(0) == 8:  # specializes the size marked dynamic"

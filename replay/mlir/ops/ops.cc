@@ -1,3 +1,4 @@
+// The table of operator lowerings that each ops/*.cc family adds itself to.
 #include "ops.h"
 
 namespace dynrep::replay::lowering {

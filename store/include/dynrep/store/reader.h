@@ -8,15 +8,48 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "dynrep/store/blob_key.h"
-#include "dynrep/store/format.h"
 #include "dynrep/store/status.h"
 
 namespace dynrep {
+
+// The on-disk layout (store/format.h) is private to store/: readers see it through these.
+namespace format {
+struct Header;
+struct Index;
+struct Frame;
+struct BlobEntry;
+struct Trailer;
+}  // namespace format
+
+// What a store's header says (docs/store-format.md §2).
+struct StoreHeader {
+  uint16_t major = 0;
+  uint16_t minor = 0;
+  std::string writerVersion;
+  uint64_t createdUnixSeconds = 0;
+};
+
+// One typed record as the index lists it, in file order.
+struct RecordInfo {
+  uint16_t kind = 0;
+  uint64_t offset = 0;  // of its frame
+  uint32_t payloadSize = 0;
+};
+
+// One blob as the index lists it.
+struct BlobInfo {
+  BlobKey key;
+  uint64_t rawSize = 0;
+  uint64_t storedSize = 0;  // compressed bytes, chunk headers excluded
+  uint32_t chunks = 0;
+  uint64_t offset = 0;      // of its first chunk's frame
+};
 
 enum class StoreState {
   Finished,    // closed by its writer: trailer and index are sound
@@ -38,7 +71,7 @@ class BlobStream;
 // A blob whose chunks passed StoreReader::checkBlob: their zstd frames, in order. The views
 // point into the reader's mapping and live as long as the reader.
 struct CheckedBlob {
-  format::BlobEntry entry;
+  BlobInfo info;
   std::vector<std::string_view> frames;
 };
 
@@ -50,23 +83,26 @@ class StoreReader {
   StoreReader& operator=(const StoreReader&) = delete;
 
   const std::string& path() const { return path_; }
-  const format::Header& header() const { return header_; }
+  const StoreHeader& header() const { return header_; }
   StoreState state() const { return state_; }
   // Why a scan stopped where it did, e.g. "record at offset 4242: truncated"; empty when finished.
   const std::string& recoveryNote() const { return recoveryNote_; }
-  const format::Index& index() const { return index_; }
   StoreStats stats() const;
 
   // Typed records in file order; the view lives as long as the reader.
-  size_t recordCount() const { return index_.records.size(); }
+  size_t recordCount() const;
+  RecordInfo record(size_t i) const;  // REQUIRES: i < recordCount()
+  uint16_t recordKind(size_t i) const { return record(i).kind; }
   Result<std::string_view> recordPayload(size_t i) const;
 
-  const format::BlobEntry* findBlob(const BlobKey& key) const;
+  // Every blob, sorted by key.
+  std::vector<BlobInfo> blobs() const;
+  std::optional<BlobInfo> findBlob(const BlobKey& key) const;
   // Checks every chunk of a blob (frame, header against the index, one zstd frame declaring
-  // its raw size) without decompressing. Call it before allocating entry.rawSize bytes, so a
+  // its raw size) without decompressing. Call it before allocating info.rawSize bytes, so a
   // damaged size is an error rather than an allocation.
-  Result<CheckedBlob> checkBlob(const format::BlobEntry& entry) const;
-  // Decompresses a checked blob into `out`, which must hold exactly entry.rawSize bytes, and
+  Result<CheckedBlob> checkBlob(const BlobKey& key) const;
+  // Decompresses a checked blob into `out`, which must hold exactly info.rawSize bytes, and
   // checks its content hash.
   Status readBlobInto(const CheckedBlob& blob, char* out) const;
   Result<std::string> readBlob(const BlobKey& key) const;
@@ -80,7 +116,8 @@ class StoreReader {
  private:
   friend class BlobStream;
 
-  StoreReader() = default;
+  StoreReader();
+  const format::BlobEntry* findEntry(const BlobKey& key) const;
   Status load();
   Status loadIndex(const format::Trailer& trailer);
   // Rebuilds the index from the frames; returns where and why it stopped.
@@ -100,23 +137,24 @@ class StoreReader {
   int fd_ = -1;
   const uint8_t* map_ = nullptr;
   uint64_t size_ = 0;
-  format::Header header_;
+  StoreHeader header_;
   StoreState state_ = StoreState::Finished;
   std::string recoveryNote_;
-  format::Index index_;
+  std::unique_ptr<format::Index> index_;
 };
 
 class BlobStream {
  public:
   // Reads up to `size` bytes; returns 0 at the end. A damaged chunk or hash mismatch is an error.
   Result<size_t> read(char* out, size_t size);
-  uint64_t size() const { return entry_.rawSize; }
+  uint64_t size() const { return info_.rawSize; }
 
  private:
   friend class StoreReader;
-  BlobStream(const StoreReader* reader, format::BlobEntry entry);
+  BlobStream(const StoreReader* reader, const format::BlobEntry* entry, BlobInfo info);
   const StoreReader* reader_;
-  format::BlobEntry entry_;
+  const format::BlobEntry* entry_;  // in the reader's index
+  BlobInfo info_;
   uint32_t nextSeq_ = 0;
   std::string chunk_;
   size_t chunkPos_ = 0;

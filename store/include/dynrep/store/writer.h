@@ -12,16 +12,24 @@
 #include <string_view>
 
 #include "dynrep/store/blob_key.h"
-#include "dynrep/store/format.h"
 #include "dynrep/store/status.h"
 
 namespace dynrep {
+
+// Kinds below this are the container's own (docs/store-format.md §4); typed records use the rest.
+inline constexpr uint16_t kFirstRecordKind = 16;
+inline constexpr size_t kDefaultChunkSize = 4u << 20;  // raw bytes per blob chunk
+
+// The 64 header bytes of a store file (docs/store-format.md §2): for tests that need a store
+// written by another version.
+std::string encodeStoreHeader(uint16_t major, uint16_t minor, const std::string& writerVersion,
+                              uint64_t createdUnixSeconds);
 
 struct WriterOptions {
   int level = 3;              // zstd level
   bool overwrite = false;     // replace an existing, unlocked store at the path
   bool sync = true;           // fsync at close, so a closed store survives power loss
-  size_t chunkSize = format::kDefaultChunkSize;
+  size_t chunkSize = kDefaultChunkSize;
   size_t maxPendingBytes = 64u << 20;  // bounds the writer's memory
 };
 
@@ -40,7 +48,7 @@ class StoreWriter {
   // Stores the bytes of an open file from `offset` to its end. The file is read twice
   // (hash, then compress) and must not change until close().
   Result<BlobKey> putBlobFromFile(int fd, uint64_t offset = 0);
-  // REQUIRES: kind >= format::kFirstTypedKind
+  // REQUIRES: kind >= kFirstRecordKind
   Status putRecord(uint16_t kind, std::string payload);
   // Waits until everything put so far is written to the file.
   Status flush();

@@ -31,7 +31,7 @@ struct ShowSections {
 int inspectShow(const std::string& path, const std::string& compileId, ShowSections sections,
                 const InspectOptions& options, std::ostream& out, std::ostream& err);
 int inspectVerify(const std::string& path, const InspectOptions& options, std::ostream& out, std::ostream& err);
-// Why compiles failed, broke their graphs or compiled again, with the fix for each (docs/why.md):
+// Why compiles failed, broke their graphs, compiled again or failed at run time, with the fix for each (docs/why.md):
 // all of them, or only `compileId`; `symbol` ("u0") limits symbol provenance to that symbol.
 // Exit 1 when the store, the compile or the symbol cannot be found.
 int inspectWhy(const std::string& path, const std::string& compileId, const std::string& symbol,

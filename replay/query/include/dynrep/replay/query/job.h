@@ -172,7 +172,10 @@ class Job {
   const std::vector<Compile>& compiles() const { return compiles_; }
   const Compile* find(const std::string& compileId) const;  // "0/1"
   size_t frameCount() const;
-  // A blob as text (payloads are UTF-8); an error message in brackets if it cannot be read.
+  // A blob's bytes, or why they cannot be read (a bad key, a missing or damaged blob).
+  Result<std::string> blob(const std::string& key) const;
+  // A blob as text to show (payloads are UTF-8): its read error in brackets when it cannot be
+  // read, "" for no key. Code that uses the bytes calls blob().
   std::string text(const std::string& key) const;
 
  private:

@@ -18,7 +18,7 @@
 #include "dynrep/capture/records.h"
 #include "dynrep/replay/inspect/inspect.h"
 #include "dynrep/replay/query/json_fields.h"
-#include "md5.h"
+#include "export/md5.h"
 #include "render.h"
 
 namespace dynrep::replay {
@@ -205,7 +205,7 @@ int exportTorchTrace(const std::string& path, const std::string& dir, const Torc
   TraceLogWriter writer(*reader, log, !options.pytorchOnly);
   std::vector<size_t> events;
   for (size_t i = 0; i < reader->recordCount(); ++i)
-    if (reader->index().records[i].kind == uint16_t(capture::RecordKind::TraceEvent)) events.push_back(i);
+    if (reader->recordKind(i) == uint16_t(capture::RecordKind::TraceEvent)) events.push_back(i);
   for (size_t i : events)
     if (std::optional<capture::TraceEvent> e = writer.read(i); e && isCaptureEvent(*e)) writer.groupCaptureEvent(i, *e);
   writer.counts.problems.clear();  // the second pass notes the same ones

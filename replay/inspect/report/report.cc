@@ -1,6 +1,6 @@
 // replay-inspect report: one self-contained HTML page (inline CSS, no scripts, no external
 // resources): the job, its compile timeline and summary, then each compile's section
-// (report_compile.cc). Everything read from the store is escaped (html::escape).
+// (report/compile.cc). Everything read from the store is escaped (html::escape).
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -13,12 +13,12 @@
 #include "dynrep/capture/records.h"
 #include "dynrep/replay/inspect/inspect.h"
 #include "dynrep/replay/query/json_fields.h"
-#include "html.h"
-#include "report_compile.h"
+#include "report/html.h"
+#include "report/compile.h"
 #include "render.h"
-#include "store_records.h"
+#include "dynrep/replay/query/store_records.h"
 #include "timeline.h"
-#include "why.h"
+#include "why/explain.h"
 
 namespace dynrep::replay {
 

@@ -1,5 +1,5 @@
 // html::escape and html::renderJson.
-#include "html.h"
+#include "report/html.h"
 
 #include <algorithm>
 #include <vector>

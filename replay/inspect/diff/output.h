@@ -1,5 +1,5 @@
 // What `replay-inspect diff` found, and its rendering: the answer paragraph, then sections, as
-// text or JSON (docs/capture-schema.md "diff --json"). Private to replay/inspect.
+// text or JSON (docs/replay-inspect.md "diff --json"). Private to replay/inspect.
 // Thread-safety: pure functions; each writes only to the stream it is given.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "diff_compare.h"
+#include "diff/compare.h"
 #include "dynrep/replay/inspect/inspect.h"
 
 namespace dynrep::replay {

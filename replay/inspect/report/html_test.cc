@@ -1,6 +1,6 @@
 // html::escape keeps store text inert (markup, quotes, bad UTF-8, control characters) and
 // html::renderJson escapes keys and values alike.
-#include "html.h"
+#include "report/html.h"
 
 #include <sstream>
 

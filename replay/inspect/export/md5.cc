@@ -1,5 +1,5 @@
 // md5Hex through OpenSSL's libcrypto (EVP), the digest PyTorch's trace puts in `has_payload`.
-#include "md5.h"
+#include "export/md5.h"
 
 #include <openssl/evp.h>
 

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "diff_compare.h"
+#include "diff/compare.h"
 #include "dynrep/replay/query/json_fields.h"
 
 namespace dynrep::replay {

@@ -12,7 +12,7 @@
 
 namespace dynrep::replay {
 
-// The answer for a whole job, as `why --json` prints it (docs/capture-schema.md, "replay-inspect
+// The answer for a whole job, as `why --json` prints it (docs/replay-inspect.md, "replay-inspect
 // why --json"): {"compiles": [...], "functions": [...]}, one entry per compile that failed,
 // broke its graph or compiled again (only `compileId` when given), and one summary per function
 // compiled more than once. With `symbol`, the compiles that know it, each with its provenance.

@@ -1,6 +1,6 @@
 // Parsers of PyTorch 2.13's texts for the why-answer. Each keys on wording PyTorch writes, named
 // beside it; a text of another shape gives empty fields, never an exception.
-#include "why_torch_text.h"
+#include "why/torch_text.h"
 
 #include <algorithm>
 #include <regex>

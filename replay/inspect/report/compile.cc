@@ -1,13 +1,13 @@
 // One compile's section of the HTML report (report.cc writes the page around it): its facts,
 // its part of the why-answer, failure, recompile causes, graph breaks, guards, graphs and
 // symbols. Everything read from the store is escaped (html::escape).
-#include "report_compile.h"
+#include "report/compile.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "dynrep/replay/query/json_fields.h"
-#include "html.h"
+#include "report/html.h"
 #include "provenance.h"
 #include "render.h"
 

@@ -1,8 +1,8 @@
 // The why-answer as JSON: for each compile that failed, broke its graph or compiled again, the
 // facts (expression, user line, each symbol's origin, final range and guards) and the advice of
-// why_patterns.cc; then one summary per function compiled more than once. Capture's structured
-// events come first; PyTorch's texts (why_torch_text.h) fill in for stores that lack them.
-#include "why.h"
+// why/patterns.cc; then one summary per function compiled more than once. Capture's structured
+// events come first; PyTorch's texts (why/torch_text.h) fill in for stores that lack them.
+#include "why/explain.h"
 
 #include <algorithm>
 #include <map>
@@ -13,8 +13,8 @@
 #include "dynrep/replay/query/json_fields.h"
 #include "provenance.h"
 #include "render.h"
-#include "why_patterns.h"
-#include "why_torch_text.h"
+#include "why/patterns.h"
+#include "why/torch_text.h"
 
 namespace dynrep::replay {
 

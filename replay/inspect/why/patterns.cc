@@ -1,7 +1,7 @@
 // The pattern table of docs/why.md. A problem pattern ranks how well it fits (0: not at all) and
 // writes its edit from the user's line; a cause pattern recognizes one kind of failed guard.
 // The wording the matchers key on is PyTorch 2.13's, cited where it is matched.
-#include "why_patterns.h"
+#include "why/patterns.h"
 
 #include <algorithm>
 #include <regex>
@@ -10,7 +10,7 @@
 
 #include "dynrep/replay/query/size_expr.h"
 #include "render.h"
-#include "why_torch_text.h"
+#include "why/torch_text.h"
 
 namespace dynrep::replay {
 

@@ -7,7 +7,7 @@
 #include "dynrep/replay/query/json_fields.h"
 #include "provenance.h"
 #include "render.h"
-#include "why.h"
+#include "why/explain.h"
 
 namespace dynrep::replay {
 

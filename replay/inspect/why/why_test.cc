@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "why_patterns.h"
-#include "why_torch_text.h"
+#include "why/patterns.h"
+#include "why/torch_text.h"
 
 namespace dynrep::replay {
 namespace {

@@ -6,11 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "diff_compare.h"
+#include "diff/compare.h"
 #include "dynrep/capture/events.h"
 #include "dynrep/capture/records.h"
 #include "dynrep/replay/query/json_fields.h"
-#include "store_records.h"
+#include "dynrep/replay/query/store_records.h"
 
 namespace dynrep::replay {
 

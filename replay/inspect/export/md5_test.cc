@@ -1,5 +1,5 @@
 // md5Hex against RFC 1321's test suite (appendix A.5) and lengths around the padding boundary.
-#include "md5.h"
+#include "export/md5.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // A store's records of one kind, decoded in file order, for the reports that read them beside
-// the Job (the timeline, the report's header, diff's settings). Private to replay/inspect.
+// the Job (the timeline, the report's header, diff's settings).
 // Thread-safety: pure functions of a StoreReader.
 #pragma once
 
@@ -17,7 +17,7 @@ namespace dynrep::replay {
 template <typename Record, typename Visit>
 void forEachRecord(const StoreReader& reader, Visit visit) {
   for (size_t i = 0; i < reader.recordCount(); ++i) {
-    if (reader.index().records[i].kind != uint16_t(Record::kKind)) continue;
+    if (reader.recordKind(i) != uint16_t(Record::kKind)) continue;
     Result<std::string_view> payload = reader.recordPayload(i);
     Record r;
     if (payload.isOk() && capture::decode(*payload, &r).isOk()) visit(r);

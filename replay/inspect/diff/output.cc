@@ -1,7 +1,7 @@
 // diff's rendering: the answer paragraph (what moved, most telling first: a guarded value, a
 // symbol, a guard, the compile's status, a setting, the environment, then the graphs), then
 // one section per comparison, as text or JSON.
-#include "diff_render.h"
+#include "diff/output.h"
 
 #include <algorithm>
 #include <map>

@@ -12,8 +12,8 @@
 #include <fmt/ostream.h>
 #include <nlohmann/json.hpp>
 
-#include "diff_compare.h"
-#include "diff_render.h"
+#include "diff/compare.h"
+#include "diff/output.h"
 #include "dynrep/replay/inspect/inspect.h"
 #include "dynrep/replay/query/json_fields.h"
 #include "render.h"
@@ -47,7 +47,7 @@ std::string damage(const StoreReader& reader, const Job& job, const InspectOptio
   for (size_t i = 0; i < reader.recordCount(); ++i) {
     Result<std::string_view> p = reader.recordPayload(i);
     if (p.isOk()) continue;
-    auto kind = capture::RecordKind(reader.index().records[i].kind);
+    auto kind = capture::RecordKind(reader.recordKind(i));
     if (kind == capture::RecordKind::TraceEvent || kind == capture::RecordKind::CodeObject || kind == capture::RecordKind::Manifest)
       return p.status().message();
     warn(p.status().message());
@@ -63,8 +63,8 @@ std::string damage(const StoreReader& reader, const Job& job, const InspectOptio
     std::optional<BlobKey> k = BlobKey::fromHex(key);
     if (!k || !reader.findBlob(*k)) return fmt::format("{}: blob {} is missing", what, key);
   }
-  for (const format::BlobEntry& blob : reader.index().blobs) {
-    Result<CheckedBlob> checked = reader.checkBlob(blob);
+  for (const BlobInfo& blob : reader.blobs()) {
+    Result<CheckedBlob> checked = reader.checkBlob(blob.key);
     if (checked.isOk()) continue;
     auto it = read.find(blob.key.hex());
     if (it != read.end()) return it->second + ": " + checked.status().message();

@@ -1,4 +1,5 @@
 // The on-disk layout of a store file: constants, fixed-size structures and their codecs.
+// Private to store/ (as leveldb keeps db/log_format.h): readers use StoreReader's listings.
 // docs/store-format.md is normative; each constant names the section that specifies it.
 // Thread-safety: pure functions and values only.
 #pragma once
@@ -11,6 +12,7 @@
 
 #include "dynrep/store/blob_key.h"
 #include "dynrep/store/status.h"
+#include "dynrep/store/writer.h"
 
 namespace dynrep::format {
 
@@ -33,13 +35,13 @@ enum class Kind : uint16_t {
   Index = 2,
   // 16 and up: typed records, listed in capture/include/dynrep/capture/record_kinds.def
 };
-inline constexpr uint16_t kFirstTypedKind = 16;
+inline constexpr uint16_t kFirstTypedKind = kFirstRecordKind;
 
 // §5 Blob chunks.
 inline constexpr size_t kChunkHeaderSize = 28;
 inline constexpr uint32_t kChunkFlagLast = 1u << 0;
 inline constexpr uint32_t kChunkReservedMask = ~kChunkFlagLast;
-inline constexpr size_t kDefaultChunkSize = 4u << 20;
+inline constexpr size_t kDefaultChunkSize = dynrep::kDefaultChunkSize;
 // A chunk's raw size is at most this, so a reader never allocates more for one chunk.
 inline constexpr uint32_t kMaxChunkRawSize = 256u << 20;
 
