@@ -23,6 +23,9 @@ TORCH_MLIR   := torch-mlir==20261001
 
 CXX_SOURCES := CMakeLists.txt pyproject.toml $(shell find cmake store capture replay tools python tests/fuzz \
                  \( -name '*.cc' -o -name '*.h' -o -name '*.def' -o -name 'CMakeLists.txt' -o -name '*.cmake' -o -name '*.py' -o -name '*.json' -o -name '*.check' \) 2>/dev/null)
+# The editable install maps each Python module to its file when it is installed: a module added,
+# moved or removed (a folder's time changes) installs again.
+PY_FOLDERS := $(shell find python/dynamo_replay -type d -not -name __pycache__)
 
 .PHONY: help demo test test-cpp test-python fuzz bench system-packages clean
 
@@ -48,13 +51,13 @@ $(VENV)/.deps: $(PY) Makefile
 	touch $@
 
 # The package, its C++ core and the C++ tests, built by scikit-build-core in $(BUILD).
-$(VENV)/.built: $(VENV)/.deps $(CXX_SOURCES) | system-packages
+$(VENV)/.built: $(VENV)/.deps $(CXX_SOURCES) $(PY_FOLDERS) | system-packages
 	$(PY) -m pip install -q --disable-pip-version-check --no-build-isolation \
 	  -Ccmake.define.DYNREP_BUILD_TESTS=ON -e .
 	touch $@
 
 demo: system-packages $(VENV)/.built
-	$(PY) -m dynamo_replay demo
+	$(PY) examples/demo.py
 
 # Runs both suites even when the first fails, and fails if either did.
 test: system-packages $(VENV)/.built

@@ -4,66 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import runpy
-import subprocess
-import tempfile
 import sys
-import time
 from pathlib import Path
 
 from dynamo_replay.tools import inspect_executable, run_inspect
-
-# The demo job lives in the source tree's examples/ (make demo runs from a checkout).
-_DEMO_JOB = Path(__file__).resolve().parents[2] / "examples" / "gpt_demo.py"
-
-
-def _demo(args: argparse.Namespace) -> int:
-    """Captures the demo GPT job in one process, replays it in a fresh one with an empty
-    Inductor cache, and shows what the store holds."""
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    store = out / "gpt.dynrep"
-    steps = [
-        ("capture (compiles from scratch)", ["capture", "-o", str(store), str(_DEMO_JOB)]),
-        ("replay (fresh process, empty Inductor cache)", ["replay", str(store), str(_DEMO_JOB)]),
-    ]
-    seconds, checksums = [], []
-    for title, command in steps:
-        print(f"== {title}\n$ python -m dynamo_replay {' '.join(command)}", flush=True)
-        with tempfile.TemporaryDirectory(prefix="dynrep-demo-cache-") as cache:
-            start = time.perf_counter()
-            result = subprocess.run([sys.executable, "-m", "dynamo_replay", *command], stdout=subprocess.PIPE,
-                                    text=True, env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache})
-            seconds.append(time.perf_counter() - start)
-            sys.stdout.write(result.stdout)
-            checksums.append(next((line for line in result.stdout.splitlines() if "checksum" in line), None))
-            print(f"(whole process: {seconds[-1]:.2f} s)\n", flush=True)
-        if result.returncode != 0:
-            return result.returncode
-    same = checksums[0] is not None and checksums[0] == checksums[1]
-    print(f"cold compile (captured): {seconds[0]:.2f} s; replayed: {seconds[1]:.2f} s "
-          f"({seconds[0] / seconds[1]:.1f}x faster); outputs {'identical' if same else 'DIFFER'}", flush=True)
-    if not same:
-        return 1
-    for command in ("ls", "why"):  # the store's compiles; why the job compiled more than once
-        if (status := _shown_inspect(command, str(store))) != 0:
-            return status
-    # One stored graph run again from the store alone, through libtorch without Python: the
-    # first compile that finished (a restarted attempt leaves a partial one before it).
-    compiles = json.loads(run_inspect("ls", "--json", str(store)).stdout or "{}").get("compiles", [])
-    compile_id = next((c["compile_id"] for c in compiles if c.get("status") == "ok"), "0/0")
-    return _shown_inspect("run", str(store), compile_id)
-
-
-def _shown_inspect(*args: str) -> int:
-    """Runs `replay-inspect ARGS` as the demo shows it: the command line, then its output."""
-    print(f"\n$ replay-inspect {' '.join(args)}", flush=True)
-    done = run_inspect(*args)
-    sys.stdout.write(done.stdout)
-    sys.stderr.write(done.stderr)
-    return done.returncode
-
 
 def _prepare_job(args: argparse.Namespace) -> None:
     """Gives the job its own argv (recorded by capture) and, for a script, its directory on sys.path."""
@@ -183,9 +128,6 @@ def _add_job_arguments(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dynamo_replay", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="capture a small GPT job, replay it in a fresh process, inspect the store")
-    demo.add_argument("--out", default="demo-out", help="directory for the store (default: demo-out)")
-    demo.set_defaults(run=_demo)
     cap = sub.add_parser("capture", help="run a script or module and record its torch.compile work")
     cap.add_argument("-o", "--output", required=True, help="store file to write (replaced if it exists)")
     cap.add_argument("--level", type=int, default=3, help="zstd level (default 3)")

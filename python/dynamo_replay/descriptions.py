@@ -2,7 +2,7 @@
 processes exactly when they hold the same function, class, module, enum member or constant,
 and None where no description can tell two different values apart (such a value is never a
 match). Replay compares a dropped guard's captured description with the live value's
-(_torch_guards). Plain Python: nothing here imports torch."""
+(_torch.guards). Plain Python: nothing here imports torch."""
 
 from __future__ import annotations
 

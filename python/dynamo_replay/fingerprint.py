@@ -47,13 +47,13 @@ def _config_entries(prefix: str, module) -> dict[str, str]:
 def environment_fingerprint() -> dict[str, str]:
     """Fingerprint entries, name -> value, all strings. Imports torch."""
     import torch
-    import torch._dynamo.config
-    import torch._functorch.config
-    import torch._inductor.config
+
+    from dynamo_replay._torch import settings
 
     # The compiler Inductor would pick: the first name its config gives (cpp_builder, which
     # resolves it fully, costs a second to import in a job that never uses Inductor).
-    cxx = next((c for c in torch._inductor.config.cpp.cxx if c), "c++")
+    cxx = next(iter(settings.inductor_cxx_names()), "c++")
+    configs = settings.config_modules()
     entries = {
         "torch.version": torch.__version__,
         "torch.git_version": torch.version.git_version,
@@ -66,21 +66,20 @@ def environment_fingerprint() -> dict[str, str]:
         FINGERPRINT_CPU_FLAGS: cpu_isa_flags(),
         "cxx.compiler": _compiler_version(cxx),
     }
-    entries.update(_config_entries("config.dynamo", torch._dynamo.config))
-    entries.update(_config_entries("config.inductor", torch._inductor.config))
-    entries.update(_config_entries("config.functorch", torch._functorch.config))
+    for name in ("dynamo", "inductor", "functorch"):
+        entries.update(_config_entries(f"config.{name}", configs[name]))
     return entries
 
 
 def ignored_by_pytorch(key: str) -> bool:
     """Whether PyTorch leaves this config out of its own cache keys (an absolute path such as
     xpu.cutlass_dir, which follows the working directory; trace settings; thread counts)."""
-    import torch._inductor.config
+    from dynamo_replay._torch import settings
 
     prefix = "config.inductor."
     if not key.startswith(prefix):
         return False
-    ignored = tuple(getattr(torch._inductor.config, "_cache_config_ignore_prefix", ()))
+    ignored = settings.inductor_config_ignored_prefixes()
     return bool(ignored) and key[len(prefix):].startswith(ignored)
 
 

@@ -13,7 +13,6 @@ with no compiler puts a stand-in on PATH that gives the recorded answers and ref
 from __future__ import annotations
 
 import atexit
-import functools
 import json
 import os
 import shutil
@@ -34,9 +33,9 @@ def inductor_used() -> bool:
 
 
 def cache_dir() -> Path:
-    from torch._inductor.runtime.cache_dir_utils import cache_dir as inductor_cache_dir
+    from dynamo_replay._torch import inductor
 
-    return Path(inductor_cache_dir())
+    return Path(inductor.cache_dir())
 
 
 def _mapped_libraries(root: Path) -> set[Path]:
@@ -57,13 +56,9 @@ def _isa_probe_libraries(root: Path) -> set[Path]:
     """The libraries Inductor's CPU vector ISA check builds: it dlopens them in a child process,
     so they never show in our maps. They sit next to a .cpp holding one of the probe sources
     the ISA classes carry (class attributes named *_code)."""
-    from torch._inductor import cpu_vec_isa
+    from dynamo_replay._torch import inductor
 
-    probes = {
-        value.strip()
-        for cls in vars(cpu_vec_isa).values() if isinstance(cls, type) and issubclass(cls, cpu_vec_isa.VecISA)
-        for name, value in vars(cls).items() if name.endswith("_code") and isinstance(value, str)
-    }
+    probes = inductor.isa_probe_sources()
     longest = max(map(len, probes), default=0) + 64
     found = set()
     for source in root.glob("??/*.cpp"):
@@ -112,15 +107,16 @@ class PrivateCacheDir:
 def _clear_inductor_caches() -> None:
     # Inductor keeps in-memory maps from keys to files; they must not outlive a directory
     # switch. Not loaded yet means nothing to clear (and importing it would cost a second).
-    if "torch._inductor.utils" in sys.modules:
-        sys.modules["torch._inductor.utils"].clear_caches()
+    from dynamo_replay._torch import inductor
+
+    inductor.clear_caches()
 
 
 def compiler_identity() -> dict[str, str]:
     """The compiler name Inductor uses and its answers to the version queries Inductor asks."""
-    from torch._inductor.cpp_builder import get_cpp_compiler
+    from dynamo_replay._torch import inductor
 
-    name = get_cpp_compiler()
+    name = inductor.cpp_compiler()
     env = {**os.environ, "LC_ALL": "C"}
     answers = {"name": name}
     for flag in _VERSION_FLAGS:
@@ -155,9 +151,8 @@ def restore_kernel_libraries(libraries: dict[str, bytes]) -> None:
     default) runs the C++ preprocessor over Inductor's headers in every new process and
     compiles them once per host. Each map's class loads the library itself, on first use.
     """
-    from torch._inductor import codecache
+    from dynamo_replay._torch import inductor
 
-    owners = (codecache.CppCodeCache, codecache.CppPythonBindingsCodeCache, codecache.CppWrapperCodeCache)
     root = cache_dir()
     for name, data in libraries.items():
         relative = _safe_relative(name)
@@ -168,8 +163,7 @@ def restore_kernel_libraries(libraries: dict[str, bytes]) -> None:
         # probes, which Inductor finds by their path.
         key = relative.name.removesuffix(".main.so")
         if key != relative.name:
-            for owner in owners:
-                owner.cache.setdefault(key, functools.cache(functools.partial(owner._load_library, str(target), key)))
+            inductor.enter_kernel_library(key, str(target))
 
 
 def _write_atomically(target: Path, data: bytes) -> None:

@@ -14,7 +14,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from dynamo_replay._torch_guards import DroppedGuard
+from dynamo_replay._torch.guards import DroppedGuard
 
 VERSION = 1
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from dynamo_replay import Store, UnknownRecord, _core
-from dynamo_replay.sample import write_sample_store
+from sample_store import write_sample_store  # beside this file
 from dynamo_replay.tools import inspect_executable
 
 HERE = Path(__file__).resolve().parent

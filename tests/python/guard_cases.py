@@ -1,7 +1,7 @@
 """One table of programs, one line each, whose answer depends on something a guard checks and
 that differs between the captured process and the replaying one (DYNREP_CHANGED names the
 cases whose value differs). Each row says which guard kinds its program makes Dynamo emit
-(checked against PyTorch), how replay handles it (the guard table, _torch_guards.GUARD_TABLE),
+(checked against PyTorch), how replay handles it (the guard table, _torch.guards.GUARD_TABLE),
 and whether the right answer depends on dynamo-replay's own checks (with them switched off the
 replay must then be wrong, which proves the test can fail).
 

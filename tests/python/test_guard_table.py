@@ -1,5 +1,5 @@
 """Never a stale answer: every guard kind PyTorch 2.13 can emit is kept, re-checked or makes its
-frame compile (dynamo_replay._torch_guards.GUARD_TABLE), and one differential case per row of
+frame compile (dynamo_replay._torch.guards.GUARD_TABLE), and one differential case per row of
 tests/python/guard_cases.py proves it.
 
 The cases are captured once; then replayed in three fresh processes: unchanged (each case
@@ -23,7 +23,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from dynamo_replay import _torch_guards  # noqa: E402
+from dynamo_replay._torch import guards as _torch_guards  # noqa: E402
 from guard_cases import (CASES, COMPILED, KEPT, RECHECKED, UNEXERCISED, guard_table_markdown,  # noqa: E402
                          write_cases)
 

@@ -1,5 +1,8 @@
-"""replay-inspect's output against golden files, its JSON, and its exit codes.
-Regenerate the golden files with DYNREP_UPDATE_GOLDEN=1 after a deliberate change."""
+"""replay-inspect's output against golden files, its JSON, and its exit codes: on the sample
+store (records and blobs, no compiles) and on the kept capture of schema 1.5 (compiles, a
+recompile, a failed compile, unbacked symbols, a constraint violation, a run-time failure, a
+graph break). Regenerate the golden files with DYNREP_UPDATE_GOLDEN=1 after a deliberate change.
+A few seconds."""
 
 from __future__ import annotations
 
@@ -9,24 +12,54 @@ from pathlib import Path
 
 import pytest
 
+KEPT = "capture-1.5/every-record.dynrep"
+
+# case -> (arguments, exit code), run from tests/data.
 GOLDEN_CASES = {
-    "info": ["info", "v1.0/sample.dynrep"],
-    "ls": ["ls", "v1.0/sample.dynrep"],
-    "ls-blobs": ["ls", "--blobs", "v1.0/sample.dynrep"],
-    "verify": ["verify", "v1.0/sample.dynrep"],
-    "verify-flipped-record": ["verify", "malformed/flipped-record.dynrep"],
-    "info-json": ["info", "--json", "v1.0/sample.dynrep"],
+    "info": (["info", "v1.0/sample.dynrep"], 0),
+    "ls": (["ls", "v1.0/sample.dynrep"], 0),
+    "ls-blobs": (["ls", "--blobs", "v1.0/sample.dynrep"], 0),
+    "verify": (["verify", "v1.0/sample.dynrep"], 0),
+    "verify-flipped-record": (["verify", "malformed/flipped-record.dynrep"], 1),
+    "info-json": (["info", "--json", "v1.0/sample.dynrep"], 0),
+    "kept-ls": (["ls", KEPT], 0),
+    "kept-ls-json": (["ls", "--json", KEPT], 0),
+    "kept-show-shapes": (["show", KEPT, "0/1", "--shapes"], 0),
+    "kept-show-failed-json": (["show", "--json", KEPT, "1/0", "--shapes"], 0),
+    "kept-why": (["why", KEPT], 0),
+    "kept-why-json": (["why", "--json", KEPT], 0),
+    "kept-why-symbol": (["why", KEPT, "1/0", "--symbol", "u0"], 0),
+    "kept-diff": (["diff", KEPT, "0/0", "0/1"], 1),
+    "kept-diff-json": (["diff", "--json", KEPT, "0/1"], 1),
+    "kept-export-perfetto": (["export", "--perfetto", "-", KEPT], 0),
+    "kept-no-such-compile": (["why", KEPT, "9/9"], 1),
 }
+
+
+def _check_golden(data_dir: Path, case: str, text: str) -> None:
+    golden = data_dir / "golden" / f"{case}.stdout.exact"
+    if os.environ.get("DYNREP_UPDATE_GOLDEN"):
+        golden.parent.mkdir(exist_ok=True)
+        golden.write_text(text)
+    assert text == golden.read_text()
 
 
 @pytest.mark.parametrize("case", sorted(GOLDEN_CASES))
 def test_output_matches_golden(data_dir: Path, inspect, case: str) -> None:
-    result = inspect("--color=never", *GOLDEN_CASES[case], cwd=data_dir)
-    golden = data_dir / "golden" / f"{case}.stdout.exact"
-    if os.environ.get("DYNREP_UPDATE_GOLDEN"):
-        golden.parent.mkdir(exist_ok=True)
-        golden.write_text(result.stdout)
-    assert result.stdout == golden.read_text()
+    arguments, code = GOLDEN_CASES[case]
+    result = inspect("--color=never", *arguments, cwd=data_dir)
+    assert result.returncode == code, result.stderr
+    _check_golden(data_dir, case, result.stdout)
+
+
+def test_torch_trace_export_matches_golden(data_dir: Path, inspect, tmp_path: Path) -> None:
+    """The TORCH_TRACE log of the kept capture (tlparse reads this file): every event line, each
+    with its payload's MD5; the payload lines themselves (tab-indented) are the store's blobs."""
+    result = inspect("export", "--torch-trace", str(tmp_path), KEPT, cwd=data_dir)
+    assert result.returncode == 0, result.stderr
+    (log,) = sorted(tmp_path.glob("*.log"))
+    events = [line for line in log.read_text().splitlines(keepends=True) if not line.startswith("\t")]
+    _check_golden(data_dir, "kept-export-torch-trace", "".join(events))
 
 
 def test_json_agrees_with_the_store(data_dir: Path, inspect) -> None:

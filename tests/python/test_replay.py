@@ -336,7 +336,7 @@ class Net(torch.nn.Module):
 
 torch.manual_seed(0)
 if len(sys.argv) > 2:  # as PyTorch 2.13 alone: the saved guards on the wrapped function do not load
-    from dynamo_replay import _torch_install
+    from dynamo_replay._torch import install as _torch_install
     _torch_install._fill_missing = lambda *args: []
 with torch.no_grad():
     torch.save(torch.compile(Net())(torch.ones(4, 8)), sys.argv[1])

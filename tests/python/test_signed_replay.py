@@ -116,7 +116,8 @@ def nothing_unpickled(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("replay loaded data from a store it should have refused")
 
-    from dynamo_replay import _torch, _torch_install
+    from dynamo_replay import _torch
+    from dynamo_replay._torch import install as _torch_install
 
     _torch.import_compiler()  # what torch.compile imports anyway
     monkeypatch.setattr(pickle, "loads", refuse)

@@ -13,7 +13,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from dynamo_replay import _torch, _torch_install  # noqa: E402
+from dynamo_replay import _torch
+from dynamo_replay._torch import install as _torch_install  # noqa: E402
 
 
 def relu_like(x):
@@ -165,7 +166,7 @@ def test_recompile_causes_read_expected_and_seen() -> None:
 def test_a_guard_capture_leaves_out_of_the_saved_frame_stays_in_force_in_the_capture_process() -> None:
     """Capture saves CLASS_MATCH / MODULE_MATCH / FUNCTION_MATCH frames without those guards
     (replay re-checks them); in the capturing process each stays pinned to its object."""
-    from dynamo_replay import _torch_guards
+    from dynamo_replay._torch import guards as _torch_guards
 
     added = []
     manager = types.SimpleNamespace(root=types.SimpleNamespace(add_lambda_guard=lambda check, parts, stack: added.append(check)))

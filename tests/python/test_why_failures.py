@@ -200,7 +200,7 @@ def _table_kinds(section: str) -> set[str]:
 def test_every_failure_kind_has_a_row():
     """Each kind capture can name (from the exception classes, plus the run-time ones) is in
     docs/why.md's table, and the table names nothing capture does not."""
-    from dynamo_replay import _torch_shapes
+    from dynamo_replay._torch import shapes as _torch_shapes
 
     kinds = {kind for _, kind in _torch_shapes._KINDS} | {"data_dependent_int", "other", "runtime_assert",
                                                           "runtime_error"}

@@ -413,8 +413,6 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         self._undo: list[Callable[[], None]] = []
 
     def __enter__(self) -> capture:
-        import torch._dynamo.convert_frame
-
         session = _Session(self.path, self.level, self.sample_limit, signing.resolve_key(self.key), self.precompile,
                            self.core_aten, self.parameters)
         self._session = session
@@ -448,12 +446,9 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
             # Stacks name files by index into PyTorch's per-process intern table, which emits a
             # "str" event only the first time a name is seen: record what earlier compiles
             # in this process interned, so this store can resolve every index.
-            from torch._logging.structured import INTERN_TABLE
-
-            for name, index in list(INTERN_TABLE.items()):
+            for name, index in _torch.settings.interned_names():
                 session.put_event("str", _NO_COMPILE, [name, index], None)
-            handle = torch._dynamo.convert_frame.register_bytecode_hook(session.bytecode_hook)
-            self._undo.append(handle.remove)
+            self._undo.append(_torch.settings.register_bytecode_hook(session.bytecode_hook))
         except BaseException:
             self._finish(*sys.exc_info())
             raise
@@ -568,10 +563,8 @@ def _report_precompile(session: _Session) -> None:
 
 
 def _summary(session: _Session) -> dict[str, Any]:
-    from torch._dynamo.utils import counters
-
     return {
-        "counters": {group: dict(values) for group, values in counters.items()},
+        "counters": _torch.settings.dynamo_counters(),
         # As in the replay data (replay_data.py), which replay reads; kept here for replay-inspect.
         "dynamo_unique_ids": session.replay_data.unique_ids,
         "capture_failures": session.failures,

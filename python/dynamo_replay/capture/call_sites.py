@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from dynamo_replay import _torch_shapes, schema
+from dynamo_replay import schema
+from dynamo_replay._torch import shapes as _torch_shapes
 
 PutEvent = Callable[[str, tuple[int, int, int], Any, Any], None]
 _MAX_NAMES = 64  # a frame's inputs named at most; the rest are left out
@@ -41,10 +42,10 @@ def record(put_event: PutEvent, compile_id: tuple[int, int, int]) -> None:
     compiled = _torch_shapes.compiling_frame_locals()
     if caller is None:
         return
-    frame = _torch_shapes.user_frame(caller.f_code.co_filename, caller.f_lineno, caller.f_code.co_name)
+    frame, caller_locals = caller
     arguments: dict[str, str] = {}
     if compiled is not None:
-        theirs = _tensors(caller.f_locals)
+        theirs = _tensors(caller_locals)
         for id_, source in _tensors(compiled).items():
             if id_ in theirs and len(arguments) < _MAX_NAMES:
                 arguments[_guard_source(source)] = theirs[id_]

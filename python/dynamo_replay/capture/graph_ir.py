@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import math
 import re
-import sys
-from types import FrameType
 from typing import Any, Callable
 
+from dynamo_replay import _torch
 from dynamo_replay.capture.graph_text import schema_of
 from dynamo_replay.capture.tensor_samples import stored_bytes
 
@@ -36,24 +35,9 @@ _ROOT = re.compile(r"^[LG]\['[^']*'\]")
 _PART = re.compile(r"\._(?:modules|parameters|buffers)\['([^']*)'\]|\.(\w+)|\[(\d+)\]|\['([^']*)'\]")
 
 
-def logging_frame() -> FrameType | None:
-    """The frame of the PyTorch function that is logging `event` (the caller of trace_structured)."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_name != "trace_structured":
-        frame = frame.f_back
-    return frame.f_back if frame is not None else None
-
-
 def graph_being_logged(event: str) -> tuple[Any, dict[str, Any]] | None:
     """(graph module, the logging function's locals), or None where PyTorch logged text only."""
-    import torch.fx
-
-    frame = logging_frame()
-    if frame is None:
-        return None
-    scope = frame.f_locals
-    module = scope.get(GRAPH_LOCALS[event])
-    return (module, scope) if isinstance(module, torch.fx.GraphModule) else None
+    return _torch.graphs.graph_being_logged(GRAPH_LOCALS[event])
 
 
 # --- values -------------------------------------------------------------------------------
@@ -135,15 +119,9 @@ def _qualified(target: Any) -> str:
 def target_name(node: Any) -> str:
     """`aten::addmm.default` for an operator overload; the qualified name of any other callable;
     the attribute, method or module name for the other node kinds."""
-    import torch
-
     target = node.target
-    if isinstance(target, torch._ops.OpOverload):
-        return f"{target._schema.name}.{target._overloadname}"
-    if isinstance(target, torch._ops.OpOverloadPacket):
-        return target._qualified_op_name
-    if isinstance(target, torch._ops.HigherOrderOperator):
-        return f"higher_order::{target.name()}"
+    if (name := _torch.graphs.operator_name(target)) is not None:
+        return name
     return target if isinstance(target, str) else _qualified(target)
 
 
@@ -194,7 +172,6 @@ def input_role(source: Any, example: Any) -> dict[str, Any]:
 
 def _constant(module: Any, target: str, put_blob: Callable[[bytes], str], budget: list[int]) -> dict[str, Any]:
     import torch
-    from torch._subclasses.fake_tensor import FakeTensor
 
     value: Any = module
     for part in target.split("."):
@@ -202,7 +179,7 @@ def _constant(module: Any, target: str, put_blob: Callable[[bytes], str], budget
     if not isinstance(value, torch.Tensor):
         return {"unsupported": type(value).__qualname__}
     entry = describe_meta(value)
-    if isinstance(value, FakeTensor) or value.is_meta:
+    if _torch.graphs.is_fake(value):
         return entry | {"skipped": "no data: a fake or meta tensor"}
     return entry | stored_bytes(value, budget, put_blob, "constant")
 

@@ -6,14 +6,15 @@ that demanded it. Formats: docs/capture-schema.md, "Capture's own events".
 Costs nothing on a call that succeeds past the first: values are read from the first call's
 outputs (only for graphs that make unbacked symbols), and from the frames an exception leaves.
 A compile that fails on a data-dependent question gets its symbols' values by running the graph
-Dynamo had traced so far on the frame's real inputs (_torch_shapes.partial_graph_values).
+Dynamo had traced so far on the frame's real inputs (_torch.shapes.partial_graph_values).
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from dynamo_replay import _torch_shapes, schema
+from dynamo_replay import schema
+from dynamo_replay._torch import shapes as _torch_shapes
 
 PutEvent = Callable[[str, tuple[int, int, int], Any, Any], None]
 

@@ -16,7 +16,8 @@ import re
 import sys
 from typing import Any, Callable
 
-from dynamo_replay import _torch_shapes, schema
+from dynamo_replay import schema
+from dynamo_replay._torch import shapes as _torch_shapes
 from dynamo_replay.capture import call_sites
 from dynamo_replay.capture.graph_ir import user_location
 from dynamo_replay.capture.run_facts import RunFacts

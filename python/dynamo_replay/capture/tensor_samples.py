@@ -15,7 +15,6 @@ shape in the event's JSON; anything over the size cap is named but not stored.
 from __future__ import annotations
 
 import math
-import sys
 from typing import Any, Callable
 
 from dynamo_replay import _torch
@@ -26,15 +25,7 @@ DEFAULT_LIMIT_BYTES = 64 << 20  # per graph call, inputs and outputs together
 def compiled_graph_globals(depth: int = 2) -> tuple[dict[str, Any], list[str]] | None:
     """(module globals, names of compiled graphs) of the compile that called the bytecode hook,
     or None when PyTorch's frames are not laid out as expected."""
-    frame = sys._getframe(depth)
-    while frame is not None:
-        output = frame.f_locals.get("output")
-        scope = getattr(output, "global_scope", None)
-        installed = getattr(output, "installed_globals", None)
-        if isinstance(scope, dict) and installed is not None:
-            return scope, sorted(name for name in installed if name.startswith("__compiled_fn"))
-        frame = frame.f_back
-    return None
+    return _torch.settings.compiled_graph_globals(depth + 1)
 
 
 def stored_bytes(tensor: Any, budget: list[int], put_blob: Callable[[bytes], str], what: str) -> dict[str, Any]:

@@ -8,7 +8,7 @@ torch build, Python, CPU, compiler and compile configs, from source that has not
 If anything differs, nothing is loaded, a warning names every difference and the job compiles
 as usual (strict mode raises instead).
 
-Saved frames are installed one at a time (dynamo_replay._torch_install.SafeDynamoCache): a frame whose
+Saved frames are installed one at a time (dynamo_replay._torch.install.SafeDynamoCache): a frame whose
 saved guards do not load, whose guards PyTorch rebuilt with other values than at capture, or one
 of whose guards PyTorch's precompile dropped no longer holds or cannot be compared (a global
 function swapped, a module attribute changed, an object without a faithful description) is
@@ -28,7 +28,8 @@ import warnings
 from types import TracebackType
 from typing import Any, Callable
 
-from dynamo_replay import _torch, _torch_install, kernels, schema
+from dynamo_replay import _torch, kernels, schema
+from dynamo_replay._torch import install as _torch_install
 from dynamo_replay.errors import ReplayError, ReplayRefusedError, ReplayWarning
 from dynamo_replay.replay.checks import (Contents, Refused, captured_settings, check_all, compiler_stand_in_needed,
                                          read_store)
@@ -169,14 +170,9 @@ class replay:  # noqa: N801 - a context manager, like capture
             raise ReplayError(f"strict replay: a saved frame of {function} cannot be used: {frame}: {why}")
 
     def _observe(self, torch: Any) -> None:
-        from torch._dynamo import eval_frame
-        from torch._dynamo.utils import get_compilation_metrics
-
-        self._metrics_before = len(get_compilation_metrics())
+        self._metrics_before = len(_torch.settings.compilation_metrics())
         if self.strict and self._summary.precompiled:  # otherwise Dynamo has to trace every frame
-            prior = eval_frame._stance
-            torch.compiler.set_stance("fail_on_recompile")
-            self._undo.append(lambda: eval_frame._set_stance(prior))
+            self._undo.append(_torch.settings.fail_on_recompile())
 
     def _strict_message(self, error: str) -> str:
         """What PyTorch's fail_on_recompile error says, with the frame's cause from the store."""
@@ -208,7 +204,7 @@ class replay:  # noqa: N801 - a context manager, like capture
         return "this frame was not compiled during capture"
 
     def _collect_compiles(self) -> None:
-        from torch._dynamo.utils import get_compilation_metrics
+        get_compilation_metrics = _torch.settings.compilation_metrics
 
         self._summary.compiled = [
             CompiledFrame(

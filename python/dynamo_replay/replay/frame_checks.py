@@ -1,5 +1,5 @@
 """What replay checks for each saved frame before it is put in force (the guard table in
-dynamo_replay._torch_guards says which guard kind is checked where, docs/guards.md why).
+dynamo_replay._torch.guards says which guard kind is checked where, docs/guards.md why).
 
 - Before PyTorch loads a frame's guards: every guard PyTorch's precompile dropped from it is
   compared with the live value (a frame whose dropped guard had no faithful description
@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from dynamo_replay import _torch_guards
-from dynamo_replay._torch_guards import DroppedGuard
+from dynamo_replay._torch import guards as _torch_guards
+from dynamo_replay._torch.guards import DroppedGuard
 from dynamo_replay.replay_data import ReplayData
 
 
 class FrameChecks:
-    """Implements _torch_install.FrameVetting from a store's replay data. `enabled=False` turns every
+    """Implements _torch.install.FrameVetting from a store's replay data. `enabled=False` turns every
     check off; only the tests that prove each check matters use it."""
 
     def __init__(self, data: ReplayData, enabled: bool = True) -> None:

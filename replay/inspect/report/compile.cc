@@ -10,14 +10,13 @@
 #include "report/html.h"
 #include "provenance.h"
 #include "render.h"
+#include "why/explain.h"
 
 namespace dynrep::replay::report {
 
 using html::escape;
 using nlohmann::json;
 
-const std::vector<std::string> kWhyFirst = {"compile_id", "headline", "summary", "expr",  "line",
-                                            "user_frame", "symbols",  "causes",  "advice"};
 
 std::string anchor(const capture::CompileId& id) { return fmt::format("c-{}-{}-{}", id.frame, id.compile, id.attempt); }
 
@@ -92,8 +91,8 @@ class CompileSection {
   void whyOf(const Compile& c) {
     for (const json& entry : arrayField(why_, "compiles")) {
       if (whyCompile(entry) != c.id.str()) continue;
-      out_ << "<div class=\"why\"><h4>Why</h4>";
-      html::renderJson(out_, entry, kWhyFirst);
+      out_ << "<div class=\"why\"><h4>Why</h4><pre>"
+           << escape(whyText({{"compiles", json::array({entry})}, {"functions", json::array()}})) << "</pre>";
       out_ << "</div>\n";
     }
   }

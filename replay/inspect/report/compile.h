@@ -14,8 +14,6 @@
 
 namespace dynrep::replay::report {
 
-// The why-answer's fields shown first, whatever else it carries.
-extern const std::vector<std::string> kWhyFirst;
 
 // The HTML id of a compile's section ("c-0-1-0").
 std::string anchor(const capture::CompileId& id);

@@ -27,7 +27,6 @@ namespace {
 using html::escape;
 using nlohmann::json;
 using report::anchor;
-using report::kWhyFirst;
 using report::statusClass;
 using report::whyCompile;
 
@@ -191,12 +190,9 @@ class ReportWriter {
       out_ << "<p class=\"none\">No explanation recorded for this job.</p>\n";
       return;
     }
-    for (const json* part : {&functions, &loose}) {
-      if (part->empty()) continue;
-      out_ << "<div class=\"why\">";
-      html::renderJson(out_, *part, kWhyFirst);
-      out_ << "</div>\n";
-    }
+    // As `replay-inspect why` prints it: the summaries first, then what no compile section shows.
+    out_ << "<div class=\"why\"><pre>" << escape(whyText({{"compiles", loose}, {"functions", functions}}))
+         << "</pre></div>\n";
   }
 
 

@@ -563,6 +563,9 @@ std::string userNameFor(const std::string& op, const std::string& originCode) {
   if (!std::regex_search(code, m, kAssignment)) return "";
   std::string name = m[1];
   if (scalarOp(op)) return op.find("tolist") != std::string::npos ? name + "[0]" : name;
+  // `n = torch.nonzero(x).size(0)`: the name holds the count itself, not a tensor of it.
+  static const std::regex kCount(R"((\.size\(0\)|\.shape\[0\]|\.numel\(\))\s*(#.*)?$)");
+  if (std::regex_search(code, kCount)) return name;
   return name + ".shape[0]";
 }
 

@@ -1,5 +1,7 @@
 // replay-inspect why: the why-answer (why.cc) as JSON, or as text with the answer first: the
 // per-function summaries, then each compile's headline, its user line, the fix and the facts.
+#include <sstream>
+
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
@@ -140,6 +142,14 @@ void printText(const json& answer, const InspectOptions& o, std::ostream& out) {
 }
 
 }  // namespace
+
+std::string whyText(const nlohmann::json& answer) {
+  std::ostringstream out;
+  InspectOptions plain;
+  plain.color = false;
+  printText(answer, plain, out);
+  return out.str();
+}
 
 int inspectWhy(const std::string& path, const std::string& compileId, const std::string& symbol, const InspectOptions& o,
                std::ostream& out, std::ostream& err) {

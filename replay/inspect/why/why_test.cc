@@ -151,6 +151,7 @@ TEST(WhyPatterns, UserNamesFromOriginLines) {
   EXPECT_EQ(userNameFor("item", "k = x.sum().item()"), "k");
   EXPECT_EQ(userNameFor("getitem", "y = x[x > 0]"), "y.shape[0]");
   EXPECT_EQ(userNameFor("item", "return x * x.sum().item()"), "");
+  EXPECT_EQ(userNameFor("aten.nonzero.default", "count = torch.nonzero(x > 0.5).size(0)  # why"), "count");
 }
 
 // A data-dependent branch, with or without the value the run gave u0 (one line per case): the

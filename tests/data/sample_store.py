@@ -1,6 +1,7 @@
 """A store of sample artifacts, the kinds a torch.compile job produces (generated C++,
 Python source, pickled objects, float32 tensors, a shared library), written without PyTorch.
-tests/data/make_data.py keeps one per format version; the store tests use it."""
+tests/data/make_data.py keeps one per format version; the store tests use it. Test data, not
+part of the package."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def write_sample_store(
         store.put(Manifest(
             tool=f"dynamo-replay {__version__}",
             created_at=created_at or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            command_line=["python", "-m", "dynamo_replay", "demo"],
+            command_line=["python", "examples/demo.py"],
             environment={"python": platform.python_version(), "machine": platform.machine(),
                          "cache_tag": sys.implementation.cache_tag},
         ))

@@ -1,7 +1,7 @@
 """Replay's install of saved frames: PyTorch 2.13's DynamoCache stood in for, each saved
 frame's guarded entries loaded one at a time and vetted (replay/frame_checks.py), what
 PyTorch's own loader gets wrong on real models repaired. A private PyTorch touchpoint, like
-_torch.py, _torch_guards.py and _torch_shapes.py."""
+_torch.py, _torch/guards.py and _torch/shapes.py."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import time
 import types
 from typing import Any, Callable, Protocol
 
-from dynamo_replay._torch_guards import code_key
+from dynamo_replay._torch.guards import code_key
 from dynamo_replay.descriptions import code_digest, digests_kept
 
 

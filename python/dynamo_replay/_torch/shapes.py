@@ -429,13 +429,13 @@ def compiling_frame_locals() -> dict[str, Any] | None:
     return None
 
 
-def calling_user_frame() -> types.FrameType | None:
-    """The innermost user frame on the stack while Dynamo compiles: the line that called the
-    function being compiled (PyTorch's own frames in between are skipped)."""
+def calling_user_frame() -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(user frame, its locals) of the innermost user frame on the stack while Dynamo compiles:
+    the line that called the function being compiled (PyTorch's own frames are skipped)."""
     for frame in _frames(3):
         file = frame.f_code.co_filename
         if is_user_file(file) and "/dynamo_replay/" not in file:
-            return frame
+            return user_frame(file, frame.f_lineno, frame.f_code.co_name), frame.f_locals
     return None
 
 

@@ -1,0 +1,38 @@
+"""The one door to PyTorch's private API: every private PyTorch 2.13 touchpoint of
+dynamo-replay is in this package (tests/python/test_private_touchpoints.py fails on one
+anywhere else), so a new PyTorch release is checked here. Its rooms:
+
+- settings: the config values precompile needs, the compile running now, Dynamo's counters,
+  hooks and generated globals, a real tensor's bytes;
+- guards: value descriptions, the guard table (what replay keeps, re-checks or compiles),
+  dropped guards and guard trees;
+- precompile: one frame's precompile failure stays that frame's (PrecompileSafety);
+- install: replay's install of saved frames;
+- inductor: Inductor's cache, kernels, compiler and CPU vector-ISA probe;
+- graphs: graph snapshots and the Core ATen retrace, the graph PyTorch is logging;
+- shapes: what capture reads from PyTorch's frames and exceptions (symbols, guards, failures,
+  values on the run, call sites).
+
+Reading PyTorch's frames is the fragile part: each reader returns an empty value when a frame is
+not laid out as 2.13 lays it out, so a new PyTorch degrades a store, never the job, and
+test_private_touchpoints names the reader that stopped finding its facts.
+"""
+
+from dynamo_replay._torch import graphs, guards, inductor, settings, shapes  # noqa: F401 (rooms, by name)
+from dynamo_replay._torch.graphs import decompose_to_core_aten, graph_snapshot
+from dynamo_replay._torch.guards import DroppedGuard, quiet_dropped_guards, record_dropped_guards
+from dynamo_replay._torch.inductor import _clear_isa_caches, probed_vec_isas, reuse_vec_isa_probe
+from dynamo_replay._torch.precompile import PrecompileSafety, StableAutogradCacheKeys, quiet_missing_backend
+from dynamo_replay._torch.settings import (PRECOMPILE_SETTINGS, apply_settings, current_compile_id,
+                                           forget_earlier_cache_artifacts, fx_builtin_import, import_compiler,
+                                           module_globals, skip_unique_ids, tensor_bytes, tracing_shape_env,
+                                           unique_ids_used)
+from dynamo_replay.descriptions import describe_value
+
+__all__ = [
+    "DroppedGuard", "PRECOMPILE_SETTINGS", "PrecompileSafety", "StableAutogradCacheKeys", "apply_settings",
+    "current_compile_id", "decompose_to_core_aten", "describe_value", "forget_earlier_cache_artifacts",
+    "fx_builtin_import", "graph_snapshot", "import_compiler", "module_globals", "probed_vec_isas",
+    "quiet_dropped_guards", "quiet_missing_backend", "record_dropped_guards", "reuse_vec_isa_probe",
+    "skip_unique_ids", "tensor_bytes", "tracing_shape_env", "unique_ids_used", "_clear_isa_caches",
+]

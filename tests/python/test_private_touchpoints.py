@@ -1,0 +1,118 @@
+"""PyTorch's private API is touched in one place, dynamo_replay._torch: no other module of the
+package names `torch._...`, `sys._getframe` or a frame's `f_locals` (an AST scan, so the
+`torch._check(...)` lines `why` writes as text do not count). And each of _torch's readers of
+PyTorch's own stack frames finds what it reads in a real capture of this PyTorch: a PyTorch that
+renames a local fails here, by name, instead of quietly leaving facts out of stores. About 20 s."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import dynamo_replay
+from dynamo_replay import schema
+
+PACKAGE = Path(dynamo_replay.__file__).resolve().parent
+DOOR = PACKAGE / "_torch"
+
+
+def _dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return ""
+
+
+def touchpoints(path: Path, root: Path = PACKAGE) -> list[str]:
+    """`file:line: what` for each private PyTorch name or frame read in a Python file."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        what = ""
+        if isinstance(node, ast.Attribute):
+            name = _dotted(node)
+            if re.match(r"torch\._[A-Za-z]", name) or node.attr in ("_getframe", "f_locals", "f_back"):
+                what = name or node.attr
+        elif isinstance(node, ast.ImportFrom) and re.match(r"torch\._[A-Za-z]", node.module or ""):
+            what = f"from {node.module} import"
+        elif isinstance(node, ast.Import):
+            what = next((f"import {a.name}" for a in node.names if re.match(r"torch\._[A-Za-z]", a.name)), "")
+        if what:
+            found.append((node.lineno, what))
+    # One line per place: the longest name found on a line (torch._dynamo.config, not torch._dynamo too).
+    longest: dict[int, str] = {}
+    for line, what in found:
+        if len(what) > len(longest.get(line, "")):
+            longest[line] = what
+    return [f"{path.relative_to(root)}:{line}: {what}" for line, what in sorted(longest.items())]
+
+
+def test_no_private_touchpoint_outside_the_door():
+    outside = [p for p in PACKAGE.rglob("*.py") if DOOR not in p.parents]
+    assert outside, PACKAGE
+    found = [hit for path in sorted(outside) for hit in touchpoints(path)]
+    assert found == [], "private PyTorch names outside dynamo_replay._torch:\n" + "\n".join(found)
+
+
+def test_the_scan_sees_a_touchpoint(tmp_path):
+    """The test above can fail: each form it looks for is found in a file that has it."""
+    sample = tmp_path / "sample.py"
+    lines = ["import sys", "import torch._dynamo", "from torch._guards import TracingContext",
+             "x = torch._dynamo.config.verbose", "f = sys._getframe(1)", "y = f.f_locals", "s = 'torch._check(n)'"]
+    sample.write_text("\n".join(lines) + "\n")
+    hits = [h.split(": ", 1)[1] for h in touchpoints(sample, tmp_path)]
+    assert set(hits) >= {"import torch._dynamo", "from torch._guards import", "torch._dynamo.config.verbose",
+                         "sys._getframe", "f.f_locals"}
+    assert not any("torch._check" in h for h in hits)
+
+
+@pytest.fixture(scope="module")
+def fresh_capture(tmp_path_factory) -> dict[str, list[dict]]:
+    """every_record_job.py captured with this PyTorch: {event name: [metadata, ...]}."""
+    store = tmp_path_factory.mktemp("touchpoints") / "job.dynrep"
+    job = Path(__file__).resolve().parents[1] / "data" / "every_record_job.py"
+    subprocess.run([sys.executable, str(job), str(store)], check=True, capture_output=True, timeout=300)
+    events: dict[str, list[dict]] = {}
+    with dynamo_replay.Store.open(store) as s:
+        for e in s.records(dynamo_replay.TraceEvent):
+            events.setdefault(e.name, []).append(json.loads(e.metadata_json or "null"))
+    return events
+
+
+# Each reader of PyTorch's frames in dynamo_replay._torch, and the fact of a capture it provides.
+FRAME_READERS = {
+    "graph_ir.graph_being_logged (the graph module and its scope while PyTorch logs it)":
+        lambda ev: any(m.get("format") == 2 for m in ev[schema.EVENT_GRAPH_IR]),
+    "tensor_samples.compiled_graph_globals (the compiled graph globals of the compile)":
+        lambda ev: len(ev.get(schema.EVENT_SAMPLE, [])) > 0 and any(m["calls"] > 0 for m in ev[schema.EVENT_HITS]),
+    "shapes.creation_context (the operator and node that made a symbol)":
+        lambda ev: any(m["unbacked"] and m["op"] and m["node"] for m in ev[schema.EVENT_SYMBOL_ORIGIN]),
+    "shapes.guard_context (a runtime assert's kind)":
+        lambda ev: any(m["kind"] == "runtime_assert" for m in ev[schema.EVENT_SHAPE_GUARD]),
+    "shapes.recompiling_frame (the call's values at a recompile)":
+        lambda ev: any(c["seen"] for m in ev[schema.EVENT_RECOMPILE] for c in m["causes"]),
+    "shapes.compiling_frame_locals and calling_user_frame (the caller's names)":
+        lambda ev: any(m["arguments"] for m in ev[schema.EVENT_CALL_SITE]),
+    "shapes.live_graph_args and _failing_graph (a failed compile's partial graph)":
+        lambda ev: any(m["from"] == "partial_graph" for m in ev.get(schema.EVENT_SYMBOL_VALUES, [])),
+    "shapes.symbol_values_at_failure (values where compiled code raised)":
+        lambda ev: any(m["values"] and m["asserts"] for m in ev.get(schema.EVENT_RUNTIME_FAILURE, [])),
+    "shapes.constraint_facts (a constraint violation's marked dimensions)":
+        lambda ev: any(m.get("constraints") for m in ev[schema.EVENT_COMPILE_FAILURE]),
+    "shapes.failure_facts (a graph break's type from its exception)":
+        lambda ev: any(m["gb_type"] for m in ev.get(schema.EVENT_GRAPH_BREAK, [])),
+}
+
+
+@pytest.mark.parametrize("reader", sorted(FRAME_READERS))
+def test_frame_reader_finds_what_it_reads(reader, fresh_capture):
+    assert FRAME_READERS[reader](fresh_capture), f"{reader} found nothing in this PyTorch's frames"
