@@ -53,13 +53,21 @@ def test_output_matches_golden(data_dir: Path, inspect, case: str) -> None:
 
 
 def test_torch_trace_export_matches_golden(data_dir: Path, inspect, tmp_path: Path) -> None:
-    """The TORCH_TRACE log of the kept capture (tlparse reads this file): every event line, each
-    with its payload's MD5; the payload lines themselves (tab-indented) are the store's blobs."""
+    """The TORCH_TRACE log of the kept capture (tlparse reads this file): per event line its
+    source, event name, compile id, its payload's MD5 and the metadata's length."""
     result = inspect("export", "--torch-trace", str(tmp_path), KEPT, cwd=data_dir)
     assert result.returncode == 0, result.stderr
     (log,) = sorted(tmp_path.glob("*.log"))
-    events = [line for line in log.read_text().splitlines(keepends=True) if not line.startswith("\t")]
-    _check_golden(data_dir, "kept-export-torch-trace", "".join(events))
+    summary = []
+    for line in log.read_text().splitlines():
+        if line.startswith("\t"):
+            continue
+        head, _, body = line.partition("] ")
+        record = json.loads(body)
+        name = next(k for k in record if k not in ("frame_id", "frame_compile_id", "attempt", "has_payload"))
+        ids = "/".join(str(record.get(k, "-")) for k in ("frame_id", "frame_compile_id", "attempt"))
+        summary.append(f"{head.split()[-1]} {name} {ids} {record.get('has_payload', '')} {len(body)}\n")
+    _check_golden(data_dir, "kept-export-torch-trace", "".join(summary))
 
 
 def test_json_agrees_with_the_store(data_dir: Path, inspect) -> None:
