@@ -346,8 +346,10 @@ Result<size_t> BlobStream::read(char* out, size_t size) {
   return done;
 }
 
-bool StoreReader::verify(std::vector<std::string>* problems) const {
-  size_t before = problems->size();
+std::vector<std::string> StoreReader::verify() const {
+  std::vector<std::string> found;
+  std::vector<std::string>* problems = &found;
+  size_t before = 0;
   if (state_ != StoreState::Finished) problems->push_back(path_ + ": " + stateName(state_) + " store: " + recoveryNote_);
   // Walk every frame, whether the index names it or not. A scanned store had this done by
   // its scan, which stopped at the first bad frame and said so in the recovery note.
@@ -378,7 +380,7 @@ bool StoreReader::verify(std::vector<std::string>* problems) const {
       if (*n == 0) break;
     }
   }
-  return problems->size() == before;
+  return found;
 }
 
 }  // namespace dynrep

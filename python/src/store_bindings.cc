@@ -230,10 +230,8 @@ class PyStore {
 
   std::vector<std::string> verify() {
     std::shared_ptr<StoreReader> r = view();
-    std::vector<std::string> problems;
     py::gil_scoped_release nogil;
-    r->verify(&problems);
-    return problems;
+    return r->verify();
   }
 
   void flush() {

@@ -249,8 +249,8 @@ int inspectVerify(const std::string& path, const InspectOptions& o, std::ostream
     if (o.json) out << dumpJson(json{{"path", path}, {"ok", false}, {"problems", json::array()}}, 2) << "\n";
     return 1;
   }
-  std::vector<std::string> problems;
-  bool sound = r->verify(&problems);
+  std::vector<std::string> problems = r->verify();
+  bool sound = problems.empty();
   StoreStats s = r->stats();
   if (o.json) {
     out << dumpJson({{"path", path}, {"ok", sound}, {"state", stateName(r->state())}, {"problems", problems},
