@@ -17,20 +17,10 @@ import pytest
 
 import dynamo_replay
 from dynamo_replay import schema
+from dynamo_replay.capture.graph_text import _dotted  # the dotted name of an attribute chain
 
 PACKAGE = Path(dynamo_replay.__file__).resolve().parent
 DOOR = PACKAGE / "_torch"
-
-
-def _dotted(node: ast.AST) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return ""
 
 
 def touchpoints(path: Path, root: Path = PACKAGE) -> list[str]:
@@ -39,7 +29,7 @@ def touchpoints(path: Path, root: Path = PACKAGE) -> list[str]:
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         what = ""
         if isinstance(node, ast.Attribute):
-            name = _dotted(node)
+            name = _dotted(node) or ""
             if re.match(r"torch\._[A-Za-z]", name) or node.attr in ("_getframe", "f_locals", "f_back"):
                 what = name or node.attr
         elif isinstance(node, ast.ImportFrom) and re.match(r"torch\._[A-Za-z]", node.module or ""):
