@@ -1,5 +1,5 @@
 """Capture of real torch.compile jobs: the store holds the right compiles, reasons, guards,
-graphs, code and symbols, and capture leaves PyTorch as it found it."""
+graphs, code and symbols, and capture leaves PyTorch as it found it. About 25 s on a 2-core machine."""
 
 from __future__ import annotations
 

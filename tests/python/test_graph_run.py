@@ -1,6 +1,7 @@
 """The C++ graph runner (replay-run, and replay-inspect run): every aten graph of real jobs runs
 from the store alone and reproduces the stored outputs; at other dynamic sizes it agrees with
-the Python rebuild (dynamo_replay.load_graph); what it cannot run is named, never a crash."""
+the Python rebuild (dynamo_replay.load_graph); what it cannot run is named, never a crash.
+About 25 s on a 2-core machine."""
 
 from __future__ import annotations
 

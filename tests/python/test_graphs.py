@@ -1,7 +1,8 @@
 """Stored graphs rebuilt from the store alone (dynamo_replay.load_graph): every graph of real
 jobs (Dynamo's, AOTAutograd's forward or inference, and backward) reproduces the outputs the
 compiled graph gave, keeps the user line and module of each node, and runs as a standalone
-script (`python -m dynamo_replay graph`); and capture does not change what PyTorch compiles."""
+script (`python -m dynamo_replay graph`); and capture does not change what PyTorch compiles.
+About 30 s on a 2-core machine."""
 
 from __future__ import annotations
 

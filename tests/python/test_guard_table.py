@@ -7,7 +7,7 @@ replays from the store, or compiles where the table says so, named with its guar
 line), with every guarded value changed (each answer is the eager answer of that process,
 which is what a plain torch.compile returns), and changed with replay's own checks switched
 off (each case that needs them gives the captured process's answer, so these tests can fail).
-"""
+About 45 s on a 2-core machine."""
 
 from __future__ import annotations
 

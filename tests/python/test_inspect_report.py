@@ -1,6 +1,6 @@
 """replay-inspect report: one self-contained HTML page, opened in a real headless browser
 (Debian's Chromium); the rendered DOM shows every compile with its why-answer, guards, graphs,
-symbol provenance and timeline, and text from the store stays text."""
+symbol provenance and timeline, and text from the store stays text. About 15 s on a 2-core machine."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The MLIR lowering (replay-inspect mlir, lower-check, dynamo_replay.mlir): real jobs' aten
 graphs lowered to linalg, verified by mlir-opt-19, run by MLIR's JIT and matched against the
 stored outputs (and, at other dynamic sizes, against replay-run); the torch dialect form parses;
-a custom op lowers through a library; what cannot be lowered is named with its user line."""
+a custom op lowers through a library; what cannot be lowered is named with its user line.
+About 10 s on a 2-core machine."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 package names `torch._...`, `sys._getframe` or a frame's `f_locals` (an AST scan, so the
 `torch._check(...)` lines `why` writes as text do not count). And each of _torch's readers of
 PyTorch's own stack frames finds what it reads in a real capture of this PyTorch: a PyTorch that
-renames a local fails here, by name, instead of quietly leaving facts out of stores. About 20 s."""
+renames a local fails here, by name, instead of quietly leaving facts out of stores. About 5 s."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ guards, guard trees, the CPU probe). Each row below rewrites a signed capture th
 Store API, without the key, the way an attacker with write access would, and replay must refuse
 it before anything is unpickled; altering the records replay-inspect reads changes nothing
 replay decides. Without a key a store is trusted as it is (the README's trust section).
-"""
+About 20 s on a 2-core machine."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ job in tests/python/jobs/failures runs under `python -m dynamo_replay capture` (
 its failure, the store is still whole), and `why --json` must name the failure kind, the
 expression, the user line marked `# why: here`, where each symbol came from (`# why: u0`), the
 value it had on the run, and the advice. `why --verify` then applies the top edit to a copy and
-runs the job again. About 3 minutes: each case is a fresh process (two at a time), Inductor's
+runs the job again. About 90 s: each case is a fresh process (two at a time), Inductor's
 case compiles C++."""
 
 from __future__ import annotations
