@@ -12,7 +12,7 @@
 
 #include "dynrep/store/blob_key.h"
 #include "dynrep/store/status.h"
-#include "dynrep/store/writer.h"
+#include "dynrep/store/limits.h"
 
 namespace dynrep::format {
 

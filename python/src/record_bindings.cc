@@ -6,7 +6,7 @@
 
 #include "bindings.h"
 #include "dynrep/capture/records.h"
-#include "dynrep/store/writer.h"
+#include "dynrep/store/limits.h"
 
 namespace dynrep::python {
 

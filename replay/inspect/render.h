@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
-#include "dynrep/replay/inspect/inspect.h"
+#include "dynrep/replay/inspect/options.h"
 #include "dynrep/replay/query/job.h"
 #include "dynrep/store/reader.h"
 

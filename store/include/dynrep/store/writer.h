@@ -12,13 +12,10 @@
 #include <string_view>
 
 #include "dynrep/store/blob_key.h"
+#include "dynrep/store/limits.h"
 #include "dynrep/store/status.h"
 
 namespace dynrep {
-
-// Kinds below this are the container's own (docs/store-format.md §4); typed records use the rest.
-inline constexpr uint16_t kFirstRecordKind = 16;
-inline constexpr size_t kDefaultChunkSize = 4u << 20;  // raw bytes per blob chunk
 
 // The 64 header bytes of a store file (docs/store-format.md §2): for tests that need a store
 // written by another version.

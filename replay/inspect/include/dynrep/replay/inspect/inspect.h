@@ -8,12 +8,9 @@
 #include <string>
 #include <vector>
 
-namespace dynrep::replay {
+#include "dynrep/replay/inspect/options.h"
 
-struct InspectOptions {
-  bool json = false;
-  bool color = false;  // ANSI colour in text output
-};
+namespace dynrep::replay {
 
 int inspectInfo(const std::string& path, const InspectOptions& options, std::ostream& out, std::ostream& err);
 enum class LsWhat { Default, Records, Blobs };
