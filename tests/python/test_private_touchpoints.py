@@ -89,15 +89,17 @@ FRAME_READERS = {
     "shapes.guard_context (a runtime assert's kind)":
         lambda ev: any(m["kind"] == "runtime_assert" for m in ev[schema.EVENT_SHAPE_GUARD]),
     "shapes.recompiling_frame (the call's values at a recompile)":
-        lambda ev: any(c["seen"] for m in ev[schema.EVENT_RECOMPILE] for c in m["causes"]),
+        lambda ev: any((c["expected"], c["seen"]) == ("4", "6") for m in ev[schema.EVENT_RECOMPILE] for c in m["causes"]),
     "shapes.compiling_frame_locals and calling_user_frame (the caller's names)":
-        lambda ev: any(m["arguments"] for m in ev[schema.EVENT_CALL_SITE]),
+        lambda ev: any(m["arguments"].get("L['x']") == "marked" for m in ev[schema.EVENT_CALL_SITE]),
     "shapes.live_graph_args and _failing_graph (a failed compile's partial graph)":
-        lambda ev: any(m["from"] == "partial_graph" for m in ev.get(schema.EVENT_SYMBOL_VALUES, [])),
+        lambda ev: any(m["from"] == "partial_graph" and 0 <= m["values"].get("u0", -1) <= 8
+                       for m in ev.get(schema.EVENT_SYMBOL_VALUES, [])),
     "shapes.symbol_values_at_failure (values where compiled code raised)":
-        lambda ev: any(m["values"] and m["asserts"] for m in ev.get(schema.EVENT_RUNTIME_FAILURE, [])),
+        lambda ev: any(m["values"] == {"u0": 5} and m["asserts"][0]["expr"] == "Eq(Mod(u0, 2), 0)"
+                       for m in ev.get(schema.EVENT_RUNTIME_FAILURE, [])),
     "shapes.constraint_facts (a constraint violation's marked dimensions)":
-        lambda ev: any(m.get("constraints") for m in ev[schema.EVENT_COMPILE_FAILURE]),
+        lambda ev: any(k["specialized"] == 8 for m in ev[schema.EVENT_COMPILE_FAILURE] for k in m.get("constraints", [])),
     "shapes.failure_facts (a graph break's type from its exception)":
         lambda ev: any(m["gb_type"] for m in ev.get(schema.EVENT_GRAPH_BREAK, [])),
 }

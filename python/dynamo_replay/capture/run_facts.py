@@ -29,7 +29,6 @@ class RunFacts:
         self.shape_envs = shape_envs  # compile id -> ShapeEnv (ShapeEvents keeps them)
         self.assert_frames: dict[tuple[tuple[int, int, int], str], Any] = {}  # (compile id, expr) -> user line
         self.output_fakes: dict[tuple[int, int, int], list[Any]] = {}  # compile id -> Dynamo graph outputs
-        self.reported: set[int] = set()  # ids of exceptions already recorded (one per failure)
         self.graph_args: dict[tuple[int, int, int], dict[str, Any]] = {}  # compile id -> placeholder -> GraphArg
 
     def unbacked_symbol_made(self, compile_id: tuple[int, int, int], phase: str) -> None:
@@ -65,9 +64,14 @@ class RunFacts:
 
     def call_failed(self, compile_id: tuple[int, int, int], graph: str, call: int, error: BaseException) -> None:
         """Records a compiled graph's call that raised: once per exception, as it propagates."""
-        if id(error) in self.reported:
+        # Nested compiled graphs see the same exception go by: the innermost call records it. The mark
+        # is on the exception itself (an id could be reused once a recorded one is freed).
+        if getattr(error, "_dynamo_replay_recorded", False):
             return
-        self.reported.add(id(error))
+        try:
+            error._dynamo_replay_recorded = True  # type: ignore[attr-defined]
+        except AttributeError:  # an exception type with __slots__: recorded each time it passes
+            pass
         values = _torch_shapes.symbol_values_at_failure(error.__traceback__)
         failing = []
         for ra in _torch_shapes.runtime_asserts(self.shape_envs.get(compile_id)):

@@ -202,24 +202,34 @@ int rankCheck(const Problem& p) {
   if (floatSymbol(p)) return 60;
   return isBranch(p.frame.code) && !edgeTest(p) ? 65 : 80;
 }
-std::string editCheck(const Problem& p) {
+// The torch_check advice: its text, and the statement it proposes with where it goes (`before`
+// the line, or in place of an assert); code "" when it names no statement to write.
+struct CheckEdit {
+  std::string text, code;
+  bool before = true;
+};
+CheckEdit checkEdit(const Problem& p) {
+  auto check = [](const std::string& cond) { return "torch._check(" + cond + ")"; };
   std::string cond = conditionOf(p.frame.code);
   if (!cond.empty() && isBranch(p.frame.code)) {
     int held = conditionOnRun(p, cond);
     if (held == 0)
-      return fmt::format("before {}: `torch._check({})`: on this run {}, so the `if` side did not happen; the branch is "
-                         "then decided and the `if` side can go (a call where it would happen fails the check)",
-                         lineRef(p), negate(cond), valuesOnRun(p));
+      return {fmt::format("before {}: `{}`: on this run {}, so the `if` side did not happen; the branch is then decided "
+                          "and the `if` side can go (a call where it would happen fails the check)",
+                          lineRef(p), check(negate(cond)), valuesOnRun(p)),
+              check(negate(cond))};
     if (held == 1)
-      return fmt::format("before {}: `torch._check({})`: on this run {}, so the `if` side happened; only if it always "
-                         "does (else torch.cond, below)",
-                         lineRef(p), cond, valuesOnRun(p));
-    return fmt::format("before {}: `torch._check({})` when the `if` side never happens (or `torch._check({})` when it "
-                       "always does); the branch is then decided and the other side can go",
-                       lineRef(p), negate(cond), cond);
+      return {fmt::format("before {}: `{}`: on this run {}, so the `if` side happened; only if it always does (else "
+                          "torch.cond, below)",
+                          lineRef(p), check(cond), valuesOnRun(p)),
+              check(cond)};
+    return {fmt::format("before {}: `{}` when the `if` side never happens (or `{}` when it always does); the branch is "
+                        "then decided and the other side can go",
+                        lineRef(p), check(negate(cond)), check(cond)),
+            check(negate(cond))};
   }
-  if (!cond.empty()) return fmt::format("at {}: `torch._check({})` in place of the assert", lineRef(p), cond);
-  if (p.expr.empty()) return fmt::format("before {}: `torch._check(<the condition>)` stating which way it goes", lineRef(p));
+  if (!cond.empty()) return {fmt::format("at {}: `{}` in place of the assert", lineRef(p), check(cond)), check(cond), false};
+  if (p.expr.empty()) return {fmt::format("before {}: `torch._check(<the condition>)` stating which way it goes", lineRef(p)), ""};
   // Asked inside an operator: say the degenerate case does not happen, so the operator's own test is decided.
   std::string expr = userExpr(p);
   bool equality = p.expr.rfind("Eq(", 0) == 0;
@@ -230,10 +240,12 @@ std::string editCheck(const Problem& p) {
   bool signTest = std::regex_search(pythonExpr(p.expr), kSignTest);
   for (const SymbolFacts& s : p.symbols) {
     if (signTest && s.unbacked && scalarOp(s.op) && !s.userName.empty())
-      return fmt::format("before {}: `torch._check({} >= 0)` (a count is never negative)", lineRef(p), s.userName);
+      return {fmt::format("before {}: `{}` (a count is never negative)", lineRef(p), check(s.userName + " >= 0")),
+              check(s.userName + " >= 0")};
   }
-  return fmt::format("before {}: `torch._check({})`", lineRef(p), stated);
+  return {fmt::format("before {}: `{}`", lineRef(p), check(stated)), check(stated)};
 }
+std::string editCheck(const Problem& p) { return checkEdit(p).text; }
 
 int rankCond(const Problem& p) {
   if (tensorBranch(p)) return 90;
@@ -273,14 +285,15 @@ const ConstraintFacts* firstConstraint(const Problem& p, bool specialized) {
 int rankMaybeMarkDynamic(const Problem& p) {
   return p.kind == "constraint_violation" && firstConstraint(p, true) ? 100 : 0;
 }
+std::string maybeMarkCode(const Problem& p, const ConstraintFacts& k) {
+  return fmt::format("torch._dynamo.maybe_mark_dynamic({}, {})", callerName(p, k.tensor), k.dim);
+}
 std::string editMaybeMarkDynamic(const Problem& p) {
   const ConstraintFacts& k = *firstConstraint(p, true);
-  std::string name = callerName(p, k.tensor);
   std::string at = k.userFrame.line > 0 ? fmt::format(" at line {}", k.userFrame.line) : "";
-  return fmt::format("`torch._dynamo.maybe_mark_dynamic({0}, {1})` in place of `torch._dynamo.mark_dynamic({0}, {1})`: "
-                     "the dimension stays dynamic where the code allows and is specialized where it does not; or "
-                     "remove what made {2} the constant {3}{4}",
-                     name, k.dim, prettySource(k.source), k.value, at);
+  return fmt::format("`{}` in place of `torch._dynamo.mark_dynamic({}, {})`: the dimension stays dynamic where the code "
+                     "allows and is specialized where it does not; or remove what made {} the constant {}{}",
+                     maybeMarkCode(p, k), callerName(p, k.tensor), k.dim, prettySource(k.source), k.value, at);
 }
 
 std::string rangeText(const std::string& low, const std::string& high) {
@@ -301,27 +314,31 @@ std::pair<std::string, std::string> narrowed(const ConstraintFacts& k) {
   return {pick(k.askedLow, k.allowedLow, true), pick(k.askedHigh, k.allowedHigh, false)};
 }
 
+std::string rangeMarkCode(const Problem& p, const ConstraintFacts& k) {
+  auto [low, high] = narrowed(k);
+  std::string bounds = (low.empty() ? "" : ", min=" + low) + (high.empty() ? "" : ", max=" + high);
+  return fmt::format("torch._dynamo.mark_dynamic({}, {}{})", callerName(p, k.tensor), k.dim, bounds);
+}
 int rankDimRange(const Problem& p) { return p.kind == "constraint_violation" && firstConstraint(p, false) ? 95 : 0; }
 std::string editDimRange(const Problem& p) {
   const ConstraintFacts& k = *firstConstraint(p, false);
-  auto [low, high] = narrowed(k);
-  std::string bounds = (low.empty() ? "" : ", min=" + low) + (high.empty() ? "" : ", max=" + high);
-  return fmt::format("`torch._dynamo.mark_dynamic({}, {}{})`: the range the code allows ({} asked {}, the code "
-                     "allows {}); or change the code that narrowed it (the guards on {} below)",
-                     callerName(p, k.tensor), k.dim, bounds, prettySource(k.source), rangeText(k.askedLow, k.askedHigh),
+  return fmt::format("`{}`: the range the code allows ({} asked {}, the code allows {}); or change the code that "
+                     "narrowed it (the guards on {} below)",
+                     rangeMarkCode(p, k), prettySource(k.source), rangeText(k.askedLow, k.askedHigh),
                      rangeText(k.allowedLow, k.allowedHigh), k.symbol);
 }
 
 // --- run-time failures: a deferred runtime assert that real data broke ---
 
 int rankCheckWhereMade(const Problem& p) { return p.kind == "runtime_assert" ? 90 : 0; }
+std::string whereMadeCode(const Problem& p) { return "torch._check(" + userExpr(p) + ")"; }
 std::string editCheckWhereMade(const Problem& p) {
   std::string made;
   for (const SymbolFacts& s : p.symbols)
     if (s.unbacked && s.origin.line > 0) made = fmt::format(" ({} is made at line {})", s.symbol, s.origin.line);
-  return fmt::format("before {}{}: `torch._check({})`, stating the assumption where the data is made: a bad input "
-                     "then fails there, with your message (torch._check(cond, lambda: \"...\"))",
-                     lineRef(p), made, userExpr(p));
+  return fmt::format("before {}{}: `{}`, stating the assumption where the data is made: a bad input then fails "
+                     "there, with your message (torch._check(cond, lambda: \"...\"))",
+                     lineRef(p), made, whereMadeCode(p));
 }
 
 int rankValidForAll(const Problem& p) { return p.kind == "runtime_assert" && truthOnRun(p) == 0 ? 95 : 0; }
@@ -513,25 +530,22 @@ int truthOnRun(const Problem& p) {
 
 namespace {
 
-// The statement inside an edit's first `...` quote: "before line 6: `torch._check(x)` ..." -> "torch._check(x)".
-std::string quotedCode(const std::string& edit) {
-  size_t open = edit.find('`');
-  size_t close = open == std::string::npos ? open : edit.find('`', open + 1);
-  return close == std::string::npos ? "" : edit.substr(open + 1, close - open - 1);
-}
-
-EditAction actionFor(const std::string& kind, const Problem& p, const std::string& edit) {
+// The advice as the one edit `why --verify` applies, from the same statements its text shows.
+EditAction actionFor(const std::string& kind, const Problem& p) {
   if (kind == "capture_scalar_outputs") return {"config", "", 0, "torch._dynamo.config.capture_scalar_outputs = True"};
   if (kind == "capture_dynamic_output_shape_ops")
     return {"config", "", 0, "torch._dynamo.config.capture_dynamic_output_shape_ops = True"};
-  if ((kind == "torch_check" || kind == "check_where_made") && p.frame.line > 0 && !p.frame.file.empty()) {
-    std::string code = quotedCode(edit);
-    if (code.rfind("torch._check(", 0) == 0 && edit.rfind("before ", 0) == 0) return {"insert_before", p.frame.file, p.frame.line, code};
+  bool atLine = p.frame.line > 0 && !p.frame.file.empty();
+  if (kind == "torch_check" && atLine) {
+    CheckEdit e = checkEdit(p);
+    if (!e.code.empty() && e.before) return {"insert_before", p.frame.file, p.frame.line, e.code};
   }
+  if (kind == "check_where_made" && atLine) return {"insert_before", p.frame.file, p.frame.line, whereMadeCode(p)};
   if (kind == "maybe_mark_dynamic" || kind == "dim_range") {
     const ConstraintFacts* k = firstConstraint(p, kind == "maybe_mark_dynamic");
     if (k && callerKnows(p, k->tensor))
-      return {"replace_mark", p.call->userFrame.file, p.call->userFrame.line, quotedCode(edit), callerName(p, k->tensor), k->dim};
+      return {"replace_mark", p.call->userFrame.file, p.call->userFrame.line,
+              kind == "maybe_mark_dynamic" ? maybeMarkCode(p, *k) : rangeMarkCode(p, *k), callerName(p, k->tensor), k->dim};
   }
   return {};
 }
@@ -548,7 +562,7 @@ std::vector<Advice> adviseProblem(const Problem& problem) {
     int rank = pattern.rank(p);
     if (rank <= 0) continue;
     std::string edit = pattern.edit(p);
-    ranked.push_back({rank, {pattern.kind, edit, problem.frame, pattern.why, actionFor(pattern.kind, problem, edit)}});
+    ranked.push_back({rank, {pattern.kind, edit, problem.frame, pattern.why, actionFor(pattern.kind, problem)}});
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<Advice> out;
