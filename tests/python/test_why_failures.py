@@ -1,9 +1,10 @@
 """`why` on failures found when compiled code runs or while it compiles, one line per case: each
 job in tests/python/jobs/failures runs under `python -m dynamo_replay capture` (the job dies of
-its failure, the store is still whole), and `why --json` must name the failure kind, the
+its failure, the store is still whole; a job killed on the spot by os._exit keeps the failure in
+its recovered store), and `why --json` must name the failure kind, the
 expression, the user line marked `# why: here`, where each symbol came from (`# why: u0`), the
 value it had on the run, and the advice. `why --verify` then applies the top edit to a copy and
-runs the job again. About 90 s: each case is a fresh process (two at a time), Inductor's
+runs the job again. About 110 s: each case is a fresh process (two at a time), Inductor's
 case compiles C++."""
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ CASES = [
     Case("empty_or_not", ("0.5",), "data_dependent", "torch_check", "Eq(u0, 0)", {"u0": 3},
          "torch._check(picked.numel() != 0)`: on this run u0 was 3", verify="fixed"),
     Case("empty_or_not", ("0.95",), "data_dependent", "torch_cond", "Eq(u0, 0)", {"u0": 0}),
+    Case("killed_branch", (), "data_dependent", "torch_check", "Eq(u0, 0)", {"u0": 3}),
     Case("tensor_branch", (), "graph_break", "torch_cond", verify="refused"),
     Case("item_break", (), "graph_break", "capture_scalar_outputs", verify="fixed", survives=True),
     # recompiles named from the graph's inputs compared with the call, in the caller's names

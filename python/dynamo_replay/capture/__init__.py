@@ -101,7 +101,7 @@ class _Session:
         self.precompile = precompile
         self.module_globals: dict[str, str] = {}  # see _torch.module_globals
         self.recorders: list[tuple[tuple[int, int, int], tensor_samples.CallRecorder]] = []  # compile id, recorder
-        self.shapes = shape_events.ShapeEvents(self.put_event)
+        self.shapes = shape_events.ShapeEvents(self.put_event, self.store.flush)
         self.not_packaged: list[tuple[str, str]] = []  # frame, why PyTorch's precompile left it out
         self.dropped: set[tuple[tuple[int, int, int], str, str]] = set()  # compile id, kind, source
         self.risky_dropped = 0

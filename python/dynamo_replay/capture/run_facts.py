@@ -24,8 +24,10 @@ def _unbacked(symbol: str) -> bool:
 
 
 class RunFacts:
-    def __init__(self, put_event: PutEvent, shape_envs: dict[tuple[int, int, int], Any]) -> None:
+    def __init__(self, put_event: PutEvent, shape_envs: dict[tuple[int, int, int], Any],
+                 write_now: Callable[[], None]) -> None:
         self.put_event = put_event
+        self.write_now = write_now  # see ShapeEvents.write_now
         self.shape_envs = shape_envs  # compile id -> ShapeEnv (ShapeEvents keeps them)
         self.assert_frames: dict[tuple[tuple[int, int, int], str], Any] = {}  # (compile id, expr) -> user line
         self.output_fakes: dict[tuple[int, int, int], list[Any]] = {}  # compile id -> Dynamo graph outputs
@@ -85,6 +87,7 @@ class RunFacts:
             "graph": graph, "call": call, "type": type(error).__qualname__,
             "message": message[0] if message else "", "values": values, "asserts": failing,
         }, None)
+        self.write_now()  # the job may die of it on the spot
 
     def compile_failed(self, compile_id: tuple[int, int, int], error: BaseException, facts: dict[str, Any]) -> None:
         """The values of the unbacked symbols a failed compile could not decide, on its real inputs."""

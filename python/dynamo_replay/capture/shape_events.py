@@ -31,10 +31,13 @@ _COMPARISON = re.compile(r"^(?P<source>.+?) (?P<op>==|!=|is|is not) (?P<value>.+
 
 
 class ShapeEvents:
-    def __init__(self, put_event: PutEvent) -> None:
+    def __init__(self, put_event: PutEvent, write_now: Callable[[], None]) -> None:
         self.put_event = put_event
+        # Waits until every event put so far is in the file: a failure the job may die of on
+        # the spot (os._exit, a kill) must not sit in the writer's queue when it does.
+        self.write_now = write_now
         self.shape_envs: dict[tuple[int, int, int], Any] = {}  # compile id -> its ShapeEnv, read after the job
-        self.run_facts = RunFacts(put_event, self.shape_envs)
+        self.run_facts = RunFacts(put_event, self.shape_envs, write_now)
         # compile id -> the Dynamo graph's tensor inputs: source, sizes (None where symbolic), dtype, requires_grad
         self.inputs: dict[tuple[int, int, int], list[dict[str, Any]]] = {}
 
@@ -103,6 +106,7 @@ class ShapeEvents:
         self.put_event(schema.EVENT_COMPILE_FAILURE, compile_id, facts, None)
         if error is not None:
             self.run_facts.compile_failed(compile_id, error, facts)
+        self.write_now()
 
     def graph_broke(self, compile_id: tuple[int, int, int]) -> None:
         """A graph break is logged inside Dynamo's handler of its exception: its facts are read from it."""
