@@ -5,7 +5,9 @@ About 25 s on a 2-core machine."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -29,13 +31,32 @@ JOBS = {"mlp": jobs.mlp, "gpt": jobs.gpt, "convnet": jobs.convnet_training_step,
         "hf_gpt2_train": jobs.hf_gpt2_training_step, "hf_bert": jobs.hf_bert, "inductor": jobs.inductor_mlp}
 
 
+# Bitwise equal needs the same float sums in the same order on both sides, and a matmul's or a
+# reduction's order follows its thread split: the jobs are captured on one intra-op thread and
+# replay-run gets one too. (On a loaded machine the split of a multi-threaded run was seen to
+# differ once in a few hundred runs, on the GPT-2 training step's backward.)
+ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+@contextlib.contextmanager
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return jobs.capture_stores(tmp_path_factory.mktemp, JOBS)
+    with one_thread():
+        return jobs.capture_stores(tmp_path_factory.mktemp, JOBS)
 
 
 def run(*args: str) -> tuple[int, dict]:
-    done = subprocess.run([runner_executable(), *args, "--json"], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([runner_executable(), *args, "--json"], capture_output=True, text=True, timeout=120,
+                          env=ONE_THREAD)
     assert done.stdout, done.stderr
     return done.returncode, json.loads(done.stdout)
 
@@ -90,7 +111,7 @@ def test_the_gpt_graph_runs_at_other_sizes_and_agrees_with_the_python_rebuild(st
         assert code == 0 and report["ok"], report
         inputs, outputs = torch.load(dump, weights_only=True)
         assert any(isinstance(x, torch.Tensor) and tuple(x.shape) == values for x in inputs)  # the token ids
-        with torch.no_grad():
+        with torch.no_grad(), one_thread():
             expected = module(*inputs)
         assert len(expected) == len(outputs)
         for got, want in zip(outputs, expected):
