@@ -236,9 +236,13 @@ TEST(StoreTest, ForkedChildLeavesTheParentsStoreAlone) {
   pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    // The child's copy has no writer thread: closing it must neither hang nor touch the file.
-    Status s = w->close();
-    ::_exit(s.code() == Status::Code::InvalidArgument ? 0 : 1);
+    // The child's copy has no writer thread: a put, a flush or a close must neither hang nor
+    // touch the file (capture flushes when compiled code fails, in a DataLoader worker too).
+    bool refused = w->putRecord(16, "from the child").code() == Status::Code::InvalidArgument &&
+                   w->putBlob("child's bytes").status().code() == Status::Code::InvalidArgument &&
+                   w->flush().code() == Status::Code::InvalidArgument &&
+                   w->close().code() == Status::Code::InvalidArgument;
+    ::_exit(refused ? 0 : 1);
   }
   int status = 0;
   ::waitpid(child, &status, 0);
@@ -247,6 +251,7 @@ TEST(StoreTest, ForkedChildLeavesTheParentsStoreAlone) {
   ASSERT_TRUE(w->close().isOk());
   auto r = mustOpen(path);
   EXPECT_EQ(r->state(), StoreState::Finished);
+  ASSERT_EQ(r->recordCount(), 2u);
   EXPECT_EQ(*r->recordPayload(1), "after fork");
 }
 

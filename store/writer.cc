@@ -118,6 +118,13 @@ struct StoreWriter::Impl {
   ~Impl() { ZSTD_freeCCtx(cctx); }
 
   void run();
+  // In a forked child the writer thread does not exist: a put would wait forever for room in
+  // a queue nobody drains, and a flush for a write that never comes. Checked before any lock
+  // (one may have been held by another thread at the fork).
+  Status ownerOnly() const {
+    if (::getpid() == owner) return Status::ok();
+    return Status::invalidArgument(path + ": store belongs to process " + std::to_string(owner));
+  }
   Status writeFrame(uint16_t kind, const void* payload, size_t size);
   Status writeChunk(Job& job);
   Status enqueue(Job job, size_t bytes);
@@ -197,6 +204,7 @@ Status StoreWriter::Impl::enqueue(Job job, size_t bytes) {
 }
 
 Result<BlobKey> StoreWriter::putBlob(std::string_view data) {
+  DYNREP_RETURN_IF_ERROR(impl_->ownerOnly());
   std::lock_guard<std::mutex> put(impl_->putMu);
   return impl_->putBytes(data);
 }
@@ -237,6 +245,7 @@ Result<BlobKey> StoreWriter::Impl::putBytes(std::string_view data, std::string* 
 
 Result<BlobKey> StoreWriter::putBlobFromFile(int fd, uint64_t offset) {
   Impl& d = *impl_;
+  DYNREP_RETURN_IF_ERROR(d.ownerOnly());
   std::lock_guard<std::mutex> put(d.putMu);
   struct stat st;
   if (::fstat(fd, &st) != 0) return Status::ioError(d.path + ": stat of blob source failed: " + io::errnoText(errno));
@@ -276,6 +285,7 @@ Status StoreWriter::putRecord(uint16_t kind, std::string payload) {
     return Status::invalidArgument(d.path + ": record kind " + std::to_string(kind) + " is reserved for the container");
   if (payload.size() > format::kMaxPayload)
     return Status::invalidArgument(d.path + ": record payload larger than 1 GiB (store it as a blob)");
+  DYNREP_RETURN_IF_ERROR(d.ownerOnly());
   std::lock_guard<std::mutex> put(d.putMu);
   Job job(Job::Type::Record);
   job.kind = kind;
@@ -286,6 +296,7 @@ Status StoreWriter::putRecord(uint16_t kind, std::string payload) {
 
 Status StoreWriter::flush() {
   Impl& d = *impl_;
+  DYNREP_RETURN_IF_ERROR(d.ownerOnly());
   std::unique_lock<std::mutex> lock(d.mu);
   uint64_t target = d.enqueued;
   d.queueChanged.wait(lock, [&] { return d.completed >= target || !d.error.isOk(); });
@@ -382,7 +393,7 @@ Status StoreWriter::Impl::finish() {
 Status StoreWriter::close() {
   Impl& d = *impl_;
   // In a forked child (a DataLoader worker, say) the store belongs to the parent: leave it be.
-  if (::getpid() != d.owner) return Status::invalidArgument(d.path + ": store belongs to process " + std::to_string(d.owner));
+  DYNREP_RETURN_IF_ERROR(d.ownerOnly());
   std::lock_guard<std::mutex> put(d.putMu);
   {
     std::lock_guard<std::mutex> lock(d.mu);

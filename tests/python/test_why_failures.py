@@ -49,6 +49,7 @@ CASES = [
     Case("pairs_view", ("eager",), "runtime_assert", "make_valid_for_all", "Eq(Mod(u0, 2), 0)", {"u0": 9}),
     Case("pairs_view", ("inductor",), "runtime_assert", "make_valid_for_all", "Eq(Mod(u0, 2), 0)", {"u0": 9}),
     Case("killed_pairs", (), "runtime_assert", "make_valid_for_all", "Eq(Mod(u0, 2), 0)", {"u0": 9}),
+    Case("forked_pairs", (), "runtime_assert", "make_valid_for_all", "Eq(Mod(u0, 2), 0)", {"u0": 9}),
     Case("masked_rows", (), "runtime_assert", "make_valid_for_all", "Eq(Mod(u0, 3), 0)", {"u0": 7}),
     Case("unique_groups", (), "runtime_assert", "make_valid_for_all", "Eq(Mod(u0, 4), 0)", {"u0": 7}),
     Case("item_bound", (), "runtime_assert", "make_valid_for_all", "u0 <= 8", {"u0": 12}, "`n <= 8` is False"),

@@ -1,7 +1,7 @@
 // StoreWriter: appends blobs and records to a new store file and seals it with an index.
 // Thread-safety: every public method may be called from any thread; puts are serialized.
-// After fork() only the parent may use the writer; in the child, close() and the destructor
-// do nothing to the file.
+// After fork() only the parent may use the writer: in the child, puts, flush() and close()
+// return InvalidArgument at once (never wait) and the destructor does nothing to the file.
 // Compression and file writes run on one background thread, so puts return once their
 // bytes are queued (they wait only when more than WriterOptions::maxPendingBytes are queued).
 #pragma once
