@@ -81,7 +81,7 @@ class PrivateCacheDir:
         self.original = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
         self.original_root = cache_dir() if inductor_used() else None
         self.path = Path(tempfile.mkdtemp(prefix="dynrep-capture-"))
-        atexit.register(shutil.rmtree, self.path, ignore_errors=True)
+        atexit.register(_remove_in_process, self.path, os.getpid())
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(self.path)
         _clear_inductor_caches()
 
@@ -102,6 +102,13 @@ class PrivateCacheDir:
             for lib in _mapped_libraries(root) | _isa_probe_libraries(root):
                 found.setdefault(lib.relative_to(root).as_posix(), lib)
         return {KERNEL_PREFIX + name: found[name] for name in sorted(found)}
+
+
+def _remove_in_process(path: Path, pid: int) -> None:
+    """Removes the directory at exit of the process that made it: a forked child that exits
+    through atexit must leave it to its parent, whose compiled code may still load from it."""
+    if os.getpid() == pid:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _clear_inductor_caches() -> None:
@@ -187,6 +194,7 @@ class CompilerStandIn:
     def __init__(self, identity: dict[str, str]) -> None:
         self.name = identity["name"]
         self._dir = tempfile.mkdtemp(prefix="dynrep-cxx-")
+        self._pid = os.getpid()
         answers = Path(self._dir) / "answers.json"
         answers.write_text(json.dumps({flag: identity.get(flag, "") for flag in _VERSION_FLAGS}))
         script = Path(self._dir) / os.path.basename(self.name)
@@ -208,7 +216,7 @@ class CompilerStandIn:
             os.environ.pop("PATH", None)
         else:
             os.environ["PATH"] = self._old_path
-        shutil.rmtree(self._dir, ignore_errors=True)
+        _remove_in_process(Path(self._dir), self._pid)
 
 
 def compiler_missing(identity: dict[str, str]) -> bool:

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,36 +18,17 @@ import pytest
 torch = pytest.importorskip("torch")
 redis = pytest.importorskip("redis")
 
+sys.path.insert(0, str(Path(__file__).parent))
+from redis_server import free_port, start_redis  # noqa: E402
+
 JOB = Path(__file__).parent / "jobs" / "fleet_job.py"
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def start_redis(port: int, folder: Path, *options: str) -> subprocess.Popen:
-    """redis-server on a loopback port, answering by the time this returns."""
-    binary = shutil.which("redis-server")
-    assert binary, "redis-server is missing: `make test` installs Debian's redis-server"
-    process = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(folder),
-                                *options], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    client = redis.Redis(port=port)
-    for _ in range(200):
-        try:
-            client.ping()
-            break
-        except (redis.ConnectionError, redis.BusyLoadingError):
-            time.sleep(0.05)
-    return process
 
 
 @pytest.fixture
 def server(tmp_path: Path):
     """A fresh redis-server on a free loopback port; yields its port."""
-    port = _free_port()
+    port = free_port()
     process = start_redis(port, tmp_path, "--appendonly", "no")
     yield port
     process.kill()
@@ -116,7 +95,7 @@ def test_a_corrupted_chunk_is_refused_named_set_aside_and_recaptured(server: int
 
 
 def test_redis_down_the_job_compiles_normally_with_one_warning(tmp_path: Path) -> None:
-    url = f"redis://127.0.0.1:{_free_port()}/0?name=job"  # nothing listens there
+    url = f"redis://127.0.0.1:{free_port()}/0?name=job"  # nothing listens there
     began = time.monotonic()
     report, stderr = run_job(url, tmp_path / "a", tmp_path / "cache")
     assert report["mode"] == "compile" and report["traced"] == ["forward"]
@@ -204,7 +183,7 @@ def test_redis_killed_mid_upload_shows_no_partial_entry_and_the_next_process_rec
     """redis-server is SIGKILLed while a 96 MiB upload is under way and restarted from its
     append-only file: what survived is never a visible entry, its chunks expire, and the next
     process of the job captures."""
-    port = _free_port()
+    port = free_port()
     durable = ("--appendonly", "yes", "--appendfsync", "always")
     server = start_redis(port, tmp_path, *durable)
     client = redis.Redis(port=port)

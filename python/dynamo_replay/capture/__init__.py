@@ -89,6 +89,7 @@ class _Session:
     def __init__(self, path: str, level: int, sample_limit: int, signing_key: bytes | None, precompile: bool,
                  decompose: bool = True, parameters: bool = False) -> None:
         self.store = Store.create(path, level=level, overwrite=True)
+        self.pid = os.getpid()  # a forked child inherits the session but must not write the store
         self.cache = kernels.PrivateCacheDir()
         self.lock = threading.Lock()
         self.failures: list[str] = []
@@ -465,6 +466,9 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
             return
         for _, recorder in session.recorders:
             recorder.restore()
+        if os.getpid() != session.pid:  # a forked child leaving the block: the store is its parent's
+            session.cache.restore()
+            return
         try:
             _report_precompile(session)
             if exc is not None and not (isinstance(exc, SystemExit) and not exc.code):

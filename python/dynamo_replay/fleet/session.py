@@ -95,6 +95,7 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
         self._entries: FleetEntries | None = None
         self._digest = ""
         self._captured = Path()
+        self._pid = os.getpid()  # a forked child leaving the block leaves the lease and upload to this one
 
     @property
     def summary(self) -> ReplaySummary | None:
@@ -148,6 +149,10 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
         self._inner.__enter__()
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if os.getpid() != self._pid:
+            if self._inner is not None:
+                self._inner.__exit__(exc_type, exc, tb)
+            return
         try:
             if self._inner is not None:
                 self._inner.__exit__(exc_type, exc, tb)

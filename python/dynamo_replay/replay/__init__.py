@@ -21,6 +21,7 @@ libraries. See dynamo_replay.signing for signed stores.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
@@ -58,6 +59,7 @@ class replay:  # noqa: N801 - a context manager, like capture
         self._summary = ReplaySummary(store=self.path)
         self._active = False
         self._undo: list[Callable[[], None]] = []
+        self._pid = os.getpid()  # a forked child leaving the block prints no summary of its own
         self._metrics_before = 0
         self._contents: Contents | None = None
         self._reasons: dict[str, str] = {}  # frame -> why it compiles here: not saved, or saved but not used
@@ -108,7 +110,7 @@ class replay:  # noqa: N801 - a context manager, like capture
             self._collect_compiles()
         self._active = False
         self._undo_all()
-        if self.verbose and self._summary.loaded:
+        if self.verbose and self._summary.loaded and os.getpid() == self._pid:
             print(self._summary, file=sys.stderr)
         if self.strict and exc is not None and "torch.compile stance is 'fail_on_recompile'" in str(exc):
             raise ReplayError(self._strict_message(str(exc))) from exc
