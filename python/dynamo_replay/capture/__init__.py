@@ -131,6 +131,8 @@ class _Session:
                        None)
 
     def put_event(self, name: str, compile_id: tuple[int, int, int], metadata: Any, payload: str | bytes | None) -> None:
+        if os.getpid() != self.pid:  # a forked child compiling: its events have no store to go to
+            return
         key, size = "", 0
         if payload:
             data = payload.encode() if isinstance(payload, str) else payload
