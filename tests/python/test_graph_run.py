@@ -33,8 +33,8 @@ JOBS = {"mlp": jobs.mlp, "gpt": jobs.gpt, "convnet": jobs.convnet_training_step,
 
 # Bitwise equal needs the same float sums in the same order on both sides, and a matmul's or a
 # reduction's order follows its thread split: the jobs are captured on one intra-op thread and
-# replay-run gets one too. (On a loaded machine the split of a multi-threaded run was seen to
-# differ once in a few hundred runs, on the GPT-2 training step's backward.)
+# replay-run gets one too. (Two full runs on a loaded machine saw the GPT-2 training step's
+# backward come out close, not bitwise, with each side on its default thread count.)
 ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 

@@ -96,7 +96,6 @@ def test_exception_inside_with_still_leaves_a_finished_store(store_path: Path) -
         assert store.get_blob(key) == b"written before the error"
 
 
-
 def test_flushed_records_survive_a_process_killed_on_the_spot(store_path: Path) -> None:
     """What capture relies on to keep a failure the job then dies of (os._exit: no unwinding, no
     close): everything put before flush() is in the file. 64 MiB of random bytes queued first keep
@@ -113,6 +112,7 @@ os._exit(3)
     with dr.Store.open(store_path) as store:
         assert store.info().state == "recovered"
         assert [r.payload for r in store.records(4000)] == [b"the failure"]
+
 
 def test_store_being_written_reads_as_in_progress(store_path: Path) -> None:
     with dr.Store.create(store_path) as store:

@@ -1,11 +1,10 @@
 """`why` on failures found when compiled code runs or while it compiles, one line per case: each
 job in tests/python/jobs/failures runs under `python -m dynamo_replay capture` (the job dies of
 its failure, the store is still whole; a job killed on the spot by os._exit keeps the failure in
-its recovered store), and `why --json` must name the failure kind, the
-expression, the user line marked `# why: here`, where each symbol came from (`# why: u0`), the
-value it had on the run, and the advice. `why --verify` then applies the top edit to a copy and
-runs the job again. About 110 s: each case is a fresh process (two at a time), Inductor's
-case compiles C++."""
+its recovered store), and `why --json` must name the failure kind, the expression, the user line
+marked `# why: here`, where each symbol came from (`# why: u0`), the value it had on the run,
+and the advice. `why --verify` then applies the top edit to a copy and runs the job again. About
+110 s: each case is a fresh process (two at a time), Inductor's case compiles C++."""
 
 from __future__ import annotations
 
@@ -217,3 +216,36 @@ def test_every_advice_kind_has_a_program():
 
     proven = {c.advice for c in CASES if c.advice} | {kind for c in CASES for kind in c.also}
     assert _table_kinds("Advice patterns") == set(why.ADVICE) | proven
+
+
+def _failed_call(events) -> None:
+    try:
+        raise RuntimeError("Runtime assertion failed for expression Eq(Mod(u0, 2), 0)")
+    except RuntimeError as error:
+        events.run_facts.call_failed((0, 0, 0), "__compiled_fn_1", 1, error)
+
+
+# What capture writes to the file before the job goes on (killed_pairs and killed_branch show it on
+# real jobs; killed_branch's compile leaves the writer idle, so only this table is sure to fail
+# without the write): (what happens, the events it puts, whether the job may die of it).
+WRITTEN_AT_ONCE = [
+    ("compiled code fails", _failed_call, ["dynamo_replay.runtime_failure"], True),
+    ("a compile fails", lambda events: events.logged("compilation_metrics", (0, 0, 0),
+                                                     {"fail_type": "UserError", "fail_reason": "Eq(u0, 0)"}, None),
+     ["dynamo_replay.compile_failure"], True),
+    ("a compile ends", lambda events: events.logged("compilation_metrics", (0, 0, 0), {"fail_type": None}, None),
+     [], False),
+    ("a guard is added", lambda events: events.logged("guard_added_fast", (0, 0, 0), {"expr": "s0 > 1"}, None),
+     ["dynamo_replay.shape_guard"], False),
+]
+
+
+@pytest.mark.parametrize("happen, puts, written", [row[1:] for row in WRITTEN_AT_ONCE],
+                         ids=[row[0] for row in WRITTEN_AT_ONCE])
+def test_a_failure_the_job_may_die_of_is_written_before_the_job_goes_on(happen, puts, written) -> None:
+    from dynamo_replay.capture.shape_events import ShapeEvents
+
+    done: list[str] = []
+    events = ShapeEvents(lambda name, compile_id, metadata, payload: done.append(name), lambda: done.append("write"))
+    happen(events)
+    assert done == puts + (["write"] if written else [])

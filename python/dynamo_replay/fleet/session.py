@@ -95,7 +95,7 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
         self._entries: FleetEntries | None = None
         self._digest = ""
         self._captured = Path()
-        self._pid = os.getpid()  # a forked child leaving the block leaves the lease and upload to this one
+        self._pid = os.getpid()
 
     @property
     def summary(self) -> ReplaySummary | None:
@@ -149,17 +149,14 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
         self._inner.__enter__()
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        if os.getpid() != self._pid:
-            if self._inner is not None:
-                self._inner.__exit__(exc_type, exc, tb)
-            return
+        mine = os.getpid() == self._pid  # a forked child leaves the upload and the lease to its parent
         try:
             if self._inner is not None:
                 self._inner.__exit__(exc_type, exc, tb)
-            if self.mode == "capture" and exc is None:
+            if mine and self.mode == "capture" and exc is None:
                 self._upload()
         finally:
-            if self._lease is not None:
+            if mine and self._lease is not None:
                 self._lease.release()
 
     # --- finding this host's entry, or leading its capture -----------------------------------
