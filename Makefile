@@ -1,22 +1,33 @@
 # dynamo-replay: `make demo` and `make test` install whatever is missing, then do their job.
 # Both are idempotent: with everything present they only rebuild what changed.
+# TORCH picks the PyTorch release; each has its own environment and build tree:
+#   make test TORCH=2.14.1     # .venv-2.14.1, build/py-2.14.1
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-VENV   := .venv
+# The releases dynamo-replay supports (python/dynamo_replay/_torch/releases.py says the same).
+SUPPORTED_TORCH := 2.13.0 2.14.1 2.15.0
+TORCH  ?= 2.15.0
+ifeq ($(filter $(TORCH),$(SUPPORTED_TORCH)),)
+  $(error TORCH=$(TORCH) is not a supported release: $(SUPPORTED_TORCH))
+endif
+VENV   := .venv-$(TORCH)
 PY     := $(VENV)/bin/python
-BUILD  := build/py
+BUILD  := build/py-$(TORCH)
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := g++ make libzstd-dev libcereal-dev libxxhash-dev libgtest-dev \
-                nlohmann-json3-dev libcli11-dev libfmt-dev libssl-dev zstd \
+                nlohmann-json3-dev libcli11-dev libfmt-dev libssl-dev zstd ccache \
                 libmlir-19-dev mlir-19-tools llvm-19-dev \
                 chromium redis-server
-# Exactly this torch: the local CPU build. Anything unpinned pulls GBs of CUDA wheels.
+# Exactly this torch, through a constraints file of the environment's own: nothing else may pick
+# or replace it, and it overrides a machine-wide cap on torch releases. 2.13.0 is a CPU build;
+# Linux has only CUDA builds of 2.14.1 and 2.15.0 (about 5.5 GB an environment), which run on a CPU.
 # transformers builds the real models the tests and benchmarks run (from configs, no downloads).
 # tlparse (and Debian's chromium, above) read the exports and the HTML report in their tests.
 # redis is the client of the fleet store; its tests start Debian's redis-server (above).
-PY_PACKAGES  := torch==2.13.0 numpy pytest scikit-build-core pybind11 cmake ninja transformers==5.23.0 \
-                tlparse==0.4.3 redis==8.1.0 expecttest
+PY_PACKAGES  := torch==$(TORCH) numpy pytest pytest-timeout scikit-build-core pybind11 cmake ninja \
+                transformers==5.23.0 tlparse==0.4.3 redis==8.1.0 expecttest
+PIP          := PIP_CONSTRAINT=$(CURDIR)/$(VENV)/torch-pin.txt $(PY) -m pip install -q --disable-pip-version-check
 # torch-mlir checks the torch-dialect form (tests/python/test_torch_mlir.py). --no-deps: nothing
 # may touch the pinned torch; what it needs besides (numpy, packaging) is installed above.
 TORCH_MLIR   := torch-mlir==20261001
@@ -27,11 +38,13 @@ CXX_SOURCES := CMakeLists.txt pyproject.toml $(shell find cmake store capture re
 # moved or removed (a folder's time changes) installs again.
 PY_FOLDERS := $(shell find python/dynamo_replay -type d -not -name __pycache__)
 
-.PHONY: help demo test test-cpp test-python fuzz bench system-packages clean
+.PHONY: help demo test test-cpp test-python test-releases fuzz bench system-packages clean
 
 help:
 	@echo "make demo   install what is missing, capture a GPT job, replay it in a fresh process, inspect the store, run a stored graph"
 	@echo "make test   install what is missing, run the C++ (ctest) and Python (pytest) tests"
+	@echo "            TORCH=2.13.0|2.14.1|2.15.0 picks the PyTorch release (default $(TORCH)); TESTS=... narrows pytest"
+	@echo "make test-releases   the release tests (capture, replay, guards, signing, fleet) on the other releases"
 	@echo "make bench  run the store benchmark (about 1 GB of artifacts; minutes)"
 
 # Debian packages: check each (fast), install only the missing ones.
@@ -46,20 +59,23 @@ $(PY):
 	python3 -m venv $(VENV)
 
 $(VENV)/.deps: $(PY) Makefile
-	$(PY) -m pip install -q --disable-pip-version-check $(PY_PACKAGES)
-	$(PY) -m pip install -q --disable-pip-version-check --no-deps $(TORCH_MLIR)
+	echo "torch==$(TORCH)" > $(VENV)/torch-pin.txt
+	$(PIP) $(PY_PACKAGES)
+	$(PIP) --no-deps $(TORCH_MLIR)
 	touch $@
 
 # The package, its C++ core and the C++ tests, built by scikit-build-core in $(BUILD).
 $(VENV)/.built: $(VENV)/.deps $(CXX_SOURCES) $(PY_FOLDERS) | system-packages
-	$(PY) -m pip install -q --disable-pip-version-check --no-build-isolation \
+	CMAKE_CXX_COMPILER_LAUNCHER=ccache $(PIP) --no-build-isolation -Cbuild-dir=$(BUILD) \
 	  -Ccmake.define.DYNREP_BUILD_TESTS=ON -e .
 	touch $@
 
 demo: system-packages $(VENV)/.built
 	$(PY) examples/demo.py
 
-# Runs both suites even when the first fails, and fails if either did.
+# Runs both suites even when the first fails, and fails if either did. TESTS narrows pytest
+# (files or -k/-m options); test-releases runs RELEASE_TESTS on every other supported release.
+TESTS ?=
 test: system-packages $(VENV)/.built
 	@status=0; \
 	$(MAKE) --no-print-directory test-cpp || status=1; \
@@ -70,10 +86,23 @@ test-cpp:
 	$(VENV)/bin/ctest --test-dir $(BUILD) --output-on-failure
 
 test-python:
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest $(TESTS)
+
+# What every release must keep: capture, replay and its refusals, guards, signing, the fleet,
+# PyTorch's touchpoints and the release matrix itself.
+RELEASE_TESTS := tests/python/test_capture.py tests/python/test_replay.py tests/python/test_replay_refusals.py \
+                 tests/python/test_guard_table.py tests/python/test_signed_replay.py tests/python/test_fleet.py \
+                 tests/python/test_torch_touchpoints.py tests/python/test_private_touchpoints.py \
+                 tests/python/test_releases.py
+test-releases:
+	@status=0; \
+	for release in $(filter-out $(TORCH),$(SUPPORTED_TORCH)); do \
+	  $(MAKE) --no-print-directory test TORCH=$$release TESTS="$(RELEASE_TESTS)" || status=1; \
+	done; \
+	exit $$status
 
 bench: system-packages $(VENV)/.built
 	$(PY) benchmarks/store_bench.py
 
 clean:
-	rm -rf build $(VENV)/.built
+	rm -rf build .venv-*/.built

@@ -1,5 +1,5 @@
 """Warm start: time to first output and whole-process time of a torch.compile job in a fresh
-process, seven ways.
+process, nine ways.
 
 Columns (one fresh process per measurement, each with its own empty TORCHINDUCTOR_CACHE_DIR
 unless said otherwise):
@@ -14,15 +14,36 @@ unless said otherwise):
   replay               dynamo_replay.replay(store, verbose=False), entered before torch.compile,
                        of a store captured untimed with dynamo_replay.capture(store) (precompile
                        on, the default);
-  replay-noprecompile  the same with a store captured with capture(store, precompile=False).
+  replay-noprecompile  the same with a store captured with capture(store, precompile=False);
+  pt-precompile        PyTorch 2.15's torch.compiler.precompile (prototype): the untimed run calls
+                       the model through capture(fn, artifact_path=, cache_path=) (one non-strict
+                       make_fx trace per call, shapes static, no guards), the timed run through
+                       load(artifact, cache);
+  aot-compile          torch.compile(fn, fullgraph=True).aot_compile(((args), {kwargs})) and
+                       save_compiled_function(path) untimed; load_compiled_function(file) timed.
 A column that fails (PyTorch's precompile fails some jobs) is reported as failed, with the last
 line of the child's stderr, and the others go on.
+
+The two ahead-of-time columns call the model as those APIs require (AheadOfTime in the child):
+fn(model, *inputs), the model an argument so its weights are inputs and not constants; a
+transformers output cut to its tensor fields (Fields: read by name, attribute or position); one
+artifact per input signature, chosen by the caller (pt-precompile has no guards: by shapes;
+aot-compile: the first whose guards accept the call, since a rejected call raises instead of
+compiling); for aot-compile, a guard_filter_fn that drops what its default drops and also guards
+whose derived kind cannot be saved. Where the path still cannot run the job (a graph break, a
+trace that reads a tensor's value, an optimizer step inside fn), the untimed run says so and the
+column reads "n/a: " and the exception's first line. CHANGES says, per workload, what a user has
+to change in the job for each path; it is printed with the table.
 
 The script times each child from spawn until it prints after its first output, and until it
 exits. Columns alternate within each round; medians (with min and max) are reported. Overhead
 is a column's time minus eager's. Each replay child compares its first output with the
 captured run's (torch.equal, bitwise) and reports whether replay loaded and what compiled
-anyway; a mismatch or a refused store is reported loudly and makes the exit status 1.
+anyway; a mismatch or a refused store is reported loudly and makes the exit status 1. Each
+ahead-of-time child compares its first output with its untimed run's (torch.equal, bitwise) and
+with a cold torch.compile's in a fresh process (saved by the untimed run that fills the warm
+cache): close when max |out - cold| <= 1e-4 * max |cold|, since make_fx and Dynamo may hand
+Inductor different graphs; a miss is marked in the table.
 
 Workloads: models built from `transformers` configs with random weights, nothing downloaded
 (attention: attn_implementation="sdpa", transformers' default, pinned):
@@ -37,11 +58,13 @@ Workloads: models built from `transformers` configs with random weights, nothing
   vit         ViTModel, 6 layers, 160 px images: batch 1 then 3;
   llama-train LlamaForCausalLM, 2 layers, hidden 256, with SGD and momentum: torch.compile(step), 2 steps;
 and the small models of capture_overhead.py (gpt, convnet, train). The first output is the
-output of the last of these calls.
+output of the last of these calls. The child seeds PyTorch before building the model: 2.15 no
+longer starts every process from the same seed, and the small models build without one.
 
 Run:
   .venv/bin/python benchmarks/warm_start.py [--repeat 3] [--workloads gpt2 bert gpt2-train] [--json FILE]
   .venv/bin/python benchmarks/warm_start.py --profile-replay [cprofile|importtime] --workloads gpt2
+  .venv-2.15.0/bin/python benchmarks/warm_start.py --columns cold warm replay pt-precompile aot-compile --workloads gpt2
 Target (issue 10): dynamo-replay's overhead (default capture) is at most 5% of cold compile's,
 and lower than every PyTorch column, on every real model.
 """
@@ -179,10 +202,112 @@ WORKLOADS.update({
 })
 REAL_WORKLOADS = ["gpt2", "bert", "gpt2-train", "t5", "llama", "vit", "llama-train"]
 
-# The child: argv is mode and artifact (a store, a Mega-Cache file, or unused). It prints
-# MARK lines with wall-clock times (so the parent can split the time up), FIRST_OUTPUT as soon
-# as the job has its first result, and for replay modes whether that result is bitwise the
-# captured run's and what replay did. WARM_START_PROFILE=path profiles it up to the first output.
+# The job behind PyTorch 2.15's ahead-of-time paths, called as their APIs require (see the
+# docstring); the child defines it after the workload, which defines `model`.
+AHEAD_OF_TIME = """
+import json as _json
+from pathlib import Path as _Path
+
+class Fields(dict):
+    # A transformers output cut to its tensor fields: read by name, attribute or position, like
+    # the ModelOutput it stands for.
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+    def __getitem__(self, key):
+        return list(self.values())[key] if isinstance(key, int) else dict.__getitem__(self, key)
+
+def tensor_fields(out):
+    return {k: v for k, v in out.items() if isinstance(v, torch.Tensor)} if isinstance(out, dict) else out
+
+def call_for_aot_compile(model, *args, **kwargs):
+    return tensor_fields(model(*args, **kwargs))
+
+def call_for_precompile(names):  # precompile takes positional arguments only: keywords bound here by name
+    def call(model, *values):
+        split = len(values) - len(names)
+        return tensor_fields(model(*values[:split], **dict(zip(names, values[split:]))))
+    return call
+
+def serializable_guards(entries):
+    # aot_compile's default filter (no guard on a global, none of a kind it cannot save), applied to
+    # each guard's derived kinds too: the default looks at the guard's own kind only, and transformers'
+    # decorators give a CONSTANT_MATCH that derives an ID_MATCH, which saving then refuses.
+    from torch._dynamo.guards import CheckFunctionManager
+    unsaveable = set(CheckFunctionManager.UNSUPPORTED_SERIALIZATION_GUARD_TYPES)
+    return [not (e.is_global or e.guard_type in unsaveable or unsaveable & set(e.derived_guard_types))
+            for e in entries]
+
+def signature(args, kwargs):
+    return repr([(tuple(v.shape), str(v.dtype)) if isinstance(v, torch.Tensor) else repr(v)
+                 for v in (*args, *kwargs.values())] + list(kwargs))
+
+class AheadOfTime:
+    # `model` behind one ahead-of-time path. Preparing (untimed), a call that no artifact covers
+    # makes one, saves it and loads it back; timed, every saved artifact is loaded up front and each
+    # call goes to the first that covers it.
+    def __init__(self, path, directory, prepare):
+        self.path, self.directory = path, _Path(directory)
+        self.index = [] if prepare else _json.loads((self.directory / "index.json").read_text())
+        self.prepare = prepare
+        self.loaded = [self.load(entry) for entry in self.index]
+
+    def load(self, entry):
+        if self.path == "pt-precompile":
+            return torch.compiler.precompile.load(self.directory / entry["code"], self.directory / entry["cache"])
+        with open(self.directory / entry["file"], "rb") as file:
+            return torch.compiler.load_compiled_function(file)
+
+    def covers(self, i, args, kwargs):
+        if self.path == "pt-precompile":  # no guards: the caller keys artifacts by input shapes
+            return self.index[i]["signature"] == signature(args, kwargs)
+        return self.loaded[i].guard_check(model, *args, **kwargs)
+
+    def __call__(self, *args, **kwargs):
+        for i, artifact in enumerate(self.loaded):
+            if self.covers(i, args, kwargs):
+                return self.run(artifact, args, kwargs)
+        if not self.prepare:
+            raise RuntimeError(f"{self.path}: no saved artifact covers this call: {signature(args, kwargs)}")
+        self.make(args, kwargs)
+        return self.run(self.loaded[-1], args, kwargs)
+
+    def run(self, artifact, args, kwargs):
+        if self.path == "pt-precompile":
+            out = artifact(model, *args, *kwargs.values())
+        else:
+            out = artifact(model, *args, **kwargs)
+        return Fields(out) if isinstance(out, dict) else out
+
+    def make(self, args, kwargs):
+        n = len(self.index)
+        if self.path == "pt-precompile":
+            entry = {"code": f"{n}.py", "cache": f"{n}.cache", "signature": signature(args, kwargs)}
+            with torch.compiler.precompile.capture(call_for_precompile(tuple(kwargs)),
+                                                   artifact_path=self.directory / entry["code"],
+                                                   cache_path=self.directory / entry["cache"]) as capture:
+                capture(model, *args, *kwargs.values())
+        else:
+            entry = {"file": f"{n}.aot"}
+            compiled = torch.compile(call_for_aot_compile, fullgraph=True, dynamic=dynamic,
+                                     options={"guard_filter_fn": serializable_guards})
+            compiled.aot_compile(((model, *args), kwargs)).save_compiled_function(str(self.directory / entry["file"]))
+        self.index.append(entry)
+        self.loaded.append(self.load(entry))  # what the timed run will load, checked here
+
+    def save_index(self):
+        (self.directory / "index.json").write_text(_json.dumps(self.index, indent=1))
+"""
+
+# The child: argv is mode and artifact (a store, a Mega-Cache file, an ahead-of-time artifact
+# directory, or unused). It prints MARK lines with wall-clock times (so the parent can split the
+# time up), FIRST_OUTPUT as soon as the job has its first result, for replay modes whether that
+# result is bitwise the captured run's and what replay did, and for the ahead-of-time modes
+# whether it is bitwise their untimed run's and how close to a cold compile's
+# (WARM_START_REFERENCE). An untimed ahead-of-time run the path cannot do prints NOT_APPLICABLE
+# and the exception's first line. WARM_START_PROFILE=path profiles it up to the first output.
 CHILD = """
 import os, sys, time
 _profile = os.environ.get("WARM_START_PROFILE")
@@ -193,9 +318,12 @@ if _profile:
 mode, artifact = sys.argv[1], sys.argv[2]
 import torch
 print("MARK imported", time.time(), flush=True)
+torch.manual_seed(0)  # PyTorch 2.15 seeds each process differently: workloads that build without a seed too
 @@WORKLOAD@@
+@@AHEAD_OF_TIME@@
 print("MARK built", time.time(), flush=True)
 torch.manual_seed(0)
+aot_path = mode.removeprefix("prepare-") if mode.removeprefix("prepare-") in ("pt-precompile", "aot-compile") else None
 if mode in ("precompile", "save-precompile"):
     torch._dynamo.config.caching_precompile = True
     torch._functorch.config.bundled_autograd_cache = True
@@ -209,9 +337,28 @@ if mode.startswith("replay"):
 if mode.startswith("capture"):
     import dynamo_replay
     session = dynamo_replay.capture(artifact, precompile=mode == "capture").__enter__()
+if aot_path:
+    if mode.startswith("prepare-"):
+        os.makedirs(artifact, exist_ok=True)
+    fn = AheadOfTime(aot_path, artifact, prepare=mode.startswith("prepare-"))  # timed: loads every artifact
 print("MARK entered", time.time(), flush=True)
-fn = model if mode == "eager" else torch.compile(model, dynamic=dynamic)
-out = first_output(fn)
+if not aot_path:
+    fn = model if mode == "eager" else torch.compile(model, dynamic=dynamic)
+if mode.startswith("prepare-"):
+    try:
+        out = first_output(fn)
+    except Exception as error:
+        import traceback
+        first = (str(error).strip().splitlines() or [""])[0]
+        if not first:  # a bare exception: say where it came from
+            where = traceback.extract_tb(error.__traceback__)[-1]
+            first = f"(no message; raised at {os.path.basename(where.filename)}:{where.lineno} in {where.name})"
+        print("NOT_APPLICABLE", f"{type(error).__module__}.{type(error).__qualname__}: {first}"[:300], flush=True)
+        traceback.print_exc()
+        sys.exit(0)
+    fn.save_index()
+else:
+    out = first_output(fn)
 if _profile:
     _profiler.disable()
 print("FIRST_OUTPUT", time.time(), flush=True)
@@ -219,6 +366,23 @@ if _profile:
     _profiler.dump_stats(_profile)
 if mode.startswith("capture"):
     torch.save(out, artifact + ".out")
+if mode == "cold-reference":
+    torch.save(out, artifact)
+if mode.startswith("prepare-"):
+    torch.save(out, os.path.join(artifact, "output.pt"))
+if aot_path and not mode.startswith("prepare-"):
+    expected = torch.load(os.path.join(artifact, "output.pt"))
+    equal = torch.equal(out, expected)
+    detail = "" if equal else (f"shape {tuple(out.shape)} vs {tuple(expected.shape)}" if out.shape != expected.shape
+                               else f"max abs diff {(out.double() - expected.double()).abs().max().item():.3g}")
+    print("BITWISE_EQUAL", equal, detail, flush=True)
+    cold = torch.load(os.environ["WARM_START_REFERENCE"])
+    if out.shape != cold.shape:
+        print("REFERENCE False", f"shape {tuple(out.shape)} vs cold compile's {tuple(cold.shape)}", flush=True)
+    else:
+        scale = max(cold.double().abs().max().item(), 1e-30)
+        relative = (out.double() - cold.double()).abs().max().item() / scale
+        print("REFERENCE", relative <= 1e-4, f"{relative:.2g}", flush=True)
 if mode.startswith("replay"):
     import json
     expected = torch.load(artifact + ".out")
@@ -240,17 +404,64 @@ if session is not None:
     session.__exit__(None, None, None)
 """
 
-COLUMNS = ["eager", "cold", "warm", "mega", "precompile", "replay", "replay-noprecompile"]
+COLUMNS = ["eager", "cold", "warm", "mega", "precompile", "replay", "replay-noprecompile", "pt-precompile",
+           "aot-compile"]
 TITLES = {
     "eager": "eager (no compile)", "cold": "cold compile", "warm": "PyTorch warm local caches",
     "mega": "PyTorch Mega-Cache", "precompile": "PyTorch precompile + Mega-Cache", "replay": "dynamo-replay",
     "replay-noprecompile": "dynamo-replay, precompile=False capture",
+    "pt-precompile": "torch.compiler.precompile (2.15)", "aot-compile": "torch.compile().aot_compile (2.15)",
 }
 PYTORCH_COLUMNS = ("cold", "warm", "mega", "precompile")
 REPLAY_COLUMNS = ("replay", "replay-noprecompile")
-# What each column needs made beforehand (untimed): the child mode that makes it.
-PREPARE = {"warm": "cold", "mega": "save-mega", "precompile": "save-precompile", "replay": "capture",
-           "replay-noprecompile": "capture-noprecompile"}
+AOT_COLUMNS = ("pt-precompile", "aot-compile")  # PyTorch 2.15's ahead-of-time paths; compared with replay too
+# What each column needs made beforehand (untimed): the child mode that makes it. The run that fills
+# the warm cache also saves a cold compile's first output, the ahead-of-time columns' reference.
+PREPARE = {"warm": "cold-reference", "mega": "save-mega", "precompile": "save-precompile", "replay": "capture",
+           "replay-noprecompile": "capture-noprecompile", "pt-precompile": "prepare-pt-precompile",
+           "aot-compile": "prepare-aot-compile"}
+
+# What a user has to change in a job to use each path: CHANGES[column], then what a workload adds
+# (WORKLOAD_CHANGES[workload, column]). Printed with each workload's table; whether the path then
+# ran is measured (a column reads n/a with the exception where it did not).
+_AOT_TRAINING = ("the optimizer step has to leave fn: {why}; and the step's model passed to fn as an argument, "
+                 "not closed over")
+CHANGES = {
+    "warm": "nothing; the Inductor cache directory has to survive (or be copied) between processes",
+    "mega": "torch.compiler.save_cache_artifacts() after the first compiled calls, load_cache_artifacts(bytes) "
+            "before them in the next process",
+    "precompile": "as Mega-Cache, with torch._dynamo.config.caching_precompile = True before torch.compile",
+    "replay": "nothing in the code: run it once under `python -m dynamo_replay capture -o STORE`, then under "
+              "`... replay STORE`",
+    "replay-noprecompile": "as dynamo-replay, captured with --no-precompile",
+    "pt-precompile": "a function fn(model, *inputs) called through precompile.capture / load, inputs positional; "
+                     "tensors out only (a transformers output cut to its tensor fields); one artifact per input "
+                     "shape (shapes static; mark_unbacked for a dynamic dim); every tensor fn reads a parameter, "
+                     "buffer or argument; Python control flow and constants frozen at capture, with no guard",
+    "aot-compile": "a function fn(model, *args, **kwargs) compiled with fullgraph=True (no graph break), the model "
+                   "an argument; tensors out only (the saved bytecode cannot rebuild a transformers output: it names "
+                   "a module by a per-process id); a guard_filter_fn that also drops derived unsaveable guards; one "
+                   "artifact per input shape (unless dynamic), dispatched by the caller: a call the guards reject "
+                   "raises, it never recompiles; globals are not guarded by the default filter",
+}
+WORKLOAD_CHANGES = {
+    ("gpt2", "pt-precompile"): "transformers' causal mask reads tensor values (padding_mask.all(), the packed-"
+                               "sequence check) unless torch.compile is tracing, and use_cache=True builds a "
+                               "DynamicCache from tensor constants: not capturable without changing transformers",
+    ("llama", "pt-precompile"): "the causal mask and DynamicCache as for GPT-2",
+    ("t5", "pt-precompile"): "keyword inputs passed positionally; the causal decoder mask and the cache as for GPT-2",
+    ("gpt2-train", "pt-precompile"): _AOT_TRAINING.format(why="precompile refuses a parameter updated in place"),
+    ("llama-train", "pt-precompile"): _AOT_TRAINING.format(why="precompile refuses a parameter updated in place"),
+    ("gpt2-train", "aot-compile"): _AOT_TRAINING.format(why="loss.backward() breaks the graph"),
+    ("llama-train", "aot-compile"): _AOT_TRAINING.format(why="loss.backward() breaks the graph"),
+    ("train", "pt-precompile"): "backward() outside fn needs the artifact's output to carry autograd history; "
+                                "capture the whole step (forward, loss, backward) in fn instead",
+    ("gpt", "pt-precompile"): "the job's dynamic=True has no counterpart without mark_unbacked: one artifact per shape",
+    ("gpt", "aot-compile"): "the job's dynamic=True: a float from a symbolic size makes Dynamo restart to "
+                            "tensorify it, and aot_compile lets the restart escape "
+                            "(TensorifyScalarRestartAnalysis); compiled with static shapes, one artifact per "
+                            "shape, it runs",
+}
 
 
 class ChildFailed(RuntimeError):
@@ -273,7 +484,8 @@ def run_child(script: Path, mode: str, artifact: Path, cache: Path, *, python_fl
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(cache), **(extra_env or {})}
     for name in ("DYNAMO_REPLAY", "TORCH_LOGS", "TORCH_COMPILE_DEBUG"):
         env.pop(name, None)
-    result: dict[str, Any] = {"first": None, "marks": {}, "equal": None, "detail": "", "summary": None}
+    result: dict[str, Any] = {"first": None, "marks": {}, "equal": None, "detail": "", "summary": None,
+                              "reference": None, "not_applicable": None}
     with tempfile.TemporaryFile("w+") as stderr_file:  # a file, not a pipe: a chatty child cannot block
         spawn_wall = time.time()
         start = time.perf_counter()
@@ -293,11 +505,16 @@ def run_child(script: Path, mode: str, artifact: Path, cache: Path, *, python_fl
                 result["detail"] = fields[2].strip() if len(fields) > 2 else ""
             elif line.startswith("REPLAY_SUMMARY"):
                 result["summary"] = json.loads(line.split(maxsplit=1)[1])
+            elif line.startswith("REFERENCE"):
+                fields = line.split(maxsplit=2)
+                result["reference"] = {"close": fields[1] == "True", "detail": fields[2].strip()}
+            elif line.startswith("NOT_APPLICABLE"):
+                result["not_applicable"] = line.split(maxsplit=1)[1].strip()
         returncode = child.wait()
         result["whole"] = time.perf_counter() - start
         stderr_file.seek(0)
         result["stderr"] = stderr_file.read()
-    if returncode != 0 or result["first"] is None:
+    if returncode != 0 or (result["first"] is None and result["not_applicable"] is None):
         raise ChildFailed(mode, returncode, result["stderr"])
     return result
 
@@ -309,12 +526,17 @@ class Bench:
         self.work = work / name
         self.work.mkdir(parents=True, exist_ok=True)
         self.script = self.work / "child.py"
-        self.script.write_text(CHILD.replace("@@WORKLOAD@@", textwrap.dedent(WORKLOADS[name])))
+        self.script.write_text(CHILD.replace("@@WORKLOAD@@", textwrap.dedent(WORKLOADS[name]))
+                               .replace("@@AHEAD_OF_TIME@@", AHEAD_OF_TIME))
         self.warm_cache = self.work / "warm-cache"  # filled by an untimed cold run; each warm run gets a copy
         self.artifacts = {"mega": self.work / "mega.bin", "precompile": self.work / "precompile.bin",
-                          "replay": self.work / "default.dynrep", "replay-noprecompile": self.work / "noprecompile.dynrep"}
+                          "replay": self.work / "default.dynrep",
+                          "replay-noprecompile": self.work / "noprecompile.dynrep",
+                          "warm": self.work / "cold-output.pt",  # the cold compile's first output
+                          "pt-precompile": self.work / "pt-precompile", "aot-compile": self.work / "aot-compile"}
         self.failed: dict[str, str] = {}  # column -> last line of the child's stderr
         self.errors: dict[str, str] = {}  # column -> the end of the child's stderr
+        self.not_applicable: dict[str, str] = {}  # column -> why its path cannot run this job, as its untimed run found
 
     def fresh(self) -> Path:
         return Path(tempfile.mkdtemp(prefix="cache-", dir=self.work))
@@ -329,16 +551,24 @@ class Bench:
                  f"{self.artifacts[column]}\nend of its stderr:\n{error.stderr_tail[-2500:]}")
 
     def prepare(self, columns: list[str]) -> None:
+        if any(column in AOT_COLUMNS for column in columns) and "warm" not in columns:
+            columns = ["warm", *columns]  # the cold compile's output, their reference
         for column in columns:
             if column not in PREPARE:
                 continue
             done = self.work / f"{column}.prepared"  # written once the artifact is complete
+            not_applicable = self.work / f"{column}.not-applicable"  # why the path cannot run this job
             stamp = f"{PREPARE[column]} {hashlib.sha256(self.script.read_bytes()).hexdigest()}"  # same job, same mode
             if self.reuse and done.exists() and done.read_text() == stamp:
                 print(f"[{self.name}] {column}: reusing what an earlier run prepared in {self.work}", file=sys.stderr)
+                if not_applicable.exists():
+                    self.not_applicable[column] = not_applicable.read_text()
                 continue
             done.unlink(missing_ok=True)
+            not_applicable.unlink(missing_ok=True)
             if column in self.artifacts:
+                if self.artifacts[column].is_dir():
+                    shutil.rmtree(self.artifacts[column])
                 self.artifacts[column].unlink(missing_ok=True)
                 Path(f"{self.artifacts[column]}.out").unlink(missing_ok=True)
             print(f"[{self.name}] preparing {column}: {PREPARE[column]} (untimed)", file=sys.stderr, flush=True)
@@ -347,7 +577,14 @@ class Bench:
                 self.warm_cache.mkdir()
             cache = self.warm_cache if column == "warm" else self.fresh()
             try:
-                run_child(self.script, PREPARE[column], self.artifacts.get(column, self.work / "unused"), cache)
+                artifact = self.artifacts.get(column, self.work / "unused")
+                result = run_child(self.script, PREPARE[column], artifact, cache)
+                if result["not_applicable"]:
+                    self.not_applicable[column] = result["not_applicable"]
+                    self.errors[column] = result["stderr"][-4000:]
+                    not_applicable.write_text(result["not_applicable"])
+                    print(f"[{self.name}] {TITLES[column]}: n/a: {result['not_applicable']}", file=sys.stderr,
+                          flush=True)
                 done.write_text(stamp)
             except ChildFailed as error:
                 self.fail(column, error, "preparing")
@@ -356,6 +593,8 @@ class Bench:
                     shutil.rmtree(cache, ignore_errors=True)
 
     def run_column(self, column: str, **kwargs: Any) -> dict[str, Any]:
+        if column in AOT_COLUMNS:
+            kwargs["extra_env"] = {**kwargs.get("extra_env", {}), "WARM_START_REFERENCE": str(self.artifacts["warm"])}
         cache = self.fresh()
         if column == "warm":  # a copy, so no run changes what the next one finds
             shutil.rmtree(cache)
@@ -371,7 +610,7 @@ class Bench:
         problems: list[str] = []
         for round_ in range(repeat):
             for column in columns:
-                if column in self.failed:
+                if column in self.failed or column in self.not_applicable:
                     continue
                 try:
                     result = self.run_column(column)
@@ -382,11 +621,16 @@ class Bench:
                 runs[column].append(result)
                 if column in REPLAY_COLUMNS:
                     problems += self.check_replay(column, round_, result)
+                close = (result["reference"] or {}).get("close")
+                if column in AOT_COLUMNS and (result["equal"] is not True or not close):
+                    loud(f"{self.name} {TITLES[column]} round {round_ + 1}: bitwise equal to its untimed run: "
+                         f"{result['equal']} {result['detail']}; within 1e-4 of cold compile's: {result['reference']}")
             print(f"[{self.name}] round {round_ + 1}/{repeat}: " + ", ".join(
                 f"{column} {runs[column][-1]['first']:.2f}/{runs[column][-1]['whole']:.2f}"
                 for column in columns if column not in self.failed and runs[column]) + "  (first output/exit, s)",
                 file=sys.stderr, flush=True)
-        return {"runs": runs, "failed": self.failed, "errors": self.errors, "problems": problems}
+        return {"runs": runs, "failed": self.failed, "errors": self.errors, "problems": problems,
+                "not_applicable": self.not_applicable}
 
     def check_replay(self, column: str, round_: int, result: dict[str, Any]) -> list[str]:
         problems = []
@@ -429,7 +673,11 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         have_base = "eager" in med_first and "cold" in med_first
         cold_first = med_first["cold"] - med_first["eager"] if have_base else float("nan")
         cold_whole = med_whole["cold"] - med_whole["eager"] if have_base else float("nan")
+        not_applicable = result.get("not_applicable", {})
         for column in runs:
+            if column in not_applicable:
+                lines.append(f"| {TITLES[column]} | n/a: {not_applicable[column][:150]} | | | | | |")
+                continue
             if column not in med_first:
                 lines.append(f"| {TITLES[column]} | failed ({failed.get(column, '?')[:150]}) | | | | | |")
                 continue
@@ -445,6 +693,8 @@ def table(results: dict[str, dict[str, Any]]) -> str:
             else:
                 cells += ["", "", "", ""]
             mark = " **(output MISMATCH)**" if any(r["equal"] is False for r in runs[column]) else ""
+            if column in AOT_COLUMNS and any(not (r["reference"] or {}).get("close") for r in runs[column]):
+                mark += " **(not within 1e-4 of cold compile's output)**"
             lines.append(f"| {TITLES[column]}{mark} | " + " | ".join(cells) + " |")
         lines.append("")
         if not have_base:
@@ -453,12 +703,13 @@ def table(results: dict[str, dict[str, Any]]) -> str:
             lines.append(f"target: MISSED (dynamo-replay failed: {failed.get('replay', 'not run')[:150]})")
         else:
             replay_over = med_first["replay"] - med_first["eager"]
-            pytorch = {c: med_first[c] - med_first["eager"] for c in PYTORCH_COLUMNS if c in med_first}
+            compared = PYTORCH_COLUMNS + AOT_COLUMNS  # PyTorch's own ahead-of-time paths, where they run the job
+            pytorch = {c: med_first[c] - med_first["eager"] for c in compared if c in med_first}
             best = min(pytorch, key=pytorch.__getitem__)
             valid = all(r["equal"] is True and (r["summary"] or {}).get("loaded") for r in runs["replay"])
             five = replay_over <= 0.05 * cold_first
             below = all(replay_over < value for value in pytorch.values())
-            missing = [c for c in PYTORCH_COLUMNS if c not in med_first]
+            missing = [c for c in compared if c not in med_first and c not in not_applicable]
             lines.append(
                 f"target (issue 10), time to first output: dynamo-replay's overhead {replay_over:.2f} s = "
                 f"{100 * replay_over / cold_first:.1f}% of cold's {cold_first:.2f} s: <= 5%: {'MET' if five else 'MISSED'}; "
@@ -476,6 +727,20 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         for column in REPLAY_COLUMNS:
             if runs.get(column) and runs[column][0].get("summary"):
                 lines.append(f"\nFrames, {TITLES[column]}: " + frames_line(runs[column][0]["summary"]))
+        checked = [c for c in AOT_COLUMNS if runs.get(c)]
+        if checked:
+            lines += ["", "Ahead-of-time outputs (first output vs its untimed run's, bitwise; vs a cold compile's, "
+                      "max |diff| / max |cold|, close at <= 1e-4):", ""]
+            for column in checked:
+                lines.append(f"- {TITLES[column]}: " + "; ".join(
+                    f"bitwise {r['equal']}{' (' + r['detail'] + ')' if r['detail'] else ''}, vs cold "
+                    f"{(r['reference'] or {}).get('detail', 'not compared')}" for r in runs[column]))
+        changed = [c for c in runs if c in CHANGES]
+        if changed:
+            lines += ["", "What a user changes in the job to use each path:", ""]
+            for column in changed:
+                extra = WORKLOAD_CHANGES.get((name, column))
+                lines.append(f"- {TITLES[column]}: {CHANGES[column]}" + (f". This job: {extra}" if extra else ""))
         for problem in result["problems"]:
             lines.append(f"\n**REPLAY PROBLEM: {problem}**")
     return "\n".join(lines)

@@ -24,6 +24,7 @@ from dynamo_replay.capture import capture as _capture
 from dynamo_replay.replay import ReplaySummary
 from dynamo_replay.replay import replay as _replay
 from dynamo_replay.errors import (
+    CaptureWarning,
     CorruptStoreError,
     GraphError,
     MissingKeyError,
@@ -84,6 +85,7 @@ def load_graph(store: str | os.PathLike[str], compile_id: str, graph: str = "for
 __all__ = [
     "Artifact",
     "BlobReader",
+    "CaptureWarning",
     "CodeObject",
     "CorruptStoreError",
     "GraphError",

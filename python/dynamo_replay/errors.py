@@ -78,3 +78,7 @@ class ReplayRefusedError(ReplayError):
 
 class ReplayWarning(UserWarning):
     """Replay did not load a store and the job compiles as usual; the message says why."""
+
+
+class CaptureWarning(UserWarning):
+    """Capture records nothing (a PyTorch release it does not support); the job runs as usual."""

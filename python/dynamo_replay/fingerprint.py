@@ -48,14 +48,14 @@ def environment_fingerprint() -> dict[str, str]:
     """Fingerprint entries, name -> value, all strings. Imports torch."""
     import torch
 
-    from dynamo_replay._torch import settings
+    from dynamo_replay._torch import releases, settings
 
     # The compiler Inductor would pick: the first name its config gives (cpp_builder, which
     # resolves it fully, costs a second to import in a job that never uses Inductor).
     cxx = next(iter(settings.inductor_cxx_names()), "c++")
     configs = settings.config_modules()
     entries = {
-        "torch.version": torch.__version__,
+        "torch.version": releases.VERSION,
         "torch.git_version": torch.version.git_version,
         "torch.debug": str(torch.version.debug),
         "python.version": platform.python_version(),

@@ -8,6 +8,10 @@ replay must then be wrong, which proves the test can fail).
 A row: name -> (guard kinds, disposition, needs replay's checks, module setup, compiled body).
 The setup runs at import with CHANGED true in the changed process; the body is `f(x)`'s
 return expression. CONTEXT, when the setup defines it, is entered around each call.
+
+Releases differ: a row whose guard kind a release adds runs from that release on (SINCE), and
+a row that needs replay's checks only before a release that keeps the guard itself says so
+(KEPT_BY_PYTORCH_FROM); on the releases that keep it, the test proves PyTorch alone is right.
 """
 
 from __future__ import annotations
@@ -63,7 +67,33 @@ CASES: dict[str, tuple[tuple[str, ...], str, bool, str, str]] = {
     "deterministic": (("GLOBAL_STATE", "DETERMINISTIC_ALGORITHMS"), KEPT, False, "CONTEXT = lambda: setting(torch.are_deterministic_algorithms_enabled, torch.use_deterministic_algorithms, CHANGED)", "x * (3.0 if torch.are_deterministic_algorithms_enabled() else 2.0)"),
     "constant_subclass": (("CONSTANT_SUBCLASS_MATCH",), KEPT, False, "class Scale(float):\n    pass\nS = Scale(3.0 if CHANGED else 2.0)", "x * S"),
     "module_hooks": (("EMPTY_NN_MODULE_HOOKS_DICT",), RECHECKED, True, "LIN = torch.nn.Identity()\nif CHANGED:\n    LIN.register_forward_hook(lambda m, i, o: o * 1.5)", "LIN(x) * 2.0"),
+    # A lazy (copy-on-write) clone: 2.14 on guards what torch._C._is_cow_tensor said.
+    "cow_tensor": (("COW_TENSOR_MATCH",), COMPILED, False, "W = torch.ones(8)\nif CHANGED:\n    W = torch._lazy_clone(W)", "x * (3.0 if torch._C._is_cow_tensor(W) else 2.0)"),
 }
+
+# Rows whose guard kind a release adds: name -> the first release line that has it.
+SINCE = {"cow_tensor": "2.14"}
+
+# Rows that need replay's checks only before a release that keeps their guard itself: name ->
+# that release. 2.13 builds object-aliasing guards (`KIND is Kind.A`) as lambda guards over its
+# saved copy of the globals; 2.14 on builds them between two accessors of the live globals.
+KEPT_BY_PYTORCH_FROM = {"enum_member": "2.14", "object_identity": "2.14", "global_enum_list": "2.14"}
+
+
+def _line_key(line: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in line.split("."))
+
+
+def cases_for(release: str) -> dict[str, tuple[tuple[str, ...], str, bool, str, str]]:
+    """The rows that run on a release line ("2.15"), each with its needs-checks for that release."""
+    rows = {}
+    for name, (kinds, disposition, needs_checks, setup, body) in CASES.items():
+        if name in SINCE and _line_key(release) < _line_key(SINCE[name]):
+            continue
+        if name in KEPT_BY_PYTORCH_FROM and _line_key(release) >= _line_key(KEPT_BY_PYTORCH_FROM[name]):
+            needs_checks = False
+        rows[name] = (kinds, disposition, needs_checks, setup, body)
+    return rows
 
 # Guard kinds no case makes Dynamo emit, and why (each is still in the guard table).
 UNEXERCISED = {
@@ -88,6 +118,8 @@ UNEXERCISED = {
     "DUAL_LEVEL": "needs forward-mode AD around the compiled call; no case yet",
     "FAKE_SCRIPT_TYPE_MATCH": "needs a TorchScript class with a fake; no case yet",
     "OPAQUE_OBJ_GUARD_FN_MATCH": "needs a registered opaque object; no case yet",
+    "CURRENT_STREAM_MATCH": "needs a device stream (CUDA, XPU); no case yet (CPU only here)",
+    "LIST_REVERSEITERATOR_LEN": "guards an iterator the program consumes; no case yet",
 }
 
 _PRELUDE = '''"""Guard case {name} (tests/python/guard_cases.py)."""
@@ -109,21 +141,23 @@ def setting(read, write, value):
 '''
 
 
-def write_cases(folder: Path) -> None:
-    """One module per case, case_<name>.py, each defining f(x)."""
+def write_cases(folder: Path, cases: dict[str, tuple] | None = None) -> None:
+    """One module per case (every row, or those given), case_<name>.py, each defining f(x)."""
     folder.mkdir(parents=True, exist_ok=True)
-    for name, (_, _, _, setup, body) in CASES.items():
+    for name, (_, _, _, setup, body) in (cases or CASES).items():
         function = "f" if name.startswith("same_key") else f"f_{name}"  # see the same_key rows
         text = _PRELUDE.format(name=name) + setup + f"\n\n\ndef {function}(x):\n    return {body}\n"
         (folder / f"case_{name}.py").write_text(text)
 
 
-def guard_table_markdown(table: dict[str, tuple[str, str]]) -> str:
-    """docs/guards.md's table: each guard kind, what replay does, why, and its cases here."""
+def guard_table_markdown(table: dict[str, tuple[str, str, str]]) -> str:
+    """docs/guards.md's table: each guard kind of every supported release, the first release
+    that has it, what replay does, why, and its cases here."""
     cases: dict[str, list[str]] = {}
     for name, (kinds, *_) in CASES.items():
         for kind in kinds:
             cases.setdefault(kind, []).append(f"`{name}`")
-    rows = [f"| `{kind}` | {disposition} | {why} | {', '.join(cases.get(kind, [])) or 'none: ' + UNEXERCISED[kind]} |"
-            for kind, (disposition, why) in table.items()]
-    return "\n".join(["| kind | replay | why | differential cases |", "|---|---|---|---|", *rows]) + "\n"
+    rows = [f"| `{kind}` | {'all' if since == '2.13' else since + ' on'} | {disposition} | {why} | "
+            f"{', '.join(cases.get(kind, [])) or 'none: ' + UNEXERCISED[kind]} |"
+            for kind, (disposition, why, since) in table.items()]
+    return "\n".join(["| kind | releases | replay | why | differential cases |", "|---|---|---|---|---|", *rows]) + "\n"

@@ -1,6 +1,6 @@
-"""Never a stale answer: every guard kind PyTorch 2.13 can emit is kept, re-checked or makes its
-frame compile (dynamo_replay._torch.guards.GUARD_TABLE), and one differential case per row of
-tests/python/guard_cases.py proves it.
+"""Never a stale answer: every guard kind this PyTorch release can emit is kept, re-checked or
+makes its frame compile (dynamo_replay._torch.guards.GUARD_TABLE), and one differential case per
+row of tests/python/guard_cases.py proves it, as each row reads on this release.
 
 The cases are captured once; then replayed in three fresh processes: unchanged (each case
 replays from the store, or compiles where the table says so, named with its guard and user
@@ -24,8 +24,11 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from dynamo_replay._torch import guards as _torch_guards  # noqa: E402
-from guard_cases import (CASES, COMPILED, KEPT, RECHECKED, UNEXERCISED, guard_table_markdown,  # noqa: E402
-                         write_cases)
+from dynamo_replay._torch import releases  # noqa: E402
+from guard_cases import (COMPILED, KEPT, KEPT_BY_PYTORCH_FROM, RECHECKED, UNEXERCISED, cases_for,  # noqa: E402
+                         guard_table_markdown, write_cases)
+
+CASES = cases_for(releases.CURRENT.line)  # the rows of this release, each as it reads here
 
 RUNNER = Path(__file__).parent / "jobs" / "guard_cases" / "run.py"
 pytestmark = pytest.mark.slow
@@ -45,7 +48,7 @@ class Runs:
 
     def __init__(self, root: Path) -> None:
         self.cases = root / "cases"
-        write_cases(self.cases)
+        write_cases(self.cases, CASES)
         self.store = root / "cases.dynrep"
         self.results: dict[str, dict] = {}
         self.stderr: dict[str, str] = {}
@@ -81,13 +84,15 @@ def test_every_guard_kind_of_this_pytorch_has_a_row() -> None:
 def test_every_row_has_a_case_or_says_why_not() -> None:
     exercised = {kind for kinds, *_ in CASES.values() for kind in kinds}
     assert set(_torch_guards.GUARD_TABLE) - exercised - set(UNEXERCISED) == set()
+    assert set(_torch_guards.guard_table_every_release()) <= set(_torch_guards.GUARD_TABLE) | set(UNEXERCISED) | {
+        kind for kinds, *_ in cases_for("9.9").values() for kind in kinds}
     assert not exercised & set(UNEXERCISED)
 
 
 @pytest.fixture(scope="module")
 def case_modules(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("case-modules")
-    write_cases(folder)
+    write_cases(folder, CASES)
     return folder
 
 
@@ -132,13 +137,15 @@ def test_replay_gives_the_answer_of_a_plain_compile(runs: Runs, case: str) -> No
         assert f"case_{case}.py" in runs.stderr["unchanged"].split("saved frames not used")[-1]
     elif case != "same_key_a":  # shares PyTorch's key with same_key_b, whose package wins
         assert not unchanged["compiled"], runs.stderr["unchanged"][-3000:]
+    off = runs.results["checks_off"][case]
     if needs_checks:
-        off = runs.results["checks_off"][case]
         assert not off["right"], f"{case} is right without replay's checks: the case does not test them"
+    elif case in KEPT_BY_PYTORCH_FROM:  # this release keeps the guard itself: PyTorch alone is right
+        assert off["right"], f"{case} needs replay's checks on PyTorch {releases.VERSION} too"
 
 
 def test_a_shared_package_key_is_named_and_compiles(runs: Runs) -> None:
-    """PyTorch 2.13 keys saved frames by name and first line: f at line 30 of two files; one
+    """PyTorch keys saved frames by name and first line: f at line 30 of two files; one
     replays, the other's saved package fails its guard-tree check or its guards, and compiles."""
     assert runs.results["unchanged"]["same_key_a"]["compiled"] != runs.results["unchanged"]["same_key_b"]["compiled"]
 
@@ -161,8 +168,8 @@ def test_the_docs_give_the_table() -> None:
     """docs/guards.md ends with the table as the code holds it; DYNREP_UPDATE_GOLDEN=1 rewrites it."""
     docs = Path(__file__).resolve().parents[2] / "docs" / "guards.md"
     text = docs.read_text()
-    prose, _, _ = text.partition("| kind | replay |")
-    expected = prose + guard_table_markdown(_torch_guards.GUARD_TABLE)
+    prose, _, _ = text.partition("| kind | releases |")
+    expected = prose + guard_table_markdown(_torch_guards.guard_table_every_release())
     if os.environ.get("DYNREP_UPDATE_GOLDEN"):
         docs.write_text(expected)
     assert text == expected

@@ -1,7 +1,11 @@
-"""The one door to PyTorch's private API: every private PyTorch 2.13 touchpoint of
-dynamo-replay is in this package (tests/python/test_private_touchpoints.py fails on one
-anywhere else), so a new PyTorch release is checked here. Its rooms:
+"""The one door to PyTorch's private API: every private PyTorch touchpoint of dynamo-replay is
+in this package (tests/python/test_private_touchpoints.py fails on one anywhere else), and so is
+every difference between the releases it supports (2.13, 2.14, 2.15), so a new PyTorch release
+is checked here. Its rooms:
 
+- releases: the supported releases and the adapter of the running one, chosen once at import
+  (what a later release adds: its guard kinds, ...); outside the matrix, capture and replay
+  step aside with a warning;
 - settings: the config values precompile needs, the compile running now, Dynamo's counters,
   hooks and generated globals, a real tensor's bytes;
 - guards: value descriptions, the guard table (what replay keeps, re-checks or compiles),
@@ -14,11 +18,11 @@ anywhere else), so a new PyTorch release is checked here. Its rooms:
   values on the run, call sites).
 
 Reading PyTorch's frames is the fragile part: each reader returns an empty value when a frame is
-not laid out as 2.13 lays it out, so a new PyTorch degrades a store, never the job, and
+not laid out as the supported releases lay it out, so a new PyTorch degrades a store, never the job, and
 test_private_touchpoints names the reader that stopped finding its facts.
 """
 
-from dynamo_replay._torch import graphs, guards, inductor, settings, shapes  # noqa: F401 (rooms, by name)
+from dynamo_replay._torch import graphs, guards, inductor, releases, settings, shapes  # noqa: F401 (rooms, by name)
 from dynamo_replay._torch.graphs import decompose_to_core_aten, graph_snapshot
 from dynamo_replay._torch.guards import DroppedGuard, quiet_dropped_guards, record_dropped_guards
 from dynamo_replay._torch.inductor import _clear_isa_caches, probed_vec_isas, reuse_vec_isa_probe

@@ -13,8 +13,9 @@ installed in another:
   by reference) are read from the live object, so `G['post'].__defaults__[0] == 2.0` silently
   becomes `== 5.0`. Capture records each saved frame's guard tree as PyTorch built it; replay
   compares the rebuilt tree with it and refuses the frame on any difference.
-- Object-aliasing guards (`G['CURRENT'] is G['A']`), which PyTorch evaluates over its saved
-  copy of the globals: replay evaluates them over the live globals as well.
+- Object-aliasing guards (`G['CURRENT'] is G['A']`), which PyTorch 2.13 evaluates over its saved
+  copy of the globals: replay evaluates them over the live globals as well (2.14 on evaluates
+  them live itself; replay checks them at install there, to name the guard when one fails).
 - Module hooks, which PyTorch does not guard (skip_nn_module_hook_guards): capture records
   each guarded module's hooks, replay compares them at install.
 Guards PyTorch cannot save at all make the frame not saved (named at capture).
@@ -34,10 +35,12 @@ import sys
 import types
 from typing import Any, Callable
 
+from dynamo_replay._torch import releases
 from dynamo_replay.descriptions import describe_like, describe_state, describe_value, identity_used_as_key, pinned_module
 from dynamo_replay.schema import frame_name
 
-# What happens to each guard kind of PyTorch 2.13 (GuardBuilder's methods) under replay:
+# What happens to each guard kind (GuardBuilder's methods) under replay: 2.13's kinds here, and
+# the kinds a later release adds in its adapter (releases.py):
 # "kept": PyTorch saves it and checks it on every call; replay also verifies PyTorch rebuilt it
 #         with the captured expected value (the guard tree check);
 # "rechecked": PyTorch's precompile drops it; replay compares the value's description at
@@ -45,7 +48,7 @@ from dynamo_replay.schema import frame_name
 #         faithful description;
 # "compiled": the frame is not saved (PyTorch cannot save the guard), or replay compiles it.
 KEPT, RECHECKED, COMPILED = "kept", "rechecked", "compiled"
-GUARD_TABLE: dict[str, tuple[str, str]] = {
+_GUARD_TABLE_2_13: dict[str, tuple[str, str]] = {
     "TENSOR_MATCH": (KEPT, "dtype, device, sizes, strides, requires_grad and dispatch keys are saved by value"),
     "SHAPE_ENV": (KEPT, "symbolic-shape guards are saved as expressions over the inputs"),
     "DUPLICATE_INPUT": (KEPT, "saved as a pair of sources"),
@@ -103,6 +106,18 @@ GUARD_TABLE: dict[str, tuple[str, str]] = {
     "WEAKREF_ALIVE": (COMPILED, "an object's lifetime in the captured process says nothing about this one"),
     "DICT_VERSION": (COMPILED, "a dict's version counter is per process"),
 }
+# The running release's table.
+GUARD_TABLE: dict[str, tuple[str, str]] = {**_GUARD_TABLE_2_13,
+                                           **(releases.CURRENT.guard_kinds if releases.CURRENT else {})}
+
+
+def guard_table_every_release() -> dict[str, tuple[str, str, str]]:
+    """Every supported release's guard kinds: kind -> (what replay does, why, first release line)."""
+    table = {kind: (*row, "2.13") for kind, row in _GUARD_TABLE_2_13.items()}
+    for release in releases.RELEASES.values():
+        for kind, row in release.guard_kinds.items():
+            table.setdefault(kind, (*row, release.line))
+    return table
 
 # Kinds of the entries capture adds to PyTorch's dropped guards: a user class's contents (its
 # identity guard cannot say what its methods are) and a module's hooks (PyTorch does not guard them).
@@ -389,19 +404,31 @@ class _LiveExpression:
         return eval(self._code, {**self._base, "L": f_locals})  # noqa: S307 - a guard PyTorch or Dynamo wrote
 
 
-_ALIASING = re.compile(r"^LAMBDA_GUARD: (\S.* is \S.*)$")
+# An object-aliasing guard as a captured tree renders it. PyTorch 2.13 builds it as a lambda guard
+# over its saved copy of the globals (config use_lamba_guard_for_object_aliasing, on in 2.13),
+# where two objects that were one at capture stay one; 2.14 on builds an OBJECT_ALIASING leaf
+# between two accessors, which read the live globals on every call.
+_ALIASING = re.compile(r"^(LAMBDA_GUARD|OBJECT_ALIASING): (\S.* is \S.*)$")
 
 
-def aliasing_guards(tree: list[str]) -> list[str]:
+@dataclasses.dataclass(frozen=True)
+class AliasingGuard:
+    expression: str  # `G['CURRENT'] is G['A']`
+    live_in_pytorch: bool  # PyTorch itself evaluates it over the live globals on every call
+
+
+def aliasing_guards(tree: list[str]) -> list[AliasingGuard]:
     """The object-aliasing guards of a captured tree that read globals (`G['CURRENT'] is G['A']`).
-    PyTorch evaluates these over the saved copy of the globals, where two objects that were
-    one at capture stay one: replay evaluates them over the live globals too."""
-    return [found.group(1) for line in tree if (found := _ALIASING.match(line)) and "G[" in found.group(1)]
+    Replay evaluates each over the live globals when it installs the frame, so a refusal names
+    the guard on every release; and on every call where PyTorch evaluates it over its saved copy."""
+    return [AliasingGuard(found.group(2), found.group(1) == "OBJECT_ALIASING")
+            for line in tree if (found := _ALIASING.match(line)) and "G[" in found.group(2)]
 
 
-def add_live_aliasing_check(manager: Any, expression: str, global_scope: dict[str, Any]) -> str | None:
-    """Checks an aliasing guard over the live globals now (when it reads no argument) and on
-    every call; returns why the frame must not be used, or None."""
+def add_live_aliasing_check(manager: Any, guard: AliasingGuard, global_scope: dict[str, Any]) -> str | None:
+    """Checks an aliasing guard over the live globals now (when it reads no argument) and, unless
+    PyTorch does, on every call; returns why the frame must not be used, or None."""
+    expression = guard.expression
     live = _LiveExpression(expression, global_scope)
     if "L[" not in expression:
         try:
@@ -410,6 +437,8 @@ def add_live_aliasing_check(manager: Any, expression: str, global_scope: dict[st
             return f"`{expression}` held at capture and cannot be evaluated now ({type(error).__name__})"
         if not holds:
             return f"`{expression}` held at capture and does not now"
+    if guard.live_in_pytorch:
+        return None
 
     def check(f_locals: Any) -> bool:
         try:

@@ -28,12 +28,14 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from datetime import datetime, timezone
 from types import CodeType, TracebackType
 from typing import Any, Callable, TypeVar
 
 from dynamo_replay._core import Artifact, CodeObject, Manifest, Store, TraceEvent, __version__
 from dynamo_replay import _torch, kernels, schema, signing
+from dynamo_replay.errors import CaptureWarning
 from dynamo_replay.replay_data import ReplayData
 from dynamo_replay.capture import core_aten, graph_feeds, graph_ir, graph_text, guards, shape_events, symbols, tensor_samples
 from dynamo_replay.fingerprint import environment_fingerprint, source_hash
@@ -416,6 +418,10 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         self._undo: list[Callable[[], None]] = []
 
     def __enter__(self) -> capture:
+        if _torch.releases.CURRENT is None:  # nothing of this torch's private layout is known
+            warnings.warn(f"dynamo-replay: {_torch.releases.unsupported_message(_torch.releases.VERSION)}: "
+                          f"nothing is captured to {self.path}, the job runs as usual", CaptureWarning, stacklevel=2)
+            return self
         session = _Session(self.path, self.level, self.sample_limit, signing.resolve_key(self.key), self.precompile,
                            self.core_aten, self.parameters)
         self._session = session

@@ -198,7 +198,7 @@ def make_repro(store: str | os.PathLike[str], compile_id: str, graph: str = "for
                   "    return torch.load(_DATA, weights_only=True)\n")
     header = textwrap.dedent(f'''\
         """Repro: {gm.graph_event} of compile {compile_id} in {Path(store).name}, rebuilt from its graph IR
-        by dynamo-replay {__version__} (torch {torch.__version__}).
+        by dynamo-replay {__version__} (torch {_torch.releases.VERSION}).
 
         {_WHAT_IT_COMPARES[bool(gm.filled_inputs)]} Needs only torch{"" if inline else f" and {data_file} beside this file"}.
         Exit status: 0 the outputs match (bitwise, or within RTOL and ATOL), 1 they differ.

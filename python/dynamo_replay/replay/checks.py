@@ -10,6 +10,7 @@ from typing import Any
 
 from dynamo_replay import kernels, schema, signing
 from dynamo_replay._core import Artifact, Store
+from dynamo_replay._torch import releases
 from dynamo_replay.errors import StoreError
 from dynamo_replay.fingerprint import environment_fingerprint, ignored_by_pytorch, source_hash
 from dynamo_replay.replay_data import ReplayData
@@ -108,6 +109,8 @@ def check_signature(artifacts: dict[str, tuple[str, bytes]], key: str | bytes | 
 
 def check_all(contents: Contents, key: str | bytes | None, settings: tuple[tuple[str, str, Any], ...]) -> dict[str, bytes]:
     """Every check, in order; returns the kernel libraries to put back."""
+    if releases.CURRENT is None:
+        raise Refused(releases.unsupported_message(releases.VERSION))
     if schema.MEGA_CACHE_NAME not in contents.artifacts:
         raise Refused("the store holds no PyTorch cache artifacts (nothing was compiled inside capture)")
     check_signature(contents.artifacts, key)

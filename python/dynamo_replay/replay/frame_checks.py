@@ -47,8 +47,8 @@ class FrameChecks:
         difference = _torch_guards.guard_tree_difference(captured, _torch_guards.guard_tree_lines(manager))
         if difference:
             return difference
-        for expression in _torch_guards.aliasing_guards(captured):
-            refusal = _torch_guards.add_live_aliasing_check(manager, expression, global_scope)
+        for aliasing in _torch_guards.aliasing_guards(captured):
+            refusal = _torch_guards.add_live_aliasing_check(manager, aliasing, global_scope)
             if refusal:
                 return refusal
         for guard in self._dropped.get(frame, []):

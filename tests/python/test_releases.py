@@ -1,0 +1,100 @@
+"""The release matrix: which PyTorch versions get an adapter, and what a job on any other
+release sees (capture records nothing, replay refuses, one warning each, the job runs as usual).
+The unknown release is faked in a fresh process by setting torch.__version__ before
+dynamo-replay is imported, which is when it chooses its adapter (PyTorch's plugin autoload,
+which would import it inside `import torch`, is off there). About 20 s."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from dynamo_replay._torch import releases
+
+# version -> the adapter's release line, or None (outside the matrix). One line per case.
+VERSIONS = {
+    "2.13.0": "2.13",
+    "2.13.0+cpu": "2.13",
+    "2.14.1+cu130": "2.14",
+    "2.14.0": "2.14",
+    "2.15.0+cu132": "2.15",
+    "2.15.1": "2.15",
+    "2.15.0a0+git1234": "2.15",
+    "2.16.0.dev20261101+cpu": None,
+    "2.12.1": None,
+    "3.0.0": None,
+    "not-a-version": None,
+}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_each_version_gets_its_release_adapter(version: str) -> None:
+    found = releases.release_for(version)
+    assert (found.line if found else None) == VERSIONS[version]
+
+
+def test_this_torch_is_in_the_matrix() -> None:
+    """The suite runs on supported releases only (make test TORCH=...)."""
+    import torch
+
+    assert releases.CURRENT is not None and releases.VERSION == torch.__version__
+    assert torch.__version__.startswith(releases.CURRENT.tested), "the suite runs on the version the matrix tests"
+
+
+def test_a_later_release_only_adds_guard_kinds() -> None:
+    """An adapter adds rows for kinds 2.13 lacks; it never changes one of 2.13's rows."""
+    from dynamo_replay._torch import guards
+
+    base = releases.RELEASES["2.13"]
+    assert base.guard_kinds == {}
+    for release in releases.RELEASES.values():
+        for kind, row in release.guard_kinds.items():
+            assert guards.GUARD_TABLE.get(kind, row) == row, kind
+
+
+_JOB = textwrap.dedent("""
+    import sys, warnings
+    import torch
+    torch.__version__ = "2.16.0"  # before dynamo-replay chooses its adapter
+    import dynamo_replay
+
+    def f(x):
+        return torch.sin(x) * 2
+
+    x = torch.linspace(0, 1, 8)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with dynamo_replay.{what}(sys.argv[1]):
+            out = torch.compile(f, backend="eager")(x)
+    assert torch.equal(out, f(x))
+    for warning in seen:
+        print(type(warning.message).__name__, warning.message)
+""")
+
+
+@pytest.mark.parametrize("what, warning", [
+    ("capture", "CaptureWarning dynamo-replay: PyTorch 2.16.0 is not a release dynamo-replay supports"),
+    ("replay", "not loaded: PyTorch 2.16.0 is not a release dynamo-replay supports"),
+])
+def test_an_unknown_release_runs_the_job_as_usual_with_one_warning(tmp_path: Path, what: str, warning: str,
+                                                                   data_dir: Path) -> None:
+    store = tmp_path / "job.dynrep" if what == "capture" else data_dir / "capture-1.5" / "every-record.dynrep"
+    script = tmp_path / "job.py"
+    script.write_text(_JOB.format(what=what))
+    # Without PyTorch's plugin autoload, which imports dynamo-replay inside `import torch`.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DYNAMO_REPLAY")}
+    env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+    done = subprocess.run([sys.executable, str(script), str(store)], capture_output=True, text=True, timeout=120,
+                          env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [line for line in done.stdout.splitlines() if line.endswith("Warning") or "Warning " in line]
+    assert len([line for line in lines if line.startswith(what.capitalize() + "Warning")]) == 1, done.stdout
+    assert warning in done.stdout, done.stdout
+    assert "2.13.0, 2.14.1, 2.15.0" in done.stdout
+    if what == "capture":
+        assert not store.exists(), "capture on an unknown release must not write a store"
