@@ -5,7 +5,7 @@ The overhead is the median of the pairs' differences over the median time withou
 pairing cancels the machine's slow drift, and the median ignores the odd run that a full
 garbage collection or a busy neighbour slowed down.
 
-Run: .venv/bin/python benchmarks/capture_overhead.py [--repeat 5] [--backend inductor|aot_eager] [--json]
+Run: .venv-2.15.0/bin/python benchmarks/capture_overhead.py [--repeat 5] [--backend inductor|aot_eager] [--json]
 Target (issue 3): capture adds at most 5% to compile time.
 
 With --baseline DIR (a folder holding an older `dynamo_replay` package, e.g. from `git archive`,

@@ -20,7 +20,7 @@ blobs, uploads it as a fleet entry, then times with farm-bench-style pairs in th
 a fresh process fetching the entry into an empty local cache and reading every artifact, against
 a fresh process reading the same store from a local file.
 
-Run: .venv/bin/python benchmarks/fleet.py [--sizes 1 4 16] [--store-mib 100] [--repeat 5]
+Run: .venv-2.15.0/bin/python benchmarks/fleet.py [--sizes 1 4 16] [--store-mib 100] [--repeat 5]
 Targets (issue 22): with 16 processes the group's compile work is one capture; a fleet warm
 start (fleet-warm) is within 10% of replaying a local file (local-replay).
 """

@@ -45,7 +45,7 @@ Workloads (random weights, nothing downloaded):
            where the cost between ops dominates.
 
 Run:
-  .venv/bin/python benchmarks/graph_run.py [--rounds 5] [--repeat 50] [--threads 2 1] [--workloads gpt convnet tiny] [--json FILE]
+  .venv-2.15.0/bin/python benchmarks/graph_run.py [--rounds 5] [--repeat 50] [--threads 2 1] [--workloads gpt convnet tiny] [--json FILE]
 Target (issue): the runner is at least as fast as eager Python (ratio >= 1.00) on every workload.
 """
 

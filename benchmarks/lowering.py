@@ -3,7 +3,7 @@ compile time against its node count, and lower-check's pass rate over a corpus o
 (tests/python/graph_jobs.py) and over the real models of the warm-start benchmark (GPT-2, BERT,
 T5, Llama, ViT and two training steps, full size, each captured by a fresh process with the
 default capture: Inductor, the default sample cap, dropout on where the model has it).
-Run: .venv/bin/python benchmarks/lowering.py [--models-only | --corpus-only] [model ...]
+Run: .venv-2.15.0/bin/python benchmarks/lowering.py [--models-only | --corpus-only] [model ...]
 (the OpInfo corpus is benchmarks/mlir_opinfo.py)."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 lower-checked; writes the figures into docs/benchmarks.md and the coverage table into
 docs/mlir.md, between their marker comments.
 
-Run: nice .venv/bin/python benchmarks/mlir_opinfo.py [--cap 4] [--jobs 2] [--resume]
+Run: nice .venv-2.15.0/bin/python benchmarks/mlir_opinfo.py [--cap 4] [--jobs 2] [--resume]
 Cases run in worker processes (one crash loses one case); each result is kept under --work, so
 --resume continues an interrupted run. --only OPINFO,... runs some OpInfos and writes no docs.
 """
@@ -348,7 +348,7 @@ def main() -> None:
         return worker(args.work, args.cap, args.keep_stores)
     started = time.perf_counter()
     # --resume continues the same run: the command shown is the run's
-    args.command = "nice .venv/bin/python benchmarks/mlir_opinfo.py" + "".join(f" {a}" for a in sys.argv[1:] if a != "--resume")
+    args.command = "nice .venv-2.15.0/bin/python benchmarks/mlir_opinfo.py" + "".join(f" {a}" for a in sys.argv[1:] if a != "--resume")
     (args.work / "results").mkdir(parents=True, exist_ok=True)
     if not args.resume:
         for old in (args.work / "results").glob("*.json"):

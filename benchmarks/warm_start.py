@@ -62,8 +62,8 @@ output of the last of these calls. The child seeds PyTorch before building the m
 longer starts every process from the same seed, and the small models build without one.
 
 Run:
-  .venv/bin/python benchmarks/warm_start.py [--repeat 3] [--workloads gpt2 bert gpt2-train] [--json FILE]
-  .venv/bin/python benchmarks/warm_start.py --profile-replay [cprofile|importtime] --workloads gpt2
+  .venv-2.15.0/bin/python benchmarks/warm_start.py [--repeat 3] [--workloads gpt2 bert gpt2-train] [--json FILE]
+  .venv-2.15.0/bin/python benchmarks/warm_start.py --profile-replay [cprofile|importtime] --workloads gpt2
   .venv-2.15.0/bin/python benchmarks/warm_start.py --columns cold warm replay pt-precompile aot-compile --workloads gpt2
 Target (issue 10): dynamo-replay's overhead (default capture) is at most 5% of cold compile's,
 and lower than every PyTorch column, on every real model.

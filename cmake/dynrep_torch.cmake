@@ -9,13 +9,16 @@ if(NOT DYNREP_WITH_TORCH)
 endif()
 find_package(Python COMPONENTS Interpreter QUIET)
 if(Python_EXECUTABLE)
+  # Without PyTorch's plugin autoload: it would import this package, half-built while we configure.
   execute_process(
-    COMMAND "${Python_EXECUTABLE}" -c
+    COMMAND "${CMAKE_COMMAND}" -E env TORCH_DEVICE_BACKEND_AUTOLOAD=0 "${Python_EXECUTABLE}" -c
       "import os, torch; print(torch.__version__, os.path.dirname(torch.__file__), int(torch._C._GLIBCXX_USE_CXX11_ABI), torch.utils.cmake_prefix_path, sep=';')"
-    OUTPUT_VARIABLE _dynrep_torch OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE _dynrep_torch_status)
+    OUTPUT_VARIABLE _dynrep_torch OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_VARIABLE _dynrep_torch_error
+    RESULT_VARIABLE _dynrep_torch_status)
 endif()
 if(NOT Python_EXECUTABLE OR NOT _dynrep_torch_status EQUAL 0)
-  message(STATUS "torch not importable: replay-run is not built (pip install torch==2.15.0, then rebuild)")
+  string(REGEX MATCH "[^\n]*$" _dynrep_torch_error "${_dynrep_torch_error}")
+  message(STATUS "torch not importable (${_dynrep_torch_error}): replay-run is not built (pip install torch==2.15.0, then rebuild)")
   return()
 endif()
 list(GET _dynrep_torch 0 DYNREP_TORCH_VERSION)

@@ -4,7 +4,7 @@ The sample of each released format version (v1.0/sample.dynrep) is written once 
 forever: pass --new-sample only when adding a new format version's folder. Likewise the capture
 of each capture-schema version (capture-1.N/every-record.dynrep, from every_record_job.py: every
 record kind and every event capture writes): --new-capture, only for a new schema version.
-Run: .venv/bin/python tests/data/make_data.py
+Run: .venv-2.15.0/bin/python tests/data/make_data.py
 """
 
 from __future__ import annotations

@@ -77,13 +77,34 @@ _JOB = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("what, warning", [
-    ("capture", "CaptureWarning dynamo-replay: PyTorch 2.16.0 is not a release dynamo-replay supports"),
-    ("replay", "not loaded: PyTorch 2.16.0 is not a release dynamo-replay supports"),
-])
-def test_an_unknown_release_runs_the_job_as_usual_with_one_warning(tmp_path: Path, what: str, warning: str,
-                                                                   data_dir: Path) -> None:
-    store = tmp_path / "job.dynrep" if what == "capture" else data_dir / "capture-1.5" / "every-record.dynrep"
+@pytest.fixture
+def redis_url(tmp_path: Path):
+    """A fresh redis-server on a free loopback port; yields a fleet URL on it."""
+    from redis_server import free_port, start_redis
+
+    port = free_port()
+    process = start_redis(port, tmp_path, "--appendonly", "no")
+    yield f"redis://127.0.0.1:{port}/0?name=job&wait=20"
+    process.kill()
+    process.wait()
+
+
+# One line per way to turn dynamo-replay on: (context manager, store, the warning's words).
+UNKNOWN_RELEASE = {
+    "capture": ("capture", "file", "CaptureWarning dynamo-replay: PyTorch 2.16.0 is not a release dynamo-replay "
+                                   "supports"),
+    "replay": ("replay", "kept store", "ReplayWarning dynamo-replay: "),
+    "fleet replay": ("replay", "redis", "ReplayWarning dynamo-replay: fleet "),
+    "fleet capture": ("capture", "redis", "CaptureWarning dynamo-replay: PyTorch 2.16.0 is not a release"),
+}
+
+
+@pytest.mark.parametrize("case", UNKNOWN_RELEASE)
+def test_an_unknown_release_runs_the_job_as_usual_with_one_warning(tmp_path: Path, case: str, data_dir: Path,
+                                                                   request) -> None:
+    what, where, warning = UNKNOWN_RELEASE[case]
+    store = {"file": lambda: tmp_path / "job.dynrep", "kept store": lambda: data_dir / "capture-1.5" / "every-record.dynrep",
+             "redis": lambda: request.getfixturevalue("redis_url")}[where]()
     script = tmp_path / "job.py"
     script.write_text(_JOB.format(what=what))
     # Without PyTorch's plugin autoload, which imports dynamo-replay inside `import torch`.
@@ -93,8 +114,8 @@ def test_an_unknown_release_runs_the_job_as_usual_with_one_warning(tmp_path: Pat
                           env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = [line for line in done.stdout.splitlines() if line.endswith("Warning") or "Warning " in line]
-    assert len([line for line in lines if line.startswith(what.capitalize() + "Warning")]) == 1, done.stdout
-    assert warning in done.stdout, done.stdout
+    assert len(lines) == 1, done.stdout
+    assert lines[0].startswith(warning) and "PyTorch 2.16.0 is not a release" in lines[0], done.stdout
     assert "2.13.0, 2.14.1, 2.15.0" in done.stdout
-    if what == "capture":
+    if where == "file":
         assert not store.exists(), "capture on an unknown release must not write a store"

@@ -1,6 +1,6 @@
 # Prints the table of replay/query/sizes_test.cc (kSympyTable): each size expression's value as
 # sympy and PyTorch's sympy functions compute it, so the C++ evaluator is checked against them.
-# Regenerate: .venv/bin/python tests/sizes/sympy_table.py, and paste its output over the table.
+# Regenerate: .venv-2.15.0/bin/python tests/sizes/sympy_table.py, and paste its output over the table.
 import json
 
 import sympy

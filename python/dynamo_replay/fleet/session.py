@@ -22,6 +22,7 @@ from typing import Any
 
 import redis
 
+from dynamo_replay._torch import releases
 from dynamo_replay.capture import capture
 from dynamo_replay.errors import ReplayRefusedError, ReplayWarning
 from dynamo_replay.fleet.entries import EntryError, FleetEntries, holder_text
@@ -102,12 +103,15 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
         return self._inner.summary if isinstance(self._inner, replay) else None
 
     def __enter__(self) -> fleet_replay:
+        if releases.CURRENT is None:  # nothing to replay or capture: no lease taken, no entry read
+            self._unavailable(releases.unsupported_message(releases.VERSION))
+            return self
         try:
             self._digest = environment_digest(comparable_environment())
             self._entries = FleetEntries(self.url)
             path = self._find_or_lead()
         except _FAILURES as error:
-            self._unavailable(error)
+            self._unavailable(f"{type(error).__name__}: {error}")
             return self
         if path is not None:
             self.mode = "replay"
@@ -228,8 +232,8 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
         except _FAILURES as error:
             self._warn(f"the capture could not be uploaded ({type(error).__name__}: {error})")
 
-    def _unavailable(self, error: BaseException) -> None:
-        message = f"dynamo-replay: fleet {self.url.shown} not used: {type(error).__name__}: {error}"
+    def _unavailable(self, reason: str) -> None:
+        message = f"dynamo-replay: fleet {self.url.shown} not used: {reason}"
         if self.strict:
             raise ReplayRefusedError(message) from None
         warnings.warn(message + "; the job compiles as usual", ReplayWarning, stacklevel=3)
@@ -270,6 +274,8 @@ class fleet_capture:  # noqa: N801 - a context manager, like capture
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self._inner.__exit__(exc_type, exc, tb)
+        if not self.path.exists():  # capture recorded nothing (a PyTorch release outside the matrix)
+            return
         try:
             entries = FleetEntries(self.url)
             self.entry_id = upload_store(entries, environment_digest(comparable_environment()), self.path)

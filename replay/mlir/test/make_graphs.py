@@ -1,6 +1,6 @@
 """Writes the graph IR files the FileCheck tests lower (one operator family each), captured
 from small functions with torch.compile(dynamic=True) so dynamic dims show. Run it again when
-the graph IR format changes: .venv/bin/python replay/mlir/test/make_graphs.py"""
+the graph IR format changes: .venv-2.15.0/bin/python replay/mlir/test/make_graphs.py"""
 
 from __future__ import annotations
 
