@@ -92,7 +92,7 @@ FRAME_READERS = {
         lambda ev: any((c["expected"], c["seen"]) == ("4", "6") for m in ev[schema.EVENT_RECOMPILE] for c in m["causes"]),
     "shapes.compiling_frame_locals and calling_user_frame (the caller's names)":
         lambda ev: any(m["arguments"].get("L['x']") == "marked" for m in ev[schema.EVENT_CALL_SITE]),
-    "shapes.live_graph_args and _failing_graph (a failed compile's partial graph)":
+    "shapes.live_partial_graph and _failing_graph (a failed compile's partial graph)":
         lambda ev: any(m["from"] == "partial_graph" and 0 <= m["values"].get("u0", -1) <= 8
                        for m in ev.get(schema.EVENT_SYMBOL_VALUES, [])),
     "shapes.symbol_values_at_failure (values where compiled code raised)":

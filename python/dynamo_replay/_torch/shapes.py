@@ -13,10 +13,12 @@ record, never the job.
 
 from __future__ import annotations
 
+import dataclasses
 import linecache
 import re
 import sys
 import types
+import weakref
 from typing import Any, Iterator
 
 _MAX_DEPTH = 120  # how far up a trace event's caller chain to look
@@ -439,9 +441,44 @@ def calling_user_frame() -> tuple[dict[str, Any], dict[str, Any]] | None:
     return None
 
 
-def live_graph_args() -> dict[str, Any]:
-    """Placeholder name -> Dynamo's GraphArg (the real input behind it) of the graph Dynamo is
-    building now, read while it traces: Dynamo drops them from the graph when a compile ends."""
+@dataclasses.dataclass
+class PartialGraph:
+    """The graph Dynamo is building, as it was when an unbacked symbol was made: a copy of its
+    nodes, because 2.15 empties a failed attempt's graph (metadata too) before the exception
+    reaches capture. The node that makes the symbol gets its fake value only after the copy, so
+    each original node's fake value is read again just before Dynamo clears it (read_fakes)."""
+
+    nodes: list[Any]
+    originals: dict[str, Any]  # copied node's name -> Dynamo's node
+    modules: dict[str, Any]
+    graph_args: dict[str, Any]  # placeholder name -> Dynamo's GraphArg (the real input)
+    fakes: dict[str, Any] = dataclasses.field(default_factory=dict)  # copied node's name -> fake value
+
+    def read_fakes(self) -> None:
+        for name, node in self.originals.items():
+            fake = node_fake_value(node)
+            if fake is not None:
+                self.fakes[name] = fake
+
+
+class _ReadFakesFirst:
+    """A cleanup of Dynamo's OutputGraph (its `cleanups` run, on a failed attempt, before its
+    nodes are cleared): reads the kept graph's fake values. A weak reference: once capture has
+    let the graph go (the compile ended), it does nothing."""
+
+    def __init__(self, kept: PartialGraph) -> None:
+        self._kept = weakref.ref(kept)
+
+    def __call__(self) -> None:
+        kept = self._kept()
+        if kept is not None:
+            kept.read_fakes()
+
+
+def live_partial_graph() -> PartialGraph | None:
+    """The graph Dynamo is building now and the real inputs behind its placeholders, read while
+    it traces: Dynamo drops the inputs from the graph when a compile ends."""
+    import torch
     from torch._dynamo.symbolic_convert import InstructionTranslatorBase
 
     for frame in _frames(3):
@@ -449,26 +486,42 @@ def live_graph_args() -> dict[str, Any]:
         # tracker) could make Dynamo build a variable twice.
         tracer = frame.f_locals.get("self") if "self" in frame.f_code.co_varnames else None
         output = tracer.output if isinstance(tracer, InstructionTranslatorBase) else None
-        if output is not None:
-            return {node.name: node.meta["grapharg"] for node in output.graph.nodes
-                    if node.op == "placeholder" and "grapharg" in node.meta}
-    return {}
+        if output is None:
+            continue
+        copy, copied = torch.fx.Graph(), {}
+        copy.graph_copy(output.graph, copied)
+        originals = {copied[node].name: node for node in output.graph.nodes if node in copied}
+        kept = PartialGraph(nodes=list(copy.nodes), originals=originals, modules=dict(output.nn_modules),
+                            graph_args={node.name: node.meta["grapharg"] for node in output.graph.nodes
+                                        if node.op == "placeholder" and "grapharg" in node.meta})
+        cleanups = getattr(output, "cleanups", None)
+        if isinstance(cleanups, list):
+            cleanups.append(_ReadFakesFirst(kept))
+        return kept
+    return None
 
 
-def partial_graph_values(error: BaseException, wanted: set[str], graph_args: dict[str, Any],
+def partial_graph_values(error: BaseException, wanted: set[str], kept: PartialGraph | None,
                          byte_limit: int = 256 << 20) -> dict[str, Any]:
     """The real values of the unbacked symbols `wanted` of a compile that failed on them: the
-    graph Dynamo had traced up to the failure is run eagerly on the frame's real inputs (copies
-    of its tensors, with the random state put back after), node by node, until every wanted
-    symbol has a value. `graph_args` are the inputs kept by live_graph_args while Dynamo traced.
-    Empty when Dynamo's frames are not where 2.13 keeps them, when the inputs are larger than
-    `byte_limit`, or when a node cannot be run."""
+    graph Dynamo had traced up to the failure (2.13, 2.14: the failing translator's, read from
+    the traceback; 2.15 empties it first: the one `kept` by live_partial_graph when the last
+    unbacked symbol was made, which made every wanted symbol) is run eagerly on the frame's real
+    inputs (copies of its tensors, with the random state put back after), node by node, until
+    every wanted symbol has a value. Empty when neither graph is there, when the inputs are
+    larger than `byte_limit`, or when a node cannot be run."""
     import torch
 
+    graph_args = kept.graph_args if kept is not None else {}
     graph = _failing_graph(error)
+    if (graph is None or not any(node.op != "placeholder" for node in graph[0])) and kept is not None:
+        graph = kept.nodes, kept.modules
     if graph is None or not wanted:
         return {}
     nodes, modules = graph
+    if kept is not None and nodes is kept.nodes:
+        kept.read_fakes()  # where Dynamo has not cleared them (2.13, 2.14)
+    fakes = kept.fakes if kept is not None and nodes is kept.nodes else {}
     inputs: dict[str, Any] = {}
     total = 0
     for node in nodes:
@@ -509,7 +562,8 @@ def partial_graph_values(error: BaseException, wanted: set[str], graph_args: dic
                     env[node.name] = target(*args, **kwargs) if node.op == "call_module" else target
                 else:
                     continue
-                for symbol, value in values_from_fake(node_fake_value(node), env[node.name]).items():
+                fake = fakes[node.name] if node.name in fakes else node_fake_value(node)
+                for symbol, value in values_from_fake(fake, env[node.name]).items():
                     if symbol in wanted:
                         found.setdefault(symbol, value)
                 if wanted <= found.keys():

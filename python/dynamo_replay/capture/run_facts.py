@@ -31,14 +31,16 @@ class RunFacts:
         self.shape_envs = shape_envs  # compile id -> ShapeEnv (ShapeEvents keeps them)
         self.assert_frames: dict[tuple[tuple[int, int, int], str], Any] = {}  # (compile id, expr) -> user line
         self.output_fakes: dict[tuple[int, int, int], list[Any]] = {}  # compile id -> Dynamo graph outputs
-        self.graph_args: dict[tuple[int, int, int], dict[str, Any]] = {}  # compile id -> placeholder -> GraphArg
+        self.partial_graphs: dict[tuple[int, int, int], Any] = {}  # compile id -> _torch_shapes.PartialGraph
 
     def unbacked_symbol_made(self, compile_id: tuple[int, int, int], phase: str) -> None:
-        """Keeps the real inputs of the graph Dynamo is tracing, should the compile fail on the
-        new symbol (PyTorch forgets them when the compile ends). References only, no copies; they
-        go when capture ends."""
+        """Keeps the graph Dynamo is tracing and its real inputs, should the compile fail on the
+        new symbol (PyTorch forgets them when the compile ends). A copy of the graph's nodes,
+        references to the inputs; they go when the compile ends."""
         if phase == "dynamo":
-            self.graph_args.setdefault(compile_id, {}).update(_torch_shapes.live_graph_args())
+            kept = _torch_shapes.live_partial_graph()
+            if kept is not None:
+                self.partial_graphs[compile_id] = kept
 
     def graph_outputs(self, compile_id: tuple[int, int, int], module: Any) -> None:
         """Keeps the fake outputs of a Dynamo graph that makes unbacked symbols, to read their
@@ -94,7 +96,7 @@ class RunFacts:
         wanted = {s for s in facts.get("symbols", []) if _unbacked(s)}
         if not wanted or facts.get("kind") not in ("data_dependent", "data_dependent_int"):
             return
-        values = _torch_shapes.partial_graph_values(error, wanted, self.graph_args.pop(compile_id, {}))
+        values = _torch_shapes.partial_graph_values(error, wanted, self.partial_graphs.pop(compile_id, None))
         if values:
             self.put_event(schema.EVENT_SYMBOL_VALUES, compile_id,
                            {"graph": "dynamo_output_graph", "call": 0, "from": "partial_graph", "values": values}, None)

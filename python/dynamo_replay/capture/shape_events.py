@@ -52,7 +52,7 @@ class ShapeEvents:
         elif name == "compilation_metrics":
             if isinstance(metadata, dict) and metadata.get("fail_type"):
                 self.compile_failed(compile_id, metadata)
-            self.run_facts.graph_args.pop(compile_id, None)  # the compile is over
+            self.run_facts.partial_graphs.pop(compile_id, None)  # the compile is over
         elif name == "artifact" and isinstance(metadata, dict) and metadata.get("name") == "recompile_reasons":
             self.recompiled(compile_id, payload)
         elif name == "artifact" and isinstance(metadata, dict) and metadata.get("name") == "dynamo_graph_break_reason":
