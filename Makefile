@@ -89,11 +89,13 @@ test-python:
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest $(TESTS)
 
 # What every release must keep: capture, replay and its refusals, guards, signing, the fleet,
-# PyTorch's touchpoints and the release matrix itself.
+# PyTorch's touchpoints and the release matrix itself; without the three slowest rows (T5 and a
+# transformers training step replayed, 16 processes on one fleet), which the default release runs,
+# so that CI's three releases fit its time.
 RELEASE_TESTS := tests/python/test_capture.py tests/python/test_replay.py tests/python/test_replay_refusals.py \
                  tests/python/test_guard_table.py tests/python/test_signed_replay.py tests/python/test_fleet.py \
                  tests/python/test_torch_touchpoints.py tests/python/test_private_touchpoints.py \
-                 tests/python/test_releases.py
+                 tests/python/test_releases.py -k 'not hf_t5 and not hf_train and not stampede'
 test-releases:
 	@status=0; \
 	for release in $(filter-out $(TORCH),$(SUPPORTED_TORCH)); do \
