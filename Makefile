@@ -38,7 +38,7 @@ CXX_SOURCES := CMakeLists.txt pyproject.toml $(shell find cmake store capture re
 # moved or removed (a folder's time changes) installs again.
 PY_FOLDERS := $(shell find python/dynamo_replay -type d -not -name __pycache__)
 
-.PHONY: help demo test test-cpp test-python test-releases fuzz bench system-packages clean
+.PHONY: help demo test test-cpp test-python test-releases other-releases fuzz bench system-packages clean
 
 help:
 	@echo "make demo   install what is missing, capture a GPT job, replay it in a fresh process, inspect the store, run a stored graph"
@@ -96,9 +96,13 @@ RELEASE_TESTS := tests/python/test_capture.py tests/python/test_replay.py tests/
                  tests/python/test_guard_table.py tests/python/test_signed_replay.py tests/python/test_fleet.py \
                  tests/python/test_torch_touchpoints.py tests/python/test_private_touchpoints.py \
                  tests/python/test_releases.py -k 'not hf_t5 and not hf_train and not stampede'
+RELEASES ?= $(filter-out $(TORCH),$(SUPPORTED_TORCH))
+other-releases:
+	@echo $(RELEASES)
+
 test-releases:
 	@status=0; \
-	for release in $(filter-out $(TORCH),$(SUPPORTED_TORCH)); do \
+	for release in $(RELEASES); do \
 	  $(MAKE) --no-print-directory test TORCH=$$release TESTS="$(RELEASE_TESTS)" || status=1; \
 	done; \
 	exit $$status
