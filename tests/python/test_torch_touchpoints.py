@@ -176,3 +176,24 @@ def test_a_guard_capture_leaves_out_of_the_saved_frame_stays_in_force_in_the_cap
     assert check({})
     scope["Cfg"] = list  # swapped in the same process: the saved-without-it frame must not answer
     assert not check({})
+
+
+# A captured guard-tree line -> the aliasing guard replay reads from it: 2.13's lambda guard
+# (evaluated by PyTorch over its saved globals) and 2.14's OBJECT_ALIASING leaf (over the live
+# ones). One line per case.
+ALIASING_LINES = {
+    "LAMBDA_GUARD: G['CURRENT'] is G['A']": ("G['CURRENT'] is G['A']", False),
+    "OBJECT_ALIASING: G['KIND'] is G['Kind'].A": ("G['KIND'] is G['Kind'].A", True),
+    "OBJECT_ALIASING: G['KINDS'][0] is G['Kind'].A": ("G['KINDS'][0] is G['Kind'].A", True),
+    "OBJECT_ALIASING: L['a'] is L['b']": None,  # reads no global: PyTorch's own check suffices
+    "OBJECT_ALIASING": None,  # the leaf's second, bare line
+    "LAMBDA_GUARD: len(G['x']) == 2": None,
+}
+
+
+@pytest.mark.parametrize("line", ALIASING_LINES)
+def test_aliasing_guards_are_read_as_each_release_renders_them(line: str) -> None:
+    from dynamo_replay._torch.guards import aliasing_guards
+
+    found = [(g.expression, g.live_in_pytorch) for g in aliasing_guards([line])]
+    assert found == ([ALIASING_LINES[line]] if ALIASING_LINES[line] else [])
