@@ -31,6 +31,7 @@ class ReplayData:
     unique_ids: int = 0  # Dynamo's generated global names used by the capture
     module_globals: dict[str, str] = field(default_factory=dict)  # see _torch.module_globals
     vec_isa: list[dict[str, Any]] | None = None  # see _torch.probed_vec_isas
+    cache_keys: list[str] | None = None  # "kind:key" of PyTorch's cache artifacts (ranks.covered)
 
     def to_json(self) -> bytes:
         data = asdict(self)
@@ -54,6 +55,7 @@ class ReplayData:
             unique_ids=int(raw["unique_ids"]),
             module_globals={str(k): str(v) for k, v in raw["module_globals"].items()},
             vec_isa=raw.get("vec_isa"),
+            cache_keys=raw.get("cache_keys"),
         )
 
     @property

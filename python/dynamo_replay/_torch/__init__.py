@@ -14,6 +14,8 @@ is checked here. Its rooms:
 - install: replay's install of saved frames;
 - inductor: Inductor's cache, kernels, compiler and CPU vector-ISA probe;
 - graphs: graph snapshots and the Core ATen retrace, the graph PyTorch is logging;
+- ranks: a job of many ranks: its default process group, that group's c10d store, Dynamo's
+  compile-start callbacks;
 - shapes: what capture reads from PyTorch's frames and exceptions (symbols, guards, failures,
   values on the run, call sites).
 
@@ -22,7 +24,7 @@ not laid out as the supported releases lay it out, so a new PyTorch degrades a s
 test_private_touchpoints names the reader that stopped finding its facts.
 """
 
-from dynamo_replay._torch import graphs, guards, inductor, releases, settings, shapes  # noqa: F401 (rooms, by name)
+from dynamo_replay._torch import graphs, guards, inductor, ranks, releases, settings, shapes  # noqa: F401 (rooms, by name)
 from dynamo_replay._torch.graphs import decompose_to_core_aten, graph_snapshot
 from dynamo_replay._torch.guards import DroppedGuard, quiet_dropped_guards, record_dropped_guards
 from dynamo_replay._torch.inductor import _clear_isa_caches, probed_vec_isas, reuse_vec_isa_probe

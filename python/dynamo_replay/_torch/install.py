@@ -57,13 +57,14 @@ class SafeDynamoCache:
     """
 
     def __init__(self, vetting: FrameVetting, report: Callable[[str, InstallReport], None],
-                 modules: dict[str, str]) -> None:
+                 modules: dict[str, str], proceed: Callable[[], bool] = lambda: True) -> None:
         from torch._dynamo import package
 
         self._original = package.DynamoCache
         self._vetting = vetting
         self._modules = modules
         self._report = report
+        self._proceed = proceed  # asked before each install: False leaves the function to compile
         self._installed: list[Any] = []  # packages stay alive as long as replay
         self._codes: dict[int, types.CodeType] = {}  # id -> code of each function installed or pending
         # (by id: code objects compare equal across files when their bytecode is the same)
@@ -92,6 +93,8 @@ class SafeDynamoCache:
             try:
                 take = pending.pop()  # atomic: one caller installs
             except IndexError:
+                return _no_cleanup
+            if not self._proceed():
                 return _no_cleanup
             try:
                 result = take()
@@ -268,17 +271,22 @@ def _load_guards_state(data: bytes) -> tuple[Any, list[str]]:
     attributes instead: the guards are built from what they read, which was saved, and check
     the live objects on every call."""
     import torch
-    from torch._dynamo.package import load_guards_state
+    from torch._dynamo import package
 
     try:
         # PyTorch's loader imports FSDP (all of torch.distributed, about half a second) to turn
         # off FSDP's module construction while unpickling; only a state that names FSDP needs it.
-        return (load_guards_state(data) if b"fsdp" in data else pickle.loads(data)), []
+        return (package.load_guards_state(data) if b"fsdp" in data else pickle.loads(data)), []
     except Exception as error:
         first = error
+    try:  # 2.15 saves a pruned container as a persistent id, which only PyTorch's loader reads
+        return package.load_guards_state(data), []
+    except Exception:
+        pass
     lenient: list[str] = []
+    unpickler = getattr(package, "_GuardsStateUnpickler", pickle.Unpickler)  # 2.15 reads persistent ids
 
-    class LenientUnpickler(pickle.Unpickler):
+    class LenientUnpickler(unpickler):  # type: ignore[misc, valid-type]
         def find_class(self, module: str, name: str) -> Any:
             found = super().find_class(module, name)
             if isinstance(found, type) and isinstance(_own_attributes(found).get("__setstate__"), types.FunctionType) \

@@ -73,17 +73,34 @@ class PrecompileSafety:
                  note_tree: Callable[[str, list[str]], None] | None = None) -> None:
         from torch._dynamo import convert_frame, package
 
-        self._originals = (package.CompilePackage, convert_frame.CheckFunctionManager)
+        self._originals = (package.CompilePackage, convert_frame.CheckFunctionManager, convert_frame.ConvertFrame)
         package.CompilePackage = _safe_package_class(package.CompilePackage, note)
         convert_frame.CheckFunctionManager = _safe_guards_class(convert_frame.CheckFunctionManager, note, note_class,
                                                                 note_tree)
+        convert_frame.ConvertFrame = _packaged_ddp_class(convert_frame.ConvertFrame)
         self._unquiet = add_log_filter("torch._dynamo.output_graph", QuietLog("Detected a package bypass"))
 
     def remove(self) -> None:
         from torch._dynamo import convert_frame, package
 
-        package.CompilePackage, convert_frame.CheckFunctionManager = self._originals
+        package.CompilePackage, convert_frame.CheckFunctionManager, convert_frame.ConvertFrame = self._originals
         self._unquiet()
+
+
+def _packaged_ddp_class(base: type) -> type:
+    """ConvertFrame whose clone for DDPOptimizer keeps the package: under a DDP module, Dynamo
+    compiles each frame with a clone made by `_clone_with_backend`, which PyTorch makes
+    without the package, so no frame a DDP model runs would be saved."""
+    from torch._dynamo import convert_frame
+
+    class PackagedConvertFrame(base):  # type: ignore[misc, valid-type]
+        @property
+        def _clone_with_backend(self) -> Callable[[Any], Any]:
+            package = getattr(getattr(self, "_inner_convert", None), "_package", None)
+            hooks, limit = self._hooks, self._recompile_limit
+            return lambda backend: convert_frame.convert_frame(backend, hooks, package=package, recompile_limit=limit)
+
+    return PackagedConvertFrame
 
 
 def quiet_missing_backend() -> Callable[[], None]:

@@ -83,7 +83,9 @@ def tensor_bytes(tensor: Any) -> bytes:
 
     with _disable_current_modes():
         data = tensor.detach().to("cpu").contiguous()
-        return data.reshape(-1).view(torch.uint8).numpy().tobytes() if data.numel() else b""  # 0-dim too
+        # numpy() marks the storage it shares as not resizable, and FSDP frees the storage of
+        # the parameters it gathered by resizing it to 0: read through a copy.
+        return data.reshape(-1).view(torch.uint8).clone().numpy().tobytes() if data.numel() else b""  # 0-dim too
 
 
 def fx_builtin_import(name: str, value: Any) -> str | None:

@@ -21,6 +21,7 @@ import dataclasses
 import dis
 import functools
 import gc
+import glob
 import json
 import logging
 import os
@@ -30,12 +31,13 @@ import time
 import traceback
 import warnings
 from datetime import datetime, timezone
+from pathlib import Path
 from types import CodeType, TracebackType
 from typing import Any, Callable, TypeVar
 
 from dynamo_replay._core import Artifact, CodeObject, Manifest, Store, TraceEvent, __version__
-from dynamo_replay import _torch, kernels, schema, signing
-from dynamo_replay.errors import CaptureWarning
+from dynamo_replay import _torch, kernels, ranks, schema, signing
+from dynamo_replay.errors import CaptureWarning, StoreLockedError
 from dynamo_replay.replay_data import ReplayData
 from dynamo_replay.capture import core_aten, graph_feeds, graph_ir, graph_text, guards, shape_events, symbols, tensor_samples
 from dynamo_replay.fingerprint import environment_fingerprint, source_hash
@@ -163,6 +165,8 @@ class _Session:
             self.replay_data.compiles.append({key: metadata.get(key) for key in _COMPILE_FIELDS})
         elif name == "artifact" and isinstance(metadata, dict) and metadata.get("name") == "precompile_cache_bypass":
             self.bypasses.append((compile_id, _bypass_reason(payload)))
+        elif name == "optimize_ddp_split_graph":
+            self.bypasses.append((compile_id, _DDP_SPLIT))
 
     def graph_logged(self, compile_id: tuple[int, int, int], event: str, text: str) -> None:
         """Reads the graph PyTorch is logging while its module is at hand (see graph_ir)."""
@@ -351,6 +355,7 @@ class _Session:
                 return
             data, info = saved
             counts = {kind: str(len(keys)) for kind, keys in sorted(info.artifacts.items())}
+            self.replay_data.cache_keys = sorted(f"{kind}:{key}" for kind, keys in info.artifacts.items() for key in keys)
             self.put_artifact(schema.MEGA_CACHE_NAME, schema.MEGA_CACHE_MEDIA_TYPE, data, counts)
         except Exception:
             self.note_failure("save_cache_artifacts")
@@ -416,14 +421,22 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         self.sample_limit = sample_limit_bytes if samples else 0
         self._session: _Session | None = None
         self._undo: list[Callable[[], None]] = []
+        self._job: ranks.JobRank | None = None
 
     def __enter__(self) -> capture:
         if _torch.releases.CURRENT is None:  # nothing of this torch's private layout is known
             warnings.warn(f"dynamo-replay: {_torch.releases.unsupported_message(_torch.releases.VERSION)}: "
                           f"nothing is captured to {self.path}, the job runs as usual", CaptureWarning, stacklevel=2)
             return self
-        session = _Session(self.path, self.level, self.sample_limit, signing.resolve_key(self.key), self.precompile,
-                           self.core_aten, self.parameters)
+        self._job = ranks.job_rank()
+        try:
+            session = _Session(self._own_path(), self.level, self.sample_limit, signing.resolve_key(self.key),
+                               self.precompile, self.core_aten, self.parameters)
+        except StoreLockedError:  # a peer this process could not tell apart from itself writes it
+            warnings.warn(f"dynamo-replay: {self.path} is being written by another process: nothing is captured "
+                          f"here, the job runs as usual (for a job of many ranks, set RANK and WORLD_SIZE as "
+                          f"torchrun does, or call init_process_group before capture)", CaptureWarning, stacklevel=2)
+            return self
         self._session = session
         try:
             _torch.forget_earlier_cache_artifacts()
@@ -463,8 +476,27 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
             raise
         return self
 
+    def _own_path(self) -> str:
+        """Rank 0 (or a job by itself) writes the store; rank K its side store (ranks.py)."""
+        job = self._job
+        if job is None:
+            return self.path
+        if job.writes_store:  # side stores of ranks this job does not have are an older job's
+            for stale in Path(self.path).parent.glob(f"{glob.escape(Path(self.path).name)}.rank-*"):
+                if not stale.name.rsplit("-", 1)[1].isdigit() or int(stale.name.rsplit("-", 1)[1]) >= job.world_size:
+                    stale.unlink(missing_ok=True)
+            return self.path
+        return ranks.side_store(self.path, job.rank)
+
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        session = self._session
         self._finish(exc_type, exc, tb)
+        job = self._job
+        if session is None or session.pid != os.getpid() or job is None or job.writes_store:
+            return
+        side = ranks.side_store(self.path, job.rank)
+        if ranks.covered(side, self.path):  # rank 0's store, finished already, holds the same compile
+            Path(side).unlink(missing_ok=True)
 
     def _finish(self, exc_type, exc, tb) -> None:
         while self._undo:
@@ -505,6 +537,10 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
 
         return wrapper  # type: ignore[return-value]
 
+
+# Why a frame of a DDP model compiles at replay (PyTorch saves no backend for a split graph).
+_DDP_SPLIT = ("its graph is split at DDP's bucket boundaries (DDPOptimizer), and PyTorch's precompile saves no "
+              "split graph: Dynamo traces it, its compiled graphs come from the store")
 
 # What replay's summary reads of each compile's metrics.
 _COMPILE_FIELDS = ("compile_id", "co_name", "co_filename", "co_firstlineno", "entire_frame_compile_time_s",

@@ -48,21 +48,22 @@ def _ls(entries: Any, args: argparse.Namespace) -> int:
     from dynamo_replay.fleet.session import comparable_environment, environment_digest
 
     here = environment_digest(comparable_environment())
-    print(f"{'ENVIRONMENT':<18} {'ENTRY':<34} {'SIZE':>10}  {'CREATED':<12} HOST")
+    print(f"{'ENVIRONMENT':<18} {'ENTRY':<34} {'SIZE':>10}  {'RANKS':>5}  {'CREATED':<12} HOST")
     total = 0
     for digest in entries.digests():
         mark = " (this host)" if digest == here else ""
         for manifest in entries.manifests(digest):
             total += 1
             holder = manifest.get("holder", {})
-            print(f"{digest:<18} {manifest['id']:<34} {manifest['size']:>10}  {_age(manifest['created']):<12} "
+            print(f"{digest:<18} {manifest['id']:<34} {manifest['size']:>10}  {manifest.get('world_size', 1):>5}  "
+                  f"{_age(manifest['created']):<12} "
                   f"{holder.get('host', '?')} pid {holder.get('pid', '?')}{mark}")
         for entry_id in sorted(m.decode() for m in entries.redis.smembers(entries.key(digest, "aside"))):
             why = entries.redis.hget(entries.key(digest, "entry", entry_id), "set_aside") or b""
-            print(f"{digest:<18} {entry_id:<34} {'set aside':>10}  {'':<12} {why.decode(errors='replace')}")
+            print(f"{digest:<18} {entry_id:<34} {'set aside':>10}  {'':>5}  {'':<12} {why.decode(errors='replace')}")
         lease = entries.lease_holder(digest)
         if lease:
-            print(f"{digest:<18} {'lease':<34} {'':>10}  {_age(float(lease.get('since', 0))):<12} "
+            print(f"{digest:<18} {'lease':<34} {'':>10}  {'':>5}  {_age(float(lease.get('since', 0))):<12} "
                   f"{lease.get('host', '?')} pid {lease.get('pid', '?')} is capturing{mark}")
     print(f"total: {total} entries of job {entries.url.job}")
     return 0

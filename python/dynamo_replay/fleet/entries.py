@@ -42,8 +42,12 @@ def connect(url: FleetURL) -> redis.Redis:
                        retry_on_timeout=False)
 
 
-def holder_text() -> str:
-    return json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "since": time.time()})
+def holder_text(launch: str | None = None) -> str:
+    """Who holds a lease or made an entry; `launch` names the multi-rank job it belongs to."""
+    holder: dict[str, Any] = {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time()}
+    if launch is not None:
+        holder["launch"] = launch
+    return json.dumps(holder)
 
 
 class FleetEntries:

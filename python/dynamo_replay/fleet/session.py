@@ -22,6 +22,7 @@ from typing import Any
 
 import redis
 
+from dynamo_replay import ranks
 from dynamo_replay._torch import releases
 from dynamo_replay.capture import capture
 from dynamo_replay.errors import ReplayRefusedError, ReplayWarning
@@ -97,6 +98,8 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
         self._digest = ""
         self._captured = Path()
         self._pid = os.getpid()
+        self._job = ranks.job_rank()
+        self._undo_vote = lambda: None
 
     @property
     def summary(self) -> ReplaySummary | None:
@@ -130,7 +133,27 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
                 raise
         if self.mode == "replay" and not self._inner.summary.loaded:
             self._set_aside_refused()
+        if self.mode != "replay" and self._job is not None:
+            self._compile_on_every_rank()
         return self
+
+    def _compile_on_every_rank(self) -> None:
+        """This rank compiles (it captures, or its rank 0 does): a rank of the job that found
+        an entry meanwhile compiles too (ranks.Agreement), so no rank skips a compile-time
+        collective the others enter."""
+        from dynamo_replay import _torch
+
+        agreement = ranks.Agreement(self._job)
+        reason = "it captures the job's entry" if self.mode == "capture" else "it found no entry"
+
+        def at_compile_start() -> None:
+            if agreement.decision is None:
+                try:
+                    agreement.refuse(reason)
+                except Exception:  # the job's own compile goes on regardless
+                    pass
+
+        self._undo_vote = _torch.ranks.on_compile_start(at_compile_start)
 
     def _set_aside_refused(self) -> None:
         """An entry replay refused (a signature that does not verify, a store it cannot use) is
@@ -154,6 +177,7 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         mine = os.getpid() == self._pid  # a forked child leaves the upload and the lease to its parent
+        self._undo_vote()
         try:
             if self._inner is not None:
                 self._inner.__exit__(exc_type, exc, tb)
@@ -171,14 +195,18 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
         assert self._entries is not None
         deadline = time.monotonic() + self.url.wait
         said = False
+        job = self._job
         while True:
             path = self._matching_entry()
             if path is not None:
                 return path
-            holder = holder_text()
-            if self._entries.take_lease(self._digest, holder):
-                self._lease = _Lease(self._entries, self._digest, holder)
-                return None
+            holder = holder_text(job.job if job else None)
+            if job is None or job.writes_store:
+                if self._entries.take_lease(self._digest, holder):
+                    self._lease = _Lease(self._entries, self._digest, holder)
+                    return None
+            elif (self._entries.lease_holder(self._digest) or {}).get("launch", job.job) == job.job:
+                return None  # rank 0 of this job captures (or replays what it finds): never wait on it
             if time.monotonic() >= deadline:
                 if self.url.wait:
                     self._warn(f"waited {self.url.wait:g} s and no entry came; the job compiles as usual")
@@ -253,7 +281,8 @@ def upload_store(entries: FleetEntries, digest: str, path: Path) -> str:
                    None)
     data = ReplayData.from_json(raw) if raw is not None else ReplayData()
     manifest = {"job": entries.url.job, "environment": data.environment, "sources": data.sources,
-                "frames": len(data.frames), "not_saved": len(data.not_saved), "holder": json.loads(holder_text())}
+                "frames": len(data.frames), "not_saved": len(data.not_saved), "holder": json.loads(holder_text()),
+                **ranks.manifest_fields(ranks.job_rank())}
     return entries.upload(digest, path.read_bytes(), manifest)
 
 
@@ -266,13 +295,18 @@ class fleet_capture:  # noqa: N801 - a context manager, like capture
         self.url = parse_fleet_url(text)
         self.path = Path(tempfile.mkdtemp(prefix="dynrep-fleet-")) / "capture.dynrep"
         self.entry_id: str | None = None
-        self._inner = capture(str(self.path), **options)
+        job = ranks.job_rank()
+        # In a job of many ranks, rank 0's capture is the job's entry; the others only run.
+        self._inner = capture(str(self.path), **options) if job is None or job.writes_store else None
 
     def __enter__(self) -> fleet_capture:
-        self._inner.__enter__()
+        if self._inner is not None:
+            self._inner.__enter__()
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self._inner is None:
+            return
         self._inner.__exit__(exc_type, exc, tb)
         if not self.path.exists():  # capture recorded nothing (a PyTorch release outside the matrix)
             return

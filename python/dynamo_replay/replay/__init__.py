@@ -21,6 +21,7 @@ libraries. See dynamo_replay.signing for signed stores.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -29,7 +30,7 @@ import warnings
 from types import TracebackType
 from typing import Any, Callable
 
-from dynamo_replay import _torch, kernels, schema
+from dynamo_replay import _torch, kernels, ranks, schema
 from dynamo_replay._torch import install as _torch_install
 from dynamo_replay.errors import ReplayError, ReplayRefusedError, ReplayWarning
 from dynamo_replay.replay.checks import (Contents, Refused, captured_settings, check_all, compiler_stand_in_needed,
@@ -63,6 +64,7 @@ class replay:  # noqa: N801 - a context manager, like capture
         self._metrics_before = 0
         self._contents: Contents | None = None
         self._reasons: dict[str, str] = {}  # frame -> why it compiles here: not saved, or saved but not used
+        self._agreement: ranks.Agreement | None = None  # in a job of many ranks: all use the store or none
 
     @property
     def summary(self) -> ReplaySummary:
@@ -76,8 +78,13 @@ class replay:  # noqa: N801 - a context manager, like capture
         _torch.import_compiler()  # what torch.compile imports anyway; timed apart from replay's own work
         self._summary.import_seconds = time.perf_counter() - start
         start = time.perf_counter()
+        job = ranks.job_rank()
+        path, self._summary.rank = ranks.store_for_rank(self.path, job)
+        self._agreement = ranks.Agreement(job) if job is not None else None
+        if path != self.path:  # a store of this rank's own: its saved frames must not reach rank 0's
+            self._undo.append(kernels.PrivateCacheDir().restore)  # through the Inductor cache they share
         try:
-            contents = read_store(self.path)
+            contents = read_store(path)
             libraries = check_all(contents, self.key, _torch.PRECOMPILE_SETTINGS)
             settings = captured_settings(contents.data.environment, _torch.PRECOMPILE_SETTINGS)
             self._load_or_refuse(contents, settings, libraries)
@@ -87,6 +94,8 @@ class replay:  # noqa: N801 - a context manager, like capture
             if self.strict:
                 raise ReplayRefusedError(message) from None
             warnings.warn(message + "\n  the job compiles as usual", ReplayWarning, stacklevel=2)
+            if self._agreement is not None:
+                self._undo.append(self._refuse_for_every_rank(str(refusal)))
             return self
         self._summary.loaded = self._active = True
         self._summary.load_seconds = time.perf_counter() - start
@@ -104,6 +113,36 @@ class replay:  # noqa: N801 - a context manager, like capture
         except Exception as error:
             self._undo_all()
             raise Refused(f"loading the store failed: {type(error).__name__}: {error}") from None
+
+    def _refuse_for_every_rank(self, reason: str) -> Callable[[], None]:
+        """A rank that refused its store makes every rank compile, when it first compiles
+        (Dynamo's compile-start callback runs before any compile-time collective)."""
+        agreement = self._agreement
+        assert agreement is not None
+
+        def at_compile_start() -> None:
+            if agreement.decision is None:
+                with contextlib.suppress(Exception):  # the job's own compile goes on regardless
+                    agreement.refuse(reason)
+
+        return _torch.ranks.on_compile_start(at_compile_start)
+
+    def _every_rank_agrees(self) -> bool:
+        """Before this rank's first saved frame is installed: whether every rank of the job
+        uses its store. When one refused, nothing more is installed and every frame compiles."""
+        if self._agreement is None:
+            return True
+        decision = self._agreement.use()
+        if decision == "use":
+            return True
+        if self._summary.loaded:
+            self._summary.loaded = self._active = False
+            self._summary.refused = f"not used on any rank of the job: {decision}"
+            message = str(self._summary)
+            if self.strict:
+                raise ReplayRefusedError(message)
+            warnings.warn(message + "\n  every rank compiles as usual", ReplayWarning, stacklevel=2)
+        return False
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if self._active:
@@ -151,13 +190,16 @@ class replay:  # noqa: N801 - a context manager, like capture
         _torch.skip_unique_ids(contents.data.unique_ids)
         if contents.precompiled:
             checks = FrameChecks(contents.data)
-            cache = _torch_install.SafeDynamoCache(checks, self._installed, contents.data.module_globals)
+            cache = _torch_install.SafeDynamoCache(checks, self._installed, contents.data.module_globals,
+                                                   self._every_rank_agrees)
             self._undo.append(cache.remove)
             safety = _torch.PrecompileSafety(lambda frame, reason: None)  # recompiles here: same safety
             self._undo.append(safety.remove)
             self._undo.append(_torch.StableAutogradCacheKeys().remove)  # a frame compiled here finds its graphs
             self._undo.append(_torch.quiet_dropped_guards())
             self._undo.append(_torch.quiet_missing_backend())  # named in the summary instead
+        elif self._agreement is not None:  # Dynamo traces every frame here, as on a rank that refused
+            self._undo.append(self._refuse_for_every_rank("its store was captured with --no-precompile"))
         self._observe(torch)
         self._undo.remove(undo_settings)  # loaded: the settings stay
 

@@ -23,6 +23,7 @@ class CompiledFrame:
 @dataclass
 class ReplaySummary:
     store: str
+    rank: str | None = None  # in a job of many ranks whose rank replays a store of its own: which
     loaded: bool = False
     refused: str | None = None
     differences: list[str] = field(default_factory=list)
@@ -80,6 +81,7 @@ class ReplaySummary:
             f"  loaded in {self.load_seconds + self.install_seconds:.2f} s: {mode}, {self.kernel_libraries} kernel "
             "libraries" + (", CPU ISA probe reused" if self.isa_probe_reused else "")
             + f" (and {self.import_seconds:.2f} s importing PyTorch's compiler, as torch.compile does)",
+            *([f"  {self.rank}"] if self.rank else []),
             f"  captured: {self.captured_compiles} compiles, {self.captured_compile_seconds:.2f} s",
             f"  compiled here: {len(self.compiled)} frames ({self.compile_seconds:.2f} s)",
         ]

@@ -1,0 +1,148 @@
+"""Jobs of many ranks, in one process: which rank a process is, which store it reads, and the
+agreement by which every rank uses its store or none does (dynamo_replay/ranks.py). The
+ranks of the agreement are threads sharing one c10d store, as a job's ranks share theirs;
+test_torchrun.py runs the same under torchrun."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from dynamo_replay import ranks
+
+# One line per way a launcher says where a process stands: (environment, rank, world size).
+LAUNCHERS = [
+    ({"RANK": "1", "WORLD_SIZE": "4", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500"}, 1, 4),  # torchrun
+    ({"RANK": "0", "WORLD_SIZE": "2", "TORCHELASTIC_RUN_ID": "job-7"}, 0, 2),
+    ({"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "8"}, 3, 8),  # mpirun (Open MPI)
+    ({"PMI_RANK": "2", "PMI_SIZE": "3"}, 2, 3),  # MPICH, Intel MPI
+    ({"RANK": "0", "WORLD_SIZE": "1"}, None, None),  # one rank: a job by itself
+    ({"RANK": "x", "WORLD_SIZE": "2"}, None, None),  # unreadable: not a rank
+    ({"RANK": "2", "WORLD_SIZE": "2"}, None, None),  # outside the world
+    ({"LOCAL_RANK": "1"}, None, None),  # a local rank alone says nothing of the job
+    ({}, None, None),
+]
+
+
+@pytest.mark.parametrize("environ,rank,world", LAUNCHERS, ids=[str(i) for i in range(len(LAUNCHERS))])
+def test_job_rank_from_the_launchers_variables(environ: dict[str, str], rank: int | None, world: int | None) -> None:
+    found = ranks.job_rank(environ)
+    assert (found.rank if found else None, found.world_size if found else None) == (rank, world)
+
+
+def test_two_launches_have_different_names_and_ranks_of_one_launch_the_same() -> None:
+    rank0 = ranks.job_rank({"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "1"})
+    rank1 = ranks.job_rank({"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "1"})
+    other = ranks.job_rank({"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "2"})
+    assert rank0 and rank1 and other
+    assert rank0.job == rank1.job != other.job
+    assert rank0.writes_store and not rank1.writes_store
+
+
+class _SharedStore(ranks.Agreement):
+    """An agreement whose c10d store is the test's, with the same key prefix on every rank."""
+
+    def __init__(self, rank: int, world: int, store: object) -> None:
+        super().__init__(ranks.JobRank(rank, world, "test"))
+        self._prefix, self._shared = "dynamo-replay/agreement/test", store
+
+    def _store(self) -> object:
+        return self._shared
+
+
+def _agree(votes: list[str | None], wait: str = "30") -> list[str | None]:
+    """Each rank's decision: "use" ranks call use() on a thread of their own, a reason refuses,
+    None never answers."""
+    import torch.distributed as dist
+
+    store = dist.HashStore()
+    agreements = [_SharedStore(rank, len(votes), store) for rank in range(len(votes))]
+    decisions: list[str | None] = [None] * len(votes)
+
+    def run(rank: int, vote: str | None) -> None:
+        if vote == "use":
+            decisions[rank] = agreements[rank].use()
+        elif vote is not None:
+            agreements[rank].refuse(vote)
+            decisions[rank] = agreements[rank].decision
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ranks.AGREEMENT_WAIT_ENV, wait)
+        threads = [threading.Thread(target=run, args=(rank, vote)) for rank, vote in enumerate(votes)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert not any(thread.is_alive() for thread in threads), "a rank is still waiting"
+    return decisions
+
+
+# One line per way the ranks can vote: (votes by rank, every answering rank's decision).
+AGREEMENTS = [
+    (["use", "use"], "use"),
+    (["use", "use", "use", "use"], "use"),
+    (["use", "store refused: torch build differs"], "rank 1: store refused: torch build differs"),
+    (["signature does not verify", "use", "use"], "rank 0: signature does not verify"),
+    (["use", "use", "no store"], "rank 2: no store"),
+]
+
+
+@pytest.mark.parametrize("votes,decision", AGREEMENTS, ids=[str(i) for i in range(len(AGREEMENTS))])
+def test_every_rank_decides_the_same(votes: list[str], decision: str) -> None:
+    assert _agree(votes) == [decision] * len(votes)
+
+
+def test_a_rank_that_never_answers_makes_every_rank_compile_after_the_wait() -> None:
+    decisions = _agree(["use", None], wait="0.5")
+    assert decisions == ["rank 1 gave no answer within 0.5 s", None]
+
+
+def test_a_rank_arriving_after_the_decision_takes_it() -> None:
+    import torch.distributed as dist
+
+    store = dist.HashStore()
+    first = _SharedStore(0, 2, store)
+    assert first.refuse("its store was not found")
+    late = _SharedStore(1, 2, store)
+    assert late.use() == "rank 0: its store was not found"
+
+
+def test_before_the_process_group_exists_each_rank_decides_alone() -> None:
+    alone = _SharedStore(0, 2, None)
+    assert alone.use() == "use"
+    assert alone.refuse("anything") is False  # tried again at the next compile
+
+
+def _store_with_keys(path: Path, keys: list[str], frames: list[str]) -> None:
+    from dynamo_replay import Artifact, Store, schema
+    from dynamo_replay.replay_data import ReplayData
+
+    with Store.create(str(path), overwrite=True) as store:
+        data = ReplayData(frames=frames, cache_keys=keys).to_json()
+        store.put(Artifact(name=schema.REPLAY_DATA_NAME, media_type=schema.REPLAY_DATA_MEDIA_TYPE,
+                           blob_key=store.put_blob(data), size=len(data)))
+
+
+# One line per side store against rank 0's: (side keys, side frames, rank 0 keys, rank 0 frames, kept).
+SIDE_STORES = [
+    (["inductor:a"], ["f (x.py:1)"], ["inductor:a", "inductor:b"], ["f (x.py:1)"], False),  # the same compile
+    (["inductor:c"], ["f (x.py:1)"], ["inductor:a"], ["f (x.py:1)"], True),  # another graph
+    (["inductor:a"], ["g (x.py:9)"], ["inductor:a"], ["f (x.py:1)"], True),  # another frame
+]
+
+
+@pytest.mark.parametrize("side_keys,side_frames,keys,frames,kept", SIDE_STORES,
+                         ids=["same", "graph differs", "frame differs"])
+def test_a_side_store_is_kept_only_while_it_holds_what_rank_0s_lacks(
+        tmp_path: Path, side_keys: list[str], side_frames: list[str], keys: list[str], frames: list[str],
+        kept: bool) -> None:
+    main = tmp_path / "job.dynrep"
+    _store_with_keys(main, keys, frames)
+    _store_with_keys(Path(ranks.side_store(str(main), 1)), side_keys, side_frames)
+    path, note = ranks.store_for_rank(str(main), ranks.JobRank(1, 2, "test"))
+    assert (path == ranks.side_store(str(main), 1)) is kept
+    assert Path(ranks.side_store(str(main), 1)).exists() is kept
+    assert (note is not None) is kept
+    assert ranks.store_for_rank(str(main), ranks.JobRank(0, 2, "test")) == (str(main), None)

@@ -1,0 +1,167 @@
+"""Jobs of many ranks as they run: real torchrun launches of 2 ranks on loopback (gloo, CPU),
+each rank a fresh process running jobs/ranks/train_step.py (GPT-2 under DDP or FSDP2, or a
+3 MB MLP under DDP). Every launch has a timeout (300 s) below any wait it could hit (the
+fleet's is 600 s; the job's process group times out after 60 s): a hang fails the test.
+About 8 minutes on a 2-core machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+sys.path.insert(0, str(Path(__file__).parent))
+from redis_server import free_port, start_redis  # noqa: E402
+
+JOB = Path(__file__).parent / "jobs" / "ranks" / "train_step.py"
+LAUNCH_TIMEOUT_S = 300
+pytestmark = pytest.mark.slow
+
+
+def torchrun(out: Path, *job_args: str, tool: tuple[str, ...] = (), env: dict[str, str] | None = None,
+             ranks: int = 2, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """One launch: `torchrun [-m dynamo_replay TOOL...] train_step.py OUT ARGS`, in an
+    environment without the caller's dynamo-replay settings and with an Inductor cache of its own."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAMO_REPLAY", "TORCHINDUCTOR_"))}
+    environment.update(TORCHINDUCTOR_CACHE_DIR=f"{out}-inductor", DYNAMO_REPLAY_CACHE=f"{out}-cache", **(env or {}))
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks),
+               "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
+               *(["-m", "dynamo_replay", *tool] if tool else []), str(JOB), str(out), *job_args]
+    done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=LAUNCH_TIMEOUT_S)
+    if check:
+        assert done.returncode == 0, done.stderr[-4000:]
+    return done
+
+
+def results(out: Path, ranks: int = 2) -> list[dict]:
+    found = [json.loads((out / f"rank-{rank}.json").read_text()) for rank in range(ranks)]
+    assert [r["rank"] for r in found] == list(range(ranks))
+    return found
+
+
+def numbers(found: list[dict]) -> list[tuple]:
+    """What must be bitwise equal: each rank's losses (hex floats) and final parameters."""
+    return [(r["losses"], r["parameters"]) for r in found]
+
+
+# One line per model and wrapper: (id, train_step arguments, frames every rank replays).
+MODELS = [
+    ("gpt2-ddp", ("--model", "gpt2", "--wrap", "ddp"), {"step", "wrapper", "ForCausalLMLoss"}),
+    ("gpt2-fsdp", ("--model", "gpt2", "--wrap", "fsdp"), {"warn_if_padding_and_no_attention_mask"}),
+]
+
+
+@pytest.mark.parametrize("args,replayed", [m[1:] for m in MODELS], ids=[m[0] for m in MODELS])
+def test_capture_command_then_every_rank_replays(tmp_path: Path, args: tuple[str, ...], replayed: set[str]) -> None:
+    store = tmp_path / "job.dynrep"
+    torchrun(tmp_path / "plain", *args)
+    plain = results(tmp_path / "plain")
+    assert numbers(plain)[0] == numbers(plain)[1]
+
+    torchrun(tmp_path / "capture", *args, tool=("capture", "-o", str(store)))
+    assert numbers(results(tmp_path / "capture")) == numbers(plain)
+    assert store.exists()
+
+    done = torchrun(tmp_path / "replay", *args, tool=("replay", str(store)))
+    replay = results(tmp_path / "replay")
+    assert numbers(replay) == numbers(plain)
+    assert replay[0]["traced"] == replay[1]["traced"], "the ranks compiled different frames"
+    assert not replayed & set(replay[0]["traced"]), done.stderr[-3000:]
+    assert not list(tmp_path.glob("job.dynrep.rank-*")), "rank 1's compile is rank 0's: no store of its own"
+    assert done.stderr.count("dynamo-replay: ") >= 2  # each rank's summary
+
+
+@pytest.fixture(scope="module")
+def mlp_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]]:
+    """An MLP under DDP captured by torchrun's 2 ranks, and what the capture computed."""
+    folder = tmp_path_factory.mktemp("mlp")
+    torchrun(folder / "capture", "--model", "mlp", tool=("capture", "-o", str(folder / "mlp.dynrep")))
+    return folder / "mlp.dynrep", results(folder / "capture")
+
+
+# One line per way to turn replay on for a job of many ranks: (id, how).
+ENTRY_POINTS = [("command", "tool"), ("DYNAMO_REPLAY", "env")]
+
+
+@pytest.mark.parametrize("how", [e[1] for e in ENTRY_POINTS], ids=[e[0] for e in ENTRY_POINTS])
+def test_every_rank_replays_the_one_store(mlp_store: tuple[Path, list[dict]], tmp_path: Path, how: str) -> None:
+    store, captured = mlp_store
+    if how == "tool":
+        torchrun(tmp_path / "out", "--model", "mlp", tool=("replay", str(store)))
+    else:
+        torchrun(tmp_path / "out", "--model", "mlp", env={"DYNAMO_REPLAY": str(store)})
+    found = results(tmp_path / "out")
+    assert numbers(found) == numbers(captured)
+    assert [r["traced"] for r in found] == [["forward"], ["forward"]]  # the DDP-split frame only
+
+
+def test_one_rank_refusing_makes_every_rank_compile(mlp_store: tuple[Path, list[dict]], tmp_path: Path) -> None:
+    """Rank 1 alone has a signing key, so it alone refuses the unsigned store. Deciding alone,
+    rank 0 would replay while rank 1 compiles: in step only if they agree."""
+    store, captured = mlp_store
+    done = torchrun(tmp_path / "out", "--model", "mlp", "--key-on-rank", "1", env={"DYNAMO_REPLAY": str(store)})
+    found = results(tmp_path / "out")
+    assert numbers(found) == numbers(captured)
+    assert found[0]["traced"] == found[1]["traced"]
+    assert "step" in found[0]["traced"], "rank 0 replayed while rank 1 compiled"
+    assert "not used on any rank of the job: rank 1:" in done.stderr
+
+
+def test_a_rank_whose_compile_differs_keeps_a_store_of_its_own(tmp_path: Path) -> None:
+    store = tmp_path / "branch.dynrep"
+    torchrun(tmp_path / "capture", "--model", "mlp", "--rank-branch", tool=("capture", "-o", str(store)))
+    captured = results(tmp_path / "capture")
+    assert captured[0]["losses"] != captured[1]["losses"]  # rank 1 scales its loss: another graph
+    assert Path(f"{store}.rank-1").exists()
+    done = torchrun(tmp_path / "replay", "--model", "mlp", "--rank-branch", tool=("replay", str(store)))
+    found = results(tmp_path / "replay")
+    assert numbers(found) == numbers(captured)
+    assert [r["traced"] for r in found] == [["forward"], ["forward"]]
+    assert f"rank 1 compiles differently from rank 0: its own store {store}.rank-1 is replayed" in done.stderr
+    assert Path(f"{store}.rank-1").exists()
+
+
+def test_fleet_two_jobs_at_once_then_every_rank_replays(tmp_path: Path) -> None:
+    """Two 2-rank jobs start at once on an empty fleet: one rank 0 captures, no rank waits on
+    a peer of its own job, the other job waits for the entry or compiles, and one entry of
+    world size 2 is published; the next start replays on every rank."""
+    port = free_port()
+    server = start_redis(port, tmp_path, "--appendonly", "no")
+    try:
+        url = f"redis://127.0.0.1:{port}/0?name=ddp"
+        env = {"DYNAMO_REPLAY": url}
+        jobs = [_start(tmp_path / f"first-{i}", env) for i in range(2)]
+        for job in jobs:
+            _, stderr = job.communicate(timeout=LAUNCH_TIMEOUT_S)
+            assert job.returncode == 0, stderr[-4000:]
+        first = [results(Path(job.args[-3])) for job in jobs]
+        assert numbers(first[0]) == numbers(first[1])
+        listing = subprocess.run([sys.executable, "-m", "dynamo_replay", "fleet", "ls", url], capture_output=True,
+                                 text=True, timeout=60)
+        assert "total: 1 entries of job ddp" in listing.stdout, listing.stdout + listing.stderr
+        entry = next(line for line in listing.stdout.splitlines() if line[:1].isalnum() and "lease" not in line
+                     and "ENVIRONMENT" not in line and "total" not in line)
+        assert entry.split()[3] == "2", entry  # the world size of the job that captured it
+
+        torchrun(tmp_path / "second", "--model", "mlp", env=env)
+        second = results(tmp_path / "second")
+        assert numbers(second) == numbers(first[0])
+        assert [r["traced"] for r in second] == [["forward"], ["forward"]]
+    finally:
+        server.kill()
+        server.wait()
+
+
+def _start(out: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAMO_REPLAY", "TORCHINDUCTOR_"))}
+    environment.update(TORCHINDUCTOR_CACHE_DIR=f"{out}-inductor", DYNAMO_REPLAY_CACHE=f"{out}-cache", **env)
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
+               "--master-port", str(free_port()), str(JOB), str(out), "--model", "mlp"]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment)
