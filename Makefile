@@ -38,13 +38,13 @@ CXX_SOURCES := CMakeLists.txt pyproject.toml $(shell find cmake store capture re
 # moved or removed (a folder's time changes) installs again.
 PY_FOLDERS := $(shell find python/dynamo_replay -type d -not -name __pycache__)
 
-.PHONY: help demo test test-cpp test-python test-releases other-releases fuzz bench system-packages clean
+.PHONY: help demo test test-cpp test-python test-releases other-releases prepare fuzz bench system-packages clean
 
 help:
 	@echo "make demo   install what is missing, capture a GPT job, replay it in a fresh process, inspect the store, run a stored graph"
 	@echo "make test   install what is missing, run the C++ (ctest) and Python (pytest) tests"
 	@echo "            TORCH=2.13.0|2.14.1|2.15.0 picks the PyTorch release (default $(TORCH)); TESTS=... narrows pytest"
-	@echo "make test-releases   the release tests (capture, replay, guards, signing, fleet) on the other releases"
+	@echo "make test-releases   the release tests (capture, replay, guards, signing, ranks) on the other releases"
 	@echo "make bench  run the store benchmark (about 1 GB of artifacts; minutes)"
 
 # Debian packages: check each (fast), install only the missing ones.
@@ -88,17 +88,24 @@ test-cpp:
 test-python:
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest $(TESTS)
 
-# What every release must keep: capture, replay and its refusals, guards, signing, the fleet,
-# PyTorch's touchpoints and the release matrix itself; without the three slowest rows (T5 and a
-# transformers training step replayed, 16 processes on one fleet), which the default release runs,
-# so that CI's three releases fit its time.
+# What every release must keep: capture, replay and its refusals, guards, signing, PyTorch's
+# touchpoints, the release matrix itself, and a job of many ranks (the rank agreement, and
+# torchrun's ranks replaying one store, one refusing). Without the slowest rows (T5 and a
+# transformers training step replayed; GPT-2 under DDP and FSDP, and two torchrun jobs on one
+# fleet) and the fleet's own tests (Redis, whose protocol no release changes), which the default
+# release runs, so that CI's three releases fit its time.
 RELEASE_TESTS := tests/python/test_capture.py tests/python/test_replay.py tests/python/test_replay_refusals.py \
-                 tests/python/test_guard_table.py tests/python/test_signed_replay.py tests/python/test_fleet.py \
+                 tests/python/test_guard_table.py tests/python/test_signed_replay.py \
                  tests/python/test_torch_touchpoints.py tests/python/test_private_touchpoints.py \
-                 tests/python/test_releases.py -k 'not hf_t5 and not hf_train and not stampede'
+                 tests/python/test_releases.py tests/python/test_ranks.py tests/python/test_torchrun.py \
+                 -k 'not hf_t5 and not hf_train and not then_every_rank_replays and not two_jobs_at_once \
+                     and not keeps_a_store_of_its_own and not (every_rank_replays_the_one_store and command)'
 RELEASES ?= $(filter-out $(TORCH),$(SUPPORTED_TORCH))
 other-releases:
 	@echo $(RELEASES)
+
+# The release's environment alone (torch and the Python packages; no Debian packages, no build).
+prepare: $(VENV)/.deps
 
 test-releases:
 	@status=0; \

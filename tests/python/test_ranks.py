@@ -146,3 +146,25 @@ def test_a_side_store_is_kept_only_while_it_holds_what_rank_0s_lacks(
     assert Path(ranks.side_store(str(main), 1)).exists() is kept
     assert (note is not None) is kept
     assert ranks.store_for_rank(str(main), ranks.JobRank(0, 2, "test")) == (str(main), None)
+
+
+# One line per process that imports torch: (its command line, whether DYNAMO_REPLAY acts in it).
+PROCESSES = [
+    (["python", "/venv/bin/torchrun", "--nproc-per-node", "2", "train.py"], False),  # torchrun's agent
+    (["python", "-m", "torch.distributed.run", "--nproc-per-node", "2", "train.py"], False),
+    (["python", "-u", "-m", "torch.distributed.launch", "train.py"], False),
+    (["python", "/venv/lib/python3.11/site-packages/torch/_inductor/compile_worker/__main__.py", "--pickler=x"], False),
+    (["python", "-X", "importtime", "/venv/bin/torchrun", "train.py"], False),
+    (["python", "-u", "/job/train.py", "--nproc-per-node", "2"], True),  # a rank
+    (["python", "-m", "dynamo_replay", "replay", "job.dynrep", "train.py"], True),
+    (["python", "-m", "torch.utils.collect_env"], True),
+    (["python", "-c", "import torch"], True),
+    (["python"], True),
+]
+
+
+@pytest.mark.parametrize("command,acts", PROCESSES, ids=[str(i) for i in range(len(PROCESSES))])
+def test_dynamo_replay_acts_in_the_jobs_processes_only(command: list[str], acts: bool) -> None:
+    from dynamo_replay._autoload import is_pytorch_helper
+
+    assert is_pytorch_helper(command) is not acts

@@ -129,9 +129,10 @@ def test_a_rank_whose_compile_differs_keeps_a_store_of_its_own(tmp_path: Path) -
 
 
 def test_fleet_two_jobs_at_once_then_every_rank_replays(tmp_path: Path) -> None:
-    """Two 2-rank jobs start at once on an empty fleet: one rank 0 captures, no rank waits on
-    a peer of its own job, the other job waits for the entry or compiles, and one entry of
-    world size 2 is published; the next start replays on every rank."""
+    """Two 2-rank jobs start at once on an empty fleet: one rank 0 captures, no rank waits
+    (a wait before init_process_group would hold the job's rendezvous past its 60 s timeout),
+    the other job compiles or replays, and one entry of world size 2 is published; the next
+    start replays on every rank."""
     port = free_port()
     server = start_redis(port, tmp_path, "--appendonly", "no")
     try:

@@ -201,12 +201,11 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
             if path is not None:
                 return path
             holder = holder_text(job.job if job else None)
-            if job is None or job.writes_store:
-                if self._entries.take_lease(self._digest, holder):
-                    self._lease = _Lease(self._entries, self._digest, holder)
-                    return None
-            elif (self._entries.lease_holder(self._digest) or {}).get("launch", job.job) == job.job:
-                return None  # rank 0 of this job captures (or replays what it finds): never wait on it
+            if (job is None or job.writes_store) and self._entries.take_lease(self._digest, holder):
+                self._lease = _Lease(self._entries, self._digest, holder)
+                return None
+            if job is not None:  # waiting here would hold the job's own rendezvous: compile instead
+                return None
             if time.monotonic() >= deadline:
                 if self.url.wait:
                     self._warn(f"waited {self.url.wait:g} s and no entry came; the job compiles as usual")
