@@ -22,8 +22,7 @@ every launch's losses and parameters must be bitwise equal to cold's.
 
 Run: .venv-2.15.0/bin/python benchmarks/multi_rank.py [--repeat 3] [--workloads gpt2-ddp gpt2-fsdp] [--ranks 2]
 Targets (issue 32): the slowest rank within 10% of replay-1rank, and at least 2.5x below
-PyTorch's warm caches (warm, warm-redis), in overhead over eager... here in time to first
-output, which holds the same startup in every column.
+PyTorch's warm caches (warm, warm-redis). Figures: docs/benchmarks.md.
 """
 
 from __future__ import annotations
