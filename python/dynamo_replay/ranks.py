@@ -20,7 +20,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from dynamo_replay._core import Artifact, Store
 
@@ -148,6 +148,20 @@ class Agreement:
             return False
         self.decision = self._decide(store, f"rank {self.job.rank}: {reason}")
         return True
+
+    def refuse_at_compile_start(self, reason: str) -> Callable[[], None]:
+        """refuse(reason) as this rank first compiles (Dynamo's compile-start callback runs
+        before any compile-time collective), until the job's process group exists; returns the undo."""
+        from dynamo_replay import _torch
+
+        def at_compile_start() -> None:
+            if self.decision is None:
+                try:
+                    self.refuse(reason)
+                except Exception:  # the job's own compile goes on regardless
+                    pass
+
+        return _torch.ranks.on_compile_start(at_compile_start)
 
     def use(self) -> str:
         """This rank's store loaded: "use" when every rank's did, else why every rank compiles."""

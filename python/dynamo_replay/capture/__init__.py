@@ -483,7 +483,8 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
             return self.path
         if job.writes_store:  # side stores of ranks this job does not have are an older job's
             for stale in Path(self.path).parent.glob(f"{glob.escape(Path(self.path).name)}.rank-*"):
-                if not stale.name.rsplit("-", 1)[1].isdigit() or int(stale.name.rsplit("-", 1)[1]) >= job.world_size:
+                rank = stale.name.rsplit("-", 1)[1]
+                if not rank.isdigit() or int(rank) >= job.world_size:
                     stale.unlink(missing_ok=True)
             return self.path
         return ranks.side_store(self.path, job.rank)

@@ -133,47 +133,10 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
                 raise
         if self.mode == "replay" and not self._inner.summary.loaded:
             self._set_aside_refused()
-        if self.mode != "replay" and self._job is not None:
-            self._compile_on_every_rank()
+        if self.mode != "replay" and self._job is not None:  # a rank that found an entry meanwhile compiles too
+            reason = "it captures the job's entry" if self.mode == "capture" else "it found no entry"
+            self._undo_vote = ranks.Agreement(self._job).refuse_at_compile_start(reason)
         return self
-
-    def _compile_on_every_rank(self) -> None:
-        """This rank compiles (it captures, or its rank 0 does): a rank of the job that found
-        an entry meanwhile compiles too (ranks.Agreement), so no rank skips a compile-time
-        collective the others enter."""
-        from dynamo_replay import _torch
-
-        agreement = ranks.Agreement(self._job)
-        reason = "it captures the job's entry" if self.mode == "capture" else "it found no entry"
-
-        def at_compile_start() -> None:
-            if agreement.decision is None:
-                try:
-                    agreement.refuse(reason)
-                except Exception:  # the job's own compile goes on regardless
-                    pass
-
-        self._undo_vote = _torch.ranks.on_compile_start(at_compile_start)
-
-    def _set_aside_refused(self) -> None:
-        """An entry replay refused (a signature that does not verify, a store it cannot use) is
-        set aside, so it is never tried again, and this process captures in its place if no one
-        else is: the job itself already runs as without the tool."""
-        assert self._entries is not None and self.entry_id is not None
-        why = self._inner.summary.refused or "refused by replay"
-        try:
-            self._entries.set_aside(self._digest, self.entry_id, why)
-            holder = holder_text()
-            if not self._entries.take_lease(self._digest, holder):
-                return
-        except _FAILURES:
-            return
-        self._inner.__exit__(None, None, None)
-        self._lease = _Lease(self._entries, self._digest, holder)
-        self.mode = "capture"
-        self._captured = Path(tempfile.mkdtemp(prefix="dynrep-fleet-")) / "capture.dynrep"
-        self._inner = capture(str(self._captured), key=self.key)
-        self._inner.__enter__()
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         mine = os.getpid() == self._pid  # a forked child leaves the upload and the lease to its parent

@@ -21,7 +21,6 @@ libraries. See dynamo_replay.signing for signed stores.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import sys
@@ -95,7 +94,7 @@ class replay:  # noqa: N801 - a context manager, like capture
                 raise ReplayRefusedError(message) from None
             warnings.warn(message + "\n  the job compiles as usual", ReplayWarning, stacklevel=2)
             if self._agreement is not None:
-                self._undo.append(self._refuse_for_every_rank(str(refusal)))
+                self._undo.append(self._agreement.refuse_at_compile_start(str(refusal)))
             return self
         self._summary.loaded = self._active = True
         self._summary.load_seconds = time.perf_counter() - start
@@ -113,19 +112,6 @@ class replay:  # noqa: N801 - a context manager, like capture
         except Exception as error:
             self._undo_all()
             raise Refused(f"loading the store failed: {type(error).__name__}: {error}") from None
-
-    def _refuse_for_every_rank(self, reason: str) -> Callable[[], None]:
-        """A rank that refused its store makes every rank compile, when it first compiles
-        (Dynamo's compile-start callback runs before any compile-time collective)."""
-        agreement = self._agreement
-        assert agreement is not None
-
-        def at_compile_start() -> None:
-            if agreement.decision is None:
-                with contextlib.suppress(Exception):  # the job's own compile goes on regardless
-                    agreement.refuse(reason)
-
-        return _torch.ranks.on_compile_start(at_compile_start)
 
     def _every_rank_agrees(self) -> bool:
         """Before this rank's first saved frame is installed: whether every rank of the job
@@ -199,7 +185,7 @@ class replay:  # noqa: N801 - a context manager, like capture
             self._undo.append(_torch.quiet_dropped_guards())
             self._undo.append(_torch.quiet_missing_backend())  # named in the summary instead
         elif self._agreement is not None:  # Dynamo traces every frame here, as on a rank that refused
-            self._undo.append(self._refuse_for_every_rank("its store was captured with --no-precompile"))
+            self._undo.append(self._agreement.refuse_at_compile_start("its store was captured with --no-precompile"))
         self._observe(torch)
         self._undo.remove(undo_settings)  # loaded: the settings stay
 
