@@ -138,6 +138,26 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
             self._undo_vote = ranks.Agreement(self._job).refuse_at_compile_start(reason)
         return self
 
+    def _set_aside_refused(self) -> None:
+        """An entry replay refused (a signature that does not verify, a store it cannot use) is
+        set aside, so it is never tried again, and this process captures in its place if no one
+        else is: the job itself already runs as without the tool."""
+        assert self._entries is not None and self.entry_id is not None
+        why = self._inner.summary.refused or "refused by replay"
+        try:
+            self._entries.set_aside(self._digest, self.entry_id, why)
+            holder = holder_text()
+            if not self._entries.take_lease(self._digest, holder):
+                return
+        except _FAILURES:
+            return
+        self._inner.__exit__(None, None, None)
+        self._lease = _Lease(self._entries, self._digest, holder)
+        self.mode = "capture"
+        self._captured = Path(tempfile.mkdtemp(prefix="dynrep-fleet-")) / "capture.dynrep"
+        self._inner = capture(str(self._captured), key=self.key)
+        self._inner.__enter__()
+
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         mine = os.getpid() == self._pid  # a forked child leaves the upload and the lease to its parent
         self._undo_vote()
