@@ -43,16 +43,17 @@ if TYPE_CHECKING:
 
 
 def replay(path: str | os.PathLike[str], *, strict: bool = False, key: str | bytes | None = None,
-           verbose: bool = True) -> Any:
+           verbose: bool = True, update: bool | None = None) -> Any:
     """Run the torch.compile work in a `with` block from the store at `path` instead of
     compiling (dynamo_replay.replay.replay). A `redis://HOST:PORT/DB?name=JOB` URL names a
     fleet store: this host's entry is replayed, or captured under the job's lease while the
-    fleet's other processes wait (dynamo_replay.fleet)."""
+    fleet's other processes wait (dynamo_replay.fleet). `update=True` (or DYNAMO_REPLAY_UPDATE=1)
+    adds what compiles during the run to the store, as a new generation (dynamo_replay.update)."""
     if _is_fleet_url(path):
         from dynamo_replay.fleet import fleet_replay
 
-        return fleet_replay(str(path), strict=strict, key=key, verbose=verbose)
-    return _replay(path, strict=strict, key=key, verbose=verbose)
+        return fleet_replay(str(path), strict=strict, key=key, verbose=verbose, update=update)
+    return _replay(path, strict=strict, key=key, verbose=verbose, update=update)
 
 
 def capture(path: str | os.PathLike[str], **options: Any) -> Any:

@@ -104,6 +104,24 @@ class PrivateCacheDir:
         return {KERNEL_PREFIX + name: found[name] for name in sorted(found)}
 
 
+class CurrentCacheDir:
+    """Inductor's cache directory as it is, for a replay's update: the libraries replay put
+    back and those the update's compiles built are all there."""
+
+    def __init__(self) -> None:
+        self.path = cache_dir()
+        self._before = set(self.path.glob("??/*.so"))
+
+    def restore(self) -> None:
+        return None
+
+    def kernel_libraries(self) -> dict[str, Path]:
+        """Those built since, and those this process has loaded (the job's own cache holds
+        other jobs' libraries too)."""
+        found = (set(self.path.glob("??/*.so")) - self._before) | _mapped_libraries(self.path)
+        return {KERNEL_PREFIX + lib.relative_to(self.path).as_posix(): lib for lib in sorted(found)}
+
+
 def _remove_in_process(path: Path, pid: int) -> None:
     """Removes the directory at exit of the process that made it: a forked child that exits
     through atexit must leave it to its parent, whose compiled code may still load from it."""

@@ -5,8 +5,10 @@ _torch.py, _torch/guards.py and _torch/shapes.py."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
+import functools
 import importlib
 import io
 import pickle
@@ -57,7 +59,8 @@ class SafeDynamoCache:
     """
 
     def __init__(self, vetting: FrameVetting, report: Callable[[str, InstallReport], None],
-                 modules: dict[str, str], proceed: Callable[[], bool] = lambda: True) -> None:
+                 modules: dict[str, str], proceed: Callable[[], bool] = lambda: True,
+                 later: dict[str, list[tuple[int, bytes]]] | None = None) -> None:
         from torch._dynamo import package
 
         self._original = package.DynamoCache
@@ -65,6 +68,9 @@ class SafeDynamoCache:
         self._modules = modules
         self._report = report
         self._proceed = proceed  # asked before each install: False leaves the function to compile
+        self._later = later or {}  # package key -> (generation, package) saved by later generations
+        # (generation, frame) -> calls of the saved graphs that generation installed for the frame
+        self.hits: collections.Counter[tuple[int, str]] = collections.Counter()
         self._installed: list[Any] = []  # packages stay alive as long as replay
         self._codes: dict[int, types.CodeType] = {}  # id -> code of each function installed or pending
         # (by id: code objects compare equal across files when their bytecode is the same)
@@ -72,7 +78,7 @@ class SafeDynamoCache:
 
         class _Cache(type(self._original)):  # type: ignore[misc]
             def load(self, fn: Callable[..., Any]) -> None:  # type: ignore[override]
-                outer._when_first_called(fn, lambda: super(_Cache, self).load(fn))
+                outer._when_first_called(fn, lambda: outer._packages(fn, lambda: super(_Cache, self).load(fn)))
                 return None
 
         package.DynamoCache = _Cache(self._original.path_prefix())
@@ -97,14 +103,14 @@ class SafeDynamoCache:
             if not self._proceed():
                 return _no_cleanup
             try:
-                result = take()
+                results = take()
             except Exception as error:  # PyTorch's reader: the function compiles as usual
                 report = InstallReport(skipped=[(getattr(fn, "__qualname__", repr(fn)),
                                                  f"its saved package does not read ({type(error).__name__}: {error})")])
                 self._report(getattr(fn, "__qualname__", repr(fn)), report)
                 return _no_cleanup
-            if result is not None:
-                self._install(fn, result)
+            if results:
+                self._install(fn, *_merged_packages(results))
             return _no_cleanup
 
         hooks = getattr(_wrapper_being_made(), "enter_exit_hooks", None)
@@ -113,12 +119,25 @@ class SafeDynamoCache:
         else:
             install()
 
+    def _packages(self, fn: Callable[..., Any], load: Callable[[], Any]) -> list[tuple[int, Any]]:
+        """(generation, package) of fn's saved packages, the capture's first: each later
+        generation saved one of its own for the frames it compiled, under the same key, and each
+        is installed after the one before."""
+        from torch._dynamo.package import CompilePackage
+
+        key = CompilePackage.source_id_from_fn(fn)
+        found = [(0, load())]
+        for generation, content in self._later.get(key, []):
+            self._original._write_to_local_cache(content, key)
+            found.append((generation, load()))
+        return [(generation, result) for generation, result in found if result is not None]
+
     def remove(self) -> None:
         from torch._dynamo import package
 
         package.DynamoCache = self._original
 
-    def _install(self, fn: Callable[..., Any], result: Any) -> None:
+    def _install(self, fn: Callable[..., Any], result: Any, generations: dict[str, int]) -> None:
         from torch._C._dynamo.eval_frame import _reset_precompile_entries
         from torch._dynamo.package import CompilePackage
 
@@ -134,7 +153,8 @@ class SafeDynamoCache:
             try:
                 package = CompilePackage(fn, result.dynamo)  # checks versions and inlined sources
                 with digests_kept():
-                    _install_entries(package, fn, result.backends, self._vetting, report, installed, self._modules)
+                    _install_entries(package, fn, result.backends, self._vetting, report, installed, self._modules,
+                                     lambda frame, backend_id: _Hits(self.hits, (generations.get(backend_id, 0), frame)))
                 self._installed.append(package)
             except Exception as error:  # the whole function compiles as usual
                 for scope, global_name in installed:
@@ -184,7 +204,8 @@ def _package_mismatch(fn: Callable[..., Any], dynamo: Any) -> str | None:
 
 def _install_entries(package: Any, fn: Callable[..., Any], backends: dict[str, Any],
                      vetting: FrameVetting, report: InstallReport,
-                     installed: list[tuple[dict[str, Any], str]], modules: dict[str, str]) -> None:
+                     installed: list[tuple[dict[str, Any], str]], modules: dict[str, str],
+                     hits: Callable[[str, str], _Hits]) -> None:
     """CompilePackage.install, with each guarded entry loaded on its own (PyTorch 2.13 loads
     them all or fails): what PyTorch installs per code object, in the same order. One change:
     the compiled function's own frame runs with the globals of the module that defines its
@@ -215,15 +236,15 @@ def _install_entries(package: Any, fn: Callable[..., Any], backends: dict[str, A
                 if entry.guarded_codes:  # left out at load: PyTorch found a backend missing
                     report.skipped.append((code_key(target_code), _NO_BACKEND))
                 continue
+            frame = code_key(target_code)
             for backend_id in entry.backend_ids:
                 if backend_id not in backends:
                     raise RuntimeError(f"backend {backend_id} is not in the store")
                 backend = backends[backend_id].after_deserialization()
-                install_global(scope, backend_id, torch._dynamo.disable(backend))
+                install_global(scope, backend_id, torch._dynamo.disable(hits(frame, backend_id).counted(backend)))
             if not entry.guarded_codes:  # Dynamo made no graph for it: PyTorch skips the frame
                 torch._dynamo.eval_frame.skip_code(target_code)
                 continue
-            frame = code_key(target_code)
             local_scope = _live_locals(fn, target_code) if code is main_code else {}
             refusal = vetting.before_load(frame, local_scope, scope)
             if refusal:
@@ -256,6 +277,74 @@ def _install_entries(package: Any, fn: Callable[..., Any], backends: dict[str, A
                         install_global(scope, name, importlib.import_module(modules[name]))
                 _load_precompile_entry(target_code, manager, transformed)
                 report.installed += 1
+
+
+def _merged_packages(found: list[tuple[int, Any]]) -> tuple[Any, dict[str, int]]:
+    """One package of a function's packages from several generations, oldest first: PyTorch
+    installs one package per function, and installing a second resets the first's entries. A
+    code object's guarded entries and graphs are appended to the same code's in the first
+    package; a code only a later one has (a resume function it made) is added. Returns the
+    package and the generation of each graph (backend id)."""
+    generation, first = found[0]
+    made_by = {backend_id: generation for code in first.dynamo.codes for backend_id in code.backend_ids}
+    if len(found) == 1:
+        return first, made_by
+    codes = list(first.dynamo.codes)
+    backends = dict(first.backends)
+
+    def identity(code: Any) -> tuple[Any, ...]:
+        return (code.python_module, code.code_source, code.python_code.co_name, code.python_code.co_firstlineno,
+                tuple(code.function_names))
+
+    for generation, later in found[1:]:
+        backends.update(later.backends)
+        for code in later.dynamo.codes:
+            made_by.update({backend_id: generation for backend_id in code.backend_ids})
+            index = next((i for i, known in enumerate(codes) if identity(known) == identity(code)), None)
+            if index is None:
+                codes.append(code)
+                continue
+            known = codes[index]
+            codes[index] = dataclasses.replace(
+                known, guarded_codes=[*known.guarded_codes, *code.guarded_codes],
+                backend_ids=[*known.backend_ids, *(b for b in code.backend_ids if b not in known.backend_ids)],
+                import_sources={**known.import_sources, **code.import_sources},
+                bypassed=known.bypassed and code.bypassed)
+    merged = dataclasses.replace(first, dynamo=dataclasses.replace(first.dynamo, codes=codes), backends=backends)
+    return merged, made_by
+
+
+@dataclasses.dataclass
+class _Hits:
+    """Where a saved frame's calls are counted (a saved frame's hits per start)."""
+
+    counter: collections.Counter[Any]
+    key: Any
+
+    def counted(self, backend: Callable[..., Any]) -> Callable[..., Any]:
+        counter, key = self.counter, self.key
+
+        @functools.wraps(backend)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            counter[key] += 1
+            return backend(*args, **kwargs)
+
+        return call
+
+
+def load_later_generation(data: bytes) -> dict[str, bytes]:
+    """Loads a later generation's PyTorch cache artifacts (dynamo_replay.generations), all but
+    its precompile packages, which are returned by key: each shares its key with the package an
+    earlier generation saved for the same function, and PyTorch's cache keeps one per key, so
+    SafeDynamoCache installs them one after the other instead."""
+    from torch.compiler._cache import CacheArtifactManager
+
+    artifacts = CacheArtifactManager.deserialize(data)
+    if artifacts is None:
+        raise ValueError("PyTorch could not read a later generation's cache artifacts")
+    packages = {artifact.key: artifact.content for artifact in artifacts.pop("precompile", [])}
+    CacheArtifactManager.populate_caches(artifacts)
+    return packages
 
 
 _NO_BACKEND = ("its compiled graph is not in the store: PyTorch 2.13's precompile saves graphs compiled by "

@@ -91,10 +91,10 @@ class _TraceHandler(logging.Handler):
 
 class _Session:
     def __init__(self, path: str, level: int, sample_limit: int, signing_key: bytes | None, precompile: bool,
-                 decompose: bool = True, parameters: bool = False) -> None:
+                 decompose: bool = True, parameters: bool = False, own_cache_dir: bool = True) -> None:
         self.store = Store.create(path, level=level, overwrite=True)
         self.pid = os.getpid()  # a forked child inherits the session but must not write the store
-        self.cache = kernels.PrivateCacheDir()
+        self.cache = kernels.PrivateCacheDir() if own_cache_dir else kernels.CurrentCacheDir()
         self.lock = threading.Lock()
         self.failures: list[str] = []
         self.signing_key = signing_key
@@ -410,12 +410,13 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
 
     def __init__(self, path: str, *, level: int = 3, key: str | bytes | None = None, samples: bool = True,
                  sample_limit_bytes: int = tensor_samples.DEFAULT_LIMIT_BYTES, precompile: bool = True,
-                 core_aten: bool = True, parameters: bool = False) -> None:
+                 core_aten: bool = True, parameters: bool = False, own_cache_dir: bool = True) -> None:
         # `why --verify` re-runs a job that captures itself: its store then goes where verify reads it.
         self.path = os.environ.get(schema.VERIFY_STORE_ENV) or str(path)
         self.precompile = precompile
         self.core_aten = core_aten
         self.parameters = parameters
+        self.own_cache_dir = own_cache_dir  # False: a replay's update, whose loaded artifacts are in the current one
         self.level = level
         self.key = key
         self.sample_limit = sample_limit_bytes if samples else 0
@@ -431,7 +432,7 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         self._job = ranks.job_rank()
         try:
             session = _Session(self._own_path(), self.level, self.sample_limit, signing.resolve_key(self.key),
-                               self.precompile, self.core_aten, self.parameters)
+                               self.precompile, self.core_aten, self.parameters, self.own_cache_dir)
         except StoreLockedError:  # a peer this process could not tell apart from itself writes it
             warnings.warn(f"dynamo-replay: {self.path} is being written by another process: nothing is captured "
                           f"here, the job runs as usual (for a job of many ranks, set RANK and WORLD_SIZE as "

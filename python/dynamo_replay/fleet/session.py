@@ -87,9 +87,11 @@ class _Lease:
 class fleet_replay:  # noqa: N801 - a context manager, like replay
     """replay() for a redis:// URL (see the module docstring)."""
 
-    def __init__(self, text: str, *, strict: bool = False, key: str | bytes | None = None, verbose: bool = True) -> None:
+    def __init__(self, text: str, *, strict: bool = False, key: str | bytes | None = None, verbose: bool = True,
+                 update: bool | None = None) -> None:
         self.url: FleetURL = parse_fleet_url(text)  # ValueError: bad usage, before anything runs
         self.strict, self.key, self.verbose = strict, key, verbose
+        self.update = update
         self.mode = "compile"  # replay, capture or compile (as without the tool)
         self.entry_id: str | None = None
         self._inner: Any = None

@@ -29,13 +29,16 @@ import warnings
 from types import TracebackType
 from typing import Any, Callable
 
-from dynamo_replay import _torch, kernels, ranks, schema
+from dynamo_replay import _torch, generations, kernels, ranks, schema
 from dynamo_replay._torch import install as _torch_install
 from dynamo_replay.errors import ReplayError, ReplayRefusedError, ReplayWarning
 from dynamo_replay.replay.checks import (Contents, Refused, captured_settings, check_all, compiler_stand_in_needed,
                                          read_store)
 from dynamo_replay.replay.frame_checks import FrameChecks
 from dynamo_replay.replay.summary import CompiledFrame, ReplaySummary
+from dynamo_replay.update import Limits, StoreUpdate
+
+UPDATE_ENV = "DYNAMO_REPLAY_UPDATE"  # "1": replay(..., update=True) for every replay of the process
 
 __all__ = ["replay", "ReplaySummary", "CompiledFrame"]
 
@@ -51,9 +54,12 @@ class replay:  # noqa: N801 - a context manager, like capture
     The summary is printed to stderr at the end unless `verbose=False`; it is `.summary`.
     """
 
-    def __init__(self, path: str, *, strict: bool = False, key: str | bytes | None = None, verbose: bool = True) -> None:
+    def __init__(self, path: str, *, strict: bool = False, key: str | bytes | None = None, verbose: bool = True,
+                 update: bool | None = None) -> None:
         self.path = str(path)
         self.strict = strict
+        self.update = update if update is not None else os.environ.get(UPDATE_ENV, "") not in ("", "0")
+        self._update: StoreUpdate | None = None
         self.key = key
         self.verbose = verbose
         self._summary = ReplaySummary(store=self.path)
@@ -64,6 +70,7 @@ class replay:  # noqa: N801 - a context manager, like capture
         self._contents: Contents | None = None
         self._reasons: dict[str, str] = {}  # frame -> why it compiles here: not saved, or saved but not used
         self._agreement: ranks.Agreement | None = None  # in a job of many ranks: all use the store or none
+        self._hits: dict[tuple[int, str], int] = {}  # (generation, frame) -> calls (SafeDynamoCache.hits)
 
     @property
     def summary(self) -> ReplaySummary:
@@ -82,6 +89,9 @@ class replay:  # noqa: N801 - a context manager, like capture
         self._agreement = ranks.Agreement(job) if job is not None else None
         if path != self.path:  # a store of this rank's own: its saved frames must not reach rank 0's
             self._undo.append(kernels.PrivateCacheDir().restore)  # through the Inductor cache they share
+        if self.update and path == self.path and not os.path.exists(path):  # the first run: capture it whole
+            self._start_update(first=True)
+            return self
         try:
             contents = read_store(path)
             libraries = check_all(contents, self.key, _torch.PRECOMPILE_SETTINGS)
@@ -98,7 +108,18 @@ class replay:  # noqa: N801 - a context manager, like capture
             return self
         self._summary.loaded = self._active = True
         self._summary.load_seconds = time.perf_counter() - start
+        if self.update and path == self.path and (job is None or job.writes_store):
+            self._start_update(first=False)
         return self
+
+    def _start_update(self, first: bool) -> None:
+        self._update = StoreUpdate(self.path, self.key, Limits(), first)
+        try:
+            self._update.start()
+        except Exception as error:  # the job runs on without the update
+            self._update = None
+            warnings.warn(f"dynamo-replay: {self.path} will not be updated: {type(error).__name__}: {error}",
+                          ReplayWarning, stacklevel=3)
 
     def _load_or_refuse(self, contents: Contents, settings: tuple[tuple[str, str, Any], ...],
                         libraries: dict[str, bytes]) -> None:
@@ -134,7 +155,15 @@ class replay:  # noqa: N801 - a context manager, like capture
         if self._active:
             self._collect_compiles()
         self._active = False
+        update, self._update = self._update, None
+        if update is not None and os.getpid() == self._pid:
+            update.stop(exc_type, exc, tb)
         self._undo_all()
+        if update is not None and os.getpid() == self._pid:
+            self._summary.updated = update.finish(bool(self._summary.compiled) and exc is None, self._summary.hits,
+                                                  self._summary.generation_hits)
+            if update.first:
+                print(f"dynamo-replay: {self.path}: {self._summary.updated}", file=sys.stderr)
         if self.verbose and self._summary.loaded and os.getpid() == self._pid:
             print(self._summary, file=sys.stderr)
         if self.strict and exc is not None and "torch.compile stance is 'fail_on_recompile'" in str(exc):
@@ -162,10 +191,17 @@ class replay:  # noqa: N801 - a context manager, like capture
         kernels.restore_kernel_libraries(libraries)
         if contents.data.vec_isa is not None:
             summary.isa_probe_reused = _torch.reuse_vec_isa_probe(contents.data.vec_isa)
+        later_packages: dict[str, list[tuple[int, bytes]]] = {}
         try:
             torch.compiler.load_cache_artifacts(artifacts[schema.MEGA_CACHE_NAME][1])
+            for generation in generations.generations(artifacts)[1:]:  # what each update added, in order
+                name = generations.artifact_name(generation, schema.MEGA_CACHE_NAME)
+                for key, package in _torch_install.load_later_generation(artifacts[name][1]).items():
+                    later_packages.setdefault(key, []).append((generation, package))
         except Exception as error:  # PyTorch's own loader: any failure means nothing usable
             raise Refused(f"PyTorch could not load the store's cache artifacts: {error!r}") from None
+        summary.generations = len(generations.generations(artifacts))
+        summary.saved_frames = [f for f in contents.data.frames if f not in contents.data.not_saved]
         done = [m for m in contents.data.compiles if not m.get("fail_type")]
         summary.captured_compiles = len(done)
         summary.captured_compile_seconds = sum(m.get("entire_frame_compile_time_s") or 0.0 for m in done)
@@ -177,7 +213,8 @@ class replay:  # noqa: N801 - a context manager, like capture
         if contents.precompiled:
             checks = FrameChecks(contents.data)
             cache = _torch_install.SafeDynamoCache(checks, self._installed, contents.data.module_globals,
-                                                   self._every_rank_agrees)
+                                                   self._every_rank_agrees, later_packages)
+            self._hits = cache.hits
             self._undo.append(cache.remove)
             safety = _torch.PrecompileSafety(lambda frame, reason: None)  # recompiles here: same safety
             self._undo.append(safety.remove)
@@ -235,6 +272,13 @@ class replay:  # noqa: N801 - a context manager, like capture
 
     def _collect_compiles(self) -> None:
         get_compilation_metrics = _torch.settings.compilation_metrics
+        hits: dict[str, int] = {}
+        for (_, frame), count in self._hits.items():
+            hits[frame] = hits.get(frame, 0) + count
+        self._summary.hits = hits
+        self._summary.generation_hits = {}
+        for (generation, _), count in self._hits.items():
+            self._summary.generation_hits[generation] = self._summary.generation_hits.get(generation, 0) + count
 
         self._summary.compiled = [
             CompiledFrame(

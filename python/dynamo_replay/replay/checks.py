@@ -8,7 +8,7 @@ import linecache
 from dataclasses import dataclass, field
 from typing import Any
 
-from dynamo_replay import kernels, schema, signing
+from dynamo_replay import generations, kernels, schema, signing
 from dynamo_replay._core import Artifact, Store
 from dynamo_replay._torch import releases
 from dynamo_replay.errors import StoreError
@@ -55,14 +55,17 @@ def read_store(path: str) -> Contents:
 
 
 def read_replay_data(artifacts: dict[str, tuple[str, bytes]]) -> ReplayData:
-    """The replay data artifact. REQUIRES: the signature, if a key is set, has verified."""
+    """The replay data of every generation, as one. REQUIRES: the signature, if a key is set,
+    has verified."""
     if schema.REPLAY_DATA_NAME not in artifacts:
         raise Refused(f"the store holds no replay data ({schema.REPLAY_DATA_NAME}): it was captured by an older "
                       "dynamo-replay, or is not a capture; capture the job again")
     try:
-        return ReplayData.from_json(artifacts[schema.REPLAY_DATA_NAME][1])
+        base = ReplayData.from_json(artifacts[schema.REPLAY_DATA_NAME][1])
+        later = [(g, generations.read_generation(artifacts, g)) for g in generations.generations(artifacts) if g]
     except (ValueError, KeyError, TypeError) as error:
         raise Refused(f"the store's replay data cannot be read ({type(error).__name__}: {error})") from None
+    return generations.merged_replay_data(base, later) if later else base
 
 
 def _clip(text: str, limit: int = 160) -> str:

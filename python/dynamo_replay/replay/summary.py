@@ -41,6 +41,36 @@ class ReplaySummary:
     import_seconds: float = 0.0  # importing PyTorch's compiler, which torch.compile does anyway
     load_seconds: float = 0.0  # reading and checking the store, putting its artifacts in place
     install_seconds: float = 0.0  # installing saved frames when torch.compile wraps a function
+    generations: int = 0  # the capture and each update since (dynamo_replay.generations)
+    saved_frames: list[str] = field(default_factory=list)  # frames the store can replay without Dynamo
+    hits: dict[str, int] = field(default_factory=dict)  # saved frame -> calls of its saved graphs here
+    generation_hits: dict[int, int] = field(default_factory=dict)  # generation -> calls of the graphs it saved
+    updated: str | None = None  # with update=True: what the update did to the store
+
+    @property
+    def unused_frames(self) -> list[str]:
+        """Saved frames this run never ran from the store."""
+        return [frame for frame in self.saved_frames if not self.hits.get(frame)]
+
+    @property
+    def inert(self) -> str | None:
+        """Why most of a loaded store's saved frames went unused, or None: the "installed but
+        inert" failure, said first in the summary rather than found by timing restarts."""
+        if not self.loaded or not self.precompiled or not self.saved_frames:
+            return None
+        unused = self.unused_frames
+        if len(unused) * 2 <= len(self.saved_frames):
+            return None
+        causes: dict[str, int] = {}
+        for entry in self.skipped:
+            why = entry.split(": ", 1)[-1]
+            causes[why] = causes.get(why, 0) + 1
+        for frame in self.compiled:
+            causes[frame.reason] = causes.get(frame.reason, 0) + 1
+        cause = max(causes, key=lambda why: causes[why]) if causes else (
+            "the job never called them (torch.compile not reached, or other functions compiled)")
+        return (f"{len(unused)} of {len(self.saved_frames)} saved frames unused: {cause}; "
+                f"`python -m dynamo_replay check {self.store}` says why before a start")
 
     @property
     def compile_seconds(self) -> float:
@@ -76,12 +106,17 @@ class ReplaySummary:
             return "\n".join(lines)
         mode = (f"{self.entries_installed} saved frames in force" if self.precompiled
                 else "captured with --no-precompile: Dynamo traces each frame, the rest comes from the store")
+        inert = self.inert
         lines = [
-            f"dynamo-replay: {self.store}",
+            f"dynamo-replay: {self.store} loaded but mostly inert: {inert}" if inert else f"dynamo-replay: {self.store}",
             f"  loaded in {self.load_seconds + self.install_seconds:.2f} s: {mode}, {self.kernel_libraries} kernel "
             "libraries" + (", CPU ISA probe reused" if self.isa_probe_reused else "")
             + f" (and {self.import_seconds:.2f} s importing PyTorch's compiler, as torch.compile does)",
             *([f"  {self.rank}"] if self.rank else []),
+            *([f"  {self.generations} generations (the capture and {self.generations - 1} updates)"]
+              if self.generations > 1 else []),
+            *([f"  saved frames run from the store: {len(self.saved_frames) - len(self.unused_frames)} of "
+               f"{len(self.saved_frames)}"] if self.precompiled and self.saved_frames else []),
             f"  captured: {self.captured_compiles} compiles, {self.captured_compile_seconds:.2f} s",
             f"  compiled here: {len(self.compiled)} frames ({self.compile_seconds:.2f} s)",
         ]
@@ -92,6 +127,8 @@ class ReplaySummary:
         if self.skipped:
             lines.append("  saved frames not used (they compile as usual):")
             lines += [f"    {entry}" for entry in self.skipped]
+        if self.updated:
+            lines.append(f"  update: {self.updated}")
         lines.append(f"  compile time saved: {self.compile_seconds_saved:.2f} s against a cold compile, "
                      + (f"at least {self.seconds_saved_over_warm_cache:.2f} s against PyTorch's warm caches (Dynamo tracing)"
                         if self.precompiled else "about none against PyTorch's warm caches"))
