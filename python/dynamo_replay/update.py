@@ -30,7 +30,6 @@ MAX_GENERATIONS_ENV = "DYNAMO_REPLAY_MAX_GENERATIONS"
 MAX_BYTES_ENV = "DYNAMO_REPLAY_MAX_BYTES"
 DEFAULT_MAX_GENERATIONS = 16
 LOCK_WAIT_SECONDS = 300.0  # another updater writing a large store; past this, this update is dropped
-EVENT_GENERATION = "dynamo_replay.generation"  # one per later generation: its number and first frame id
 
 
 class UpdateError(Exception):
@@ -228,12 +227,18 @@ def _copy_delta(new: Store, out: Store, generation: int, current: Store, present
     first_name = 1 + max((json.loads(r.metadata_json)[1] for r in current.records(TraceEvent) if r.name == "str"),
                          default=-1)
     signed: dict[str, tuple[str, bytes]] = {}
-    out.put(TraceEvent(name=EVENT_GENERATION, compile_id=(-1, -1, -1), metadata_json=json.dumps(
-        {"generation": generation, "first_frame": first_frame, "created": time.time()}), payload_key="",
-        payload_size=0, time=time.time()))
+    # Compiles, not the loading of saved frames (PyTorch logs a saved graph's load under a compile id too).
+    compiled = {r.compile_id for r in new.records(TraceEvent) if r.name == "compilation_metrics"}
+    for compile_id in sorted(compiled):
+        moved = (compile_id[0] + first_frame, compile_id[1], compile_id[2])
+        out.put(TraceEvent(name=schema.EVENT_GENERATION, compile_id=moved, metadata_json=json.dumps(
+            {"generation": generation}), payload_key="", payload_size=0, time=time.time()))
     for record in new.records():
-        if isinstance(record, Manifest):
+        if isinstance(record, Manifest) or isinstance(record, (TraceEvent, CodeObject)) and not (
+                record.compile_id in compiled or record.compile_id[0] < 0):
             continue
+        if isinstance(record, TraceEvent) and record.name in (schema.EVENT_JOB, schema.EVENT_SUMMARY):
+            continue  # the store's own say how the job was started and what its capture did
         if isinstance(record, Artifact):
             name = record.name
             if name == schema.SIGNATURE_NAME or (name in present and not name.startswith(schema.KERNEL_PREFIX)
@@ -242,11 +247,15 @@ def _copy_delta(new: Store, out: Store, generation: int, current: Store, present
                 continue
             if name.startswith(schema.KERNEL_PREFIX) and name in present:
                 continue  # the same library, by name (Inductor names it by its source's hash)
+            data = new.get_blob(record.blob_key)
+            if name == schema.REPLAY_DATA_NAME:  # its compile ids, as the store now numbers them
+                raw = json.loads(data)
+                raw["compiles"] = _renumbered(raw.get("compiles", []), first_frame, first_name)
+                data = json.dumps(raw, sort_keys=True).encode()
             if name in (schema.MEGA_CACHE_NAME, schema.REPLAY_DATA_NAME):
                 name = generations.artifact_name(generation, name)
-            data = new.get_blob(record.blob_key)
             signed[name] = (record.media_type, data)
-            out.put(Artifact(name=name, media_type=record.media_type, blob_key=out.put_blob(data), size=record.size,
+            out.put(Artifact(name=name, media_type=record.media_type, blob_key=out.put_blob(data), size=len(data),
                              attributes={**record.attributes, "generation": str(generation)}))
             continue
         for key in _blob_keys(record):

@@ -89,7 +89,8 @@ void printCompiles(const std::string& path, const Job& job, const InspectOptions
                       {"status", c.status}, {"reason", c.reason}, {"graph_breaks", c.graphBreaks},
                       {"not_saved", c.notSaved}, {"dropped_guards", c.dropped.size()},
                       {"unreadable_events", c.unreadable},
-                      {"calls", callsJson(c)}, {"runtime_failures", c.runtimeFailures.size()}});
+                      {"calls", callsJson(c)}, {"runtime_failures", c.runtimeFailures.size()},
+                      {"generation", c.generation}});
     }
     json functions = json::array();
     for (const FrameCalls& f : frameCalls(job))
@@ -106,15 +107,21 @@ void printCompiles(const std::string& path, const Job& job, const InspectOptions
     fnWidth = std::max(fnWidth, c.function.size());
     locWidth = std::max(locWidth, fmt::format("{}:{}", baseName(c.file), c.firstLine).size());
   }
-  fmt::print(out, "{:<9}  {:<{}}  {:<{}}  {:>6}  {:>6}  {:>6}  {:>6}  {:<10}  {}\n", "COMPILE", "FUNCTION", fnWidth,
-             "LOCATION", locWidth, "GRAPHS", "GUARDS", "BREAKS", "CALLS", "STATUS", "REASON");
+  // A store that updates grew (replay --update) says which generation added each compile.
+  bool grown = std::any_of(job.compiles().begin(), job.compiles().end(),
+                           [](const Compile& c) { return c.generation > 0; });
+  auto generation = [&](const Compile& c) { return grown ? fmt::format("{:>3}  ", c.generation) : std::string(); };
+  fmt::print(out, "{:<9}  {}{:<{}}  {:<{}}  {:>6}  {:>6}  {:>6}  {:>6}  {:<10}  {}\n", "COMPILE",
+             grown ? "GEN  " : "", "FUNCTION", fnWidth, "LOCATION", locWidth, "GRAPHS", "GUARDS", "BREAKS", "CALLS",
+             "STATUS", "REASON");
   for (const Compile& c : job.compiles()) {
     // A compile whose code then failed when it ran is marked, not "ok".
     bool runFailed = c.status == "ok" && !c.runtimeFailures.empty();
     std::string status = runFailed ? "run failed" : firstLine(c.status).substr(0, 10);
     status = fmt::format("{:<10}", status);  // pad before colouring, so escapes do not count
     status = paint(o, c.status == "ok" && !runFailed ? "32" : c.status == "restarted" ? "33" : "31", status);
-    fmt::print(out, "{:<9}  {:<{}}  {:<{}}  {:>6}  {:>6}  {:>6}  {:>6}  {}  {}\n", c.id.str(), c.function, fnWidth,
+    fmt::print(out, "{:<9}  {}{:<{}}  {:<{}}  {:>6}  {:>6}  {:>6}  {:>6}  {}  {}\n", c.id.str(), generation(c),
+               c.function, fnWidth,
                fmt::format("{}:{}", baseName(c.file), c.firstLine), locWidth, c.graphs.size(), c.guardCount,
                c.graphBreaks.size(), c.calls < 0 ? "-" : std::to_string(c.calls), status, firstLine(c.reason));
   }

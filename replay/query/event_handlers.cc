@@ -274,6 +274,8 @@ void onRecompile(const Event& e, Compile& c) {
 
 void onHits(const Event& e, Compile& c) { c.calls = e.md.get<int64_t>("calls", -1); }
 
+void onGeneration(const Event& e, Compile& c) { c.generation = e.md.get<int64_t>("generation", 0); }
+
 // Even unreadable, the event says the frame was not saved.
 void onNotPackaged(const Event& e, Compile& c) { c.notSaved = e.md.get<std::string>("reason", "(no reason recorded)"); }
 
@@ -312,6 +314,7 @@ EventHandler handlerFor(std::string_view eventName) {
       {capture::events::kCompileFailure, onCompileFailure},
       {capture::events::kRecompile, onRecompile},
       {capture::events::kHits, onHits},
+      {capture::events::kGeneration, onGeneration},
       {capture::events::kGraphBreak, onGraphBreak},
       {capture::events::kRuntimeFailure, onRuntimeFailure},
       {capture::events::kSymbolValues, onSymbolValues},

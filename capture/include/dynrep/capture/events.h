@@ -28,12 +28,14 @@ inline constexpr std::string_view kCallSite = "dynamo_replay.call_site";
 inline constexpr std::string_view kGraphBreak = "dynamo_replay.graph_break";
 inline constexpr std::string_view kRuntimeFailure = "dynamo_replay.runtime_failure";
 inline constexpr std::string_view kSymbolValues = "dynamo_replay.symbol_values";
+// Which generation of the store added a compile: 0 the capture, G the G-th update.
+inline constexpr std::string_view kGeneration = "dynamo_replay.generation";
 
 // Every name above, for code and tests that need the whole set.
 inline constexpr std::string_view kAll[] = {kSummary,      kError,      kGraphIr,        kGuards,
                                             kSample,       kSymbols,    kDroppedGuard,   kNotPackaged,
                                             kSymbolOrigin, kShapeGuard, kCompileFailure, kRecompile,
                                             kHits,         kCoreAtenGraphIr, kJob,        kCallSite,
-                                            kGraphBreak,   kRuntimeFailure, kSymbolValues};
+                                            kGraphBreak,   kRuntimeFailure, kSymbolValues, kGeneration};
 
 }  // namespace dynrep::capture::events

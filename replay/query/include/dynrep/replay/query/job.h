@@ -164,6 +164,7 @@ struct Compile {
   std::map<std::string, std::pair<std::string, std::string>> symbolValues;
   CallSite callSite;
   int64_t calls = -1;  // how many times this compile's code ran during capture; -1 not counted
+  int64_t generation = 0;  // 0: the capture; G: added by the store's G-th update (replay --update)
 };
 
 class Job {
