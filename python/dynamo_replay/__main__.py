@@ -49,7 +49,7 @@ def _replay(args: argparse.Namespace) -> int:
 
     _prepare_job(args)
     try:
-        session = replay(args.store, strict=args.strict, verbose=not args.quiet)
+        session = replay(args.store, strict=args.strict, verbose=not args.quiet, update=args.update or None)
     except ValueError as error:  # a malformed redis:// URL
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -60,6 +60,30 @@ def _replay(args: argparse.Namespace) -> int:
         message = str(error)
         print(message if message.startswith("dynamo-replay:") else f"dynamo-replay: {message}", file=sys.stderr)
         return 1
+
+
+def _check(args: argparse.Namespace) -> int:
+    """The pre-flight: what a replay of the store (or fleet entry) would do here; exit codes in
+    dynamo_replay.replay.preflight."""
+    from dynamo_replay.fleet.url import is_fleet_url
+    from dynamo_replay.replay import preflight
+
+    job = [args.script, *args.args] if args.script else None
+    if is_fleet_url(args.store):
+        import redis
+
+        try:
+            result = preflight.check_fleet(args.store, job=job)
+        except ValueError as error:  # a malformed URL
+            print(f"error: {error}", file=sys.stderr)
+            return preflight.EXIT_USAGE
+        except (redis.RedisError, OSError) as error:
+            print(f"error: {args.store}: {type(error).__name__}: {error}", file=sys.stderr)
+            return preflight.EXIT_ERROR
+    else:
+        result = preflight.check_store(args.store, job=job)
+    print(json.dumps(result.to_json(), indent=1) if args.json else result.render())
+    return result.exit_code
 
 
 def _graph(args: argparse.Namespace) -> int:
@@ -144,9 +168,24 @@ def main(argv: list[str] | None = None) -> int:
     rep = sub.add_parser("replay", help="run a script or module with its compiled code from a store")
     rep.add_argument("--strict", action="store_true", help="fail instead of compiling, or when the store is refused")
     rep.add_argument("-q", "--quiet", action="store_true", help="do not print the replay summary")
+    rep.add_argument("--update", action="store_true",
+                     help="add what compiles during the run to the store (a new generation; a missing store is "
+                          "captured whole), so the next start replays it too")
     rep.add_argument("store", help="store file written by capture")
     _add_job_arguments(rep)
     rep.set_defaults(run=_replay)
+    check = sub.add_parser(
+        "check", help="say what a replay would do on this host, before the job starts",
+        description="The pre-flight: whether the store (or the fleet entry this host would take) is used or "
+                    "refused, with every differing factor, and for each saved frame whether it replays, compiles "
+                    "(and why) or depends on a value only the running job has. The job is not run. Exit codes: 0 "
+                    "every saved frame replays, 3 some compile or depend on the job's values, 4 refused, 1 the check "
+                    "could not run, 2 bad usage.")
+    check.add_argument("--json", action="store_true", help="print the answer as JSON")
+    check.add_argument("store", help="store file, or redis://HOST:PORT/DB?name=JOB")
+    check.add_argument("script", nargs="?", help="the job's script: compared with the one captured")
+    check.add_argument("args", nargs=argparse.REMAINDER, help="the job's arguments: compared with the captured ones")
+    check.set_defaults(run=_check)
     graph = sub.add_parser(
         "graph", help="write a standalone script that runs one stored graph on its stored inputs",
         description="Writes a script that runs one stored graph (rebuilt from the store's graph IR) on the inputs "

@@ -71,7 +71,6 @@ def _ls(entries: Any, args: argparse.Namespace) -> int:
 
 def _show(entries: Any, args: argparse.Namespace) -> int:
     from dynamo_replay.fleet.session import comparable_environment, environment_digest
-    from dynamo_replay.replay.checks import source_differences
 
     environment = comparable_environment()
     here = environment_digest(environment)
@@ -79,9 +78,7 @@ def _show(entries: Any, args: argparse.Namespace) -> int:
     found = False
     for digest in entries.digests():
         for manifest in entries.manifests(digest):
-            differences = _differences(environment, comparable_environment(manifest.get("environment", {})))
-            sources = [(str(n), str(f), [int(a), int(b)], str(h)) for n, f, (a, b), h in manifest.get("sources", [])]
-            differences += source_differences(sources)
+            differences = entry_differences(environment, manifest)
             if digest == here and not differences:
                 print(f"entry {manifest['id']} ({digest}): this host replays it")
                 found = True
@@ -94,6 +91,17 @@ def _show(entries: Any, args: argparse.Namespace) -> int:
     if not found:
         print("no entry matches this host: its next run captures one")
     return 0 if found else 1
+
+
+def entry_differences(environment: dict[str, str], manifest: dict[str, Any]) -> list[str]:
+    """What keeps this host (its comparable environment) from replaying an entry: each factor
+    that differs, and each source file changed since the entry was captured."""
+    from dynamo_replay.fleet.session import comparable_environment
+    from dynamo_replay.replay.checks import source_differences
+
+    differences = _differences(environment, comparable_environment(manifest.get("environment", {})))
+    sources = [(str(n), str(f), [int(a), int(b)], str(h)) for n, f, (a, b), h in manifest.get("sources", [])]
+    return differences + source_differences(sources)
 
 
 def _differences(here: dict[str, str], there: dict[str, str]) -> list[str]:

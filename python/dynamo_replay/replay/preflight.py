@@ -1,0 +1,268 @@
+"""`python -m dynamo_replay check STORE|URL [script [args]]`: what a replay would do on this host,
+said before the job starts and without running it.
+
+Store level: the store is used, or refused with every difference (the same checks replay makes,
+replay/checks.py). Frame level, for each saved frame: it replays (for the inputs its saved
+entries were compiled for), it compiles (its source changed, PyTorch could not save it, or the
+store was captured without precompile), or it depends on a value only the running job has (a
+guard PyTorch's precompile dropped, which replay checks when the job reaches the frame).
+
+Exit codes, for deploy scripts: 0 every saved frame replays; 3 the store is used but some
+frames compile or depend on the job's values; 4 the store is refused (nothing replays); 1 the
+check could not run (Redis unreachable); 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dynamo_replay import schema
+from dynamo_replay._core import Store, TraceEvent
+from dynamo_replay.errors import StoreError
+from dynamo_replay.replay.checks import Contents, Refused, check_all, read_store, source_differences
+
+EXIT_ALL_REPLAY, EXIT_ERROR, EXIT_USAGE, EXIT_SOME_COMPILE, EXIT_REFUSED = 0, 1, 2, 3, 4
+
+
+@dataclass
+class FramePlan:
+    frame: str
+    outcome: str  # "replays", "compiles" or "depends"
+    why: str
+    inputs: list[str] = field(default_factory=list)  # per saved entry: the input shapes its guards accept
+
+
+@dataclass
+class Preflight:
+    store: str
+    refused: str | None = None
+    differences: list[str] = field(default_factory=list)
+    frames: list[FramePlan] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    fleet: dict[str, Any] | None = None
+
+    @property
+    def outcome(self) -> str:
+        if self.refused is not None:
+            return "refused"
+        return "replay" if all(plan.outcome == "replays" for plan in self.frames) else "partial"
+
+    @property
+    def exit_code(self) -> int:
+        return {"replay": EXIT_ALL_REPLAY, "partial": EXIT_SOME_COMPILE, "refused": EXIT_REFUSED}[self.outcome]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"store": self.store, "outcome": self.outcome, "exit_code": self.exit_code, "refused": self.refused,
+                "differences": self.differences, "frames": [dataclasses.asdict(plan) for plan in self.frames],
+                "notes": self.notes, "fleet": self.fleet}
+
+    def render(self) -> str:
+        lines = []
+        if self.fleet is not None:
+            lines.append(f"fleet {self.fleet['url']}: this host's environment {self.fleet['this_host']}")
+            for entry in self.fleet["entries"]:
+                if entry["matches"]:
+                    lines.append(f"  entry {entry['id']}: this host takes it")
+                else:
+                    lines.append(f"  entry {entry['id']} ({entry['environment']}): not for this host:")
+                    lines += [f"    {line}" for line in entry["differences"][:10]]
+        if self.refused is not None:
+            lines.append(f"{self.store}: refused: {self.refused}")
+            lines += [f"  {difference}" for difference in self.differences]
+        else:
+            counts = {o: sum(p.outcome == o for p in self.frames) for o in ("replays", "compiles", "depends")}
+            lines.append(f"{self.store}: used: {counts['replays']} frames replay, {counts['compiles']} compile, "
+                         f"{counts['depends']} depend on the job's values")
+        for plan in self.frames:
+            lines.append(f"  {plan.outcome:<8} {plan.frame}: {plan.why}")
+            lines += [f"           entry {index}: {shapes}" for index, shapes in enumerate(plan.inputs) if shapes]
+        lines += [f"note: {note}" for note in self.notes]
+        lines.append({"replay": "every saved frame replays (exit 0)",
+                      "partial": "some frames compile or depend on the job's values (exit 3)",
+                      "refused": "nothing replays: the job compiles as usual (exit 4)"}[self.outcome])
+        return "\n".join(lines)
+
+
+def check_store(path: str, key: str | bytes | None = None, job: list[str] | None = None) -> Preflight:
+    """What replay(path) would do here. `job`: the script and arguments the job will run with."""
+    from dynamo_replay import _torch
+
+    result = Preflight(store=path)
+    try:
+        contents = read_store(path)
+    except Refused as refusal:
+        result.refused = str(refusal)
+        return result
+    try:
+        check_all(contents, key, _torch.PRECOMPILE_SETTINGS)
+    except Refused as refusal:
+        result.refused, result.differences = str(refusal), refusal.differences
+    result.frames = _frame_plans(path, contents)
+    if job:
+        result.notes += _job_notes(path, job)
+    return result
+
+
+def _frame_plans(path: str, contents: Contents) -> list[FramePlan]:
+    data = contents.data
+    changed = {text for text in source_differences(data.sources)}
+    entries = _saved_inputs(path)
+    dropped: dict[str, list[Any]] = {}
+    for guard in data.dropped_guards:
+        if guard.risky and not _imported_module(guard):
+            dropped.setdefault(guard.frame, []).append(guard)
+    plans = []
+    for frame in data.frames:
+        inputs = entries.get(frame, [])
+        edited = [text for text in changed if _source_of(frame, text)]
+        if edited:
+            plans.append(FramePlan(frame, "compiles", edited[0]))
+        elif frame in data.not_saved:
+            plans.append(FramePlan(frame, "compiles", f"not saved at capture: {data.not_saved[frame]}"))
+        elif not data.precompiled:
+            plans.append(FramePlan(frame, "compiles", "captured with --no-precompile: Dynamo traces it, its graphs "
+                                                      "come from the store"))
+        elif any(guard.value is None for guard in dropped.get(frame, [])):
+            guard = next(guard for guard in dropped[frame] if guard.value is None)
+            plans.append(FramePlan(frame, "compiles", f"{guard.source} ({guard.kind}) has no description that another "
+                                                      "process can compare"))
+        elif dropped.get(frame):
+            which = "; ".join(f"{guard.source} is {guard.value} ({guard.kind})" for guard in dropped[frame][:3])
+            plans.append(FramePlan(frame, "depends", f"replays if, when the job reaches it, {which}", inputs))
+        else:
+            plans.append(FramePlan(frame, "replays", "for inputs its saved entries accept", inputs))
+    return plans
+
+
+def _imported_module(guard: Any) -> bool:
+    """Whether a dropped guard checks that a global is a module its file imports under that name
+    (`import torch`, `import numpy as np`): what every process running the file gets."""
+    import re
+
+    found = re.fullmatch(r"G\['([A-Za-z_]\w*)'\]", guard.source)
+    module = (guard.value or "").removeprefix("module ")
+    if not found or not guard.value or not guard.value.startswith("module ") or not re.fullmatch(r"[\w.]+", module):
+        return False
+    name = found.group(1)
+    filename = guard.frame.rsplit(" (", 1)[-1].rstrip(")").rpartition(":")[0]
+    try:
+        text = Path(filename).read_text(errors="replace")
+    except OSError:
+        return False
+    escaped = re.escape(module)
+    return bool(re.search(rf"^import {escaped} as {name}\s*$", text, re.M) if name != module.split(".")[0]
+                else re.search(rf"^import {escaped}\b", text, re.M))
+
+
+def _source_of(frame: str, difference: str) -> bool:
+    """Whether a source difference (checks.source_differences) is about this frame's code."""
+    location = frame.rsplit(" (", 1)[-1].rstrip(")")
+    filename, _, line = location.rpartition(":")
+    found = difference.rsplit(" (", 1)[-1].split(")")[0]  # FILE:FIRST-LAST
+    file_part, _, lines = found.rpartition(":")
+    first, _, last = lines.partition("-")
+    return file_part == filename and line.isdigit() and first.isdigit() and last.isdigit() \
+        and int(first) <= int(line) <= int(last)
+
+
+def _saved_inputs(path: str) -> dict[str, list[str]]:
+    """frame -> for each compile of it, the tensor inputs its guards accept ("L['x'] float32
+    [8]"), from the guard lists capture stored (replay-inspect show --guards)."""
+    import re
+
+    names: dict[tuple[int, int, int], str] = {}
+    guards: dict[tuple[int, int, int], list[dict[str, Any]]] = {}
+    try:
+        with Store.open(path) as store:
+            for event in store.records(TraceEvent):
+                if event.name == "compilation_metrics":
+                    metrics = json.loads(event.metadata_json) or {}
+                    if metrics.get("co_name") and not metrics.get("fail_type"):
+                        names[tuple(event.compile_id)] = schema.frame_name(
+                            metrics["co_name"], metrics.get("co_filename"), metrics.get("co_firstlineno"))
+                elif event.name == schema.EVENT_GUARDS and event.payload_key:
+                    guards[tuple(event.compile_id)] = json.loads(store.get_blob(event.payload_key))
+    except (StoreError, ValueError):
+        return {}
+    found: dict[str, list[str]] = {}
+    for compile_id, frame in sorted(names.items()):
+        shapes = []
+        for guard in guards.get(compile_id, []):
+            if guard.get("kind") == "TENSOR_MATCH" and guard.get("source", "").startswith("L["):
+                dtype = re.search(r"torch\.\w+", guard.get("code", ""))
+                size = re.search(r"size=(\[[^\]]*\])", guard.get("code", ""))
+                shapes.append(f"{guard['source']} {dtype.group(0)[6:] if dtype else '?'} "
+                              f"{size.group(1) if size else '(dynamic)'}")
+        found.setdefault(frame, []).append(", ".join(shapes))
+    return found
+
+
+def _job_notes(path: str, job: list[str]) -> list[str]:
+    """How the job about to start compares with the one captured: its script and arguments."""
+    try:
+        with Store.open(path) as store:
+            facts = next((json.loads(e.metadata_json) for e in store.records(TraceEvent) if e.name == schema.EVENT_JOB),
+                         None)
+    except (StoreError, ValueError):
+        return []
+    if not facts:
+        return []
+    notes = []
+    script = os.path.abspath(job[0])
+    captured = facts.get("script") or ""
+    if os.path.isfile(script) and captured:
+        digest = hashlib.sha256(Path(script).read_bytes()).hexdigest()
+        if script != captured:
+            notes.append(f"the store was captured from {captured}, this job runs {script}: frames it does not reach "
+                         "stay unused")
+        elif digest != facts.get("script_sha256"):
+            notes.append(f"{script} changed since capture (the frames above say which compiled code it touches)")
+    elif not os.path.exists(script):
+        notes.append(f"{job[0]}: no such file")
+    captured_args = list(facts.get("argv") or [])[1:]
+    if job[1:] != captured_args:
+        notes.append(f"captured with arguments {captured_args}, this job passes {job[1:]}: where they change the "
+                     "inputs' shapes or the code taken, those frames compile (each entry above lists the inputs it "
+                     "accepts)")
+    return notes
+
+
+def check_fleet(text: str, key: str | bytes | None = None, job: list[str] | None = None) -> Preflight:
+    """Which of the job's fleet entries this host would take and what replaying it would do;
+    for each other entry, what differs. Raises redis.RedisError or OSError when Redis fails."""
+    from dynamo_replay.fleet.cli import entry_differences
+    from dynamo_replay.fleet.entries import FleetEntries
+    from dynamo_replay.fleet.session import comparable_environment, environment_digest
+    from dynamo_replay.fleet.url import parse_fleet_url
+
+    url = parse_fleet_url(text)
+    entries = FleetEntries(url)
+    environment = comparable_environment()
+    here = environment_digest(environment)
+    listed, taken = [], None
+    for digest in entries.digests():
+        for manifest in entries.manifests(digest):
+            differences = entry_differences(environment, manifest)
+            matches = digest == here and not differences and taken is None
+            if matches:
+                taken = (digest, manifest)
+            listed.append({"id": manifest["id"], "environment": digest, "matches": matches,
+                           "differences": differences or ([] if digest == here else ["the environment digest differs"])})
+    fleet = {"url": url.shown, "this_host": here, "entry": taken[1]["id"] if taken else None, "entries": listed}
+    if taken is None:
+        result = Preflight(store=url.shown, refused="no entry of the job matches this host: its first run captures one",
+                           fleet=fleet)
+        return result
+    with tempfile.TemporaryDirectory(prefix="dynrep-check-") as directory:
+        local = Path(directory) / "entry.dynrep"
+        local.write_bytes(entries.download(*taken))
+        result = check_store(str(local), key, job)
+    result.store, result.fleet = f"{url.shown} entry {taken[1]['id']}", fleet
+    return result
