@@ -3,7 +3,8 @@ manifest last, in one transaction; and the lease that lets one process at a time
 
 Keys, for job J and environment digest F (fingerprint.py, fleet_digest):
   dynrep:J:F:entries            set of entry ids visible to readers
-  dynrep:J:F:entry:ID           hash: "manifest" (JSON, below)
+  dynrep:J:F:entry:ID           hash: "manifest" (JSON, below); "hits", "starts", "last_used"
+                                (each replay adds its saved frames' calls, one start, the time)
   dynrep:J:F:chunk:ID:N         the store's bytes N*CHUNK_BYTES..; expire until the manifest commits
   dynrep:J:F:lease              who captures now (JSON), set if absent, with an expiry its holder renews
   dynrep:J:F:aside              set of entry ids that failed a reader's checks (never loaded again)
@@ -89,6 +90,39 @@ class FleetEntries:
                                  "(altered in Redis)")
             parts.append(data)
         return b"".join(parts)  # every byte checked once, chunk by chunk; the store checks its own too
+
+    def record_use(self, digest: str, entry_id: str, hits: int) -> None:
+        """One start that replayed the entry: its saved frames' calls, and when."""
+        key = self.key(digest, "entry", entry_id)
+        with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hincrby(key, "hits", hits)
+            pipe.hincrby(key, "starts", 1)
+            pipe.hset(key, "last_used", repr(time.time()))
+            pipe.execute()
+
+    def usage(self, digest: str, entry_id: str) -> dict[str, float]:
+        """{"hits", "starts", "last_used"} of an entry (0 where never replayed)."""
+        raw = self.redis.hmget(self.key(digest, "entry", entry_id), ["hits", "starts", "last_used"])
+        return {name: float(value) if value else 0.0 for name, value in zip(("hits", "starts", "last_used"), raw)}
+
+    def collect(self, max_bytes: int) -> list[tuple[str, str, int]]:
+        """Removes the job's entries, the least recently used first (replayed longest ago, or
+        never and made longest ago), until they take max_bytes or less. Returns (digest, id,
+        size) of each removed."""
+        found = []
+        for digest in self.digests():
+            for manifest in self.manifests(digest):
+                used = self.usage(digest, manifest["id"])["last_used"] or float(manifest.get("created", 0))
+                found.append((used, digest, manifest["id"], int(manifest.get("size", 0))))
+        total = sum(size for *_, size in found)
+        removed = []
+        for _, digest, entry_id, size in sorted(found):
+            if total <= max_bytes:
+                break
+            self.remove(digest, entry_id)
+            total -= size
+            removed.append((digest, entry_id, size))
+        return removed
 
     def set_aside(self, digest: str, entry_id: str, why: str) -> None:
         """Hides an entry from readers for good, with the reason, so the next process recaptures."""

@@ -99,6 +99,7 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
         self._entries: FleetEntries | None = None
         self._digest = ""
         self._captured = Path()
+        self._local = Path()  # the entry replayed, as a local file
         self._pid = os.getpid()
         self._job = ranks.job_rank()
         self._undo_vote = lambda: None
@@ -120,7 +121,8 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
             return self
         if path is not None:
             self.mode = "replay"
-            self._inner = replay(str(path), strict=self.strict, key=self.key, verbose=self.verbose)
+            self._local = path
+            self._inner = replay(str(path), strict=self.strict, key=self.key, verbose=self.verbose, update=self.update)
         elif self._lease is not None:
             self.mode = "capture"
             self._captured = Path(tempfile.mkdtemp(prefix="dynrep-fleet-")) / "capture.dynrep"
@@ -168,6 +170,8 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
                 self._inner.__exit__(exc_type, exc, tb)
             if mine and self.mode == "capture" and exc is None:
                 self._upload()
+            if mine and self.mode == "replay" and self._inner.summary.loaded:
+                self._after_replay()
         finally:
             if mine and self._lease is not None:
                 self._lease.release()
@@ -241,8 +245,40 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
         assert self._entries is not None
         try:
             self.entry_id = upload_store(self._entries, self._digest, self._captured)
+            self._collect()
         except _FAILURES as error:
             self._warn(f"the capture could not be uploaded ({type(error).__name__}: {error})")
+
+    def _after_replay(self) -> None:
+        """Records the start's hits on the entry; with update, publishes the entry's new
+        generation (single-flight: one process at a time, under the job's lease)."""
+        assert self._entries is not None and self.entry_id is not None
+        summary = self._inner.summary
+        try:
+            self._entries.record_use(self._digest, self.entry_id, sum(summary.hits.values()))
+            if not (summary.updated or "").startswith("generation"):
+                return
+            holder = holder_text()
+            if not self._entries.take_lease(self._digest, holder):
+                summary.updated += "; not published: another process is publishing or capturing this job"
+                return
+            try:
+                replaced, self.entry_id = self.entry_id, upload_store(self._entries, self._digest, self._local)
+                if replaced != self.entry_id:
+                    self._entries.remove(self._digest, replaced)
+                summary.updated += f"; published as entry {self.entry_id}, replacing {replaced}"
+            finally:
+                self._entries.release_lease(self._digest, holder)
+            self._collect()
+        except _FAILURES as error:
+            self._warn(f"the entry's use or update could not be recorded ({type(error).__name__}: {error})")
+
+    def _collect(self) -> None:
+        """With &max_bytes=, the job's least recently used entries go until the rest fit."""
+        if self.url.max_bytes is not None and self._entries is not None:
+            for digest, entry_id, size in self._entries.collect(self.url.max_bytes):
+                print(f"dynamo-replay: fleet {self.url.shown}: entry {entry_id} ({digest}, {size} bytes) evicted: "
+                      f"the job's entries exceeded max_bytes={self.url.max_bytes}", file=sys.stderr)
 
     def _unavailable(self, reason: str) -> None:
         message = f"dynamo-replay: fleet {self.url.shown} not used: {reason}"
@@ -256,17 +292,18 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
 
 def upload_store(entries: FleetEntries, digest: str, path: Path) -> str:
     """Uploads a finished store with a manifest that says what it was captured for."""
-    from dynamo_replay import schema
+    from dynamo_replay import generations, schema
     from dynamo_replay._core import Artifact, Store
+    from dynamo_replay.replay.checks import read_replay_data
     from dynamo_replay.replay_data import ReplayData
 
     with Store.open(str(path)) as store:
-        raw = next((store.get_blob(a.blob_key) for a in store.records(Artifact) if a.name == schema.REPLAY_DATA_NAME),
-                   None)
-    data = ReplayData.from_json(raw) if raw is not None else ReplayData()
+        artifacts = {a.name: (a.media_type, store.get_blob(a.blob_key)) for a in store.records(Artifact)
+                     if a.name.endswith(schema.REPLAY_DATA_NAME) or a.name.endswith(schema.MEGA_CACHE_NAME)}
+    data = read_replay_data(artifacts) if schema.REPLAY_DATA_NAME in artifacts else ReplayData()
     manifest = {"job": entries.url.job, "environment": data.environment, "sources": data.sources,
                 "frames": len(data.frames), "not_saved": len(data.not_saved), "holder": json.loads(holder_text()),
-                **ranks.manifest_fields(ranks.job_rank())}
+                "generations": len(generations.generations(artifacts)), **ranks.manifest_fields(ranks.job_rank())}
     return entries.upload(digest, path.read_bytes(), manifest)
 
 

@@ -1,5 +1,5 @@
 """A fleet store's address: redis://[user:password@]host[:port][/db]?name=JOB[&wait=S][&lease=S]
-(rediss:// for TLS). Parsed once; every message shows it with the password masked."""
+[&max_bytes=N] (rediss:// for TLS). Parsed once; every message shows it with the password masked."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ class FleetURL:
     job: str
     wait: float
     lease: float
+    max_bytes: int | None = None  # the job's entries together; past it, the least recently used go
 
     @property
     def shown(self) -> str:
@@ -45,9 +46,9 @@ def parse_fleet_url(text: str) -> FleetURL:
     """REQUIRES: is_fleet_url(text). ValueError names what is wrong."""
     parts = urlsplit(text)
     query = {key: values[-1] for key, values in parse_qs(parts.query, keep_blank_values=True).items()}
-    unknown = sorted(set(query) - {"name", "wait", "lease"})
+    unknown = sorted(set(query) - {"name", "wait", "lease", "max_bytes"})
     if unknown:
-        raise ValueError(f"{text}: unknown option {unknown[0]!r} (known: name, wait, lease)")
+        raise ValueError(f"{text}: unknown option {unknown[0]!r} (known: name, wait, lease, max_bytes)")
     job = query.get("name", "")
     if not _JOB.match(job):
         raise ValueError(f"{text}: name=JOB is required: 1 to 128 letters, digits, '_', '-' or '.'")
@@ -58,10 +59,14 @@ def parse_fleet_url(text: str) -> FleetURL:
         wait = float(query.get("wait", DEFAULT_WAIT_SECONDS))
         lease = float(query.get("lease", DEFAULT_LEASE_SECONDS))
         port = parts.port or 6379
+        max_bytes = int(query["max_bytes"]) if "max_bytes" in query else None
     except ValueError as error:
         raise ValueError(f"{text}: {error}") from None
     if wait < 0 or lease <= 0:
         raise ValueError(f"{text}: wait must be >= 0 and lease > 0 seconds")
+    if max_bytes is not None and max_bytes <= 0:
+        raise ValueError(f"{text}: max_bytes must be a positive number of bytes")
     return FleetURL(scheme=parts.scheme, host=parts.hostname or "localhost", port=port, db=int(path),
                     username=unquote(parts.username) if parts.username else None,
-                    password=unquote(parts.password) if parts.password else None, job=job, wait=wait, lease=lease)
+                    password=unquote(parts.password) if parts.password else None, job=job, wait=wait, lease=lease,
+                    max_bytes=max_bytes)

@@ -162,7 +162,7 @@ class replay:  # noqa: N801 - a context manager, like capture
         if update is not None and os.getpid() == self._pid:
             self._summary.updated = update.finish(bool(self._summary.compiled) and exc is None, self._summary.hits,
                                                   self._summary.generation_hits)
-            if update.first:
+            if update.first and self.verbose:
                 print(f"dynamo-replay: {self.path}: {self._summary.updated}", file=sys.stderr)
         if self.verbose and self._summary.loaded and os.getpid() == self._pid:
             print(self._summary, file=sys.stderr)

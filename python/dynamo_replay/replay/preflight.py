@@ -80,6 +80,8 @@ class Preflight:
             counts = {o: sum(p.outcome == o for p in self.frames) for o in ("replays", "compiles", "depends")}
             lines.append(f"{self.store}: used: {counts['replays']} frames replay, {counts['compiles']} compile, "
                          f"{counts['depends']} depend on the job's values")
+        if self.refused is not None and self.frames:
+            lines.append("  each saved frame, once the store is used:")
         for plan in self.frames:
             lines.append(f"  {plan.outcome:<8} {plan.frame}: {plan.why}")
             lines += [f"           entry {index}: {shapes}" for index, shapes in enumerate(plan.inputs) if shapes]

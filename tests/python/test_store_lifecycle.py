@@ -1,0 +1,313 @@
+"""A store's lifecycle with real parts: `check` predicts what replay then does (one line per
+cause), updates add generations that later starts replay, an update killed at any point leaves
+the old store whole, two updaters lose nothing, eviction keeps the most recently used within a
+byte limit (a real redis-server for the fleet), and a serving job that meets a new length on
+each restart compiles each length once. Jobs are fresh processes (jobs/lifecycle/serve.py).
+About 4 minutes on a 2-core machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+redis = pytest.importorskip("redis")
+
+from dynamo_replay import generations, schema  # noqa: E402
+from dynamo_replay._core import Artifact, CodeObject, Store, TraceEvent  # noqa: E402
+from dynamo_replay.update import Limits, merge_update, store_lock  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from redis_server import free_port, start_redis  # noqa: E402
+
+JOB = Path(__file__).parent / "jobs" / "lifecycle" / "serve.py"
+pytestmark = pytest.mark.slow
+
+
+def clean_environment(inductor: Path, **extra: str) -> dict[str, str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAMO_REPLAY", "TORCHINDUCTOR_"))}
+    environment.update(TORCHINDUCTOR_CACHE_DIR=str(inductor), **extra)
+    return environment
+
+
+def start(store: str, report: Path, lengths: str, *flags: str, job: Path = JOB, **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, str(job), store, str(report), "--lengths", lengths, *flags],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=clean_environment(report.parent / "inductor", **env))
+
+
+def finish(process: subprocess.Popen[str]) -> dict:
+    _, stderr = process.communicate(timeout=400)
+    assert process.returncode == 0, stderr[-3000:]
+    report = json.loads(Path(process.args[3]).read_text())
+    assert report["outputs_match"], report
+    return report
+
+
+def serve(store: str, tmp: Path, lengths: str, *flags: str, **env: str) -> dict:
+    tmp.mkdir(parents=True, exist_ok=True)
+    return finish(start(store, tmp / "report.json", lengths, *flags, **env))
+
+
+def check(store: str, *job: str, **env: str) -> tuple[int, dict]:
+    done = subprocess.run([sys.executable, "-m", "dynamo_replay", "check", "--json", store, *job],
+                          capture_output=True, text=True, timeout=300,
+                          env=clean_environment(Path(store).parent / "inductor", **env))
+    assert done.returncode in (0, 3, 4), done.stderr[-2000:]
+    return done.returncode, json.loads(done.stdout)
+
+
+def copy_store(source: Path, target: Path, environment: dict[str, str] | None = None) -> None:
+    """The store as if captured where the fingerprint reads `environment` (entries changed)."""
+    with Store.open(str(source)) as store, Store.create(str(target), overwrite=True) as out:
+        for record in store.records():
+            if isinstance(record, Artifact):
+                data = store.get_blob(record.blob_key)
+                if record.name == schema.REPLAY_DATA_NAME and environment:
+                    raw = json.loads(data)
+                    raw["environment"].update(environment)
+                    data = json.dumps(raw).encode()
+                out.put(Artifact(name=record.name, media_type=record.media_type, blob_key=out.put_blob(data),
+                                 size=len(data), attributes=dict(record.attributes)))
+                continue
+            keys = [record.payload_key] if isinstance(record, TraceEvent) else \
+                [record.bytecode_key, record.disassembly_key] if isinstance(record, CodeObject) else []
+            for key in keys:
+                if key and key not in out:
+                    out.put_blob(store.get_blob(key))
+            out.put(record)
+
+
+@pytest.fixture(scope="module")
+def captured(tmp_path_factory) -> dict[str, Path]:
+    """A store of the job at length 8, and captures at lengths 16 and 24 (an update's delta is
+    a capture of what compiled)."""
+    root = tmp_path_factory.mktemp("lifecycle")
+    stores = {}
+    processes = []
+    for lengths in ("8", "16", "24"):
+        folder = root / f"capture-{lengths}"
+        folder.mkdir()
+        stores[lengths] = folder / "job.dynrep"
+        processes.append(start(str(stores[lengths]), folder / "report.json", lengths, "--update"))
+    for process in processes:
+        finish(process)
+    return stores
+
+
+def generations_of(path: Path) -> list[int]:
+    with Store.open(str(path)) as store:
+        return generations.generations({a.name: a for a in store.records(Artifact)})
+
+
+# --- check's prediction against what the replay then did, one line per cause ------------------
+
+def _edit_source(job: Path) -> None:
+    job.write_text(job.read_text().replace("* 2.0", "* 3.0"))
+
+
+# cause, fake captured environment, environment of check and replay, edit the job, lengths, what both must name
+PREDICTIONS = [
+    ("torch build", {"torch.git_version": "0123abc"}, {}, False, "8", "torch.git_version: captured 0123abc"),
+    ("CPU flags", {"cpu.flags": "x86_64,avx512,amx_tile"}, {}, False, "8", "cpu.flags: captured x86_64,avx512,amx_tile"),
+    ("config", {}, {"TORCHINDUCTOR_INPLACE_PADDING": "0"}, False, "8",
+     "config.inductor.inplace_padding: captured True, now False"),
+    ("source edit", {}, {}, True, "8", "changed since capture"),
+    ("new shape", {}, {}, False, "16", "[1, 8]"),
+]
+
+
+@pytest.mark.parametrize("cause, captured_env, env, edit, lengths, named", PREDICTIONS, ids=[p[0] for p in PREDICTIONS])
+def test_check_predicts_what_replay_does(captured: dict[str, Path], tmp_path: Path, cause: str, captured_env: dict,
+                                         env: dict, edit: bool, lengths: str, named: str) -> None:
+    job = tmp_path / "serve.py"
+    job.write_text(JOB.read_text())
+    store = tmp_path / "job.dynrep"
+    copy_store(captured["8"], store, captured_env)
+    if edit:  # the store's frames name the job where it was captured: capture this copy, then edit it
+        finish(start(str(store.with_name("fresh.dynrep")), tmp_path / "capture.json", "8", "--update", job=job))
+        store = store.with_name("fresh.dynrep")
+        _edit_source(job)
+    ran = job if edit else JOB  # the job the store was captured from
+    code, said = check(str(store), str(ran), str(store), str(tmp_path / "report.json"), "--lengths", lengths, **env)
+    report = finish(start(str(store), tmp_path / "report.json", lengths, job=ran, **env))
+    if cause == "new shape":  # used; the frame replays only for the inputs it was saved for, and compiles
+        assert code == 3 or code == 0 and said["outcome"] == "replay"
+        (plan,) = [p for p in said["frames"] if p["frame"].startswith("forward")]
+        assert any(named in entry for entry in plan["inputs"]) and not any("[1, 16]" in e for e in plan["inputs"])
+        assert report["loaded"] and [c for c in report["compiled"] if c.startswith("forward")]
+        assert any("[1, 16]" in note or "--lengths" in note for note in said["notes"])
+        return
+    assert code == 4 and said["outcome"] == "refused"
+    assert any(named in difference for difference in said["differences"]), said["differences"]
+    assert not report["loaded"] and any(named in difference for difference in report["differences"])
+    if edit:
+        assert [p["outcome"] for p in said["frames"] if p["frame"].startswith("forward")] == ["compiles"]
+
+
+def test_check_on_a_fleet_names_the_entry_this_host_takes_or_the_factor_that_differs(
+        captured: dict[str, Path], tmp_path: Path) -> None:
+    from dynamo_replay.fleet.entries import FleetEntries
+    from dynamo_replay.fleet.session import comparable_environment, environment_digest, upload_store
+    from dynamo_replay.fleet.url import parse_fleet_url
+
+    port = free_port()
+    server = start_redis(port, tmp_path, "--appendonly", "no")
+    try:
+        url = f"redis://127.0.0.1:{port}/0?name=serve&wait=0"
+        elsewhere = tmp_path / "elsewhere.dynrep"
+        copy_store(captured["8"], elsewhere, {"torch.git_version": "0123abc"})
+        entries = FleetEntries(parse_fleet_url(url))
+        with Store.open(str(elsewhere)) as store:
+            raw = next(store.get_blob(a.blob_key) for a in store.records(Artifact) if a.name == schema.REPLAY_DATA_NAME)
+        other = environment_digest(comparable_environment(json.loads(raw)["environment"]))
+        upload_store(entries, other, elsewhere)
+        code, said = check(url)
+        assert code == 4 and said["fleet"]["entry"] is None
+        assert any("torch.git_version" in line for entry in said["fleet"]["entries"] for line in entry["differences"])
+        report = serve(url, tmp_path / "first", "8")  # what the prediction says: no entry, this host captures
+        assert not report.get("loaded")
+        code, said = check(url)
+        assert code in (0, 3) and said["fleet"]["entry"] is not None and said["outcome"] != "refused"
+        assert serve(url, tmp_path / "second", "8")["loaded"]
+    finally:
+        server.kill()
+        server.wait()
+
+
+# --- updates ---------------------------------------------------------------------------------
+
+def test_an_update_killed_at_any_point_leaves_the_old_store_whole(captured: dict[str, Path], tmp_path: Path) -> None:
+    store = tmp_path / "job.dynrep"
+    copy_store(captured["8"], store)
+    old = store.read_bytes()
+    start_time = time.perf_counter()
+    with store_lock(str(store)):
+        merge_update(str(store), str(captured["16"]), None, Limits(), {})
+    duration = time.perf_counter() - start_time
+    assert generations_of(store) == [0, 1]
+    new = store.read_bytes()
+    rng = random.Random(0)
+    outcomes = set()
+    for _ in range(12):
+        store.write_bytes(old)
+        pid = os.fork()
+        if pid == 0:  # the updater, killed below at a random point of its write
+            try:
+                with store_lock(str(store)):
+                    merge_update(str(store), str(captured["16"]), None, Limits(), {})
+            finally:
+                os._exit(0)
+        time.sleep(rng.uniform(0, duration * 1.2))
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        now = store.read_bytes()
+        assert now in (old, new), "a reader saw a store that is neither the old one nor the new one"
+        outcomes.add(now == new)
+        with Store.open(str(store)) as reopened:
+            assert reopened.info().state == "finished"
+    # The lock died with its holder, and the next update goes through and clears what it left.
+    with store_lock(str(store), wait=5):
+        merge_update(str(store), str(captured["24"]), None, Limits(), {})
+    from dynamo_replay.update import remove_leftovers
+
+    remove_leftovers(str(store))
+    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name or ".update-" in p.name]
+    report = serve(str(store), tmp_path / "after", "8,16,24")
+    assert report["loaded"] and report["compiled"] == [], report["compiled"]
+    assert False in outcomes or True in outcomes
+
+
+def test_two_concurrent_updates_lose_nothing(captured: dict[str, Path], tmp_path: Path) -> None:
+    store = tmp_path / "job.dynrep"
+    copy_store(captured["8"], store)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    both = [start(str(store), tmp_path / "a" / "report.json", "8,16", "--update"),
+            start(str(store), tmp_path / "b" / "report.json", "8,24", "--update")]
+    reports = [finish(process) for process in both]
+    assert all(r["updated"].startswith("generation") for r in reports), [r["updated"] for r in reports]
+    assert generations_of(store) == [0, 1, 2]
+    report = serve(str(store), tmp_path / "after", "8,16,24")
+    assert report["compiled"] == [] and report["generations"] == 3
+
+
+def test_eviction_drops_the_generation_unused_the_longest(captured: dict[str, Path], tmp_path: Path) -> None:
+    store = tmp_path / "job.dynrep"
+    copy_store(captured["8"], store)
+    with store_lock(str(store)):
+        merge_update(str(store), str(captured["16"]), None, Limits(), {})
+    usage = {"generations": {"0": {"last_used": 100.0}, "1": {"last_used": 50.0}}}
+    with store_lock(str(store)):
+        done = merge_update(str(store), str(captured["24"]), None, Limits(max_generations=2), usage)
+    assert "evicted" in done and generations_of(store) == [0, 2]
+    report = serve(str(store), tmp_path / "after", "8,24")
+    assert report["compiled"] == []
+    with Store.open(str(store)) as reopened:
+        names = [a.name for a in reopened.records(Artifact)]
+    assert not [name for name in names if name.startswith("generation/1/")]
+
+
+# --- the fleet --------------------------------------------------------------------------------
+
+def test_fleet_update_publishes_a_new_generation_and_gc_keeps_the_recently_used(
+        captured: dict[str, Path], tmp_path: Path) -> None:
+    port = free_port()
+    server = start_redis(port, tmp_path, "--appendonly", "no")
+    try:
+        url = f"redis://127.0.0.1:{port}/0?name=serve&wait=0"
+        cache = {"DYNAMO_REPLAY_CACHE": str(tmp_path / "cache")}
+        serve(url, tmp_path / "first", "8", **cache)  # captures the entry
+        report = serve(url, tmp_path / "second", "8,16", "--update", **cache)
+        assert report["loaded"] and "published as entry" in report["updated"], report["updated"]
+        report = serve(url, tmp_path / "third", "8,16", **cache)
+        assert report["loaded"] and report["compiled"] == []
+        listing = subprocess.run([sys.executable, "-m", "dynamo_replay", "fleet", "ls", url], capture_output=True,
+                                 text=True, timeout=120, env=clean_environment(tmp_path / "inductor"))
+        assert listing.returncode == 0, listing.stderr
+        (row,) = [line.split() for line in listing.stdout.splitlines()[1:] if line.split()[0] != "total:"]
+        header = listing.stdout.splitlines()[0].split()
+        assert row[header.index("GEN")] == "2" and int(row[header.index("HITS")]) > 0
+        assert row[header.index("STARTS")] == "1"  # the third start replayed it; the second replayed the one before
+
+        # A second job's entries, one never used: gc keeps the one replayed last within the byte limit.
+        from dynamo_replay.fleet.entries import FleetEntries
+        from dynamo_replay.fleet.session import upload_store
+        from dynamo_replay.fleet.url import parse_fleet_url
+
+        other = FleetEntries(parse_fleet_url(f"redis://127.0.0.1:{port}/0?name=other"))
+        ids = [upload_store(other, "digest", captured[n]) for n in ("8", "16", "24")]
+        other.record_use("digest", ids[0], 5)
+        limit = max(m["size"] for m in other.manifests("digest"))
+        done = subprocess.run([sys.executable, "-m", "dynamo_replay", "fleet", "gc",
+                               f"redis://127.0.0.1:{port}/0?name=other", "--max-bytes", str(limit)],
+                              capture_output=True, text=True, timeout=120, env=clean_environment(tmp_path / "inductor"))
+        assert done.returncode == 0, done.stderr
+        assert [m["id"] for m in other.manifests("digest")] == [ids[0]]
+        assert len(FleetEntries(parse_fleet_url(url)).manifests(FleetEntries(parse_fleet_url(url)).digests()[0])) == 1
+    finally:
+        server.kill()
+        server.wait()
+
+
+# --- the serving job --------------------------------------------------------------------------
+
+def test_a_serving_job_with_update_compiles_each_new_length_once_across_restarts(tmp_path: Path) -> None:
+    store = str(tmp_path / "gpt2.dynrep")
+    first = serve(store, tmp_path / "1", "8", "--model", "gpt2", "--update")
+    assert "captured" in first["updated"] and not first["loaded"]
+    seen = []
+    for restart, lengths in enumerate(("8,16", "8,16,24"), start=2):
+        report = serve(store, tmp_path / str(restart), lengths, "--model", "gpt2", "--update")
+        assert report["loaded"], report.get("refused")
+        seen.append(len(report["compiled"]))
+        assert report["updated"].startswith(f"generation {restart - 1} added"), report["updated"]
+    assert seen == [1, 1], "each restart compiles its one new length, and none it met before"
