@@ -51,23 +51,25 @@ def numbers(found: list[dict]) -> list[tuple]:
     return [(r["losses"], r["parameters"]) for r in found]
 
 
-# One line per model and wrapper: (id, train_step arguments, frames every rank replays).
+# One line per model and wrapper: (id, train_step arguments, frames every rank replays, whether
+# a launch without the tool is run too: once is enough to show capture changes no number).
 MODELS = [
-    ("gpt2-ddp", ("--model", "gpt2", "--wrap", "ddp"), {"step", "wrapper", "ForCausalLMLoss"}),
-    ("gpt2-fsdp", ("--model", "gpt2", "--wrap", "fsdp"), {"warn_if_padding_and_no_attention_mask"}),
+    ("gpt2-ddp", ("--model", "gpt2", "--wrap", "ddp"), {"step", "wrapper", "ForCausalLMLoss"}, True),
+    ("gpt2-fsdp", ("--model", "gpt2", "--wrap", "fsdp"), {"warn_if_padding_and_no_attention_mask"}, False),
 ]
 
 
-@pytest.mark.parametrize("args,replayed", [m[1:] for m in MODELS], ids=[m[0] for m in MODELS])
-def test_capture_command_then_every_rank_replays(tmp_path: Path, args: tuple[str, ...], replayed: set[str]) -> None:
+@pytest.mark.parametrize("args,replayed,plain_too", [m[1:] for m in MODELS], ids=[m[0] for m in MODELS])
+def test_capture_command_then_every_rank_replays(tmp_path: Path, args: tuple[str, ...], replayed: set[str],
+                                                 plain_too: bool) -> None:
     store = tmp_path / "job.dynrep"
-    torchrun(tmp_path / "plain", *args)
-    plain = results(tmp_path / "plain")
-    assert numbers(plain)[0] == numbers(plain)[1]
-
     torchrun(tmp_path / "capture", *args, tool=("capture", "-o", str(store)))
-    assert numbers(results(tmp_path / "capture")) == numbers(plain)
+    plain = results(tmp_path / "capture")
+    assert numbers(plain)[0] == numbers(plain)[1]
     assert store.exists()
+    if plain_too:
+        torchrun(tmp_path / "plain", *args)
+        assert numbers(results(tmp_path / "plain")) == numbers(plain)
 
     done = torchrun(tmp_path / "replay", *args, tool=("replay", str(store)))
     replay = results(tmp_path / "replay")
