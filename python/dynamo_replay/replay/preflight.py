@@ -153,7 +153,7 @@ def _imported_module(guard: Any) -> bool:
     if not found or not guard.value or not guard.value.startswith("module ") or not re.fullmatch(r"[\w.]+", module):
         return False
     name = found.group(1)
-    filename = guard.frame.rsplit(" (", 1)[-1].rstrip(")").rpartition(":")[0]
+    filename = guard.frame.split(" (", 1)[-1].removesuffix(")").rpartition(":")[0]
     try:
         text = Path(filename).read_text(errors="replace")
     except OSError:
@@ -165,9 +165,9 @@ def _imported_module(guard: Any) -> bool:
 
 def _source_of(frame: str, difference: str) -> bool:
     """Whether a source difference (checks.source_differences) is about this frame's code."""
-    location = frame.rsplit(" (", 1)[-1].rstrip(")")
+    location = frame.split(" (", 1)[-1].removesuffix(")")  # names have no " (", paths may
     filename, _, line = location.rpartition(":")
-    found = difference.rsplit(" (", 1)[-1].split(")")[0]  # FILE:FIRST-LAST
+    found = difference.split(" (", 1)[-1].rsplit(") changed", 1)[0]  # FILE:FIRST-LAST
     file_part, _, lines = found.rpartition(":")
     first, _, last = lines.partition("-")
     return file_part == filename and line.isdigit() and first.isdigit() and last.isdigit() \
