@@ -89,17 +89,22 @@ test-python:
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest $(TESTS)
 
 # What every release must keep: capture, replay and its refusals, guards, signing, PyTorch's
-# touchpoints, the release matrix itself, and a job of many ranks (the rank agreement, and
-# torchrun's ranks deciding together when one refuses). Without the slowest rows (T5 and a
+# touchpoints, the release matrix itself, a job of many ranks (the rank agreement, and
+# torchrun's ranks deciding together when one refuses) and a store of several generations (an
+# update's packages merged into the capture's). Without the slowest rows (T5 and a
 # transformers training step replayed; GPT-2 under DDP and FSDP, and two torchrun jobs on one
-# fleet) and the fleet's own tests (Redis, whose protocol no release changes), which the default
-# release runs, so that CI's three releases fit its time.
+# fleet; check's predictions, updates killed or side by side, the serving job) and the fleet's
+# own tests (Redis, whose protocol no release changes), which the default release runs, so that
+# CI's three releases fit its time.
 RELEASE_TESTS := tests/python/test_capture.py tests/python/test_replay.py tests/python/test_replay_refusals.py \
                  tests/python/test_guard_table.py tests/python/test_signed_replay.py \
                  tests/python/test_torch_touchpoints.py tests/python/test_private_touchpoints.py \
                  tests/python/test_releases.py tests/python/test_ranks.py tests/python/test_torchrun.py \
+                 tests/python/test_store_growth.py tests/python/test_store_lifecycle.py \
                  -k 'not hf_t5 and not hf_train and not then_every_rank_replays and not two_jobs_at_once \
-                     and not keeps_a_store_of_its_own and not every_rank_replays_the_one_store'
+                     and not keeps_a_store_of_its_own and not every_rank_replays_the_one_store \
+                     and not check_predicts and not check_on_a_fleet and not fleet_update_publishes \
+                     and not serving_job and not killed_at_any_point and not two_concurrent_updates'
 RELEASES ?= $(filter-out $(TORCH),$(SUPPORTED_TORCH))
 other-releases:
 	@echo $(RELEASES)
