@@ -49,11 +49,17 @@ def replay(path: str | os.PathLike[str], *, strict: bool = False, key: str | byt
     fleet store: this host's entry is replayed, or captured under the job's lease while the
     fleet's other processes wait (dynamo_replay.fleet). `update=True` (or DYNAMO_REPLAY_UPDATE=1)
     adds what compiles during the run to the store, as a new generation (dynamo_replay.update)."""
+    if update is None:
+        update = os.environ.get("DYNAMO_REPLAY_UPDATE", "") not in ("", "0")
     if _is_fleet_url(path):
         from dynamo_replay.fleet import fleet_replay
 
         return fleet_replay(str(path), strict=strict, key=key, verbose=verbose, update=update)
-    return _replay(path, strict=strict, key=key, verbose=verbose, update=update)
+    if update:
+        from dynamo_replay.update import updating_replay
+
+        return updating_replay(str(path), strict=strict, key=key, verbose=verbose)
+    return _replay(path, strict=strict, key=key, verbose=verbose)
 
 
 def capture(path: str | os.PathLike[str], **options: Any) -> Any:

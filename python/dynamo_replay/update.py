@@ -1,4 +1,4 @@
-"""Stores that grow with the job: replay(..., update=True) records what compiled during a replay
+"""Stores that grow with the job: replay(..., update=True) (updating_replay) records what compiled during a replay
 (a new shape, a new code path, a frame whose saved entry was refused) as a new generation of
 the store (dynamo_replay.generations), so the next start replays that too.
 
@@ -19,6 +19,7 @@ import contextlib
 import fcntl
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -26,6 +27,7 @@ from typing import Any, Iterator
 from dynamo_replay import generations, schema, signing
 from dynamo_replay._core import Artifact, CodeObject, Manifest, Store, TraceEvent
 
+UPDATE_ENV = "DYNAMO_REPLAY_UPDATE"  # "1": every replay of the process updates its store
 MAX_GENERATIONS_ENV = "DYNAMO_REPLAY_MAX_GENERATIONS"
 MAX_BYTES_ENV = "DYNAMO_REPLAY_MAX_BYTES"
 DEFAULT_MAX_GENERATIONS = 16
@@ -311,37 +313,77 @@ def _renumbered(value: Any, first_frame: int, first_name: int) -> Any:
     return moved
 
 
-class StoreUpdate:
-    """replay(..., update=True)'s side: start() once the store is loaded (or found missing, when
-    the run is the first and captures it whole), finish() when replay ends."""
+class updating_replay:  # noqa: N801 - a context manager, like replay
+    """replay(path, update=True): replay, with what compiles in the block captured and added to
+    the store as its next generation when the block ends (a missing store: the first run
+    captures it whole). Over replay and capture, which know nothing of it; the job is never
+    failed by an update: one that cannot be written is named in the summary's `update:` line."""
 
-    def __init__(self, path: str, key: str | bytes | None, limits: Limits, first: bool) -> None:
-        self.path, self.key, self.limits, self.first = path, key, limits, first
-        self.delta = delta_path(path)
+    def __init__(self, path: str, *, strict: bool = False, key: str | bytes | None = None, verbose: bool = True,
+                 limits: Limits | None = None) -> None:
+        from dynamo_replay.replay import replay
+
+        self.path, self.key, self.verbose = str(path), key, verbose
+        self.limits = limits or Limits()
+        self.first = False  # the store was missing: this run captures it whole
+        self._replay = replay(self.path, strict=strict, key=key, verbose=False)
         self._capture: Any = None
+        self._pid = os.getpid()
 
-    def start(self) -> None:
+    @property
+    def summary(self) -> Any:
+        return self._replay.summary
+
+    def __enter__(self) -> updating_replay:
+        from dynamo_replay import ranks
+
+        job = ranks.job_rank()
+        if job is not None and not job.writes_store:  # rank 0 updates the job's store
+            self._replay.__enter__()
+            return self
+        self.first = not os.path.exists(self.path)
+        if not self.first:
+            self._replay.__enter__()
+            if not self._replay.summary.loaded:  # refused: the store stays as it is, the job compiles
+                return self
+        self._start_capture()
+        return self
+
+    def _start_capture(self) -> None:
         from dynamo_replay.capture import capture
 
-        self._capture = capture(self.delta, key=self.key if self.first else None, own_cache_dir=self.first)
-        self._capture.__enter__()
+        try:
+            self._capture = capture(delta_path(self.path), key=self.key if self.first else None,
+                                    own_cache_dir=self.first)
+            self._capture.__enter__()
+        except Exception as error:  # the job runs on without the update
+            self._capture = None
+            self.summary.updated = f"not written: {type(error).__name__}: {error}"
 
-    def stop(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        """Ends the capture; REQUIRES: before replay puts back what it changed."""
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        mine = os.getpid() == self._pid  # a forked child leaves the store to its parent
         if self._capture is not None:
-            self._capture.__exit__(exc_type, exc, tb)
+            self._capture.__exit__(exc_type, exc, tb)  # before replay puts back what it changed
+        self._replay.__exit__(exc_type, exc, tb)
+        summary = self.summary
+        if self._capture is not None and mine:
+            summary.updated = self._finish(bool(summary.compiled) and exc is None, summary.hits,
+                                           summary.generation_hits)
+        if self.verbose and mine and (summary.loaded or summary.updated):
+            print(summary if summary.loaded else f"dynamo-replay: {self.path}: {summary.updated}", file=sys.stderr)
 
-    def finish(self, compiled: bool, hits: dict[str, int], generation_hits: dict[int, int]) -> str:
+    def _finish(self, compiled: bool, hits: dict[str, int], generation_hits: dict[int, int]) -> str:
         """Writes what this run added, if anything, and its hits. Returns what was done."""
+        delta = delta_path(self.path)
         try:
             with store_lock(self.path):
                 remove_leftovers(self.path)
                 if self.first:
-                    return self._first_capture()
+                    return self._first_capture(delta)
                 usage = record_usage(read_usage(self.path), hits, generation_hits, time.time())
                 done = "hits recorded"
-                if compiled and Path(self.delta).exists():
-                    done = merge_update(self.path, self.delta, self.key, self.limits, usage)
+                if compiled and Path(delta).exists():
+                    done = merge_update(self.path, delta, self.key, self.limits, usage)
                 write_atomically(usage_path(self.path), json.dumps(usage, sort_keys=True).encode())
                 return done
         except UpdateError as error:
@@ -349,15 +391,15 @@ class StoreUpdate:
         except OSError as error:
             return f"not written: {type(error).__name__}: {error}"
         finally:
-            Path(self.delta).unlink(missing_ok=True)
+            Path(delta).unlink(missing_ok=True)
 
-    def _first_capture(self) -> str:
+    def _first_capture(self, delta: str) -> str:
         if Path(self.path).exists():  # another process's first run finished first: its store stands
             return "not written: another process captured the store meanwhile"
-        if not Path(self.delta).exists():
+        if not Path(delta).exists():
             return "not written: nothing was captured"
-        with open(self.delta, "rb+") as written:
+        with open(delta, "rb+") as written:
             os.fsync(written.fileno())
-        os.replace(self.delta, self.path)
+        os.replace(delta, self.path)
         _sync_directory(Path(self.path).parent)
         return "captured (generation 0): the next start replays it"

@@ -30,6 +30,7 @@ from dynamo_replay.fleet.entries import EntryError, FleetEntries, holder_text
 from dynamo_replay.fleet.url import FleetURL, parse_fleet_url
 from dynamo_replay.replay import ReplaySummary, replay
 from dynamo_replay.replay.checks import source_differences
+from dynamo_replay.update import updating_replay
 
 CACHE_ENV = "DYNAMO_REPLAY_CACHE"
 _FAILURES = (redis.RedisError, OSError)
@@ -88,10 +89,10 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
     """replay() for a redis:// URL (see the module docstring)."""
 
     def __init__(self, text: str, *, strict: bool = False, key: str | bytes | None = None, verbose: bool = True,
-                 update: bool | None = None) -> None:
+                 update: bool = False) -> None:
         self.url: FleetURL = parse_fleet_url(text)  # ValueError: bad usage, before anything runs
         self.strict, self.key, self.verbose = strict, key, verbose
-        self.update = update
+        self.update = update  # a replayed entry learns what compiles, and is published again
         self.mode = "compile"  # replay, capture or compile (as without the tool)
         self.entry_id: str | None = None
         self._inner: Any = None
@@ -106,7 +107,7 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
 
     @property
     def summary(self) -> ReplaySummary | None:
-        return self._inner.summary if isinstance(self._inner, replay) else None
+        return self._inner.summary if isinstance(self._inner, (replay, updating_replay)) else None
 
     def __enter__(self) -> fleet_replay:
         if releases.CURRENT is None:  # nothing to replay or capture: no lease taken, no entry read
@@ -122,7 +123,8 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
         if path is not None:
             self.mode = "replay"
             self._local = path
-            self._inner = replay(str(path), strict=self.strict, key=self.key, verbose=self.verbose, update=self.update)
+            self._inner = (updating_replay if self.update else replay)(str(path), strict=self.strict, key=self.key,
+                                                                       verbose=self.verbose)
         elif self._lease is not None:
             self.mode = "capture"
             self._captured = Path(tempfile.mkdtemp(prefix="dynrep-fleet-")) / "capture.dynrep"

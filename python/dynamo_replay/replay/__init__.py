@@ -36,9 +36,6 @@ from dynamo_replay.replay.checks import (Contents, Refused, captured_settings, c
                                          read_store)
 from dynamo_replay.replay.frame_checks import FrameChecks
 from dynamo_replay.replay.summary import CompiledFrame, ReplaySummary
-from dynamo_replay.update import Limits, StoreUpdate
-
-UPDATE_ENV = "DYNAMO_REPLAY_UPDATE"  # "1": replay(..., update=True) for every replay of the process
 
 __all__ = ["replay", "ReplaySummary", "CompiledFrame"]
 
@@ -54,12 +51,9 @@ class replay:  # noqa: N801 - a context manager, like capture
     The summary is printed to stderr at the end unless `verbose=False`; it is `.summary`.
     """
 
-    def __init__(self, path: str, *, strict: bool = False, key: str | bytes | None = None, verbose: bool = True,
-                 update: bool | None = None) -> None:
+    def __init__(self, path: str, *, strict: bool = False, key: str | bytes | None = None, verbose: bool = True) -> None:
         self.path = str(path)
         self.strict = strict
-        self.update = update if update is not None else os.environ.get(UPDATE_ENV, "") not in ("", "0")
-        self._update: StoreUpdate | None = None
         self.key = key
         self.verbose = verbose
         self._summary = ReplaySummary(store=self.path)
@@ -89,9 +83,6 @@ class replay:  # noqa: N801 - a context manager, like capture
         self._agreement = ranks.Agreement(job) if job is not None else None
         if path != self.path:  # a store of this rank's own: its saved frames must not reach rank 0's
             self._undo.append(kernels.PrivateCacheDir().restore)  # through the Inductor cache they share
-        if self.update and path == self.path and not os.path.exists(path):  # the first run: capture it whole
-            self._start_update(first=True)
-            return self
         try:
             contents = read_store(path)
             libraries = check_all(contents, self.key, _torch.PRECOMPILE_SETTINGS)
@@ -108,18 +99,7 @@ class replay:  # noqa: N801 - a context manager, like capture
             return self
         self._summary.loaded = self._active = True
         self._summary.load_seconds = time.perf_counter() - start
-        if self.update and path == self.path and (job is None or job.writes_store):
-            self._start_update(first=False)
         return self
-
-    def _start_update(self, first: bool) -> None:
-        self._update = StoreUpdate(self.path, self.key, Limits(), first)
-        try:
-            self._update.start()
-        except Exception as error:  # the job runs on without the update
-            self._update = None
-            warnings.warn(f"dynamo-replay: {self.path} will not be updated: {type(error).__name__}: {error}",
-                          ReplayWarning, stacklevel=3)
 
     def _load_or_refuse(self, contents: Contents, settings: tuple[tuple[str, str, Any], ...],
                         libraries: dict[str, bytes]) -> None:
@@ -155,15 +135,7 @@ class replay:  # noqa: N801 - a context manager, like capture
         if self._active:
             self._collect_compiles()
         self._active = False
-        update, self._update = self._update, None
-        if update is not None and os.getpid() == self._pid:
-            update.stop(exc_type, exc, tb)
         self._undo_all()
-        if update is not None and os.getpid() == self._pid:
-            self._summary.updated = update.finish(bool(self._summary.compiled) and exc is None, self._summary.hits,
-                                                  self._summary.generation_hits)
-            if update.first and self.verbose:
-                print(f"dynamo-replay: {self.path}: {self._summary.updated}", file=sys.stderr)
         if self.verbose and self._summary.loaded and os.getpid() == self._pid:
             print(self._summary, file=sys.stderr)
         if self.strict and exc is not None and "torch.compile stance is 'fail_on_recompile'" in str(exc):
