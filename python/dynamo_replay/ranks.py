@@ -15,7 +15,6 @@ The rules (README, "Jobs of many ranks"; docs/fleet.md):
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass

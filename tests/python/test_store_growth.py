@@ -15,7 +15,8 @@ from dynamo_replay.fleet.url import parse_fleet_url
 from dynamo_replay.replay.preflight import Preflight, FramePlan, _imported_module, _source_of
 from dynamo_replay.replay.summary import CompiledFrame, ReplaySummary
 from dynamo_replay.replay_data import ReplayData
-from dynamo_replay.update import Limits, _generations_kept, _renumbered, record_usage
+from dynamo_replay.update.files import record_usage
+from dynamo_replay.update.merge import Limits, _generations_kept, _renumbered
 
 
 @pytest.mark.parametrize("name, split", [

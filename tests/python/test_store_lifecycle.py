@@ -230,7 +230,7 @@ def test_an_update_killed_at_any_point_leaves_the_old_store_whole(captured: dict
     for delta in ([captured["16"]] if generations_of(store) == [0] else []) + [captured["24"]]:
         with store_lock(str(store), wait=5):
             merge_update(str(store), str(delta), None, Limits(), {})
-    from dynamo_replay.update import remove_leftovers
+    from dynamo_replay.update.files import remove_leftovers
 
     remove_leftovers(str(store))
     assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name or ".update-" in p.name]

@@ -1,14 +1,15 @@
 """A serving-style job for the store-lifecycle tests. Usage:
-serve.py STORE REPORT.json --lengths 8,16 [--model gpt2|mlp] [--update]
+serve.py STORE REPORT.json --lengths 8,16 [--model gpt2|mlp] [--update] [--plain]
 
 Serves one request per length (a batch of 1 sequence) with a torch.compile'd model built from
 its config with seeded random weights, under dynamo_replay.replay(STORE); with --update the
-store learns what compiled. Writes REPORT.json: the replay summary, and whether every output
-matches eager's."""
+store learns what compiled; with --plain it runs without dynamo-replay (a benchmark's
+reference). Writes REPORT.json: the replay summary, and whether every output matches eager's."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from pathlib import Path
 
@@ -45,10 +46,13 @@ def main() -> None:
     parser.add_argument("--lengths", default="8")
     parser.add_argument("--model", default="mlp", choices=["gpt2", "mlp"])
     parser.add_argument("--update", action="store_true")
+    parser.add_argument("--plain", action="store_true")
     args = parser.parse_args()
     model = build(args.model)
     matches = []
-    with dynamo_replay.replay(args.store, update=args.update or None, verbose=False) as session, torch.no_grad():
+    tool = contextlib.nullcontext() if args.plain else dynamo_replay.replay(args.store, update=args.update or None,
+                                                                          verbose=False)
+    with tool as session, torch.no_grad():
         compiled = torch.compile(model, dynamic=False)
         for length in (int(n) for n in args.lengths.split(",")):
             ids = torch.arange(length).remainder(256).unsqueeze(0)

@@ -1,136 +1,22 @@
-"""Stores that grow with the job: replay(..., update=True) (updating_replay) records what compiled during a replay
-(a new shape, a new code path, a frame whose saved entry was refused) as a new generation of
-the store (dynamo_replay.generations), so the next start replays that too.
-
-How an update is written, so that nothing is ever lost:
-- while the job runs, a capture records only what compiles, into PATH.update-PID beside the store;
-- when replay ends, under an exclusive lock on PATH.lock (two updaters take turns), the store as
-  it is now (another process may have updated it meanwhile) and the new records are written to
-  PATH.tmp-PID, which is flushed to disk and renamed over PATH. A reader sees the old store or
-  the new one, never part of one; a job killed at any point leaves the old store as it was.
-- the usage file PATH.usage.json (each saved frame's hits per start, each generation's last use)
-  is rewritten the same way, and eviction drops whole generations, the one unused the longest
-  first, until the store fits its limits (max_generations, max_bytes).
-"""
+"""An update written: the store as it is now and a capture of what compiled, as one new store
+with the capture as its next generation (renumbered past the store's), within the store's
+limits (eviction drops whole generations, the one unused the longest first)."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
-import sys
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from dynamo_replay import generations, schema, signing
 from dynamo_replay._core import Artifact, CodeObject, Manifest, Store, TraceEvent
+from dynamo_replay.update.files import UpdateError, sync_directory
 
-UPDATE_ENV = "DYNAMO_REPLAY_UPDATE"  # "1": every replay of the process updates its store
 MAX_GENERATIONS_ENV = "DYNAMO_REPLAY_MAX_GENERATIONS"
 MAX_BYTES_ENV = "DYNAMO_REPLAY_MAX_BYTES"
 DEFAULT_MAX_GENERATIONS = 16
-LOCK_WAIT_SECONDS = 300.0  # another updater writing a large store; past this, this update is dropped
-
-
-class UpdateError(Exception):
-    """Why an update was not written (the store is left exactly as it was)."""
-
-
-def usage_path(path: str) -> Path:
-    return Path(f"{path}.usage.json")
-
-
-def delta_path(path: str) -> str:
-    return f"{path}.update-{os.getpid()}"
-
-
-@contextlib.contextmanager
-def store_lock(path: str, wait: float = LOCK_WAIT_SECONDS) -> Iterator[None]:
-    """The exclusive right to replace PATH (an flock, released if the holder dies)."""
-    with open(f"{path}.lock", "a+b") as handle:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise UpdateError(f"another process held {path}.lock for {wait:g} s") from None
-                time.sleep(0.05)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def read_usage(path: str) -> dict[str, Any]:
-    """{"starts": N, "frames": {frame: {"hits": [per start, newest last], "last_used": t}},
-    "generations": {"G": {"last_used": t, "created": t}}}; empty when absent or unreadable."""
-    try:
-        usage = json.loads(usage_path(path).read_text())
-        return usage if isinstance(usage, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def record_usage(usage: dict[str, Any], hits: dict[str, int], generation_hits: dict[int, int],
-                 now: float, keep_starts: int = 16) -> dict[str, Any]:
-    """Adds one start's hits to the usage (the last keep_starts starts are kept per frame)."""
-    usage = {"starts": int(usage.get("starts", 0)) + 1, "frames": dict(usage.get("frames", {})),
-             "generations": dict(usage.get("generations", {}))}
-    for frame in set(usage["frames"]) | set(hits):
-        entry = dict(usage["frames"].get(frame, {"hits": [], "last_used": None}))
-        entry["hits"] = (list(entry.get("hits", [])) + [hits.get(frame, 0)])[-keep_starts:]
-        if hits.get(frame):
-            entry["last_used"] = now
-        usage["frames"][frame] = entry
-    for generation, count in generation_hits.items():
-        entry = dict(usage["generations"].get(str(generation), {}))
-        if count:
-            entry["last_used"] = now
-        usage["generations"][str(generation)] = entry
-    return usage
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    temp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    with open(temp, "wb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(temp, path)
-    _sync_directory(path.parent)
-
-
-def _sync_directory(directory: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def remove_leftovers(path: str) -> None:
-    """Temporary files of updaters that died (their pid is gone)."""
-    base = Path(path)
-    for leftover in base.parent.glob(f"{base.name}.*"):
-        suffix = leftover.name[len(base.name) + 1:]
-        kind, _, pid = suffix.partition("-")
-        if kind in ("update", "tmp") and pid.isdigit() and not _alive(int(pid)):
-            leftover.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class Limits:
@@ -167,7 +53,7 @@ def merge_update(path: str, delta: str, key: str | bytes | None, limits: Limits,
         with open(temp, "rb+") as written:
             os.fsync(written.fileno())
         os.replace(temp, path)
-        _sync_directory(Path(path).parent)
+        sync_directory(Path(path).parent)
     finally:
         Path(temp).unlink(missing_ok=True)
     dropped = sorted(set(generations.generations(artifacts)) - keep)
@@ -313,93 +199,3 @@ def _renumbered(value: Any, first_frame: int, first_name: int) -> Any:
     return moved
 
 
-class updating_replay:  # noqa: N801 - a context manager, like replay
-    """replay(path, update=True): replay, with what compiles in the block captured and added to
-    the store as its next generation when the block ends (a missing store: the first run
-    captures it whole). Over replay and capture, which know nothing of it; the job is never
-    failed by an update: one that cannot be written is named in the summary's `update:` line."""
-
-    def __init__(self, path: str, *, strict: bool = False, key: str | bytes | None = None, verbose: bool = True,
-                 limits: Limits | None = None) -> None:
-        from dynamo_replay.replay import replay
-
-        self.path, self.key, self.verbose = str(path), key, verbose
-        self.limits = limits or Limits()
-        self.first = False  # the store was missing: this run captures it whole
-        self._replay = replay(self.path, strict=strict, key=key, verbose=False)
-        self._capture: Any = None
-        self._pid = os.getpid()
-
-    @property
-    def summary(self) -> Any:
-        return self._replay.summary
-
-    def __enter__(self) -> updating_replay:
-        from dynamo_replay import ranks
-
-        job = ranks.job_rank()
-        if job is not None and not job.writes_store:  # rank 0 updates the job's store
-            self._replay.__enter__()
-            return self
-        self.first = not os.path.exists(self.path)
-        if not self.first:
-            self._replay.__enter__()
-            if not self._replay.summary.loaded:  # refused: the store stays as it is, the job compiles
-                return self
-        self._start_capture()
-        return self
-
-    def _start_capture(self) -> None:
-        from dynamo_replay.capture import capture
-
-        try:
-            self._capture = capture(delta_path(self.path), key=self.key if self.first else None,
-                                    own_cache_dir=self.first)
-            self._capture.__enter__()
-        except Exception as error:  # the job runs on without the update
-            self._capture = None
-            self.summary.updated = f"not written: {type(error).__name__}: {error}"
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        mine = os.getpid() == self._pid  # a forked child leaves the store to its parent
-        if self._capture is not None:
-            self._capture.__exit__(exc_type, exc, tb)  # before replay puts back what it changed
-        self._replay.__exit__(exc_type, exc, tb)
-        summary = self.summary
-        if self._capture is not None and mine:
-            summary.updated = self._finish(bool(summary.compiled) and exc is None, summary.hits,
-                                           summary.generation_hits)
-        if self.verbose and mine and (summary.loaded or summary.updated):
-            print(summary if summary.loaded else f"dynamo-replay: {self.path}: {summary.updated}", file=sys.stderr)
-
-    def _finish(self, compiled: bool, hits: dict[str, int], generation_hits: dict[int, int]) -> str:
-        """Writes what this run added, if anything, and its hits. Returns what was done."""
-        delta = delta_path(self.path)
-        try:
-            with store_lock(self.path):
-                remove_leftovers(self.path)
-                if self.first:
-                    return self._first_capture(delta)
-                usage = record_usage(read_usage(self.path), hits, generation_hits, time.time())
-                done = "hits recorded"
-                if compiled and Path(delta).exists():
-                    done = merge_update(self.path, delta, self.key, self.limits, usage)
-                write_atomically(usage_path(self.path), json.dumps(usage, sort_keys=True).encode())
-                return done
-        except UpdateError as error:
-            return f"not written: {error}"
-        except OSError as error:
-            return f"not written: {type(error).__name__}: {error}"
-        finally:
-            Path(delta).unlink(missing_ok=True)
-
-    def _first_capture(self, delta: str) -> str:
-        if Path(self.path).exists():  # another process's first run finished first: its store stands
-            return "not written: another process captured the store meanwhile"
-        if not Path(delta).exists():
-            return "not written: nothing was captured"
-        with open(delta, "rb+") as written:
-            os.fsync(written.fileno())
-        os.replace(delta, self.path)
-        _sync_directory(Path(self.path).parent)
-        return "captured (generation 0): the next start replays it"
