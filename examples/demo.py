@@ -52,6 +52,12 @@ def main() -> int:
             print(f"(whole process: {seconds[-1]:.2f} s)\n", flush=True)
         if result.returncode != 0:
             return result.returncode
+        if command[0] == "capture":  # the pre-flight: what the replay below will do, before it runs
+            print(f"== check (before the restart)\n$ python -m dynamo_replay check {store} {JOB}", flush=True)
+            checked = subprocess.run([sys.executable, "-m", "dynamo_replay", "check", str(store), str(JOB)])
+            print(flush=True)
+            if checked.returncode in (1, 2):  # 0, 3, 4: every frame replays, some compile, refused
+                return checked.returncode
     same = checksums[0] is not None and checksums[0] == checksums[1]
     print(f"cold compile (captured): {seconds[0]:.2f} s; replayed: {seconds[1]:.2f} s "
           f"({seconds[0] / seconds[1]:.1f}x faster); outputs {'identical' if same else 'DIFFER'}", flush=True)

@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         description="The pre-flight: whether the store (or the fleet entry this host would take) is used or "
                     "refused, with every differing factor, and for each saved frame whether it replays, compiles "
                     "(and why) or depends on a value only the running job has. The job is not run. Exit codes: 0 "
-                    "every saved frame replays, 3 some compile or depend on the job's values, 4 refused, 1 the check "
+                    "every saved frame replays (given the values listed), 3 some compile, 4 refused, 1 the check "
                     "could not run, 2 bad usage.")
     check.add_argument("--json", action="store_true", help="print the answer as JSON")
     check.add_argument("store", help="store file, or redis://HOST:PORT/DB?name=JOB")

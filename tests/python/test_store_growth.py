@@ -154,10 +154,23 @@ def test_check_knows_a_module_the_file_imports(tmp_path: Path, imports: str, sou
     assert _imported_module(guard) == imported
 
 
+@pytest.mark.parametrize("source, value, pinned", [
+    ("G['__builtins_dict___2']['iter']", "callable builtins.iter", True),
+    ("G['__builtins_dict___0']['len']", "callable builtins.len", True),
+    ("G['iter']", "callable builtins.iter", False),  # a module global named like a builtin: the job's
+    ("G['__builtins_dict___2']['iter']", "function mod.iter code 1a2b", False),
+])
+def test_check_knows_a_builtin_is_the_same_in_every_process(source: str, value: str, pinned: bool) -> None:
+    from dynamo_replay.replay.preflight import _builtin
+
+    assert _builtin(SimpleNamespace(source=source, value=value)) == pinned
+
+
 @pytest.mark.parametrize("refused, outcomes, code", [
     (None, ["replays", "replays"], 0),
     (None, ["replays", "compiles"], 3),
-    (None, ["depends"], 3),
+    (None, ["depends"], 0),  # listed, with the value each needs; the store is used
+    (None, ["depends", "compiles"], 3),
     ("the store was not finished by its writer", [], 4),
     ("this process differs from the one captured", ["replays"], 4),
 ])

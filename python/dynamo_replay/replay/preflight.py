@@ -7,9 +7,9 @@ entries were compiled for), it compiles (its source changed, PyTorch could not s
 store was captured without precompile), or it depends on a value only the running job has (a
 guard PyTorch's precompile dropped, which replay checks when the job reaches the frame).
 
-Exit codes, for deploy scripts: 0 every saved frame replays; 3 the store is used but some
-frames compile or depend on the job's values; 4 the store is refused (nothing replays); 1 the
-check could not run (Redis unreachable); 2 bad usage.
+Exit codes, for deploy scripts: 0 every saved frame replays (those that depend on the job's
+values included: they are listed); 3 the store is used but some frames compile; 4 the store is
+refused (nothing replays); 1 the check could not run (Redis unreachable); 2 bad usage.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class Preflight:
     def outcome(self) -> str:
         if self.refused is not None:
             return "refused"
-        return "replay" if all(plan.outcome == "replays" for plan in self.frames) else "partial"
+        return "replay" if all(plan.outcome != "compiles" for plan in self.frames) else "partial"
 
     @property
     def exit_code(self) -> int:
@@ -86,8 +86,8 @@ class Preflight:
             lines.append(f"  {plan.outcome:<8} {plan.frame}: {plan.why}")
             lines += [f"           entry {index}: {shapes}" for index, shapes in enumerate(plan.inputs) if shapes]
         lines += [f"note: {note}" for note in self.notes]
-        lines.append({"replay": "every saved frame replays (exit 0)",
-                      "partial": "some frames compile or depend on the job's values (exit 3)",
+        lines.append({"replay": "every saved frame replays, given the values listed (exit 0)",
+                      "partial": "some frames compile (exit 3)",
                       "refused": "nothing replays: the job compiles as usual (exit 4)"}[self.outcome])
         return "\n".join(lines)
 
@@ -118,7 +118,7 @@ def _frame_plans(path: str, contents: Contents) -> list[FramePlan]:
     entries = _saved_inputs(path)
     dropped: dict[str, list[Any]] = {}
     for guard in data.dropped_guards:
-        if guard.risky and not _imported_module(guard):
+        if guard.risky and not _imported_module(guard) and not _builtin(guard):
             dropped.setdefault(guard.frame, []).append(guard)
     plans = []
     for frame in data.frames:
@@ -163,6 +163,15 @@ def _imported_module(guard: Any) -> bool:
                 else re.search(rf"^import {escaped}\b", text, re.M))
 
 
+def _builtin(guard: Any) -> bool:
+    """Whether a dropped guard checks a builtin through the frame's builtins (the same object in
+    every process of the captured Python, which the fingerprint pins)."""
+    import re
+
+    return bool(re.fullmatch(r"G\['__builtins_dict___\d+'\]\['\w+'\]", guard.source)
+                and (guard.value or "").startswith("callable builtins."))
+
+
 def _source_of(frame: str, difference: str) -> bool:
     """Whether a source difference (checks.source_differences) is about this frame's code."""
     location = frame.split(" (", 1)[-1].removesuffix(")")  # names have no " (", paths may
@@ -197,7 +206,9 @@ def _saved_inputs(path: str) -> dict[str, list[str]]:
     for compile_id, frame in sorted(names.items()):
         shapes = []
         for guard in guards.get(compile_id, []):
-            if guard.get("kind") == "TENSOR_MATCH" and guard.get("source", "").startswith("L["):
+            source = guard.get("source", "")
+            if guard.get("kind") == "TENSOR_MATCH" and source.startswith("L[") and not any(
+                    part in source for part in ("._parameters[", "._buffers[", "._modules[")):  # arguments only
                 dtype = re.search(r"torch\.\w+", guard.get("code", ""))
                 size = re.search(r"size=(\[[^\]]*\])", guard.get("code", ""))
                 shapes.append(f"{guard['source']} {dtype.group(0)[6:] if dtype else '?'} "
