@@ -71,15 +71,16 @@ def test_one_process_captures_the_next_replays_and_a_restart_uses_its_local_copy
     assert third["mode"] == "replay" and third["traced"] == []
 
 
-def test_a_stampede_of_16_processes_captures_once(server: int, tmp_path: Path) -> None:
+def test_a_stampede_of_8_processes_captures_once(server: int, tmp_path: Path) -> None:
+    # 8 processes on 2 cores all reach the lease together (benchmarks/fleet.py times 16).
     url = f"redis://127.0.0.1:{server}/0?name=stampede"
-    processes = [start(url, tmp_path / f"p{i}", tmp_path / f"cache-{i}") for i in range(16)]
+    processes = [start(url, tmp_path / f"p{i}", tmp_path / f"cache-{i}") for i in range(8)]
     reports = [finish(process)[0] for process in processes]
     modes = sorted(report["mode"] for report in reports)
-    assert modes == ["capture"] + ["replay"] * 15, modes
+    assert modes == ["capture"] + ["replay"] * 7, modes
     assert all(report["traced"] == [] for report in reports if report["mode"] == "replay")
     expected = outputs(tmp_path / "p0")[0]
-    assert all(torch.equal(outputs(tmp_path / f"p{i}")[0], expected) for i in range(16))
+    assert all(torch.equal(outputs(tmp_path / f"p{i}")[0], expected) for i in range(8))
 
 
 def test_a_corrupted_chunk_is_refused_named_set_aside_and_recaptured(server: int, tmp_path: Path) -> None:
