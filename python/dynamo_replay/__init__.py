@@ -21,6 +21,7 @@ from dynamo_replay._core import (
     __version__,
 )
 from dynamo_replay.capture import capture as _capture
+from dynamo_replay.fleet.url import is_fleet_url as _is_fleet_url
 from dynamo_replay.replay import ReplaySummary
 from dynamo_replay.replay import replay as _replay
 from dynamo_replay.errors import (
@@ -71,10 +72,6 @@ def capture(path: str | os.PathLike[str], **options: Any) -> Any:
 
         return fleet_capture(str(path), **options)
     return _capture(path, **options)
-
-
-def _is_fleet_url(path: object) -> bool:
-    return isinstance(path, str) and path.startswith(("redis://", "rediss://"))
 
 
 def load_graph(store: str | os.PathLike[str], compile_id: str, graph: str = "forward",

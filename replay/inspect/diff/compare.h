@@ -1,6 +1,6 @@
 // What `replay-inspect diff` compares between two compiles: guards (with the symbols and shape
 // guards beside them), graph IR, and settings; each comparison is a list of Changes that
-// diff.cc renders as text or JSON. Private to replay/inspect.
+// output.cc renders as text or JSON. Private to replay/inspect.
 // Thread-safety: pure functions of immutable Jobs and their readers.
 #pragma once
 

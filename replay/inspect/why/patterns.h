@@ -1,5 +1,5 @@
 // The pattern table of docs/why.md: which advice fits a failed compile, a graph break or a
-// recompile, and the concrete edit it proposes at the user's line. why.cc gathers the facts;
+// recompile, and the concrete edit it proposes at the user's line. explain.cc gathers the facts;
 // this file only matches them. Private to replay/inspect.
 // Thread-safety: pure functions over constant tables.
 #pragma once

@@ -1,4 +1,4 @@
-// replay-inspect why: the why-answer (why.cc) as JSON, or as text with the answer first: the
+// replay-inspect why: the why-answer (explain.cc) as JSON, or as text with the answer first: the
 // per-function summaries, then each compile's headline, its user line, the fix and the facts.
 #include <sstream>
 
