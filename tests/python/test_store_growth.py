@@ -28,7 +28,7 @@ from dynamo_replay.update.merge import Limits, _generations_kept, _renumbered
 ])
 def test_artifact_names_of_generations(name: str, split: tuple[int, str]) -> None:
     assert generations.split_name(name) == split
-    assert generations.artifact_name(*split) == name or split[0] == 0
+    assert generations.artifact_name(*split) == name
 
 
 def test_generations_merge_as_one_replay_data() -> None:
@@ -71,13 +71,16 @@ def test_usage_keeps_each_frame_s_hits_per_start_and_each_generation_s_last_use(
     assert usage["frames"]["f"]["hits"] == [16, 17, 18, 19]
 
 
-def _artifact(size: int, **attributes: str) -> SimpleNamespace:
-    return SimpleNamespace(size=size, attributes=attributes)
+def _artifacts(**sizes: tuple[int, str]) -> dict[str, SimpleNamespace]:
+    """name -> a stand-in Artifact of that size, with the generation attribute given (or none)."""
+    return {name.replace("__", "/"): SimpleNamespace(name=name.replace("__", "/"), size=size,
+                                                      attributes={"generation": g} if g else {})
+            for name, (size, g) in sizes.items()}
 
 
-STORE = {"torch/mega_cache.bin": _artifact(100), "dynamo_replay/replay.json": _artifact(10),
-         "generation/1/torch/mega_cache.bin": _artifact(50), "generation/2/torch/mega_cache.bin": _artifact(50),
-         "generation/3/torch/mega_cache.bin": _artifact(50), "inductor/aa/k.so": _artifact(40, generation="2")}
+STORE = _artifacts(**{"torch__mega_cache.bin": (100, ""), "dynamo_replay__replay.json": (10, ""),
+                      "generation__1__torch__mega_cache.bin": (50, ""), "generation__2__torch__mega_cache.bin": (50, ""),
+                      "generation__3__torch__mega_cache.bin": (50, ""), "inductor__aa__k.so": (40, "2")})
 USED = {"generations": {"1": {"last_used": 30.0}, "2": {"last_used": 10.0}, "3": {"last_used": 20.0}}}
 
 
@@ -89,7 +92,21 @@ USED = {"generations": {"1": {"last_used": 30.0}, "2": {"last_used": 10.0}, "3":
     (Limits(max_generations=16, max_bytes=1), {0}),  # the capture itself always stays
 ])
 def test_eviction_keeps_the_capture_and_the_most_recently_used(limits: Limits, kept: set[int]) -> None:
-    assert _generations_kept(STORE, 4, USED, limits, None) == kept
+    assert _generations_kept(STORE, USED, limits) == kept
+
+
+@pytest.mark.parametrize("name, generation, owners", [
+    ("torch/mega_cache.bin", "", {0}),
+    ("generation/3/dynamo_replay/replay.json", "", {3}),
+    ("inductor/aa/k.so", "", {0}),  # the capture's own library
+    ("inductor/aa/k.so", "2", {2}),
+    ("inductor/aa/k.so", "1,3", {1, 3}),  # brought by update 1, used by update 3 too: kept while either is
+])
+def test_which_generations_an_artifact_belongs_to(name: str, generation: str, owners: set[int]) -> None:
+    from dynamo_replay.update.merge import _generations_of
+
+    attributes = {"generation": generation} if generation else {}
+    assert _generations_of(SimpleNamespace(name=name, attributes=attributes)) == owners
 
 
 @pytest.mark.parametrize("url, max_bytes", [

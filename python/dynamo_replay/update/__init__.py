@@ -108,7 +108,7 @@ class updating_replay:  # noqa: N801 - a context manager, like replay
                 return done
         except UpdateError as error:
             return f"not written: {error}"
-        except OSError as error:
+        except Exception as error:  # a store another writer damaged, a full disk: the job goes on
             return f"not written: {type(error).__name__}: {error}"
         finally:
             Path(delta).unlink(missing_ok=True)

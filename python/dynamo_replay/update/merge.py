@@ -41,10 +41,11 @@ def merge_update(path: str, delta: str, key: str | bytes | None, limits: Limits,
             if not added:
                 raise UpdateError("nothing PyTorch could save compiled during this run")
             generation = max(generations.generations(artifacts), default=0) + 1
-            keep = _generations_kept(artifacts, generation, usage, limits, current)
+            keep = _generations_kept(artifacts, usage, limits)
             with Store.create(temp, level=3, overwrite=True) as out:
-                signed = _copy_current(current, out, keep)
-                signed.update(_copy_delta(new, out, generation, current, set(signed)))
+                shared = {a.name for a in new.records(Artifact) if a.name.startswith(schema.KERNEL_PREFIX)}
+                signed, copied, numbering = _copy_current(current, out, keep, key is not None, shared, generation)
+                signed.update(_copy_delta(new, out, generation, numbering, copied, key is not None))
                 if key is not None:
                     signature = signing.sign(key, signed).encode()
                     out.put(Artifact(name=schema.SIGNATURE_NAME, media_type=schema.SIGNATURE_MEDIA_TYPE,
@@ -61,16 +62,14 @@ def merge_update(path: str, delta: str, key: str | bytes | None, limits: Limits,
                                                 else ""))
 
 
-def _generations_kept(artifacts: dict[str, Any], adding: int, usage: dict[str, Any], limits: Limits,
-                      store: Store) -> set[int]:
+def _generations_kept(artifacts: dict[str, Any], usage: dict[str, Any], limits: Limits) -> set[int]:
     """The store's generations that stay: generation 0 (the capture, which holds the
     environment every later one was checked against) and the later ones used most recently,
     within the generation and byte limits."""
     present = generations.generations(artifacts)
     sizes = {g: 0 for g in present}
-    for name, artifact in artifacts.items():
-        g, _ = generations.split_name(name)
-        g = int(artifact.attributes.get("generation", g))
+    for artifact in artifacts.values():
+        g = min(_generations_of(artifact))  # a shared library counts once, to its first user
         sizes[g] = sizes.get(g, 0) + artifact.size
     used = usage.get("generations", {})
     by_age = sorted((g for g in present if g), key=lambda g: (used.get(str(g), {}).get("last_used") or 0, g))
@@ -86,34 +85,66 @@ def _copy_blob(source: Store, out: Store, key: str) -> None:
         out.put_blob(source.get_blob(key, stream=True))
 
 
-def _copy_current(current: Store, out: Store, keep: set[int]) -> dict[str, tuple[str, bytes]]:
-    """Every record of the store as it is, less the generations evicted and its signature.
-    Returns the artifacts copied (name -> (media type, bytes)) for the new signature."""
+def _generations_of(artifact: Artifact) -> set[int]:
+    """The generations an artifact belongs to: a kernel library to every generation that used
+    it (attribute "generation", a comma list), anything else to the one its name says."""
+    listed = artifact.attributes.get("generation")
+    if listed:
+        return {int(g) for g in listed.split(",") if g.isdigit()}
+    return {generations.split_name(artifact.name)[0]}
+
+
+def _copy_current(current: Store, out: Store, keep: set[int], signing: bool, shared: set[str],
+                  adding: int) -> tuple[dict[str, tuple[str, bytes]], set[str], tuple[int, int]]:
+    """Every record of the store as it is, less the generations evicted and its signature, in
+    one pass. Returns the artifacts to sign (name -> (media type, bytes), only when signing),
+    the names of the artifacts copied, and where an update's numbering starts: (first frame
+    id, first interned file name index), past the store's own. A kernel library the update
+    uses too (`shared`) is marked as the new generation's as well, so evicting the generation
+    that first brought it leaves it to the new one."""
     signed: dict[str, tuple[str, bytes]] = {}
+    copied: set[str] = set()
+    last_frame = last_name = -1
     for record in current.records():
         if isinstance(record, Artifact):
-            g = int(record.attributes.get("generation", generations.split_name(record.name)[0]))
-            if record.name == schema.SIGNATURE_NAME or g not in keep:
+            owners = _generations_of(record)
+            if record.name == schema.SIGNATURE_NAME or not owners & keep:
                 continue
+            attributes = dict(record.attributes)
+            if record.name in shared and "generation" in attributes:  # a capture's own library is kept anyway
+                attributes["generation"] = ",".join(str(g) for g in sorted((owners & keep) | {adding}))
             data = current.get_blob(record.blob_key)
-            signed[record.name] = (record.media_type, data)
+            if signing:
+                signed[record.name] = (record.media_type, data)
+            copied.add(record.name)
             out.put(Artifact(name=record.name, media_type=record.media_type, blob_key=out.put_blob(data),
-                             size=record.size, attributes=dict(record.attributes)))
+                             size=record.size, attributes=attributes))
             continue
+        if isinstance(record, (TraceEvent, CodeObject)):
+            last_frame = max(last_frame, record.compile_id[0])
+        if isinstance(record, TraceEvent) and record.name == "str":
+            last_name = max(last_name, _interned_index(record))
         for key in _blob_keys(record):
             _copy_blob(current, out, key)
         out.put(record)
-    return signed
+    return signed, copied, (last_frame + 1, last_name + 1)
 
 
-def _copy_delta(new: Store, out: Store, generation: int, current: Store, present: set[str]) -> dict[str, tuple[str, bytes]]:
+def _interned_index(event: TraceEvent) -> int:
+    """The index of a "str" event ([name, index]); -1 when it does not read as one."""
+    try:
+        index = json.loads(event.metadata_json)[1]
+    except (ValueError, IndexError, KeyError, TypeError):
+        return -1
+    return index if isinstance(index, int) else -1
+
+
+def _copy_delta(new: Store, out: Store, generation: int, numbering: tuple[int, int], present: set[str],
+                signing: bool) -> dict[str, tuple[str, bytes]]:
     """The delta capture's records as generation G: its compile ids moved past the store's, its
     interned file names renumbered past the store's, its cache artifacts and replay data under
     the generation's names, its kernel libraries added where new."""
-    first_frame = 1 + max((r.compile_id[0] for r in current.records() if isinstance(r, (TraceEvent, CodeObject))),
-                          default=-1)
-    first_name = 1 + max((json.loads(r.metadata_json)[1] for r in current.records(TraceEvent) if r.name == "str"),
-                         default=-1)
+    first_frame, first_name = numbering
     signed: dict[str, tuple[str, bytes]] = {}
     # Compiles, not the loading of saved frames (PyTorch logs a saved graph's load under a compile id too).
     compiled = {r.compile_id for r in new.records(TraceEvent) if r.name == "compilation_metrics"}
@@ -129,12 +160,11 @@ def _copy_delta(new: Store, out: Store, generation: int, current: Store, present
             continue  # the store's own say how the job was started and what its capture did
         if isinstance(record, Artifact):
             name = record.name
-            if name == schema.SIGNATURE_NAME or (name in present and not name.startswith(schema.KERNEL_PREFIX)
-                                                  and name != schema.MEGA_CACHE_NAME
-                                                  and name != schema.REPLAY_DATA_NAME):
+            # The same kernel library (Inductor names it by its source's hash) or compiler identity
+            # is there already; the cache bytes and replay data go under the generation's names.
+            if name == schema.SIGNATURE_NAME or (name in present and name not in (schema.MEGA_CACHE_NAME,
+                                                                                   schema.REPLAY_DATA_NAME)):
                 continue
-            if name.startswith(schema.KERNEL_PREFIX) and name in present:
-                continue  # the same library, by name (Inductor names it by its source's hash)
             data = new.get_blob(record.blob_key)
             if name == schema.REPLAY_DATA_NAME:  # its compile ids, as the store now numbers them
                 raw = json.loads(data)
@@ -142,7 +172,8 @@ def _copy_delta(new: Store, out: Store, generation: int, current: Store, present
                 data = json.dumps(raw, sort_keys=True).encode()
             if name in (schema.MEGA_CACHE_NAME, schema.REPLAY_DATA_NAME):
                 name = generations.artifact_name(generation, name)
-            signed[name] = (record.media_type, data)
+            if signing:
+                signed[name] = (record.media_type, data)
             out.put(Artifact(name=name, media_type=record.media_type, blob_key=out.put_blob(data), size=len(data),
                              attributes={**record.attributes, "generation": str(generation)}))
             continue
