@@ -18,6 +18,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,16 +107,16 @@ def check_store(path: str, key: str | bytes | None = None, job: list[str] | None
         check_all(contents, key, _torch.PRECOMPILE_SETTINGS)
     except Refused as refusal:
         result.refused, result.differences = str(refusal), refusal.differences
-    result.frames = _frame_plans(path, contents)
-    if job:
-        result.notes += _job_notes(path, job)
+    events = _StoreEvents(path)
+    result.frames = _frame_plans(contents, events.saved_inputs())
+    if job and events.job:
+        result.notes += _job_notes(events.job, job)
     return result
 
 
-def _frame_plans(path: str, contents: Contents) -> list[FramePlan]:
+def _frame_plans(contents: Contents, entries: dict[str, list[str]]) -> list[FramePlan]:
     data = contents.data
-    changed = {text for text in source_differences(data.sources)}
-    entries = _saved_inputs(path)
+    changed = source_differences(data.sources)
     dropped: dict[str, list[Any]] = {}
     for guard in data.dropped_guards:
         if guard.risky and not _imported_module(guard) and not _builtin(guard):
@@ -146,8 +147,6 @@ def _frame_plans(path: str, contents: Contents) -> list[FramePlan]:
 def _imported_module(guard: Any) -> bool:
     """Whether a dropped guard checks that a global is a module its file imports under that name
     (`import torch`, `import numpy as np`): what every process running the file gets."""
-    import re
-
     found = re.fullmatch(r"G\['([A-Za-z_]\w*)'\]", guard.source)
     module = (guard.value or "").removeprefix("module ")
     if not found or not guard.value or not guard.value.startswith("module ") or not re.fullmatch(r"[\w.]+", module):
@@ -166,8 +165,6 @@ def _imported_module(guard: Any) -> bool:
 def _builtin(guard: Any) -> bool:
     """Whether a dropped guard checks a builtin through the frame's builtins (the same object in
     every process of the captured Python, which the fingerprint pins)."""
-    import re
-
     return bool(re.fullmatch(r"G\['__builtins_dict___\d+'\]\['\w+'\]", guard.source)
                 and (guard.value or "").startswith("callable builtins."))
 
@@ -183,50 +180,55 @@ def _source_of(frame: str, difference: str) -> bool:
         and int(first) <= int(line) <= int(last)
 
 
-def _saved_inputs(path: str) -> dict[str, list[str]]:
-    """frame -> for each compile of it, the tensor inputs its guards accept ("L['x'] float32
-    [8]"), from the guard lists capture stored (replay-inspect show --guards)."""
-    import re
+class _StoreEvents:
+    """What `check` reads of the store's events, in one pass: each compile's frame and guard
+    list (replay-inspect's records: advisory, not part of any replay decision), and the job."""
 
-    names: dict[tuple[int, int, int], str] = {}
-    guards: dict[tuple[int, int, int], list[dict[str, Any]]] = {}
-    try:
-        with Store.open(path) as store:
-            for event in store.records(TraceEvent):
-                if event.name == "compilation_metrics":
-                    metrics = json.loads(event.metadata_json) or {}
-                    if metrics.get("co_name") and not metrics.get("fail_type"):
-                        names[tuple(event.compile_id)] = schema.frame_name(
-                            metrics["co_name"], metrics.get("co_filename"), metrics.get("co_firstlineno"))
-                elif event.name == schema.EVENT_GUARDS and event.payload_key:
-                    guards[tuple(event.compile_id)] = json.loads(store.get_blob(event.payload_key))
-    except (StoreError, ValueError):
-        return {}
-    found: dict[str, list[str]] = {}
-    for compile_id, frame in sorted(names.items()):
-        shapes = []
-        for guard in guards.get(compile_id, []):
-            source = guard.get("source", "")
-            if guard.get("kind") == "TENSOR_MATCH" and source.startswith("L[") and not any(
-                    part in source for part in ("._parameters[", "._buffers[", "._modules[")):  # arguments only
-                dtype = re.search(r"torch\.\w+", guard.get("code", ""))
-                size = re.search(r"size=(\[[^\]]*\])", guard.get("code", ""))
-                shapes.append(f"{guard['source']} {dtype.group(0)[6:] if dtype else '?'} "
-                              f"{size.group(1) if size else '(dynamic)'}")
-        found.setdefault(frame, []).append(", ".join(shapes))
-    return found
+    def __init__(self, path: str) -> None:
+        self.names: dict[tuple[int, int, int], str] = {}
+        self.guards: dict[tuple[int, int, int], list[dict[str, Any]]] = {}
+        self.job: dict[str, Any] | None = None
+        try:
+            with Store.open(path) as store:
+                for event in store.records(TraceEvent):
+                    if event.name == "compilation_metrics":
+                        metrics = json.loads(event.metadata_json) or {}
+                        if metrics.get("co_name") and not metrics.get("fail_type"):
+                            self.names[tuple(event.compile_id)] = schema.frame_name(
+                                metrics["co_name"], metrics.get("co_filename"), metrics.get("co_firstlineno"))
+                    elif event.name == schema.EVENT_GUARDS and event.payload_key:
+                        self.guards[tuple(event.compile_id)] = json.loads(store.get_blob(event.payload_key))
+                    elif event.name == schema.EVENT_JOB and self.job is None:
+                        self.job = json.loads(event.metadata_json) or None
+        except (StoreError, ValueError):
+            pass  # an unreadable event loses these notes, never the check
+
+    def saved_inputs(self) -> dict[str, list[str]]:
+        """frame -> for each compile of it, the tensor arguments its guards accept ("L['x']
+        float32 [8]"), from the guard lists capture stored (replay-inspect show --guards)."""
+        found: dict[str, list[str]] = {}
+        for compile_id, frame in sorted(self.names.items()):
+            found.setdefault(frame, []).append(", ".join(_argument_shapes(self.guards.get(compile_id, []))))
+        return found
 
 
-def _job_notes(path: str, job: list[str]) -> list[str]:
-    """How the job about to start compares with the one captured: its script and arguments."""
-    try:
-        with Store.open(path) as store:
-            facts = next((json.loads(e.metadata_json) for e in store.records(TraceEvent) if e.name == schema.EVENT_JOB),
-                         None)
-    except (StoreError, ValueError):
-        return []
-    if not facts:
-        return []
+def _argument_shapes(guards: list[dict[str, Any]]) -> list[str]:
+    """The tensor arguments a guard list accepts; parameters and buffers left out."""
+    shapes = []
+    for guard in guards:
+        source = guard.get("source", "")
+        if guard.get("kind") != "TENSOR_MATCH" or not source.startswith("L[") or any(
+                part in source for part in ("._parameters[", "._buffers[", "._modules[")):
+            continue
+        dtype = re.search(r"torch\.\w+", guard.get("code", ""))
+        size = re.search(r"size=(\[[^\]]*\])", guard.get("code", ""))
+        shapes.append(f"{source} {dtype.group(0)[6:] if dtype else '?'} {size.group(1) if size else '(dynamic)'}")
+    return shapes
+
+
+def _job_notes(facts: dict[str, Any], job: list[str]) -> list[str]:
+    """How the job about to start compares with the one captured (`dynamo_replay.job`): its
+    script and arguments."""
     notes = []
     script = os.path.abspath(job[0])
     captured = facts.get("script") or ""
