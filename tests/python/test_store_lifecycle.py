@@ -94,6 +94,16 @@ def copy_store(source: Path, target: Path, environment: dict[str, str] | None = 
             out.put(record)
 
 
+@pytest.fixture
+def server(tmp_path: Path):
+    """A fresh redis-server on a free loopback port; yields its port."""
+    port = free_port()
+    process = start_redis(port, tmp_path, "--appendonly", "no")
+    yield port
+    process.kill()
+    process.wait()
+
+
 @pytest.fixture(scope="module")
 def captured(tmp_path_factory) -> dict[str, Path]:
     """A store of the job at length 8, and captures at lengths 16 and 24 (an update's delta is
@@ -161,33 +171,27 @@ def test_check_predicts_what_replay_does(captured: dict[str, Path], tmp_path: Pa
 
 
 def test_check_on_a_fleet_names_the_entry_this_host_takes_or_the_factor_that_differs(
-        captured: dict[str, Path], tmp_path: Path) -> None:
+        captured: dict[str, Path], tmp_path: Path, server: int) -> None:
     from dynamo_replay.fleet.entries import FleetEntries
     from dynamo_replay.fleet.session import comparable_environment, environment_digest, upload_store
     from dynamo_replay.fleet.url import parse_fleet_url
 
-    port = free_port()
-    server = start_redis(port, tmp_path, "--appendonly", "no")
-    try:
-        url = f"redis://127.0.0.1:{port}/0?name=serve&wait=0"
-        elsewhere = tmp_path / "elsewhere.dynrep"
-        copy_store(captured["8"], elsewhere, {"torch.git_version": "0123abc"})
-        entries = FleetEntries(parse_fleet_url(url))
-        with Store.open(str(elsewhere)) as store:
-            raw = next(store.get_blob(a.blob_key) for a in store.records(Artifact) if a.name == schema.REPLAY_DATA_NAME)
-        other = environment_digest(comparable_environment(json.loads(raw)["environment"]))
-        upload_store(entries, other, elsewhere)
-        code, said = check(url)
-        assert code == 4 and said["fleet"]["entry"] is None
-        assert any("torch.git_version" in line for entry in said["fleet"]["entries"] for line in entry["differences"])
-        report = serve(url, tmp_path / "first", "8")  # what the prediction says: no entry, this host captures
-        assert not report.get("loaded")
-        code, said = check(url)
-        assert code in (0, 3) and said["fleet"]["entry"] is not None and said["outcome"] != "refused"
-        assert serve(url, tmp_path / "second", "8")["loaded"]
-    finally:
-        server.kill()
-        server.wait()
+    url = f"redis://127.0.0.1:{server}/0?name=serve&wait=0"
+    elsewhere = tmp_path / "elsewhere.dynrep"
+    copy_store(captured["8"], elsewhere, {"torch.git_version": "0123abc"})
+    entries = FleetEntries(parse_fleet_url(url))
+    with Store.open(str(elsewhere)) as store:
+        raw = next(store.get_blob(a.blob_key) for a in store.records(Artifact) if a.name == schema.REPLAY_DATA_NAME)
+    other = environment_digest(comparable_environment(json.loads(raw)["environment"]))
+    upload_store(entries, other, elsewhere)
+    code, said = check(url)
+    assert code == 4 and said["fleet"]["entry"] is None
+    assert any("torch.git_version" in line for entry in said["fleet"]["entries"] for line in entry["differences"])
+    report = serve(url, tmp_path / "first", "8")  # what the prediction says: no entry, this host captures
+    assert not report.get("loaded")
+    code, said = check(url)
+    assert code in (0, 3) and said["fleet"]["entry"] is not None and said["outcome"] != "refused"
+    assert serve(url, tmp_path / "second", "8")["loaded"]
 
 
 # --- updates ---------------------------------------------------------------------------------
@@ -272,43 +276,37 @@ def test_eviction_drops_the_generation_unused_the_longest(captured: dict[str, Pa
 # --- the fleet --------------------------------------------------------------------------------
 
 def test_fleet_update_publishes_a_new_generation_and_gc_keeps_the_recently_used(
-        captured: dict[str, Path], tmp_path: Path) -> None:
-    port = free_port()
-    server = start_redis(port, tmp_path, "--appendonly", "no")
-    try:
-        url = f"redis://127.0.0.1:{port}/0?name=serve&wait=0"
-        cache = {"DYNAMO_REPLAY_CACHE": str(tmp_path / "cache")}
-        serve(url, tmp_path / "first", "8", **cache)  # captures the entry
-        report = serve(url, tmp_path / "second", "8,16", "--update", **cache)
-        assert report["loaded"] and "published as entry" in report["updated"], report["updated"]
-        report = serve(url, tmp_path / "third", "8,16", **cache)
-        assert report["loaded"] and report["compiled"] == []
-        listing = subprocess.run([sys.executable, "-m", "dynamo_replay", "fleet", "ls", url], capture_output=True,
-                                 text=True, timeout=120, env=clean_environment(tmp_path / "inductor"))
-        assert listing.returncode == 0, listing.stderr
-        (row,) = [line.split() for line in listing.stdout.splitlines()[1:] if line.split()[0] != "total:"]
-        header = listing.stdout.splitlines()[0].split()
-        assert row[header.index("GEN")] == "2" and int(row[header.index("HITS")]) > 0
-        assert row[header.index("STARTS")] == "1"  # the third start replayed it; the second replayed the one before
+        captured: dict[str, Path], tmp_path: Path, server: int) -> None:
+    url = f"redis://127.0.0.1:{server}/0?name=serve&wait=0"
+    cache = {"DYNAMO_REPLAY_CACHE": str(tmp_path / "cache")}
+    serve(url, tmp_path / "first", "8", **cache)  # captures the entry
+    report = serve(url, tmp_path / "second", "8,16", "--update", **cache)
+    assert report["loaded"] and "published as entry" in report["updated"], report["updated"]
+    report = serve(url, tmp_path / "third", "8,16", **cache)
+    assert report["loaded"] and report["compiled"] == []
+    listing = subprocess.run([sys.executable, "-m", "dynamo_replay", "fleet", "ls", url], capture_output=True,
+                             text=True, timeout=120, env=clean_environment(tmp_path / "inductor"))
+    assert listing.returncode == 0, listing.stderr
+    (row,) = [line.split() for line in listing.stdout.splitlines()[1:] if line.split()[0] != "total:"]
+    header = listing.stdout.splitlines()[0].split()
+    assert row[header.index("GEN")] == "2" and int(row[header.index("HITS")]) > 0
+    assert row[header.index("STARTS")] == "1"  # the third start replayed it; the second replayed the one before
 
-        # A second job's entries, one never used: gc keeps the one replayed last within the byte limit.
-        from dynamo_replay.fleet.entries import FleetEntries
-        from dynamo_replay.fleet.session import upload_store
-        from dynamo_replay.fleet.url import parse_fleet_url
+    # A second job's entries, one never used: gc keeps the one replayed last within the byte limit.
+    from dynamo_replay.fleet.entries import FleetEntries
+    from dynamo_replay.fleet.session import upload_store
+    from dynamo_replay.fleet.url import parse_fleet_url
 
-        other = FleetEntries(parse_fleet_url(f"redis://127.0.0.1:{port}/0?name=other"))
-        ids = [upload_store(other, "digest", captured[n]) for n in ("8", "16", "24")]
-        other.record_use("digest", ids[0], 5)
-        limit = max(m["size"] for m in other.manifests("digest"))
-        done = subprocess.run([sys.executable, "-m", "dynamo_replay", "fleet", "gc",
-                               f"redis://127.0.0.1:{port}/0?name=other", "--max-bytes", str(limit)],
-                              capture_output=True, text=True, timeout=120, env=clean_environment(tmp_path / "inductor"))
-        assert done.returncode == 0, done.stderr
-        assert [m["id"] for m in other.manifests("digest")] == [ids[0]]
-        assert len(FleetEntries(parse_fleet_url(url)).manifests(FleetEntries(parse_fleet_url(url)).digests()[0])) == 1
-    finally:
-        server.kill()
-        server.wait()
+    other = FleetEntries(parse_fleet_url(f"redis://127.0.0.1:{server}/0?name=other"))
+    ids = [upload_store(other, "digest", captured[n]) for n in ("8", "16", "24")]
+    other.record_use("digest", ids[0], 5)
+    limit = max(m["size"] for m in other.manifests("digest"))
+    done = subprocess.run([sys.executable, "-m", "dynamo_replay", "fleet", "gc",
+                           f"redis://127.0.0.1:{server}/0?name=other", "--max-bytes", str(limit)],
+                          capture_output=True, text=True, timeout=120, env=clean_environment(tmp_path / "inductor"))
+    assert done.returncode == 0, done.stderr
+    assert [m["id"] for m in other.manifests("digest")] == [ids[0]]
+    assert len(FleetEntries(parse_fleet_url(url)).manifests(FleetEntries(parse_fleet_url(url)).digests()[0])) == 1
 
 
 # --- the serving job --------------------------------------------------------------------------
