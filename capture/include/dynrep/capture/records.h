@@ -1,5 +1,6 @@
-// Typed records: what capture writes into a store, as plain structs with versioned cereal
-// serialize functions (portable binary archive). record_kinds.def lists the kinds.
+// The record schema: what capture writes into a store, as plain structs with versioned cereal
+// serialize functions (portable binary archive). record_kinds.def lists the kinds, events.h
+// capture's event names; the capture session that writes them is Python's capture/.
 // Thread-safety: values and pure functions only.
 #pragma once
 

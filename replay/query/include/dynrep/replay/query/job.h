@@ -1,5 +1,5 @@
 // Job: the compiles of a captured torch.compile job, rebuilt from a store's trace events and
-// code records without PyTorch. This is the query layer replay-inspect's ls and show use.
+// code records without PyTorch: the query layer of offline replay that replay-inspect reads.
 // Thread-safety: a Job is immutable after load(); it reads blobs through its StoreReader,
 // which must outlive it.
 #pragma once
