@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path, PurePosixPath
 
-from dynamo_replay.schema import KERNEL_MEDIA_TYPE, KERNEL_PREFIX, TOOLCHAIN_MEDIA_TYPE, TOOLCHAIN_NAME  # noqa: F401
+from dynamo_replay.schema import KERNEL_PREFIX
 
 _VERSION_FLAGS = ("-v", "--version")
 

@@ -14,8 +14,6 @@ import hmac
 import os
 import struct
 
-from dynamo_replay.schema import SIGNATURE_MEDIA_TYPE, SIGNATURE_NAME  # noqa: F401 (re-exported)
-
 KEY_ENV = "DYNAMO_REPLAY_KEY"
 ALGORITHM = "hmac-sha256"
 

@@ -16,7 +16,7 @@ import dynamo_replay as dr
 from dynamo_replay import signing
 from dynamo_replay.replay_data import ReplayData
 from dynamo_replay.schema import (KERNEL_MEDIA_TYPE, MEGA_CACHE_MEDIA_TYPE, MEGA_CACHE_NAME, REPLAY_DATA_MEDIA_TYPE,
-                                  REPLAY_DATA_NAME)
+                                  REPLAY_DATA_NAME, SIGNATURE_MEDIA_TYPE, SIGNATURE_NAME)
 
 
 def refusal(path: Path, **options) -> str:
@@ -46,7 +46,7 @@ def write_store(path: Path, artifacts: dict[str, tuple[str, bytes]], *, key: byt
             store.put(dr.Artifact(name=name, media_type=media_type, blob_key=store.put_blob(data), size=len(data)))
         if key is not None:
             signature = signing.sign(key, signed).encode()
-            store.put(dr.Artifact(name=signing.SIGNATURE_NAME, media_type=signing.SIGNATURE_MEDIA_TYPE,
+            store.put(dr.Artifact(name=SIGNATURE_NAME, media_type=SIGNATURE_MEDIA_TYPE,
                                   blob_key=store.put_blob(signature), size=len(signature)))
     return path
 

@@ -24,7 +24,7 @@ not laid out as the supported releases lay it out, so a new PyTorch degrades a s
 test_private_touchpoints names the reader that stopped finding its facts.
 """
 
-from dynamo_replay._torch import graphs, guards, inductor, ranks, releases, settings, shapes  # noqa: F401 (rooms, by name)
+from dynamo_replay._torch import graphs, guards, inductor, ranks, releases, settings, shapes
 from dynamo_replay._torch.graphs import decompose_to_core_aten, graph_snapshot
 from dynamo_replay._torch.guards import DroppedGuard, quiet_dropped_guards, record_dropped_guards
 from dynamo_replay._torch.inductor import _clear_isa_caches, probed_vec_isas, reuse_vec_isa_probe
@@ -36,6 +36,8 @@ from dynamo_replay._torch.settings import (PRECOMPILE_SETTINGS, apply_settings, 
 from dynamo_replay.descriptions import describe_value
 
 __all__ = [
+    # The rooms, by name (_torch.releases.CURRENT, _torch.shapes...).
+    "graphs", "guards", "inductor", "ranks", "releases", "settings", "shapes",
     "DroppedGuard", "PRECOMPILE_SETTINGS", "PrecompileSafety", "StableAutogradCacheKeys", "apply_settings",
     "current_compile_id", "decompose_to_core_aten", "describe_value", "forget_earlier_cache_artifacts",
     "fx_builtin_import", "graph_snapshot", "import_compiler", "module_globals", "probed_vec_isas",

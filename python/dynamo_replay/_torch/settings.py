@@ -42,8 +42,10 @@ def apply_settings(settings: tuple[tuple[str, str, Any], ...]) -> Callable[[], N
 def import_compiler() -> None:
     """Imports Dynamo and Inductor's configs, which replay's checks read and torch.compile
     imports anyway, so replay's own time can be measured apart from them."""
-    import torch._dynamo  # noqa: F401
-    import torch._inductor.config  # noqa: F401
+    import importlib
+
+    importlib.import_module("torch._dynamo")
+    importlib.import_module("torch._inductor.config")
 
 
 def forget_earlier_cache_artifacts() -> None:

@@ -16,7 +16,7 @@ from dynamo_replay.errors import GraphError
 from dynamo_replay.graphs import samples
 from dynamo_replay.graphs.rebuild import rebuild
 from dynamo_replay.graphs.standalone import differences
-from dynamo_replay.graphs.stored import GRAPH_EVENTS, StoredCompile, compile_ids, read_compile
+from dynamo_replay.graphs.stored import GRAPH_EVENTS, compile_ids, read_compile
 
 __all__ = ["FLOAT_TOLERANCE", "GRAPH_EVENTS", "compile_ids", "load_graph"]
 
