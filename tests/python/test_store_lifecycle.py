@@ -57,10 +57,12 @@ def serve(store: str, tmp: Path, lengths: str, *flags: str, job: Path = JOB, **e
     return finish(start(store, tmp / "report.json", lengths, *flags, job=job, **env))
 
 
-def start_check(store: str, *job: str, **env: str) -> subprocess.Popen[str]:
+def start_check(store: str, *job: str, inductor: Path | None = None, **env: str) -> subprocess.Popen[str]:
+    # A fleet URL has no folder beside it: its caller names one (a URL read as a path made "redis:/").
+    inductor = inductor or Path(store).parent / "inductor"
     return subprocess.Popen([sys.executable, "-m", "dynamo_replay", "check", "--json", store, *job],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=clean_environment(Path(store).parent / "inductor", **env))
+                            env=clean_environment(inductor, **env))
 
 
 def check_said(process: subprocess.Popen[str]) -> tuple[int, dict]:
@@ -69,8 +71,8 @@ def check_said(process: subprocess.Popen[str]) -> tuple[int, dict]:
     return process.returncode, json.loads(stdout)
 
 
-def check(store: str, *job: str, **env: str) -> tuple[int, dict]:
-    return check_said(start_check(store, *job, **env))
+def check(store: str, *job: str, inductor: Path | None = None, **env: str) -> tuple[int, dict]:
+    return check_said(start_check(store, *job, inductor=inductor, **env))
 
 
 def copy_store(source: Path, target: Path, environment: dict[str, str] | None = None) -> None:
@@ -184,12 +186,12 @@ def test_check_on_a_fleet_names_the_entry_this_host_takes_or_the_factor_that_dif
         raw = next(store.get_blob(a.blob_key) for a in store.records(Artifact) if a.name == schema.REPLAY_DATA_NAME)
     other = environment_digest(comparable_environment(json.loads(raw)["environment"]))
     upload_store(entries, other, elsewhere)
-    code, said = check(url)
+    code, said = check(url, inductor=tmp_path / "inductor")
     assert code == 4 and said["fleet"]["entry"] is None
     assert any("torch.git_version" in line for entry in said["fleet"]["entries"] for line in entry["differences"])
     report = serve(url, tmp_path / "first", "8")  # what the prediction says: no entry, this host captures
     assert not report.get("loaded")
-    code, said = check(url)
+    code, said = check(url, inductor=tmp_path / "inductor")
     assert code in (0, 3) and said["fleet"]["entry"] is not None and said["outcome"] != "refused"
     assert serve(url, tmp_path / "second", "8")["loaded"]
 
