@@ -2,7 +2,7 @@
 rank this process is, which store file it writes and reads, and the agreement that makes every
 rank of a job use its store, or none of them.
 
-The rules (README, "Jobs of many ranks"; docs/fleet.md):
+The rules (docs/usage.md, "Jobs of many ranks"; docs/fleet.md):
 - Rank 0 writes the store. Rank K > 0 captures into STORE.rank-K, its own file, and keeps it
   only while it holds a compile rank 0's store lacks (PyTorch's own cache keys and the frames
   compiled): in an SPMD job every rank compiles the same, and the file is deleted when the

@@ -51,7 +51,7 @@ EVENT_RUNTIME_FAILURE = "dynamo_replay.runtime_failure"
 EVENT_SYMBOL_VALUES = "dynamo_replay.symbol_values"
 # An aten graph decomposed to the Core ATen opset (capture/core_aten.py), or why it could not be.
 EVENT_CORE_ATEN_GRAPH_IR = "dynamo_replay.core_aten_graph_ir"
-# Which generation of the store added a compile: 0 the capture, G its G-th update (update.py).
+# Which generation of the store added a compile: 0 the capture, G its G-th update (update/).
 EVENT_GENERATION = "dynamo_replay.generation"
 
 # Set by `why --verify` when it re-runs a job: capture() writes there instead of the job's own path.

@@ -1,7 +1,7 @@
 """Replay's install of saved frames: PyTorch 2.13's DynamoCache stood in for, each saved
 frame's guarded entries loaded one at a time and vetted (replay/frame_checks.py), what
 PyTorch's own loader gets wrong on real models repaired. A private PyTorch touchpoint, like
-_torch.py, _torch/guards.py and _torch/shapes.py."""
+the rest of _torch/ (guards.py, shapes.py)."""
 
 from __future__ import annotations
 
