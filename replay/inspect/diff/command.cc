@@ -12,7 +12,7 @@
 #include <fmt/ostream.h>
 #include <nlohmann/json.hpp>
 
-#include "diff/compare.h"
+#include "diff/model.h"
 #include "diff/output.h"
 #include "dynrep/replay/inspect/inspect.h"
 #include "dynrep/replay/query/json_fields.h"

@@ -8,7 +8,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "diff/compare.h"
+#include "diff/model.h"
+#include "dynrep/replay/query/graph_ir.h"
 #include "dynrep/replay/query/json_fields.h"
 
 namespace dynrep::replay {
@@ -26,69 +27,66 @@ struct GraphFacts {
 };
 
 // "float32[8, s77]", "float32[8] requires_grad", "sym s0 (int)", "2.0".
-std::string valueText(const json& v) {
-  if (!v.is_object()) return dumpJson(v);
-  if (v.contains("dtype")) {
-    std::string dims;
-    for (const json& d : arrayField(v, "shape")) dims += (dims.empty() ? "" : ", ") + (d.is_string() ? d.get<std::string>() : dumpJson(d));
-    return fmt::format("{}[{}]{}", field(v, "dtype", "?"), dims, field<bool>(v, "requires_grad", false) ? " requires_grad" : "");
+std::string valueText(const ValueMeta& v) {
+  switch (v.kind) {
+    case ValueMeta::Kind::Tensor: {
+      std::string dims;
+      for (const Dimension& d : v.tensor.shape) dims += (dims.empty() ? "" : ", ") + d.str();
+      return fmt::format("{}[{}]{}", v.tensor.dtype, dims, v.tensor.requiresGrad ? " requires_grad" : "");
+    }
+    case ValueMeta::Kind::Symbolic:
+      return fmt::format("sym {} ({})", v.sym, v.symType.empty() ? "?" : v.symType);
+    case ValueMeta::Kind::Plain:
+      return v.value.spelling();
+    case ValueMeta::Kind::Unsupported:
+      return "<" + (v.text.empty() ? std::string("?") : v.text) + ">";
+    case ValueMeta::Kind::Unparsed:
+      return dumpJson({{"unparsed", v.text}});
   }
-  if (v.contains("sym")) return fmt::format("sym {} ({})", field(v, "sym", "?"), field(v, "type", "?"));
-  if (v.contains("value")) return dumpJson(v["value"]);
-  if (v.contains("unsupported")) return "<" + field(v, "unsupported", "?") + ">";
-  return dumpJson(v);
+  return "?";
 }
 
-std::string firstOutput(const json& node) {
-  json outs = arrayField(node, "outputs");
-  return outs.empty() ? "(no value recorded)" : valueText(outs[0]);
-}
+std::string firstOutput(const Node& node) { return node.outputs.empty() ? "(no value recorded)" : valueText(node.outputs[0]); }
 
 // A placeholder's key: the Dynamo source it reads, or the parameter or buffer it is.
-std::pair<std::string, std::string> inputOf(const json& node) {
-  const json input = node.value("input", json());
-  std::string role = field(input, "role", "");
-  if (role == "symbol") return {field(input, "source", field(input, "symbol", "?")), "symbol " + field(input, "symbol", "?")};
+std::pair<std::string, std::string> inputOf(const Node& node) {
+  auto known = [](const std::string& s) { return s.empty() ? std::string("?") : s; };
+  std::string role = node.input ? node.input->role : "";
+  if (role == "symbol") {
+    const InputRole& in = *node.input;
+    return {in.source.empty() ? known(in.symbol) : in.source, "symbol " + known(in.symbol)};
+  }
   std::string value = firstOutput(node);
-  if (role == "parameter" || role == "buffer") return {role + " " + field(input, "name", "?"), value};
-  if (role == "user_input" && !field(input, "source", "").empty()) return {field(input, "source", ""), value};
-  return {field(node, "name", "?"), value};
+  if (role == "parameter" || role == "buffer") return {role + " " + known(node.input->name), value};
+  if (role == "user_input" && !node.input->source.empty()) return {node.input->source, value};
+  return {node.name, value};
 }
 
-void flattenRefs(const json& arg, const std::map<std::string, const json*>& byName, std::vector<std::string>* out) {
-  if (arg.is_array()) {
-    for (const json& a : arg) flattenRefs(a, byName, out);
-  } else if (arg.is_object() && arg.contains("tuple")) {
-    flattenRefs(arg["tuple"], byName, out);
-  } else if (arg.is_object() && arg.contains("ref")) {
-    auto node = byName.find(field(arg, "ref", ""));
-    out->push_back(node == byName.end() ? "(unknown node)" : firstOutput(*node->second));
+void flattenRefs(const Argument& arg, const Graph& ir, std::vector<std::string>* out) {
+  if (arg.isSequence()) {
+    for (const Argument& a : arg.items) flattenRefs(a, ir, out);
+  } else if (arg.kind == Argument::Kind::Ref) {
+    const Node* node = ir.find(arg.text);
+    out->push_back(node ? firstOutput(*node) : "(unknown node)");
   } else {
-    out->push_back(dumpJson(arg));
+    out->push_back(arg.spelling());
   }
 }
 
 std::optional<GraphFacts> graphFacts(const std::string& text) {
-  json ir = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!ir.is_object()) return std::nullopt;
+  Result<Graph> ir = parseGraph(text);
+  if (!ir.isOk()) return std::nullopt;
   GraphFacts g;
-  json nodes = arrayField(ir, "nodes");
-  g.nodes = nodes.size();
-  std::map<std::string, const json*> byName;
-  for (const json& n : nodes) byName[field(n, "name", "")] = &n;
-  for (const json& n : nodes) {
-    std::string op = field(n, "op", ""), target = field(n, "target", "?");
-    if (op == "call_function") g.operators[target]++;
-    if (op == "call_method") g.operators["method " + target]++;
-    if (op == "call_module") g.operators["module " + target]++;
-    if (op == "placeholder") g.inputs.insert(inputOf(n));
-    if (op == "output") {
-      json args = arrayField(n, "args");
-      if (!args.empty()) flattenRefs(args[0], byName, &g.outputs);
-    }
-    for (const json& s : arrayField(n, "scope")) {
-      std::string cls = field(s, "class", "?");
-      g.scopes.insert(fmt::format("{} ({})", field(s, "path", "?"), cls.substr(cls.rfind('.') + 1)));
+  g.nodes = ir->nodes.size();
+  for (const Node& n : ir->nodes) {
+    if (n.is(Node::Op::CallFunction)) g.operators[n.target]++;
+    if (n.is(Node::Op::CallMethod)) g.operators["method " + n.target]++;
+    if (n.is(Node::Op::CallModule)) g.operators["module " + n.target]++;
+    if (n.is(Node::Op::Placeholder)) g.inputs.insert(inputOf(n));
+    if (n.is(Node::Op::Output) && !n.args.empty()) flattenRefs(n.args[0], *ir, &g.outputs);
+    for (const ScopeEntry& s : n.scope) {
+      std::string cls = s.className.empty() ? "?" : s.className;
+      g.scopes.insert(fmt::format("{} ({})", s.path.empty() ? "?" : s.path, cls.substr(cls.rfind('.') + 1)));
     }
   }
   return g;

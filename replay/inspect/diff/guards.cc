@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "diff/compare.h"
+#include "diff/model.h"
 #include "dynrep/replay/query/json_fields.h"
 #include "provenance.h"
 

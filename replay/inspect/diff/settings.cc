@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "diff/compare.h"
+#include "diff/model.h"
 #include "dynrep/capture/events.h"
 #include "dynrep/capture/records.h"
 #include "dynrep/replay/query/json_fields.h"

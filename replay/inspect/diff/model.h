@@ -1,9 +1,10 @@
-// What `replay-inspect diff` compares between two compiles: guards (with the symbols and shape
-// guards beside them), graph IR, and settings; each comparison is a list of Changes that
-// output.cc renders as text or JSON. Private to replay/inspect.
+// What `replay-inspect diff` computes: two compiles compared in guards (with the symbols and shape
+// guards beside them), graph IR and settings, each a list of Changes, gathered into a DiffReport
+// that output.cc renders as text or JSON. Private to replay/inspect.
 // Thread-safety: pure functions of immutable Jobs and their readers.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -78,5 +79,32 @@ JobFacts jobFacts(const StoreReader& reader);
 
 // Keys whose values differ, or that one side lacks, in key order.
 std::vector<Change> compareSettings(const Settings& a, const Settings& b);
+
+// Compile A against compile B.
+struct PairDiff {
+  const Compile* a = nullptr;
+  const Compile* b = nullptr;
+  std::vector<Change> compile;  // function, file, status, graph breaks
+  GuardDiff guards;
+  std::vector<GraphDiff> graphs;
+  std::vector<Change> settings;             // configs at compile time (not those the job-level diff names)
+  std::vector<std::string> pytorchReasons;  // B's recompile reasons naming A (two compiles of one store)
+  bool empty() const { return compile.empty() && guards.empty() && graphs.empty() && settings.empty(); }
+};
+
+struct DiffReport {
+  std::string pathA, pathB;
+  bool betweenStores = false;  // two stores; else two compiles of pathA
+  bool manifests = false;      // both stores have a manifest (environment and settings compared)
+  std::vector<Change> environment, settings;  // the manifests' fingerprints, capture's summary
+  size_t environmentEntries = 0, settingEntries = 0;
+  std::vector<std::string> commandLineA, commandLineB;  // shown, never counted: they name the store
+  std::vector<PairDiff> pairs;
+  std::vector<const Compile*> onlyA, onlyB;  // compiles the other store has no partner for
+  bool same() const {
+    return environment.empty() && settings.empty() && onlyA.empty() && onlyB.empty() &&
+           std::all_of(pairs.begin(), pairs.end(), [](const PairDiff& p) { return p.empty(); });
+  }
+};
 
 }  // namespace dynrep::replay

@@ -2,7 +2,7 @@
 // facts (expression, user line, each symbol's origin, final range and guards) and the advice of
 // why/patterns.cc; then one summary per function compiled more than once. Capture's structured
 // events come first; PyTorch's texts (why/torch_text.h) fill in for stores that lack them.
-#include "why/explain.h"
+#include "why/model.h"
 
 #include <algorithm>
 #include <map>

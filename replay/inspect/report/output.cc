@@ -1,6 +1,8 @@
-// replay-inspect report: one self-contained HTML page (inline CSS, no scripts, no external
+// The HTML report's page: one self-contained document (inline CSS, no scripts, no external
 // resources): the job, its compile timeline and summary, then each compile's section
-// (report/compile.cc). Everything read from the store is escaped (html::escape).
+// (compile_section.cc). Everything read from the store is escaped (html::escape).
+#include "report/output.h"
+
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -14,11 +16,12 @@
 #include "dynrep/replay/inspect/inspect.h"
 #include "dynrep/replay/query/json_fields.h"
 #include "report/html.h"
-#include "report/compile.h"
+#include "report/compile_section.h"
 #include "render.h"
 #include "dynrep/replay/query/store_records.h"
 #include "timeline.h"
-#include "why/explain.h"
+#include "why/model.h"
+#include "why/output.h"
 
 namespace dynrep::replay {
 
@@ -223,20 +226,8 @@ class ReportWriter {
 
 }  // namespace
 
-int inspectReport(const std::string& path, const std::string& file, const InspectOptions& o, std::ostream& out,
-                  std::ostream& err) {
-  std::optional<OpenedJob> opened = openJobOrReport(path, o, err);
-  if (!opened) return 1;
-  std::ostringstream page;
-  ReportWriter(path, *opened->reader, opened->job, page).write();
-  if (!writeFileOrReport(file, page.str(), o, err)) return 1;
-  if (o.json)
-    out << dumpJson({{"path", path}, {"file", file}, {"compiles", opened->job.compiles().size()},
-                     {"bytes", page.str().size()}}, 2)
-        << "\n";
-  else
-    fmt::print(out, "{}: {} compiles, {} bytes\n", file, opened->job.compiles().size(), page.str().size());
-  return 0;
+void writeReportPage(const std::string& path, const StoreReader& reader, const Job& job, std::ostream& out) {
+  ReportWriter(path, reader, job, out).write();
 }
 
 }  // namespace dynrep::replay

@@ -19,8 +19,4 @@ namespace dynrep::replay {
 // Never throws for odd store contents: a fact that cannot be read is left empty or null.
 nlohmann::json explainJob(const Job& job, const std::string& compileId = "", const std::string& symbol = "");
 
-// An answer (or part of one: {"compiles": [...], "functions": [...]}) as `why` prints it, without
-// colour: what the HTML report shows, so a person reads the same answer in both.
-std::string whyText(const nlohmann::json& answer);
-
 }  // namespace dynrep::replay

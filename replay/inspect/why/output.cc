@@ -1,5 +1,7 @@
-// replay-inspect why: the why-answer (explain.cc) as JSON, or as text with the answer first: the
-// per-function summaries, then each compile's headline, its user line, the fix and the facts.
+// The why-answer (model.cc) as text, the answer first: the per-function summaries, then each
+// compile's headline, its user line, the fix and the facts. command.cc prints the JSON as it is.
+#include "why/output.h"
+
 #include <sstream>
 
 #include <fmt/format.h>
@@ -9,7 +11,6 @@
 #include "dynrep/replay/query/json_fields.h"
 #include "provenance.h"
 #include "render.h"
-#include "why/explain.h"
 
 namespace dynrep::replay {
 
@@ -143,35 +144,14 @@ void printText(const json& answer, const InspectOptions& o, std::ostream& out) {
 
 }  // namespace
 
+void writeWhyText(const nlohmann::json& answer, const InspectOptions& o, std::ostream& out) { printText(answer, o, out); }
+
 std::string whyText(const nlohmann::json& answer) {
   std::ostringstream out;
   InspectOptions plain;
   plain.color = false;
   printText(answer, plain, out);
   return out.str();
-}
-
-int inspectWhy(const std::string& path, const std::string& compileId, const std::string& symbol, const InspectOptions& o,
-               std::ostream& out, std::ostream& err) {
-  auto reader = openOrReport(path, o, err);
-  if (!reader) return 1;
-  noteUnfinished(*reader, o, err);
-  Result<Job> job = Job::load(*reader);
-  if (!job.isOk()) return reportError(o, err, job.status().message());
-  if (!compileId.empty() && !job->find(compileId))
-    return reportError(o, err, fmt::format("{}: no compile {} (replay-inspect ls lists them)", path, compileId));
-  json answer = explainJob(*job, compileId, symbol);
-  if (!symbol.empty() && answer["compiles"].empty())
-    return reportError(o, err, fmt::format("{}: no compile{} knows symbol {}", path,
-                                           compileId.empty() ? "" : " " + compileId, symbol));
-  if (o.json) {
-    json j = {{"path", path}};
-    j.update(answer);
-    out << dumpJson(j, 2) << "\n";
-    return 0;
-  }
-  printText(answer, o, out);
-  return 0;
 }
 
 }  // namespace dynrep::replay

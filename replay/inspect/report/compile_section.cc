@@ -1,7 +1,7 @@
-// One compile's section of the HTML report (report.cc writes the page around it): its facts,
+// One compile's section of the HTML report (output.cc writes the page around it): its facts,
 // its part of the why-answer, failure, recompile causes, graph breaks, guards, graphs and
 // symbols. Everything read from the store is escaped (html::escape).
-#include "report/compile.h"
+#include "report/compile_section.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -10,7 +10,7 @@
 #include "report/html.h"
 #include "provenance.h"
 #include "render.h"
-#include "why/explain.h"
+#include "why/output.h"
 
 namespace dynrep::replay::report {
 
