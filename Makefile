@@ -18,7 +18,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := g++ make libzstd-dev libcereal-dev libxxhash-dev libgtest-dev \
                 nlohmann-json3-dev libcli11-dev libfmt-dev libssl-dev zstd ccache \
                 libmlir-19-dev mlir-19-tools llvm-19-dev \
-                chromium redis-server
+                chromium redis-server clang-format-19
 # Exactly this torch, through a constraints file of the environment's own: nothing else may pick
 # or replace it, and it overrides a machine-wide cap on torch releases. 2.13.0 is a CPU build;
 # Linux has only CUDA builds of 2.14.1 and 2.15.0 (about 5.5 GB an environment), which run on a CPU.
@@ -38,13 +38,16 @@ CXX_SOURCES := CMakeLists.txt pyproject.toml $(shell find cmake store capture re
 # moved or removed (a folder's time changes) installs again.
 PY_FOLDERS := $(shell find python/dynamo_replay -type d -not -name __pycache__)
 
-.PHONY: help demo test test-cpp test-python test-releases other-releases prepare fuzz bench system-packages clean
+.PHONY: help demo test test-cpp test-python test-slow test-all test-releases other-releases prepare fuzz bench lint format system-packages clean
 
 help:
 	@echo "make demo   install what is missing, capture a GPT job, replay it in a fresh process, inspect the store, run a stored graph"
-	@echo "make test   install what is missing, run the C++ (ctest) and Python (pytest) tests"
+	@echo "make test   install what is missing, run the fast tier: C++ tests (ctest) and pytest without the slow tests"
 	@echo "            TORCH=2.13.0|2.14.1|2.15.0 picks the PyTorch release (default $(TORCH)); TESTS=... narrows pytest"
+	@echo "make test-slow       the tests marked slow (second examples and long end-to-end jobs)"
 	@echo "make test-releases   the release tests (capture, replay, guards, signing, ranks) on the other releases"
+	@echo "make test-all        what CI runs: test, test-slow, test-releases"
+	@echo "make lint   check the formatting (clang-format-19, ruff); make format applies it"
 	@echo "make bench  run the store benchmark (about 1 GB of artifacts; minutes)"
 
 # Debian packages: check each (fast), install only the missing ones.
@@ -73,9 +76,13 @@ $(VENV)/.built: $(VENV)/.deps $(CXX_SOURCES) $(PY_FOLDERS) | system-packages
 demo: system-packages $(VENV)/.built
 	$(PY) examples/demo.py
 
-# Runs both suites even when the first fails, and fails if either did. TESTS narrows pytest
-# (files or -k/-m options); test-releases runs RELEASE_TESTS on every other supported release.
+# make test is the fast tier: every behaviour at least once, under 10 minutes on 2 cores. The
+# tests marked slow (a second example of a behaviour the fast tier covers, or a long job of many
+# processes) are CI's addition: make test-all. Both suites run even when the first fails, and
+# the target fails if either did. TESTS narrows pytest (files or -k options); MARKS picks the
+# tier (MARKS= runs every test of the files named).
 TESTS ?=
+MARKS ?= not slow
 test: system-packages $(VENV)/.built
 	@status=0; \
 	$(MAKE) --no-print-directory test-cpp || status=1; \
@@ -86,7 +93,18 @@ test-cpp:
 	$(VENV)/bin/ctest --test-dir $(BUILD) --output-on-failure
 
 test-python:
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest $(TESTS)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest $(if $(MARKS),-m "$(MARKS)") $(TESTS)
+
+test-slow: system-packages $(VENV)/.built
+	@$(MAKE) --no-print-directory test-python MARKS=slow
+
+# What CI runs (.ci/run does the same, and skips a release when its time is spent).
+test-all:
+	@status=0; \
+	$(MAKE) --no-print-directory test || status=1; \
+	$(MAKE) --no-print-directory test-slow || status=1; \
+	$(MAKE) --no-print-directory test-releases || status=1; \
+	exit $$status
 
 # What every release must keep: capture, replay and its refusals, guards, signing, PyTorch's
 # touchpoints, the release matrix itself, a job of many ranks (the rank agreement, and
@@ -115,9 +133,33 @@ prepare: $(VENV)/.deps
 test-releases:
 	@status=0; \
 	for release in $(RELEASES); do \
-	  $(MAKE) --no-print-directory test TORCH=$$release TESTS="$(RELEASE_TESTS)" || status=1; \
+	  $(MAKE) --no-print-directory test TORCH=$$release TESTS="$(RELEASE_TESTS)" MARKS= || status=1; \
 	done; \
 	exit $$status
+
+# Formatting is the tools' job (STYLE.md): .clang-format and pyproject's [tool.ruff]. Every
+# tracked or new .cc/.h file (the X-macro .def, FileCheck inputs and tests/data are not C++
+# sources to format). Ruff has an environment of its own: checking needs no torch.
+CLANG_FORMAT := clang-format-19
+FORMAT_CXX    = $(wildcard $(shell git ls-files --cached --others --exclude-standard -- '*.cc' '*.h'))
+RUFF_VERSION := 0.17.6
+RUFF         := .venv-lint/bin/ruff
+
+$(RUFF):
+	python3 -m venv .venv-lint
+	.venv-lint/bin/python -m pip install -q --disable-pip-version-check ruff==$(RUFF_VERSION)
+
+lint: system-packages $(RUFF)
+	@status=0; \
+	$(CLANG_FORMAT) --dry-run -Werror $(FORMAT_CXX) || status=1; \
+	$(RUFF) check . || status=1; \
+	$(RUFF) format --check . || status=1; \
+	exit $$status
+
+format: system-packages $(RUFF)
+	$(RUFF) check --fix .
+	$(RUFF) format .
+	$(CLANG_FORMAT) -i $(FORMAT_CXX)
 
 bench: system-packages $(VENV)/.built
 	$(PY) benchmarks/store_bench.py
