@@ -1,0 +1,87 @@
+"""What PyTorch's caching precompile left out while capture ran: frames it could not save (its
+own note, its bypass artifact, a DDP split graph) and guards it dropped. Each goes in the store
+as an event and in the replay data; one line each is printed when capture ends."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import TYPE_CHECKING, Any
+
+from dynamo_replay import _torch, schema
+
+if TYPE_CHECKING:
+    from dynamo_replay.capture.session import Session
+
+CompileId = tuple[int, int, int]
+
+
+class PrecompileNotes:
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self.not_packaged: list[tuple[str, str]] = []  # frame, why PyTorch's precompile left it out
+        self.dropped: set[tuple[CompileId, str, str]] = set()  # compile id, kind, source
+        self.risky_dropped = 0
+        self.bypasses: list[tuple[CompileId, str]] = []  # compile id, why PyTorch left it out
+
+    # The three below are _torch.PrecompileSafety's callbacks.
+    def guard_tree(self, key: str, lines: list[str]) -> None:
+        self._session.replay_data.guard_trees[key] = lines
+
+    def not_saved(self, frame: str, reason: str) -> None:
+        self.not_packaged.append((frame, reason))
+        self._session.put_event(schema.EVENT_NOT_PACKAGED, _torch.current_compile_id(),
+                                {"frame": frame, "reason": reason}, None)
+
+    def dropped_guard(self, guard: _torch.DroppedGuard) -> None:
+        compile_id = _torch.current_compile_id()
+        if (compile_id, guard.kind, guard.source) in self.dropped:
+            return
+        self.dropped.add((compile_id, guard.kind, guard.source))
+        self.risky_dropped += guard.risky
+        self._session.replay_data.dropped_guards.append(guard)
+        # In the event, a value without a faithful description is "" (the field is a string).
+        self._session.put_event(schema.EVENT_DROPPED_GUARD, compile_id,
+                                {**dataclasses.asdict(guard), "value": guard.value or ""}, None)
+
+    def bypassed(self, compile_id: CompileId, reason: str) -> None:
+        """A compile PyTorch left out of its package (its bypass artifact, a DDP split graph)."""
+        self.bypasses.append((compile_id, reason))
+
+    def reasons_by_frame(self, compiles: list[dict[str, Any]]) -> dict[str, str]:
+        """frame -> why it is not saved, for the replay data (`compiles`: each compile's metrics)."""
+        return _reasons_by_frame(self.not_packaged + _name_bypasses(self.bypasses, compiles))
+
+    def report(self) -> None:
+        """One line per frame PyTorch's precompile could not save, and one for the guards it
+        dropped; the details are in the store (replay-inspect show --guards)."""
+        for frame, reason in self.not_packaged:
+            print(f"dynamo-replay: not saved for replay without Dynamo, compiles at replay: {frame}: {reason}",
+                  file=sys.stderr)
+        if self.risky_dropped:
+            print(f"dynamo-replay: {len(self.dropped)} guards are not in PyTorch's saved frames (its precompile drops "
+                  f"identity guards); replay re-checks the {self.risky_dropped} on user code before using a frame "
+                  f"(replay-inspect show --guards)", file=sys.stderr)
+
+
+def _reasons_by_frame(entries: list[tuple[str, str]]) -> dict[str, str]:
+    """frame -> its distinct reasons joined by '; ' (capture's own note and PyTorch's bypass
+    artifact often give the same one)."""
+    reasons: dict[str, list[str]] = {}
+    for frame, reason in entries:
+        if reason not in reasons.setdefault(frame, []):
+            reasons[frame].append(reason)
+    return {frame: "; ".join(found) for frame, found in reasons.items()}
+
+
+def _name_bypasses(bypasses: list[tuple[CompileId, str]], compiles: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(frame, reason) for each compile PyTorch left out of its package."""
+    where = {}
+    for m in compiles:
+        if isinstance(m.get("compile_id"), str):
+            where[m["compile_id"]] = schema.frame_name(m.get("co_name"), m.get("co_filename"), m.get("co_firstlineno"))
+    named = []
+    for (frame, compile_, attempt), reason in bypasses:
+        key = f"{frame}/{compile_}" + (f"_{attempt}" if attempt else "")
+        named.append((where.get(key, "compile " + key), reason))
+    return named
