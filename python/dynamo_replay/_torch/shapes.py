@@ -501,79 +501,51 @@ def live_partial_graph() -> PartialGraph | None:
     return None
 
 
-def partial_graph_values(error: BaseException, wanted: set[str], kept: PartialGraph | None,
-                         byte_limit: int = 256 << 20) -> dict[str, Any]:
-    """The real values of the unbacked symbols `wanted` of a compile that failed on them: the
-    graph Dynamo had traced up to the failure (2.13, 2.14: the failing translator's, read from
-    the traceback; 2.15 empties it first: the one `kept` by live_partial_graph when the last
-    unbacked symbol was made, which made every wanted symbol) is run eagerly on the frame's real
-    inputs (copies of its tensors, with the random state put back after), node by node, until
-    every wanted symbol has a value. Empty when neither graph is there, when the inputs are
-    larger than `byte_limit`, or when a node cannot be run."""
-    import torch
+@dataclasses.dataclass
+class FailedGraph:
+    """The graph a compile failed in, ready to run (capture/partial_graph_run.py): its nodes, the
+    modules its call_module and get_attr nodes name, each placeholder's real input, and the fake
+    values read before Dynamo cleared them (copied node's name -> fake value)."""
 
+    nodes: list[Any]
+    modules: Any
+    inputs: dict[str, Any]
+    fakes: dict[str, Any]
+
+
+def failed_graph(error: BaseException, kept: PartialGraph | None) -> FailedGraph | None:
+    """The graph Dynamo had traced up to the failure of a compile (2.13, 2.14: the failing
+    translator's, read from the traceback; 2.15 empties it first: the one `kept` by
+    live_partial_graph when the last unbacked symbol was made) with the frame's real inputs
+    behind its placeholders (Dynamo's GraphArg examples). None when neither graph is there or
+    an input is not known."""
     graph_args = kept.graph_args if kept is not None else {}
     graph = _failing_graph(error)
     if (graph is None or not any(node.op != "placeholder" for node in graph[0])) and kept is not None:
         graph = kept.nodes, kept.modules
-    if graph is None or not wanted:
-        return {}
+    if graph is None:
+        return None
     nodes, modules = graph
     if kept is not None and nodes is kept.nodes:
         kept.read_fakes()  # where Dynamo has not cleared them (2.13, 2.14)
     fakes = kept.fakes if kept is not None and nodes is kept.nodes else {}
     inputs: dict[str, Any] = {}
-    total = 0
     for node in nodes:
         if node.op != "placeholder":
             continue
         grapharg = node.meta.get("grapharg") or graph_args.get(node.name)
         if grapharg is None:
-            return {}
-        example = grapharg.example
-        if isinstance(example, torch.Tensor):
-            total += example.numel() * example.element_size()
-        inputs[node.name] = example
-    if total > byte_limit:
-        return {}
+            return None
+        inputs[node.name] = grapharg.example
+    return FailedGraph(nodes=nodes, modules=modules, inputs=inputs, fakes=fakes)
 
-    @torch.compiler.disable
-    def run() -> dict[str, Any]:
-        from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-        found: dict[str, Any] = {}
-        env: dict[str, Any] = {}
-        with unset_fake_temporarily(), torch.no_grad(), torch.random.fork_rng(devices=[]):
-            for node in nodes:
-                if node.op == "placeholder":
-                    value = inputs.get(node.name)
-                    env[node.name] = value.clone() if isinstance(value, torch.Tensor) else value
-                    continue
-                args = torch.fx.node.map_arg(node.args, lambda n: env[n.name])
-                kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n.name])
-                if node.op == "call_function":
-                    env[node.name] = node.target(*args, **kwargs)
-                elif node.op == "call_method":
-                    env[node.name] = getattr(args[0], node.target)(*args[1:], **kwargs)
-                elif node.op in ("call_module", "get_attr"):
-                    target = modules.get(node.target) if isinstance(modules, dict) else None
-                    if target is None:
-                        return found
-                    env[node.name] = target(*args, **kwargs) if node.op == "call_module" else target
-                else:
-                    continue
-                fake = fakes[node.name] if node.name in fakes else node_fake_value(node)
-                for symbol, value in values_from_fake(fake, env[node.name]).items():
-                    if symbol in wanted:
-                        found.setdefault(symbol, value)
-                if wanted <= found.keys():
-                    break
-        return found
+def real_tensors() -> Any:
+    """A context in which operators make real tensors even inside a compile (Dynamo's fake
+    tensor mode set aside)."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
 
-    try:
-        return run()
-    except Exception:  # the values are a help, never worth more than the facts already recorded
-        return {}
+    return unset_fake_temporarily()
 
 
 def _failing_graph(error: BaseException) -> tuple[list[Any], Any] | None:

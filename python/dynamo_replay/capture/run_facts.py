@@ -6,7 +6,7 @@ that demanded it. Formats: docs/capture-schema.md, "Capture's own events".
 Costs nothing on a call that succeeds past the first: values are read from the first call's
 outputs (only for graphs that make unbacked symbols), and from the frames an exception leaves.
 A compile that fails on a data-dependent question gets its symbols' values by running the graph
-Dynamo had traced so far on the frame's real inputs (_torch.shapes.partial_graph_values).
+Dynamo had traced so far on the frame's real inputs (capture/partial_graph_run.py).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from dynamo_replay import schema
 from dynamo_replay._torch import shapes as _torch_shapes
+from dynamo_replay.capture.partial_graph_run import partial_graph_values
 
 PutEvent = Callable[[str, tuple[int, int, int], Any, Any], None]
 
@@ -96,7 +97,7 @@ class RunFacts:
         wanted = {s for s in facts.get("symbols", []) if _unbacked(s)}
         if not wanted or facts.get("kind") not in ("data_dependent", "data_dependent_int"):
             return
-        values = _torch_shapes.partial_graph_values(error, wanted, self.partial_graphs.pop(compile_id, None))
+        values = partial_graph_values(error, wanted, self.partial_graphs.pop(compile_id, None))
         if values:
             self.put_event(schema.EVENT_SYMBOL_VALUES, compile_id,
                            {"graph": "dynamo_output_graph", "call": 0, "from": "partial_graph", "values": values}, None)
