@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dynrep/capture/records.h"
+#include "dynrep/replay/query/graph_ir.h"
 #include "dynrep/replay/query/job.h"
 #include "dynrep/replay/query/json_fields.h"
 #include "provenance.h"
@@ -49,16 +50,12 @@ void printDropped(const Compile& c, const InspectOptions& o, std::ostream& out) 
 
 // "graph IR: N nodes; operators: aten::addmm.default x2, ..." from a graph IR document.
 std::string operatorSummary(const std::string& irText) {
-  json ir = json::parse(irText, nullptr, false);
-  if (!ir.is_object() || !ir.contains("nodes") || !ir["nodes"].is_array()) return "graph IR: unreadable\n";
-  std::map<std::string, int> counts;
-  for (const json& node : ir["nodes"]) {
-    if (field(node, "op", "") == "call_function") counts[field(node, "target", "?")]++;
-  }
+  Result<Graph> ir = parseGraph(irText);
+  if (!ir.isOk()) return "graph IR: unreadable\n";
   std::string ops;
-  for (const auto& [target, n] : counts) ops += fmt::format("{}{}{}", ops.empty() ? "" : ", ", target, n > 1 ? fmt::format(" x{}", n) : "");
-  size_t schemas = ir.contains("schemas") && ir["schemas"].is_object() ? ir["schemas"].size() : 0;
-  return fmt::format("graph IR: {} nodes, {} operator schemas; operators: {}\n", ir["nodes"].size(), schemas, ops);
+  for (const auto& [target, n] : ir->operatorCounts())
+    ops += fmt::format("{}{}{}", ops.empty() ? "" : ", ", target, n > 1 ? fmt::format(" x{}", n) : "");
+  return fmt::format("graph IR: {} nodes, {} operator schemas; operators: {}\n", ir->nodes.size(), ir->schemas.size(), ops);
 }
 
 // One sampled value: "float32[8, 16] l_x_", "float32[32, 16] parameter l_self_..._weight_", "3".
@@ -84,11 +81,9 @@ std::string sampleValue(const json& v) {
 // The Dynamo graph's placeholder names, in the order its compiled function takes its inputs.
 std::vector<std::string> placeholderNames(const std::string& irText) {
   std::vector<std::string> names;
-  json ir = json::parse(irText, nullptr, false);
-  if (!ir.is_object() || !ir.contains("nodes") || !ir["nodes"].is_array()) return names;
-  for (const json& node : ir["nodes"]) {
-    if (field(node, "op", "") == "placeholder") names.push_back(field(node, "name", ""));
-  }
+  Result<Graph> ir = parseGraph(irText);
+  if (!ir.isOk()) return names;
+  for (const Node* node : ir->placeholders()) names.push_back(node->name);
   return names;
 }
 

@@ -35,21 +35,29 @@ struct StoreError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-HostValue fromEntry(const Job& job, const json& entry) {
-  if (entry.contains("value")) {
-    const json& v = entry["value"];
+HostValue fromEntry(const Job& job, const SampleValue& entry) {
+  using A = Argument::Kind;
+  if (entry.kind == SampleValue::Kind::Null) return HostValue();
+  if (entry.kind == SampleValue::Kind::Scalar) {
+    const Argument& v = entry.value;
     HostValue out;
-    if (v.is_boolean()) out.kind = HostValue::Kind::Bool, out.integer = v.get<bool>();
-    else if (v.is_number_integer()) out.kind = HostValue::Kind::Int, out.integer = v.get<int64_t>();
-    else if (v.is_number()) out.kind = HostValue::Kind::Float, out.real = v.get<double>();
-    else if (v.is_string()) out.kind = HostValue::Kind::Int, out.integer = std::stoll(v.get<std::string>());
+    if (v.kind == A::Bool) out.kind = HostValue::Kind::Bool, out.integer = v.boolean;
+    else if (v.kind == A::Int) out.kind = HostValue::Kind::Int, out.integer = v.integer;
+    else if (v.kind == A::Float) out.kind = HostValue::Kind::Float, out.real = v.real;
+    else if (v.kind == A::String) out.kind = HostValue::Kind::Int, out.integer = std::stoll(v.text);
     return out;
   }
-  if (!entry.contains("blob")) throw StoreError("a value was not stored: " + entry.value("skipped", entry.value("unsupported", entry.dump())));
-  auto dtype = parseDType(entry.value("dtype", ""));
-  if (!dtype) throw StoreError("a stored value of dtype " + entry.value("dtype", "?") + ", which is not lowered");
-  HostValue v = HostValue::tensor(*dtype, entry.value("shape", std::vector<int64_t>{}));
-  std::string key = entry["blob"].get<std::string>();
+  if (!entry.stored())
+    throw StoreError("a value was not stored: " + (!entry.skipped.empty() ? entry.skipped : !entry.unsupported.empty() ? entry.unsupported : "no blob"));
+  auto dtype = parseDType(entry.dtype);
+  if (!dtype) throw StoreError("a stored value of dtype " + (entry.dtype.empty() ? std::string("?") : entry.dtype) + ", which is not lowered");
+  std::vector<int64_t> shape;
+  for (const Dimension& d : entry.shape) {
+    if (!d.isStatic()) throw StoreError("stored tensor " + entry.blob + " has a symbolic shape");
+    shape.push_back(d.size);
+  }
+  HostValue v = HostValue::tensor(*dtype, shape);
+  const std::string& key = entry.blob;
   Result<std::string> read = job.blob(key);
   if (!read.isOk()) throw StoreError("stored tensor " + key + ": " + read.status().message());
   const std::string& bytes = *read;
@@ -195,11 +203,11 @@ class CompileCheck {
 
  private:
   struct Prepared {
-    json ir;
+    Graph ir;
     LoweredGraph lowered;
     std::string opset, opsetReason;
     bool random() const {
-      return std::any_of(lowered.inputs.begin(), lowered.inputs.end(), [](const Port& p) { return p.meta.contains("random"); });
+      return std::any_of(lowered.inputs.begin(), lowered.inputs.end(), [](const Port& p) { return !p.random.empty(); });
     }
     std::unique_ptr<Jit> jit;
     std::string stage, error;
@@ -208,7 +216,7 @@ class CompileCheck {
   Prepared& prepare(const std::string& event, GraphCheck* g) {
     auto it = prepared_.find(event);
     if (it != prepared_.end()) {
-      if (g) g->nodes = it->second.lowered.nodes, g->issues = it->second.lowered.issues, g->operators = operators(it->second.ir);
+      if (g) g->nodes = it->second.lowered.nodes, g->issues = it->second.lowered.issues, g->operators = it->second.ir.operatorCounts();
       if (g) g->opset = it->second.opset, g->opsetReason = it->second.opsetReason;
       return it->second;
     }
@@ -223,7 +231,7 @@ class CompileCheck {
     p.lowered = std::move(chosen.lowered);
     p.opset = chosen.opset;
     p.opsetReason = chosen.reason;
-    if (g) g->lowerSeconds = since(start), g->nodes = p.lowered.nodes, g->issues = p.lowered.issues, g->operators = operators(p.ir);
+    if (g) g->lowerSeconds = since(start), g->nodes = p.lowered.nodes, g->issues = p.lowered.issues, g->operators = p.ir.operatorCounts();
     if (g) g->opset = p.opset, g->opsetReason = p.opsetReason;
     if (!p.lowered.complete()) return p;
     start = Clock::now();
@@ -249,29 +257,14 @@ class CompileCheck {
 
   // Outputs that are an empty tensor as created (aten::empty*, new_empty*): their elements are
   // whatever memory held, in PyTorch and in MLIR alike.
-  static std::set<size_t> uninitializedOutputs(const json& ir) {
+  static std::set<size_t> uninitializedOutputs(const Graph& ir) {
     std::set<std::string> empties;
-    for (const json& node : ir.value("nodes", json::array())) {
-      std::string target = node.value("target", "");
-      if (target.rfind("aten::empty", 0) == 0 || target.rfind("aten::new_empty", 0) == 0) empties.insert(node.value("name", ""));
-    }
+    for (const Node& node : ir.nodes)
+      if (node.target.rfind("aten::empty", 0) == 0 || node.target.rfind("aten::new_empty", 0) == 0) empties.insert(node.name);
     std::set<size_t> out;
-    const json* output = nullptr;
-    for (const json& node : ir.value("nodes", json::array()))
-      if (node.value("op", "") == "output") output = &node;
-    if (!output || !output->contains("args") || (*output)["args"].empty()) return out;
-    json items = (*output)["args"][0];
-    if (items.is_object() && items.contains("tuple")) items = items["tuple"];
-    if (!items.is_array()) items = json::array({items});
+    std::vector<Argument> items = ir.returned();
     for (size_t i = 0; i < items.size(); ++i)
-      if (items[i].is_object() && items[i].contains("ref") && empties.count(items[i]["ref"].get<std::string>())) out.insert(i);
-    return out;
-  }
-
-  static std::map<std::string, int> operators(const json& ir) {
-    std::map<std::string, int> out;
-    for (const json& node : ir.value("nodes", json::array()))
-      if (node.value("op", "") == "call_function") out[node.value("target", "?")]++;
+      if (items[i].kind == Argument::Kind::Ref && empties.count(items[i].text)) out.insert(i);
     return out;
   }
 
@@ -284,7 +277,7 @@ class CompileCheck {
     for (const Port& port : p.lowered.outputs) {
       outputs.push_back(port.result >= 0 ? results[static_cast<size_t>(port.result)] : HostValue());
       // MLIR spells uint8 and int8 alike (i8): the graph's dtype says which the bytes are.
-      if (outputs.back().kind == HostValue::Kind::Tensor && port.meta.is_object() && port.meta.value("dtype", "") == "uint8")
+      if (outputs.back().kind == HostValue::Kind::Tensor && port.meta.isTensor() && port.meta.tensor.dtype == "uint8")
         outputs.back().dtype = DType::U8;
     }
     return outputs;
@@ -295,24 +288,24 @@ class CompileCheck {
   void checkSizes(const Prepared& p, const std::vector<HostValue>& inputs) const {
     Symbols symbols;
     for (size_t i = 0; i < p.lowered.inputs.size() && i < inputs.size(); ++i) {
-      const json& meta = p.lowered.inputs[i].meta;
-      if (meta.contains("sym") && meta["sym"].is_string() && inputs[i].kind == HostValue::Kind::Int)
-        symbols.emplace(meta["sym"].get<std::string>(), inputs[i].integer);
-      if (meta.contains("shape"))
-        for (size_t d = 0; d < meta["shape"].size() && d < inputs[i].shape.size(); ++d)
-          if (meta["shape"][d].is_string()) symbols.emplace(meta["shape"][d].get<std::string>(), inputs[i].shape[d]);
+      const ValueMeta& meta = p.lowered.inputs[i].meta;
+      if (meta.kind == ValueMeta::Kind::Symbolic && inputs[i].kind == HostValue::Kind::Int) symbols.emplace(meta.sym, inputs[i].integer);
+      if (meta.isTensor())
+        for (size_t d = 0; d < meta.tensor.shape.size() && d < inputs[i].shape.size(); ++d)
+          if (!meta.tensor.shape[d].isStatic()) symbols.emplace(meta.tensor.shape[d].expr, inputs[i].shape[d]);
     }
     for (size_t i = 0; i < p.lowered.inputs.size() && i < inputs.size(); ++i) {
-      const json& meta = p.lowered.inputs[i].meta;
-      if (!meta.contains("shape")) continue;
-      if (meta["shape"].size() != inputs[i].shape.size())
-        throw StoreError("input " + p.lowered.inputs[i].name + " has rank " + std::to_string(inputs[i].shape.size()) + ", the graph takes " + std::to_string(meta["shape"].size()));
-      for (size_t d = 0; d < meta["shape"].size(); ++d) {
-        const json& want = meta["shape"][d];
-        int64_t expect = want.is_number_integer() ? want.get<int64_t>() : evaluate(want.get<std::string>(), symbols);
+      const ValueMeta& meta = p.lowered.inputs[i].meta;
+      if (!meta.isTensor()) continue;
+      const std::vector<Dimension>& shape = meta.tensor.shape;
+      if (shape.size() != inputs[i].shape.size())
+        throw StoreError("input " + p.lowered.inputs[i].name + " has rank " + std::to_string(inputs[i].shape.size()) + ", the graph takes " + std::to_string(shape.size()));
+      for (size_t d = 0; d < shape.size(); ++d) {
+        const Dimension& want = shape[d];
+        int64_t expect = want.isStatic() ? want.size : evaluate(want.expr, symbols);
         if (expect != inputs[i].shape[d])
           throw StoreError("input " + p.lowered.inputs[i].name + " dim " + std::to_string(d) + " is " + std::to_string(inputs[i].shape[d]) +
-                           " where the graph needs " + (want.is_string() ? want.get<std::string>() + " = " : "") + std::to_string(expect));
+                           " where the graph needs " + (want.isStatic() ? "" : want.expr + " = ") + std::to_string(expect));
       }
     }
     for (const auto& [symbol, range] : ranges_) {
@@ -325,11 +318,11 @@ class CompileCheck {
 
   std::vector<HostValue> sampleInputs(const Prepared& p) {
     std::vector<HostValue> values;
-    for (const Feed& feed : samples_.feeds(p.ir)) {
-      if (feed.kind == Feed::Kind::Missing) throw StoreError(feed.missing);
-      if (feed.kind == Feed::Kind::ForwardOutput) {
+    for (const FedValue& feed : samples_.feeds(p.ir)) {
+      if (feed.kind == FedValue::Kind::Missing) throw StoreError(feed.missing);
+      if (feed.kind == FedValue::Kind::ForwardOutput) {
         values.push_back(forwardOutputs().at(feed.index));
-      } else if (feed.kind == Feed::Kind::Zeros) {  // a gradient that never flowed
+      } else if (feed.kind == FedValue::Kind::Zeros) {  // a gradient that never flowed
         const HostValue& like = forwardOutputs().at(feed.index);
         values.push_back(HostValue::tensor(like.dtype, like.shape));
       } else {
@@ -362,8 +355,8 @@ class CompileCheck {
     std::string graph = event == "aot_backward_graph" ? "backward" : event == "aot_inference_graph" ? "inference" : "forward";
     // At the capture's sizes, the stored samples where there are any (what is not stored is
     // filled); at other sizes, or without samples, random inputs.
-    std::vector<Feed> feeds = samples_.feeds(p.ir);
-    bool samples = opt_.sizes.empty() && std::none_of(feeds.begin(), feeds.end(), [](const Feed& f) { return f.kind == Feed::Kind::Missing; });
+    std::vector<FedValue> feeds = samples_.feeds(p.ir);
+    bool samples = opt_.sizes.empty() && std::none_of(feeds.begin(), feeds.end(), [](const FedValue& f) { return f.kind == FedValue::Kind::Missing; });
     TempFile dump, report;
     std::vector<std::string> argv = {opt_.runner, opt_.store, compile_.id.str(), "--graph", graph, "--inputs", samples ? "samples" : "random",
                                      "--seed", std::to_string(opt_.seed), "--dump-raw", dump.path, "--json"};
@@ -381,11 +374,11 @@ class CompileCheck {
     }
     for (const RawValue& r : file.inputs) inputs->push_back(fromRaw(r));
     for (const Port& port : p.lowered.inputs) {  // what each random node drew, as the lowered function's extra inputs
-      if (!port.meta.contains("random")) continue;
-      auto drawn = std::find_if(file.random.begin(), file.random.end(), [&](const auto& r) { return r.first == port.meta["random"]; });
-      size_t output = port.meta.value("output", 0);
+      if (port.random.empty()) continue;
+      auto drawn = std::find_if(file.random.begin(), file.random.end(), [&](const auto& r) { return r.first == port.random; });
+      size_t output = port.randomOutput;
       if (drawn == file.random.end() || output >= drawn->second.size())
-        throw StoreError("replay-run did not hand over what " + port.meta["random"].get<std::string>() + " drew");
+        throw StoreError("replay-run did not hand over what " + port.random + " drew");
       inputs->push_back(fromRaw(drawn->second[output]));
     }
     for (size_t i = 0; i < file.outputs.size(); ++i) {
@@ -408,25 +401,20 @@ class CompileCheck {
 
 std::map<std::string, std::pair<int64_t, int64_t>> symbolRanges(const Job& job, const Compile& compile) {
   std::map<std::string, std::pair<int64_t, int64_t>> out;
-  if (compile.symbolsKey.empty()) return out;
-  json table = json::parse(job.text(compile.symbolsKey), nullptr, false);
-  if (!table.is_array()) return out;
-  auto bound = [](const json& b, int64_t infinite) { return b.is_number_integer() ? b.get<int64_t>() : infinite; };
-  for (const json& s : table) {
-    if (!s.is_object() || !s.contains("symbol") || !s.contains("range") || !s["range"].is_array() || s["range"].size() != 2) continue;
-    out[s["symbol"].get<std::string>()] = {bound(s["range"][0], INT64_MIN), bound(s["range"][1], INT64_MAX)};
-  }
+  Result<std::vector<SymbolEntry>> table = readSymbols(job, compile);
+  if (!table.isOk()) return out;
+  for (const SymbolEntry& s : *table)
+    if (s.ranged) out[s.symbol] = {s.low.value_or(INT64_MIN), s.high.value_or(INT64_MAX)};
   return out;
 }
 
-std::map<std::string, std::string> constantBytes(const Job& job, const json& ir) {
+std::map<std::string, std::string> constantBytes(const Job& job, const Graph& ir) {
   std::map<std::string, std::string> out;
-  if (ir.contains("constants") && ir["constants"].is_object())
-    for (const auto& [name, entry] : ir["constants"].items())
-      if (entry.is_object() && entry.contains("blob") && entry["blob"].is_string()) {
-        Result<std::string> bytes = job.blob(entry["blob"].get<std::string>());
-        if (bytes.isOk() && bytes->size() == entry.value("bytes", bytes->size())) out[name] = std::move(*bytes);
-      }
+  for (const auto& [name, c] : ir.constants) {
+    if (c.blob.empty()) continue;
+    Result<std::string> bytes = job.blob(c.blob);
+    if (bytes.isOk() && bytes->size() == c.bytes.value_or(bytes->size())) out[name] = std::move(*bytes);
+  }
   return out;
 }
 
@@ -448,32 +436,32 @@ ChosenGraph lowerStoredGraph(const Job& job, const Compile& compile, const std::
                                                        : "the store has no Core ATen decomposition of it (captured without one)";
     return out;
   }
-  json coreIr = json::parse(job.text(core->second), nullptr, false);
-  if (!coreIr.is_object()) {
-    out.reason = "its Core ATen decomposition is not readable JSON";
+  Result<Graph> coreIr = readGraph(job, core->second);
+  if (!coreIr.isOk()) {
+    out.reason = "its Core ATen decomposition is not readable: " + coreIr.status().message();
     return out;
   }
-  lo.constants = constantBytes(job, coreIr);
-  LoweredGraph coreLowered = lowerGraph(coreIr, lo);
+  lo.constants = constantBytes(job, *coreIr);
+  LoweredGraph coreLowered = lowerGraph(*coreIr, lo);
   if (coreLowered.issues.size() >= out.lowered.issues.size()) {
     out.reason = "its Core ATen decomposition leaves as many nodes unlowered";
     return out;
   }
   out.reason = "no lowering for " + ops + ": lowered its Core ATen decomposition";
-  out.ir = std::move(coreIr);
+  out.ir = std::move(*coreIr);
   out.lowered = std::move(coreLowered);
   out.opset = "core_aten";
   return out;
 }
 
-std::pair<std::string, json> graphIr(const Job& job, const Compile& compile, const std::string& graph) {
+std::pair<std::string, Graph> graphIr(const Job& job, const Compile& compile, const std::string& graph) {
   std::vector<std::string> candidates = eventsNamed(graph);
   for (const std::string& event : candidates) {
     auto found = compile.graphIrs.find(event);
     if (found == compile.graphIrs.end()) continue;
-    json ir = json::parse(job.text(found->second), nullptr, false);
-    if (!ir.is_object()) throw std::runtime_error("the IR of " + event + " in compile " + compile.id.str() + " is not readable JSON");
-    return {event, ir};
+    Result<Graph> ir = readGraph(job, found->second);
+    if (!ir.isOk()) throw std::runtime_error("the IR of " + event + " in compile " + compile.id.str() + " is not readable: " + ir.status().message());
+    return {event, std::move(*ir)};
   }
   std::string have;
   for (const auto& [name, key] : compile.graphIrs) have += (have.empty() ? "" : ", ") + name;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 
 #include "dynrep/replay/mlir/check.h"
 #include "dynrep/replay/query/sizes.h"
@@ -76,9 +77,13 @@ int mlirCommand(const MlirRequest& r, std::ostream& out, std::ostream& err) {
 
 int lowerIrCommand(const MlirRequest& r, std::ostream& out, std::ostream& err) {
   std::ifstream file(r.store);
-  json ir = json::parse(file, nullptr, false);
-  if (!file.is_open() || !ir.is_object()) {
+  if (!file.is_open()) {
     err << "replay-mlir lower-ir: " << r.store << " is not a readable graph IR (JSON)\n";
+    return 2;
+  }
+  Result<Graph> ir = parseGraph(std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()));
+  if (!ir.isOk()) {
+    err << "replay-mlir lower-ir: " << r.store << ": " << ir.status().message() << "\n";
     return 2;
   }
   std::optional<Library> library;
@@ -87,7 +92,7 @@ int lowerIrCommand(const MlirRequest& r, std::ostream& out, std::ostream& err) {
   LoweredGraph lowered;
   try {
     if (!r.library.empty()) library = loadLibrary(r.library), options.library = &*library;
-    lowered = lowerGraph(ir, options);
+    lowered = lowerGraph(*ir, options);
   } catch (const std::exception& e) {
     err << "replay-mlir lower-ir: " << e.what() << "\n";
     return 2;

@@ -5,40 +5,36 @@
 
 namespace dynrep::replay::lowering {
 
-using nlohmann::json;
-
 namespace {
 
 // The innermost module the node runs in: "blocks.0.fc1 (torch.nn.modules.linear.Linear)", or "".
-std::string scope(const json& node) {
-  if (!node.contains("scope") || !node["scope"].is_array() || node["scope"].empty()) return "";
-  const json& inner = node["scope"].back();
-  return inner.value("path", "") + " (" + inner.value("class", "") + ")";
+std::string scope(const Node& node) {
+  if (node.scope.empty()) return "";
+  return node.scope.back().path + " (" + node.scope.back().className + ")";
 }
 
 }  // namespace
 
-std::string nodeLocation(const json& node) {
-  std::string name = mlirString(node.value("name", ""));
+std::string nodeLocation(const Node& node) {
+  std::string name = mlirString(node.name);
   std::vector<std::string> parts;
-  if (node.contains("location")) {
-    const json& l = node["location"];
-    parts.push_back(mlirString(l.value("file", "?")) + ":" + std::to_string(l.value("line", 0)) + ":0");
+  if (node.location) {
+    const SourceLocation& l = *node.location;
+    parts.push_back(mlirString(l.file.empty() ? "?" : l.file) + ":" + std::to_string(l.line) + ":0");
   }
   if (std::string s = scope(node); !s.empty()) parts.push_back(mlirString(s));
   if (parts.empty()) return "loc(" + name + ")";
   return "loc(fused<" + name + ">[" + join(parts) + "])";
 }
 
-NodeIssue nodeIssue(const json& ir, const json& node, const std::string& message) {
+NodeIssue nodeIssue(const Graph& ir, const Node& node, const std::string& message) {
   NodeIssue i;
-  i.node = node.value("name", "");
-  i.op = node.value("target", node.value("op", ""));
-  const json& schemas = ir.value("schemas", json::object());
-  if (schemas.contains(i.op)) i.schema = schemas[i.op].value("text", "");
-  if (node.contains("location")) {
-    const json& l = node["location"];
-    i.line = l.value("file", "") + ":" + std::to_string(l.value("line", 0)) + "  " + l.value("code", "");
+  i.node = node.name;
+  i.op = node.what();
+  if (auto s = ir.schemas.find(i.op); s != ir.schemas.end()) i.schema = s->second.text;
+  if (node.location) {
+    const SourceLocation& l = *node.location;
+    i.line = l.file + ":" + std::to_string(l.line) + "  " + l.code;
   }
   i.scope = scope(node);
   i.message = message;

@@ -4,17 +4,15 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "dynrep/replay/mlir/lower.h"
 
 namespace dynrep::replay::lowering {
 
 // loc(fused<"node">["user_file.py":LINE:0, "module.path (Class)"]), or loc("node") without either.
-std::string nodeLocation(const nlohmann::json& node);
+std::string nodeLocation(const Node& node);
 
 // The report for a node that was not lowered: its operator and schema, user line and scope.
-NodeIssue nodeIssue(const nlohmann::json& ir, const nlohmann::json& node, const std::string& message);
+NodeIssue nodeIssue(const Graph& ir, const Node& node, const std::string& message);
 
 // aot_forward_graph -> forward (the lowered func.func's name).
 std::string functionName(const std::string& event);

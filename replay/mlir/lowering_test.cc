@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "dynrep/replay/mlir/lower.h"
+#include "dynrep/replay/query/graph_ir.h"
 #include "replay/mlir/engine.h"
 
 namespace dynrep::replay::lowering {
@@ -13,8 +14,15 @@ namespace {
 
 using nlohmann::json;
 
+// The document, parsed as every reader gets it (parseGraph).
+Graph parsed(const json& document) {
+  Result<Graph> g = parseGraph(document);
+  if (!g.isOk()) throw std::invalid_argument(g.status().message());
+  return std::move(*g);
+}
+
 // relu(x) + y over x: [s0, 4] and y: [4], with the schemas capture stores.
-json graph(const std::string& reluTarget) {
+json graphDocument(const std::string& reluTarget) {
   return json::parse(R"IR({
     "format": 2, "graph": "aot_inference_graph",
     "nodes": [
@@ -35,13 +43,14 @@ json graph(const std::string& reluTarget) {
   })IR");
 }
 
+Graph graph(const std::string& reluTarget) { return parsed(graphDocument(reluTarget)); }
+
 TEST(Lowering, RefusesWhatIsNotGraphIrFormat2) {
   LowerOptions options;
-  EXPECT_THROW(lowerGraph(json::array(), options), std::invalid_argument);
-  json format1 = graph("aten::relu.default");
+  json format1 = graphDocument("aten::relu.default");
   format1["format"] = 1;
   try {
-    lowerGraph(format1, options);
+    lowerGraph(parsed(format1), options);
     FAIL() << "format 1 was lowered";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("format 1"), std::string::npos) << e.what();
@@ -70,12 +79,21 @@ TEST(Lowering, AnOperatorWithoutLoweringIsReportedAndTheRestStillVerifies) {
   EXPECT_NO_THROW(Module::parse(g.text));
 }
 
-TEST(Lowering, AMissingInputIsReportedNotThrown) {
-  json ir = graph("aten::relu.default");
-  ir["nodes"][2]["args"][0] = {{"ref", "nowhere"}};
-  LoweredGraph g = lowerGraph(ir, LowerOptions{});
+TEST(Lowering, AnInputOfAnotherDtypeIsReportedNotThrown) {
+  json ir = graphDocument("aten::relu.default");
+  ir["nodes"][1]["outputs"][0]["dtype"] = "complex32";
+  LoweredGraph g = lowerGraph(parsed(ir), LowerOptions{});
   ASSERT_FALSE(g.complete());
-  EXPECT_NE(g.issues[0].message.find("uses nowhere, which was not lowered"), std::string::npos) << g.issues[0].message;
+  EXPECT_EQ(g.issues[0].node, "y");
+  EXPECT_EQ(g.issues[0].message, "dtype complex32 is not lowered");
+}
+
+TEST(Lowering, AReferenceToNoNodeIsRefusedBeforeLowering) {
+  json ir = graphDocument("aten::relu.default");
+  ir["nodes"][2]["args"][0] = {{"ref", "nowhere"}};
+  Result<Graph> g = parseGraph(ir);
+  ASSERT_FALSE(g.isOk());
+  EXPECT_EQ(g.status().message(), "graph ir: node 2 (r): args[0]: uses unknown node 'nowhere'");
 }
 
 TEST(Lowering, UnparsableTextGetsMlirsDiagnostic) {

@@ -8,15 +8,14 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "dynrep/replay/query/graph_ir.h"
 #include "emitter.h"
 
 namespace dynrep::replay::lowering {
 
 struct OpCall {
   Emitter& e;
-  const nlohmann::json& node;
+  const Node& node;
   std::string target;              // aten::addmm.default
   std::vector<std::string> names;  // schema argument names
   std::vector<std::string> types;  // schema argument types: Tensor, int[2], Scalar, ...

@@ -16,8 +16,6 @@ namespace dynrep::replay::lowering {
 
 namespace {
 
-using nlohmann::json;
-
 bool plainSymbol(const std::string& s) {
   if (s.empty() || !std::isalpha(static_cast<unsigned char>(s[0]))) return false;
   for (char c : s)
@@ -54,24 +52,23 @@ std::string elementOf(const std::string& listType) {
 
 class GraphLowering {
  public:
-  GraphLowering(const json& ir, const LowerOptions& options) : ir_(ir), opt_(options) {}
+  GraphLowering(const Graph& ir, const LowerOptions& options) : ir_(ir), opt_(options) {}
 
   LoweredGraph run() {
-    out_.event = ir_.value("graph", "graph");
+    out_.event = ir_.event.empty() ? "graph" : ir_.event;
     out_.function = functionName(out_.event);
     std::string signature = arguments();
     entryChecks();
-    for (const json& node : ir_["nodes"]) {
-      std::string op = node.value("op", "");
-      if (op == "call_function") {
+    for (const Node& node : ir_.nodes) {
+      if (node.is(Node::Op::CallFunction)) {
         out_.nodes++;
-        if (!drawn_.count(node.value("name", ""))) lowerNode(node);
-      } else if (op == "get_attr") {
+        if (!drawn_.count(node.name)) lowerNode(node);
+      } else if (node.is(Node::Op::GetAttr)) {
         constant(node);
-      } else if (op == "output") {
+      } else if (node.is(Node::Op::Output)) {
         returns(node);
-      } else if (op != "placeholder") {
-        issue(node, "a " + op + " node: only aten graphs (AOTAutograd's) are lowered");
+      } else if (!node.is(Node::Op::Placeholder)) {
+        issue(node, "a " + node.opName + " node: only aten graphs (AOTAutograd's) are lowered");
       }
     }
     std::string module = moduleOpening(out_, opt_, signature, resultTypes_);
@@ -85,38 +82,42 @@ class GraphLowering {
   }
 
  private:
-  static TensorType tensorType(const json& meta) {
+  static TensorType tensorType(const TensorMeta& meta) {
     TensorType t;
-    auto dtype = parseDType(meta.value("dtype", ""));
-    if (!dtype) throw Unsupported("dtype " + meta.value("dtype", "?") + " is not lowered");
+    auto dtype = parseDType(meta.dtype);
+    if (!dtype) throw Unsupported("dtype " + (meta.dtype.empty() ? std::string("?") : meta.dtype) + " is not lowered");
     t.dtype = *dtype;
-    for (const json& d : meta.value("shape", json::array())) {
+    for (const Dimension& d : meta.shape) {
       Dim dim;
-      if (d.is_number_integer()) dim.size = d.get<int64_t>();
-      else dim.expr = d.is_string() ? d.get<std::string>() : d.dump();
+      if (d.isStatic()) dim.size = d.size;
+      else dim.expr = d.expr;
       t.dims.push_back(dim);
     }
     return t;
   }
+  static TensorType tensorType(const ValueMeta& meta) {
+    if (!meta.isTensor()) throw Unsupported("dtype ? is not lowered");
+    return tensorType(meta.tensor);
+  }
 
-  void issue(const json& node, const std::string& message) { out_.issues.push_back(nodeIssue(ir_, node, message)); }
+  void issue(const Node& node, const std::string& message) { out_.issues.push_back(nodeIssue(ir_, node, message)); }
 
   std::string arguments() {
     std::string signature;
     int n = 0;
-    for (const json& node : ir_["nodes"]) {
-      if (node.value("op", "") != "placeholder") continue;
-      const json& meta = node.value("outputs", json::array()).empty() ? json() : node["outputs"][0];
+    for (const Node* placeholder : ir_.placeholders()) {
+      const Node& node = *placeholder;
+      const ValueMeta meta = node.meta() ? *node.meta() : ValueMeta{};
       std::string arg = "%arg" + std::to_string(n++);
-      Port port{node.value("name", ""), "", meta, -1};
-      if (meta.contains("sym")) {
-        std::string kind = meta.value("type", "int");
+      Port port{node.name, "", meta, -1};
+      if (meta.kind == ValueMeta::Kind::Symbolic) {
+        const std::string& kind = meta.symType;
         Value::Kind k = kind == "float" ? Value::Kind::Float : kind == "bool" ? Value::Kind::Bool : Value::Kind::Int;
         port.type = k == Value::Kind::Float ? "f64" : k == Value::Kind::Bool ? "i1" : "i64";
         values_[port.name] = Value::scalar(k, arg);
-        std::string expr = meta["sym"].is_string() ? meta["sym"].get<std::string>() : "";
+        const std::string& expr = meta.sym;
         if (k == Value::Kind::Int && plainSymbol(expr) && !e_.bound(expr)) e_.bindSymbol(expr, e_.toIndex(arg));
-      } else if (meta.contains("dtype")) {
+      } else if (meta.isTensor()) {
         try {
           TensorType t = tensorType(meta);
           port.type = t.str();
@@ -147,15 +148,15 @@ class GraphLowering {
   // A node that draws random numbers takes its outputs as extra arguments after the graph's
   // inputs (random_ops.h): port "node#i" with the output's description and "random": node.
   void randomArguments(std::string* signature, int n) {
-    for (const json& node : ir_["nodes"]) {
+    for (const Node& node : ir_.nodes) {
       if (!drawsRandom(node)) continue;
       std::vector<Value> items;
-      int position = 0;
-      for (const json& meta : node.value("outputs", json::array())) {
+      size_t position = 0;
+      for (const ValueMeta& meta : node.outputs) {
         std::string arg = "%arg" + std::to_string(n++);
-        Port port{node.value("name", "") + "#" + std::to_string(position), "", meta, -1};
-        port.meta["random"] = node.value("name", "");
-        port.meta["output"] = position++;
+        Port port{node.name + "#" + std::to_string(position), "", meta, -1};
+        port.random = node.name;
+        port.randomOutput = position++;
         try {
           TensorType t = tensorType(meta);
           port.type = t.str();
@@ -167,8 +168,8 @@ class GraphLowering {
         out_.inputs.push_back(port);
         *signature += ", " + arg + ": " + port.type + " {bufferization.writable = false}";
       }
-      values_[node.value("name", "")] = items.size() == 1 ? items[0] : Value::list(items);
-      drawn_.insert(node.value("name", ""));
+      values_[node.name] = items.size() == 1 ? items[0] : Value::list(items);
+      drawn_.insert(node.name);
     }
   }
 
@@ -189,7 +190,8 @@ class GraphLowering {
           e_.line(ok + " = arith.cmpi eq, " + have + ", " + want + " : index");
           e_.line("cf.assert " + ok + ", " + mlirString("input " + port.name + " dim " + std::to_string(d) + " must be " + dim.expr));
         } catch (const Unsupported& u) {
-          json fake = {{"name", port.name}, {"op", "placeholder"}};
+          Node fake;
+          fake.name = port.name, fake.op = Node::Op::Placeholder, fake.opName = "placeholder";
           issue(fake, u.what());
         }
       }
@@ -208,62 +210,54 @@ class GraphLowering {
     }
   }
 
-  Value resolve(const json& arg, const std::string& type) {
-    if (arg.is_null()) return Value();
-    if (arg.is_boolean()) return Value::boolean(arg.get<bool>());
-    if (arg.is_number_integer()) {
-      if (type.rfind("float", 0) == 0) return Value::real(static_cast<double>(arg.get<int64_t>()));
-      return Value::integer(arg.get<int64_t>());
+  Value resolve(const Argument& arg, const std::string& type) {
+    using K = Argument::Kind;
+    switch (arg.kind) {
+      case K::None:
+        return Value();
+      case K::Bool:
+        return Value::boolean(arg.boolean);
+      case K::Int:
+        if (type.rfind("float", 0) == 0) return Value::real(static_cast<double>(arg.integer));
+        return Value::integer(arg.integer);
+      case K::Float:
+        return Value::real(arg.real);
+      case K::String: case K::DType: case K::Layout: case K::MemoryFormat: case K::Device: {
+        Value v;
+        v.kind = Value::Kind::Text;
+        v.text = arg.text;
+        return v;
+      }
+      case K::List: case K::Tuple: {
+        std::vector<Value> items;
+        for (const Argument& item : arg.items) items.push_back(resolve(item, elementOf(type)));
+        return Value::list(std::move(items));
+      }
+      case K::Ref: {
+        auto it = values_.find(arg.text);
+        if (it == values_.end()) throw Unsupported("uses " + arg.text + ", which was not lowered");
+        return it->second;
+      }
+      case K::Sym:
+        return Value::scalar(Value::Kind::Int, e_.fromIndex(e_.symbolValue(arg.text)));
+      case K::Slice: case K::Ellipsis: case K::Complex: case K::Callable: case K::Repr: case K::Expr: case K::Enum:
+        break;
     }
-    if (arg.is_number()) return Value::real(arg.get<double>());
-    if (arg.is_string()) {
-      Value v;
-      v.kind = Value::Kind::Text;
-      v.text = arg.get<std::string>();
-      return v;
-    }
-    if (arg.is_array()) {
-      std::vector<Value> items;
-      for (const json& item : arg) items.push_back(resolve(item, elementOf(type)));
-      return Value::list(std::move(items));
-    }
-    if (!arg.is_object() || arg.empty()) throw Unsupported("an argument of unknown form: " + arg.dump());
-    const std::string key = arg.begin().key();
-    const json& v = arg.begin().value();
-    if (key == "ref") {
-      auto it = values_.find(v.get<std::string>());
-      if (it == values_.end()) throw Unsupported("uses " + v.get<std::string>() + ", which was not lowered");
-      return it->second;
-    }
-    if (key == "tuple") return resolve(v, type);
-    if (key == "float") {
-      std::string t = v.get<std::string>();
-      return Value::real(t == "nan" ? std::nan("") : t == "-inf" ? -HUGE_VAL : HUGE_VAL);
-    }
-    if (key == "dtype" || key == "layout" || key == "memory_format" || key == "device") {
-      Value out;
-      out.kind = Value::Kind::Text;
-      out.text = v.is_string() ? v.get<std::string>() : v.dump();
-      return out;
-    }
-    if (key == "sym") {
-      return Value::scalar(Value::Kind::Int, e_.fromIndex(e_.symbolValue(v.get<std::string>())));
-    }
-    throw Unsupported("a " + key + " argument is not lowered");
+    throw Unsupported("a " + arg.key() + " argument is not lowered");
   }
 
-  void bindOutput(const json& node, Value value) {
-    const json& metas = node.value("outputs", json::array());
-    auto fix = [&](Value& v, const json& meta) {
-      if (v.isTensor() && meta.contains("dtype")) {
+  void bindOutput(const Node& node, Value value) {
+    const std::vector<ValueMeta>& metas = node.outputs;
+    auto fix = [&](Value& v, const ValueMeta& meta) {
+      if (v.isTensor() && meta.isTensor()) {
         TensorType want = tensorType(meta);
         if (want.str() != v.type.str()) {
           if (want.dtype != v.type.dtype || want.rank() != v.type.rank())
             throw Unsupported("the lowering produced " + v.type.str() + " where the IR says " + want.str());
           v = Value::tensor(e_.cast(v, want), want);
         }
-      } else if (v.kind == Value::Kind::Int && meta.contains("sym") && meta["sym"].is_string()) {
-        std::string expr = meta["sym"].get<std::string>();
+      } else if (v.kind == Value::Kind::Int && meta.kind == ValueMeta::Kind::Symbolic) {
+        const std::string& expr = meta.sym;
         if (plainSymbol(expr) && !e_.bound(expr)) {
           e_.bindSymbol(expr, e_.toIndex(v.isConst() ? e_.scalars().constant(v.number, DType::I64) : v.ssa));
         }
@@ -273,35 +267,33 @@ class GraphLowering {
       for (size_t i = 0; i < metas.size(); ++i) fix(value.items[i], metas[i]);
     else if (metas.size() == 1)
       fix(value, metas[0]);
-    values_[node.value("name", "")] = std::move(value);
+    values_[node.name] = std::move(value);
   }
 
-  OpCall call(const json& node, const std::string& target) {
+  OpCall call(const Node& node, const std::string& target) {
     OpCall c{e_, node, target, {}, {}, {}, {}};
-    const json& schemas = ir_.value("schemas", json::object());
-    if (!schemas.contains(target) || !schemas[target].contains("arguments"))
-      throw Unsupported("the IR has no schema for " + target);
-    const json& args = node.value("args", json::array());
-    const json& kwargs = node.value("kwargs", json::object());
-    const json& params = schemas[target]["arguments"];
-    for (size_t i = 0; i < params.size(); ++i) {
-      std::string name = params[i].value("name", ""), type = params[i].value("type", "");
+    const Schema* schema = ir_.schema(target);
+    if (!schema) throw Unsupported("the IR has no schema for " + target);
+    const std::vector<Argument>& args = node.args;
+    for (size_t i = 0; i < schema->arguments.size(); ++i) {
+      const SchemaArgument& param = schema->arguments[i];
+      const std::string &name = param.name, &type = param.type;
       c.names.push_back(name);
       c.types.push_back(type);
-      if (i < args.size() && !params[i].value("kwarg_only", false)) c.args.push_back(resolve(args[i], type));
-      else if (kwargs.contains(name)) c.args.push_back(resolve(kwargs[name], type));
-      else if (params[i].contains("default")) c.args.push_back(parseDefault(params[i]["default"].is_string() ? params[i]["default"].get<std::string>() : params[i]["default"].dump(), type));
+      auto kwarg = node.kwargs.find(name);
+      if (i < args.size() && !param.kwargOnly) c.args.push_back(resolve(args[i], type));
+      else if (kwarg != node.kwargs.end()) c.args.push_back(resolve(kwarg->second, type));
+      else if (param.defaultValue) c.args.push_back(parseDefault(*param.defaultValue, type));
       else throw Unsupported("argument '" + name + "' has no value and no default");
     }
-    for (const json& meta : node.value("outputs", json::array()))
-      c.outs.push_back(meta.contains("dtype") ? tensorType(meta) : TensorType{});
+    for (const ValueMeta& meta : node.outputs) c.outs.push_back(meta.isTensor() ? tensorType(meta) : TensorType{});
     return c;
   }
 
   // Lowers one node at its location, whole or not at all: on failure its partial text (which
   // may leave a linalg.generic region open) is dropped, the node reported and stood in for.
   template <typename F>
-  void guarded(const json& node, const std::string& target, F lower) {
+  void guarded(const Node& node, const std::string& target, F lower) {
     e_.setLocation(nodeLocation(node));
     Emitter::Checkpoint mark = e_.checkpoint();
     try {
@@ -318,8 +310,8 @@ class GraphLowering {
     e_.setLocation("");
   }
 
-  void lowerNode(const json& node) {
-    std::string target = node.value("target", "");
+  void lowerNode(const Node& node) {
+    const std::string& target = node.target;
     guarded(node, target, [&] {
       if (runtimeAssert(node, target)) return;
       if (target.find("::") == std::string::npos) {
@@ -339,7 +331,7 @@ class GraphLowering {
   // The run-time checks PyTorch puts in graphs over symbols (deferred asserts on unbacked
   // sizes, ranges a size must be in) become cf.assert with PyTorch's message: a call the
   // graph was not compiled for fails with the reason, as the compiled code would.
-  bool runtimeAssert(const json& node, const std::string& target) {
+  bool runtimeAssert(const Node& node, const std::string& target) {
     if (target != "aten::_assert_scalar.default" && target != "aten::sym_constrain_range.default" &&
         target != "aten::sym_constrain_range_for_size.default" && target != "aten::_assert_async.msg")
       return false;
@@ -359,19 +351,19 @@ class GraphLowering {
       if (c.none(i)) continue;
       int64_t bound = c.integer(i);
       std::string ok = s.cmp(i == 1 ? "sge" : "sle", size, s.constant(static_cast<double>(bound), DType::I64), DType::I64);
-      e_.line("cf.assert " + ok + ", " + mlirString(node.value("name", "") + ": the size must be " + (i == 1 ? ">= " : "<= ") + std::to_string(bound)));
+      e_.line("cf.assert " + ok + ", " + mlirString(node.name + ": the size must be " + (i == 1 ? ">= " : "<= ") + std::to_string(bound)));
     }
     return true;
   }
 
   // A node that was not lowered becomes a call to an external function of the same types, so
   // what follows still lowers and the module still verifies (it is not run).
-  void standIn(const json& node, const std::string& target) {
+  void standIn(const Node& node, const std::string& target) {
     std::vector<std::string> types;
     std::vector<TensorType> tensorTypes;
     try {
-      for (const json& meta : node.value("outputs", json::array())) {
-        if (meta.contains("dtype")) {
+      for (const ValueMeta& meta : node.outputs) {
+        if (meta.isTensor()) {
           tensorTypes.push_back(tensorType(meta));
           types.push_back(tensorTypes.back().str());
         } else {
@@ -382,7 +374,7 @@ class GraphLowering {
     } catch (const Unsupported&) {
       return;  // its users are reported in turn
     }
-    std::string fn = "unsupported." + node.value("name", "");
+    std::string fn = "unsupported." + node.name;
     std::string results, names;
     for (size_t i = 0; i < types.size(); ++i) results += (i ? ", " : "") + types[i];
     declarations_.push_back("func.func private @" + mlirString(fn) + "() -> (" + results + ") attributes {dynrep.op = " + mlirString(target) + "}");
@@ -393,7 +385,7 @@ class GraphLowering {
       std::string ssa = types.size() > 1 ? base + "#" + std::to_string(i) : base;
       items.push_back(tensorTypes[i].dims.empty() && types[i] == "i64" ? Value::scalar(Value::Kind::Int, ssa) : Value::tensor(ssa, tensorTypes[i]));
     }
-    values_[node.value("name", "")] = items.size() == 1 ? items[0] : Value::list(items);
+    values_[node.name] = items.size() == 1 ? items[0] : Value::list(items);
   }
 
   Value libraryCall(OpCall& c) {
@@ -436,8 +428,8 @@ class GraphLowering {
   }
 
   // The Python-level nodes of aten graphs: tuple indexing and symbolic scalar arithmetic.
-  Value python(const json& node, const std::string& target) {
-    const json& args = node.value("args", json::array());
+  Value python(const Node& node, const std::string& target) {
+    const std::vector<Argument>& args = node.args;
     std::string name = target.substr(target.rfind('.') + 1);
     if (name == "getitem") {
       Value seq = resolve(args.at(0), "");
@@ -491,30 +483,29 @@ class GraphLowering {
   }
 
   // A graph constant as a dense literal of its stored bytes.
-  void constant(const json& node) {
-    std::string target = node.value("target", "");
-    const json& constants = ir_.value("constants", json::object());
+  void constant(const Node& node) {
+    const std::string& target = node.target;
     guarded(node, "get_attr", [&] {
-      if (!constants.contains(target)) throw Unsupported("constant " + target + " is not in the IR");
-      const json& entry = constants[target];
-      TensorType t = tensorType(entry);
+      auto found = ir_.constants.find(target);
+      if (found == ir_.constants.end()) throw Unsupported("constant " + target + " is not in the IR");
+      const Constant& entry = found->second;
+      if (!entry.tensor) throw Unsupported("dtype ? is not lowered");
+      TensorType t = tensorType(*entry.tensor);
       auto bytes = opt_.constants.find(target);
-      if (bytes == opt_.constants.end()) throw Unsupported("graph constant " + target + ": its data was not stored (" + entry.value("skipped", "no blob") + ")");
+      if (bytes == opt_.constants.end())
+        throw Unsupported("graph constant " + target + ": its data was not stored (" + (entry.skipped.empty() ? "no blob" : entry.skipped) + ")");
       for (const Dim& d : t.dims)
         if (!d.isStatic()) throw Unsupported("graph constant " + target + " has a symbolic shape");
       std::string name = e_.assign("cst", "arith.constant dense<\"0x" + hexBytes(bytes->second) + "\"> : " + t.str());
-      values_[node.value("name", "")] = Value::tensor(name, t);
+      values_[node.name] = Value::tensor(name, t);
     });
   }
 
-  void returns(const json& node) {
-    const json& args = node.value("args", json::array());
-    json items = args.empty() ? json::array() : args[0];
-    if (items.is_object() && items.contains("tuple")) items = items["tuple"];
-    if (!items.is_array()) items = json::array({items});
+  void returns(const Node& node) {
+    std::vector<Argument> items = ir_.returned();
     std::vector<std::string> ssa, types;
     for (size_t i = 0; i < items.size(); ++i) {
-      Port port{std::to_string(i), "", json(), -1};
+      Port port{std::to_string(i), "", ValueMeta{}, -1};
       Value v;
       try {
         v = resolve(items[i], "");
@@ -525,7 +516,8 @@ class GraphLowering {
       }
       if (v.isTensor()) {
         port.type = v.type.str();
-        port.meta = {{"dtype", dtypeName(v.type.dtype)}};  // MLIR's i8 is int8 or uint8: this says which
+        port.meta.kind = ValueMeta::Kind::Tensor;  // MLIR's i8 is int8 or uint8: the dtype says which
+        port.meta.tensor.dtype = dtypeName(v.type.dtype);
         ssa.push_back(v.ssa);
       } else if (v.isScalar()) {
         DType t = v.kind == Value::Kind::Float ? DType::F64 : v.kind == Value::Kind::Bool ? DType::Bool : DType::I64;
@@ -545,7 +537,7 @@ class GraphLowering {
     resultTypes_ = typeList;
   }
 
-  const json& ir_;
+  const Graph& ir_;
   const LowerOptions& opt_;
   Emitter e_;
   LoweredGraph out_;
@@ -558,10 +550,8 @@ class GraphLowering {
 
 }  // namespace
 
-LoweredGraph lowerGraph(const json& ir, const LowerOptions& options) {
-  if (!ir.is_object() || !ir.contains("nodes") || !ir["nodes"].is_array())
-    throw std::invalid_argument("not a graph IR (no node list)");
-  if (ir.value("format", 1) < 2)
+LoweredGraph lowerGraph(const Graph& ir, const LowerOptions& options) {
+  if (ir.format < 2)
     throw std::invalid_argument("graph IR format 1 (parsed from printed text, without schemas); capture the job again to lower it");
   if (options.dialect == Dialect::Torch) return lowerTorchDialect(ir, options);
   return GraphLowering(ir, options).run();

@@ -31,8 +31,6 @@ namespace dynrep::replay::lowering {
 
 namespace {
 
-using nlohmann::json;
-
 // Ops AOTAutograd emits that torch-mlir (2026-08) does not define, so they import as torch.operator.
 const std::set<std::string> kAtenMissing = {
     "_native_batch_norm_legit", "_native_batch_norm_legit.no_stats", "_native_batch_norm_legit_no_training",
@@ -135,24 +133,27 @@ struct NodeValue {
 
 class TorchLowering {
  public:
-  TorchLowering(const json& ir, const LowerOptions& options) : ir_(ir), opt_(options) {}
+  TorchLowering(const Graph& ir, const LowerOptions& options) : ir_(ir), opt_(options) {}
 
   LoweredGraph run() {
-    out_.event = ir_.value("graph", "graph");
+    out_.event = ir_.event.empty() ? "graph" : ir_.event;
     out_.function = functionName(out_.event);
-    for (const json& node : ir_["nodes"]) used_.insert("%" + node.value("name", ""));
+    for (const Node& node : ir_.nodes) used_.insert("%" + node.name);
     std::string signature = arguments();
-    for (const json& node : ir_["nodes"]) {
-      std::string op = node.value("op", "");
-      loc_ = nodeLocation(node), node_ = node.value("name", ""), named_ = false;
-      if (op == "call_function") out_.nodes++, guarded(node, [&] { callFunction(node); });
-      else if (op == "get_attr") guarded(node, [&] { constant(node); });
-      else if (op == "output" && return_.empty()) returns(node);
-      else if (op != "placeholder") issue(node, "a " + op + " node: only aten graphs (AOTAutograd's) are lowered");
+    for (const Node& node : ir_.nodes) {
+      loc_ = nodeLocation(node), node_ = node.name, named_ = false;
+      if (node.is(Node::Op::CallFunction)) out_.nodes++, guarded(node, [&] { callFunction(node); });
+      else if (node.is(Node::Op::GetAttr)) guarded(node, [&] { constant(node); });
+      else if (node.is(Node::Op::Output) && return_.empty()) returns(node);
+      else if (!node.is(Node::Op::Placeholder)) issue(node, "a " + node.opName + " node: only aten graphs (AOTAutograd's) are lowered");
     }
     std::string& m = out_.text;
     m = moduleOpening(out_, opt_, signature, resultTypes_);
-    if (return_.empty()) issue(json{{"name", "output"}, {"op", "output"}}, "the graph has no output node"), return_ = "return loc(unknown)";
+    if (return_.empty()) {
+      Node output;
+      output.name = output.opName = "output", output.op = Node::Op::Output;
+      issue(output, "the graph has no output node"), return_ = "return loc(unknown)";
+    }
     for (const std::string& l : body_) m += "    " + l + "\n";
     m += "    " + return_ + "\n";
     m += "  }\n";
@@ -164,12 +165,12 @@ class TorchLowering {
   }
 
  private:
-  void issue(const json& node, const std::string& message) { out_.issues.push_back(nodeIssue(ir_, node, message)); }
+  void issue(const Node& node, const std::string& message) { out_.issues.push_back(nodeIssue(ir_, node, message)); }
 
   // A node lowers whole or not at all: on failure its partial text is dropped, the node reported,
   // and a call to an external function of its types stands in for it so that its users lower.
   template <typename F>
-  void guarded(const json& node, F lower) {
+  void guarded(const Node& node, F lower) {
     size_t mark = body_.size();
     try {
       return lower();
@@ -181,13 +182,13 @@ class TorchLowering {
     body_.resize(mark);
     std::vector<std::string> types;
     try {
-      for (const json& meta : node.value("outputs", json::array())) types.push_back(typeOf(meta));
+      for (const ValueMeta& meta : node.outputs) types.push_back(typeOf(meta));
     } catch (const std::exception&) {
       return;  // its users are reported in turn
     }
     std::string fn = "@" + mlirString("unsupported." + node_), list;
     for (size_t i = 0; i < types.size(); ++i) list += (i ? ", " : "") + types[i];
-    declarations_.push_back("func.func private " + fn + "() -> (" + list + ") attributes {dynrep.op = " + mlirString(node.value("target", "")) + "}");
+    declarations_.push_back("func.func private " + fn + "() -> (" + list + ") attributes {dynrep.op = " + mlirString(node.target) + "}");
     values_[node_] = {op("func.call", {}, types, "callee = " + fn, node_)};
   }
 
@@ -226,19 +227,20 @@ class TorchLowering {
   TV constInt(int64_t v) { return constant("int", std::to_string(v) + " : i64", "!torch.int", "int" + std::to_string(v)); }
   TV constFloat(double v) { return constant("float", floatAttr(v) + " : f64", "!torch.float", "float"); }
 
-  static std::string typeOf(const json& meta) {
-    if (meta.contains("dtype")) {
-      std::optional<DType> d = parseDType(meta["dtype"].get<std::string>());
-      if (!d) throw Unsupported("dtype " + meta["dtype"].get<std::string>() + " is not lowered");
+  static std::string typeOf(const ValueMeta& meta) {
+    using K = ValueMeta::Kind;
+    if (meta.kind == K::Tensor) {
+      std::optional<DType> d = parseDType(meta.tensor.dtype);
+      if (!d) throw Unsupported("dtype " + meta.tensor.dtype + " is not lowered");
       std::string shape;
-      for (const json& s : meta.value("shape", json::array())) shape += (shape.empty() ? "" : ",") + (s.is_number_integer() ? s.dump() : "?");
+      for (const Dimension& s : meta.tensor.shape) shape += (shape.empty() ? "" : ",") + (s.isStatic() ? std::to_string(s.size) : "?");
       return "!torch.vtensor<[" + shape + "]," + torchElementType(*d) + ">";
     }
-    std::string kind = meta.value("type", "int");
-    if (meta.contains("sym")) return kind == "float" || kind == "bool" ? "!torch." + kind : "!torch.int";
-    if (!meta.contains("value")) throw Unsupported("a value of type " + meta.value("unsupported", meta.dump()) + " is not lowered");
-    const json& v = meta["value"];
-    return v.is_boolean() ? "!torch.bool" : v.is_number_integer() ? "!torch.int" : v.is_number() ? "!torch.float" : v.is_null() ? "!torch.none" : "!torch.str";
+    if (meta.kind == K::Symbolic) return meta.symType == "float" || meta.symType == "bool" ? "!torch." + meta.symType : "!torch.int";
+    if (meta.kind != K::Plain) throw Unsupported("a value of type " + (meta.text.empty() ? std::string("(not recorded)") : meta.text) + " is not lowered");
+    using A = Argument::Kind;
+    A v = meta.value.kind;
+    return v == A::Bool ? "!torch.bool" : v == A::Int ? "!torch.int" : v == A::Float ? "!torch.float" : v == A::None ? "!torch.none" : "!torch.str";
   }
 
   // Placeholders are the function's arguments; then come the symbols, then the arguments' binds.
@@ -246,15 +248,20 @@ class TorchLowering {
     std::string signature;
     std::vector<std::string> symbols;
     std::map<std::string, std::string> sources;
-    for (const json& node : ir_["nodes"]) {
-      for (const json& meta : node.value("outputs", json::array()))
-        for (const char* key : {"shape", "stride", "sym"})
-          for (const json& d : meta.contains(key) && meta[key].is_array() ? meta[key] : json::array({meta.value(key, json())}))
-            if (d.is_string()) freeSymbols(d.get<std::string>(), symbols);
-      if (node.value("op", "") != "placeholder") continue;
-      const json& in = node.value("input", json::object());
-      if (in.value("role", "") == "symbol") sources[in.value("symbol", "")] = in.value("source", "");
-      Port port{node.value("name", ""), "!torch.none", node.value("outputs", json::array()).empty() ? json::object() : node["outputs"][0], -1};
+    for (const Node& node : ir_.nodes) {
+      for (const ValueMeta& meta : node.outputs) {
+        if (meta.isTensor()) {
+          for (const Dimension& d : meta.tensor.shape)
+            if (!d.isStatic()) freeSymbols(d.expr, symbols);
+          if (meta.tensor.stride)
+            for (const Dimension& d : *meta.tensor.stride)
+              if (!d.isStatic()) freeSymbols(d.expr, symbols);
+        }
+        if (meta.kind == ValueMeta::Kind::Symbolic) freeSymbols(meta.sym, symbols);
+      }
+      if (!node.is(Node::Op::Placeholder)) continue;
+      if (node.input && node.input->role == "symbol") sources[node.input->symbol] = node.input->source;
+      Port port{node.name, "!torch.none", node.meta() ? *node.meta() : ValueMeta{}, -1};
       std::string arg = "%arg" + std::to_string(out_.inputs.size());
       try {
         port.type = typeOf(port.meta);
@@ -272,32 +279,31 @@ class TorchLowering {
       symbols_[s] = op("torch.symbolic_int", {}, {"!torch.int"}, "symbol_name = " + mlirString(s) + ", min_val = " + std::to_string(range.first) +
                        " : i64, max_val = " + std::to_string(range.second) + " : i64", s)[0].ssa;
     }
-    for (const json& node : ir_["nodes"])
-      if (node.value("op", "") == "placeholder") loc_ = nodeLocation(node), bindShape(node);
+    for (const Node* node : ir_.placeholders()) loc_ = nodeLocation(*node), bindShape(*node);
     return signature;
   }
 
-  void setValue(const json& node, NodeValue v) {
-    const json& metas = node.value("outputs", json::array());
-    if (v.results.size() == 1 && !v.list && metas.size() == 1 && metas[0].contains("sym") && metas[0]["sym"].is_string())
-      symValues_.emplace(metas[0]["sym"].get<std::string>(), v.results[0]);  // for {"sym": expr} arguments
-    values_[node.value("name", "")] = std::move(v);
+  void setValue(const Node& node, NodeValue v) {
+    const std::vector<ValueMeta>& metas = node.outputs;
+    if (v.results.size() == 1 && !v.list && metas.size() == 1 && metas[0].kind == ValueMeta::Kind::Symbolic)
+      symValues_.emplace(metas[0].sym, v.results[0]);  // for {"sym": expr} arguments
+    values_[node.name] = std::move(v);
   }
 
   // torch.bind_symbolic_shape for a node whose one value is a tensor with symbolic sizes or strides.
-  void bindShape(const json& node) {
-    const json& metas = node.value("outputs", json::array());
-    auto it = values_.find(node.value("name", ""));
-    if (metas.size() != 1 || !metas[0].is_object() || it == values_.end() || it->second.results.size() != 1 || it->second.list) return;
-    const json shape = metas[0].value("shape", json::array()), stride = metas[0].value("stride", json::array());
+  void bindShape(const Node& node) {
+    const std::vector<ValueMeta>& metas = node.outputs;
+    auto it = values_.find(node.name);
+    if (metas.size() != 1 || !metas[0].isTensor() || it == values_.end() || it->second.results.size() != 1 || it->second.list) return;
+    const std::vector<Dimension>& shape = metas[0].tensor.shape;
     std::vector<std::string> names;
     bool symbolic = false;
-    for (const json& d : shape) symbolic |= d.is_string();
-    for (const json& d : stride) symbolic |= d.is_string();
+    for (const Dimension& d : shape) symbolic |= !d.isStatic();
+    if (metas[0].tensor.stride)
+      for (const Dimension& d : *metas[0].tensor.stride) symbolic |= !d.isStatic();
     if (!symbolic) return;
-    for (const json& d : shape)
-      if (d.is_string()) freeSymbols(d.get<std::string>(), names);
-      else if (!d.is_number_integer()) return;
+    for (const Dimension& d : shape)
+      if (!d.isStatic()) freeSymbols(d.expr, names);
     std::sort(names.begin(), names.end());  // as the importer orders them
     std::map<std::string, std::string> local;
     std::vector<TV> operands{it->second.results[0]};
@@ -308,7 +314,7 @@ class TorchLowering {
       operands.push_back({symbols_[names[i]], "!torch.int"});
     }
     try {
-      for (const json& d : shape) exprs += (exprs.empty() ? "" : ", ") + (d.is_string() ? affine(d.get<std::string>(), local) : d.dump());
+      for (const Dimension& d : shape) exprs += (exprs.empty() ? "" : ", ") + (d.isStatic() ? std::to_string(d.size) : affine(d.expr, local));
     } catch (const std::exception&) {
       return;  // not affine: the importer has no bind for it either
     }
@@ -316,53 +322,79 @@ class TorchLowering {
   }
 
   // A schema default's text as the IR argument it stands for.
-  static json defaultValue(const std::string& text, const std::string& type) {
-    if (text.empty() || text == "None" || text == "True" || text == "False") return text == "True" ? json(true) : text == "False" ? json(false) : json();
-    if (text.front() == '[') return json::parse(text);
-    if (text.size() >= 2 && (text.front() == '"' || text.front() == '\'')) return text.substr(1, text.size() - 2);
+  static Argument defaultValue(const std::string& text, const std::string& type) {
+    using K = Argument::Kind;
+    Argument a;
+    if (text.empty() || text == "None") return a;
+    if (text == "True" || text == "False") return a.kind = K::Bool, a.boolean = text == "True", a;
+    if (text.front() == '[') {  // [0, 0]
+      a.kind = K::List;
+      std::string inner = text.substr(1, text.size() - 2), item;
+      for (size_t start = 0, comma; start < inner.size(); start = comma + 1) {
+        comma = std::min(inner.find(',', start), inner.size());
+        item = inner.substr(start, comma - start);
+        item.erase(0, item.find_first_not_of(' '));
+        item.erase(item.find_last_not_of(' ') + 1);
+        if (!item.empty()) a.items.push_back(defaultValue(item, ""));
+      }
+      return a;
+    }
+    if (text.size() >= 2 && (text.front() == '"' || text.front() == '\'')) return a.kind = K::String, a.text = text.substr(1, text.size() - 2), a;
     char* end = nullptr;
     double number = std::strtod(text.c_str(), &end);
-    if (*end == '\0') return text.find_first_of(".eEni") != std::string::npos ? json(number) : json(std::stoll(text));
+    if (*end == '\0') {
+      if (text.find_first_of(".eEni") != std::string::npos) return a.kind = K::Float, a.real = number, a;
+      return a.kind = K::Int, a.integer = std::stoll(text), a;
+    }
     std::string base = type.substr(0, type.find('?'));
-    if (base == "ScalarType" || base == "Layout" || base == "MemoryFormat" || base == "Device")
-      return {{base == "ScalarType" ? "dtype" : base == "Layout" ? "layout" : base == "Device" ? "device" : "memory_format", text}};
-    if (text == "Mean" || text == "Sum") return text == "Mean" ? 1 : 2;  // at::Reduction
+    if (base == "ScalarType" || base == "Layout" || base == "MemoryFormat" || base == "Device") {
+      a.kind = base == "ScalarType" ? K::DType : base == "Layout" ? K::Layout : base == "Device" ? K::Device : K::MemoryFormat;
+      return a.text = text, a;
+    }
+    if (text == "Mean" || text == "Sum") return a.kind = K::Int, a.integer = text == "Mean" ? 1 : 2, a;  // at::Reduction
     throw Unsupported("the default '" + text + "' of a " + type + " argument");
   }
 
   // One IR argument as an SSA value of the torch type the schema's type asks for.
-  TV arg(const json& a, const std::string& schemaType) {
+  TV arg(const Argument& a, const std::string& schemaType) {
+    using K = Argument::Kind;
     std::string type = schemaType.empty() || schemaType.back() != '?' ? schemaType : schemaType.substr(0, schemaType.size() - 1);
     std::string base = type.substr(0, type.find('['));
-    if (a.is_object() && a.contains("tuple")) return arg(a["tuple"], schemaType);
-    if (a.is_array()) return list(a, type.find('[') == std::string::npos ? "" : base);
-    if (a.is_null()) return constant("none", "", "!torch.none", "none");
-    if (a.is_boolean()) return convertBool(constant("bool", a.dump(), "!torch.bool", a.dump()), base);
-    if (a.is_number() && base == "Tensor") {  // a wrapped scalar, as torch.tensor(a) makes it
-      TV n = a.is_number_float() ? constFloat(a.get<double>()) : constInt(a.get<int64_t>());
-      return op("torch.prim.NumToTensor.Scalar", {n}, {a.is_number_float() ? "!torch.vtensor<[],f32>" : "!torch.vtensor<[],si64>"})[0];
+    if (a.isSequence()) return list(a.items, type.find('[') == std::string::npos ? "" : base);
+    if (a.kind == K::None) return constant("none", "", "!torch.none", "none");
+    if (a.kind == K::Bool) {
+      std::string v = a.boolean ? "true" : "false";
+      return convertBool(constant("bool", v, "!torch.bool", v), base);
     }
-    if (a.is_number()) return base == "float" || a.is_number_float() ? constFloat(a.get<double>()) : constInt(a.get<int64_t>());
-    if (a.is_string()) return constant("str", mlirString(a.get<std::string>()), "!torch.str", "str");
-    if (!a.is_object() || a.size() != 1) throw Unsupported("an argument of unknown form: " + a.dump());
-    const std::string& key = a.begin().key();
-    std::string text = a.begin().value().is_string() ? a.begin().value().get<std::string>() : a.begin().value().dump();
+    bool finite = a.kind == K::Int || std::isfinite(a.real);  // inf and nan are spelled {"float": ...}, never wrapped
+    if (a.isNumber() && finite && base == "Tensor") {  // a wrapped scalar, as torch.tensor(a) makes it
+      TV n = a.kind == K::Float ? constFloat(a.real) : constInt(a.integer);
+      return op("torch.prim.NumToTensor.Scalar", {n}, {a.kind == K::Float ? "!torch.vtensor<[],f32>" : "!torch.vtensor<[],si64>"})[0];
+    }
+    if (a.isNumber()) return base == "float" || a.kind == K::Float ? constFloat(a.number()) : constInt(a.integer);
+    if (a.kind == K::String) return constant("str", mlirString(a.text), "!torch.str", "str");
+    std::string text = a.text;
+    if (a.kind == K::Ellipsis) text = "true";
+    if (!a.items.empty()) {  // slice, complex: their items as the IR lists them
+      Argument items;
+      items.kind = K::List, items.items = a.items;
+      text = items.spelling();
+    }
     if (text.rfind("torch.", 0) == 0) text = text.substr(6);
     static const std::map<std::string, int> kEnums = {{"strided", 0}, {"sparse_coo", 1}, {"sparse_csr", 2}, {"sparse_csc", 3},
                                                       {"sparse_bsr", 4}, {"sparse_bsc", 5}, {"contiguous_format", 0},
                                                       {"preserve_format", 1}, {"channels_last", 2}, {"channels_last_3d", 3}};
-    if (key == "ref") {
+    if (a.kind == K::Ref) {
       auto it = values_.find(text);
       if (it == values_.end()) throw Unsupported("uses " + text + ", which was not lowered");
       if (it->second.results.size() != 1 || it->second.list) throw Unsupported("uses " + text + ", a tuple, as one value");
       return convertBool(it->second.results[0], base);
     }
-    if (key == "float") return constFloat(text == "nan" ? NAN : text == "-inf" ? -INFINITY : INFINITY);
-    if (key == "dtype" && parseDType(text)) return constInt(scalarTypeCode(*parseDType(text)));
-    if ((key == "layout" || key == "memory_format") && kEnums.count(text)) return constInt(kEnums.at(text));
-    if (key == "device") return constant("device", mlirString(text), "!torch.Device", text);
-    if (key == "sym" && symValues_.count(text)) return symValues_.at(text);
-    throw Unsupported("a " + key + " argument (" + text + ") is not lowered");
+    if (a.kind == K::DType && parseDType(text)) return constInt(scalarTypeCode(*parseDType(text)));
+    if ((a.kind == K::Layout || a.kind == K::MemoryFormat) && kEnums.count(text)) return constInt(kEnums.at(text));
+    if (a.kind == K::Device) return constant("device", mlirString(text), "!torch.Device", text);
+    if (a.kind == K::Sym && symValues_.count(text)) return symValues_.at(text);
+    throw Unsupported("a " + a.key() + " argument (" + text + ") is not lowered");
   }
 
   TV convertBool(const TV& v, const std::string& base) {  // the importer's _convert_type
@@ -372,11 +404,11 @@ class TorchLowering {
     return v;
   }
 
-  TV list(const json& items, std::string element) {
+  TV list(const std::vector<Argument>& items, std::string element) {
     bool optional = !element.empty() && element.back() == '?';
     if (optional) element.pop_back();
     std::vector<TV> values;
-    for (const json& item : items) values.push_back(arg(item, element));
+    for (const Argument& item : items) values.push_back(arg(item, element));
     std::string kind = element == "Tensor" ? "vtensor" : element == "SymInt" ? "int" : element;
     for (const TV& v : values)  // no schema type: the elements say
       if (kind.empty() && v.type != "!torch.none") kind = v.type.rfind("!torch.vtensor", 0) == 0 ? "vtensor" : v.type.substr(7);
@@ -384,14 +416,15 @@ class TorchLowering {
     return op("torch.prim.ListConstruct", values, {"!torch.list<" + (optional ? "optional<" + kind + ">" : kind) + ">"}, "", "list")[0];
   }
 
-  void callFunction(const json& node) {
-    std::string target = node.value("target", "");
+  void callFunction(const Node& node) {
+    const std::string& target = node.target;
     if (target.find("::") == std::string::npos) return python(node, target);
     if (target.rfind("higher_order::", 0) == 0) throw Unsupported("the higher-order operator " + target + " is not lowered");
     if (target == "aten::_assert_async.msg") return setValue(node, {});  // the importer drops it
-    const json& schemas = ir_.value("schemas", json::object());
-    if (!schemas.contains(target) || !schemas[target].contains("arguments")) throw Unsupported("the IR has no schema for " + target);
-    const json &args = node.value("args", json::array()), &kwargs = node.value("kwargs", json::object()), &params = schemas[target]["arguments"];
+    const Schema* schema = ir_.schema(target);
+    if (!schema) throw Unsupported("the IR has no schema for " + target);
+    const std::vector<Argument>& args = node.args;
+    const std::vector<SchemaArgument>& params = schema->arguments;
     // The importer's renames: symbolic size ops, its canonicalizations, and the Scalar overloads
     // AOTAutograd should have used for a scalar `other`.
     static const std::map<std::string, std::string> kRenamed = {
@@ -409,18 +442,18 @@ class TorchLowering {
     if (scalarOther) name = name.substr(0, name.size() - 6) + "Scalar";
     std::vector<TV> operands;
     for (size_t i = 0; i < params.size(); ++i) {
-      std::string pname = params[i].value("name", ""), type = scalarOther && i == 1 ? "Scalar" : params[i].value("type", "");
-      const json& d = params[i].value("default", json());
+      std::string pname = params[i].name, type = scalarOther && i == 1 ? "Scalar" : params[i].type;
+      auto kwarg = node.kwargs.find(pname);
       if (i < args.size()) operands.push_back(arg(args[i], type));
-      else if (kwargs.contains(pname)) operands.push_back(arg(kwargs[pname], type));
-      else if (params[i].contains("default")) operands.push_back(arg(defaultValue(d.is_string() ? d.get<std::string>() : d.dump(), type), type));
+      else if (kwarg != node.kwargs.end()) operands.push_back(arg(kwarg->second, type));
+      else if (params[i].defaultValue) operands.push_back(arg(defaultValue(*params[i].defaultValue, type), type));
       else throw Unsupported("argument '" + pname + "' has no value and no default");
     }
     if (target == "aten::lift_fresh_copy.default") operands.push_back(constant("none", "", "!torch.none", "none"));  // clone's memory_format
-    const json& returns = schemas[target].value("returns", json::array());
+    const std::vector<SchemaArgument>& returns = schema->returns;
     NodeValue v;
-    for (const json& meta : node.value("outputs", json::array())) v.itemTypes.push_back(typeOf(meta));
-    std::string returned = returns.size() == 1 ? returns[0].value("type", "") : "";
+    for (const ValueMeta& meta : node.outputs) v.itemTypes.push_back(typeOf(meta));
+    std::string returned = returns.size() == 1 ? returns[0].type : "";
     std::vector<std::string> types = v.itemTypes;
     if ((v.list = returned.find('[') != std::string::npos)) {  // Tensor[], int[]: one list value
       std::string element = returned.substr(0, returned.find('['));
@@ -434,25 +467,27 @@ class TorchLowering {
     bindShape(node);
   }
 
-  std::string scalarType(const json& a) const {  // !torch.int/float/bool of a literal or a symbolic node, else ""
-    if (a.is_boolean() || a.is_number()) return a.is_boolean() ? "!torch.bool" : a.is_number_integer() ? "!torch.int" : "!torch.float";
-    auto it = a.is_object() && a.contains("ref") ? values_.find(a["ref"].get<std::string>()) : values_.end();
+  std::string scalarType(const Argument& a) const {  // !torch.int/float/bool of a literal or a symbolic node, else ""
+    if (a.kind == Argument::Kind::Bool || a.kind == Argument::Kind::Int) return a.kind == Argument::Kind::Bool ? "!torch.bool" : "!torch.int";
+    if (a.kind == Argument::Kind::Float) return std::isfinite(a.real) ? "!torch.float" : "";
+    auto it = a.kind == Argument::Kind::Ref ? values_.find(a.text) : values_.end();
     if (it == values_.end() || it->second.results.size() != 1) return "";
     const std::string& t = it->second.results[0].type;
     return t == "!torch.int" || t == "!torch.float" || t == "!torch.bool" ? t : "";
   }
 
   // getitem, and Python arithmetic on symbolic scalars as the importer maps it to aten ops.
-  void python(const json& node, const std::string& target) {
-    const json& args = node.value("args", json::array());
+  void python(const Node& node, const std::string& target) {
+    const std::vector<Argument>& args = node.args;
     std::string fn = target.substr(target.rfind('.') + 1), module = target.substr(0, target.rfind('.') + 1);
     if (fn == "getitem") {
-      std::string source = args.at(0).is_object() ? args[0].value("ref", "") : "";
+      std::string source = args.at(0).kind == Argument::Kind::Ref ? args[0].text : "";
       if (!values_.count(source)) throw Unsupported("getitem of a value that was not lowered");
       NodeValue& v = values_[source];
       if (v.list && !unpacked_.count(source)) unpacked_[source] = op("torch.prim.ListUnpack", v.results, v.itemTypes, "", source);
       const std::vector<TV>& items = v.list ? unpacked_[source] : v.results;
-      int64_t i = args.at(1).get<int64_t>();
+      if (args.at(1).kind != Argument::Kind::Int) throw Unsupported("getitem with an index that is not an integer");
+      int64_t i = args[1].integer;
       if (i < 0) i += static_cast<int64_t>(items.size());
       if (i < 0 || i >= static_cast<int64_t>(items.size())) throw Unsupported("getitem index out of range");
       setValue(node, {{items[static_cast<size_t>(i)]}});
@@ -461,18 +496,18 @@ class TorchLowering {
     static const std::map<std::string, std::string> kBuiltin = {
         {"truediv", "div"}, {"mul", "mul"}, {"add", "add"}, {"sub", "sub"}, {"lt", "lt"}, {"le", "le"}, {"ge", "ge"},
         {"ne", "ne"}, {"gt", "gt"}, {"mod", "fmod"}, {"eq", "eq"}, {"floordiv", "floordiv"}, {"neg", "neg"}};
-    std::string type = typeOf(node.value("outputs", json::array()).at(0)), name;
+    std::string type = typeOf(node.outputs.at(0)), name;
     std::vector<TV> operands;
     if (target == "torch.sym_float") {
       operands = {arg(args.at(0), "")}, name = "aten.Float.Scalar";
     } else if ((module == "_operator." || module == "operator.") && kBuiltin.count(fn)) {
       std::vector<bool> isInt;
-      for (const json& a : args) isInt.push_back(scalarType(a) == "!torch.int");
+      for (const Argument& a : args) isInt.push_back(scalarType(a) == "!torch.int");
       bool all = std::count(isInt.begin(), isInt.end(), true) == static_cast<long>(isInt.size()), any = std::count(isInt.begin(), isInt.end(), true) > 0;
       bool floatInt = any && !all && std::set<std::string>{"add", "lt", "ge", "ne", "gt"}.count(fn);
       for (size_t i = 0; i < args.size(); ++i)  // mixed: ints become floats, except for the float_int overloads
         operands.push_back(!any || all || floatInt || !isInt[i] ? arg(args[i], "")
-                           : args[i].is_number() ? constFloat(args[i].get<double>())
+                           : args[i].isNumber() && std::isfinite(args[i].number()) ? constFloat(args[i].number())
                                                  : op("torch.aten.Float.Scalar", {arg(args[i], "")}, {"!torch.float"})[0]);
       if (floatInt && operands.size() == 2 && !isInt[1]) std::swap(operands[0], operands[1]);  // the float first
       name = "aten." + kBuiltin.at(fn) + (all ? ".int" : floatInt ? ".float_int" : ".float");
@@ -483,19 +518,21 @@ class TorchLowering {
   }
 
   // A graph constant: its stored bytes as a literal, one element as a splat, as the importer does.
-  void constant(const json& node) {
-    std::string target = node.value("target", "");
-    const json& c = ir_.value("constants", json::object()).value(target, json::object());
-    if (c.empty()) throw Unsupported("constant " + target + " is not in the IR");
-    if (c.contains("skipped")) throw Unsupported("constant " + target + " was not stored: " + (c["skipped"].is_string() ? c["skipped"].get<std::string>() : c["skipped"].dump()));
-    std::optional<DType> d = parseDType(c.value("dtype", ""));
-    if (!d) throw Unsupported("dtype " + c.value("dtype", "?") + " is not lowered");
+  void constant(const Node& node) {
+    const std::string& target = node.target;
+    auto found = ir_.constants.find(target);
+    if (found == ir_.constants.end()) throw Unsupported("constant " + target + " is not in the IR");
+    const Constant& c = found->second;
+    if (!c.skipped.empty()) throw Unsupported("constant " + target + " was not stored: " + c.skipped);
+    std::optional<DType> d = c.tensor ? parseDType(c.tensor->dtype) : std::nullopt;
+    if (!d) throw Unsupported("dtype " + (c.tensor && !c.tensor->dtype.empty() ? c.tensor->dtype : std::string("?")) + " is not lowered");
     const int bytesPer = static_cast<int>(byteSize(*d));
     std::string element = *d == DType::Bool ? "ui8" : torchElementType(*d), dims, shape, blobName = "torch_tensor";  // bool data as uint8
     int64_t count = 1;
-    for (const json& s : c.value("shape", json::array())) {
-      if (!s.is_number_integer()) throw Unsupported("constant " + target + " has a symbolic shape");
-      count *= s.get<int64_t>(), dims += s.dump() + "x", shape += (shape.empty() ? "" : ",") + s.dump(), blobName += "_" + s.dump();
+    for (const Dimension& s : c.tensor->shape) {
+      if (!s.isStatic()) throw Unsupported("constant " + target + " has a symbolic shape");
+      std::string n = std::to_string(s.size);
+      count *= s.size, dims += n + "x", shape += (shape.empty() ? "" : ",") + n, blobName += "_" + n;
     }
     std::string value;
     if (count > 0) {
@@ -526,14 +563,12 @@ class TorchLowering {
     setValue(node, {{literal}});
   }
 
-  void returns(const json& node) {
-    const json& args = node.value("args", json::array());
-    json items = args.empty() ? json::array() : args[0];
-    items = items.is_object() && items.contains("tuple") ? items["tuple"] : items.is_array() ? items : json::array({items});
+  void returns(const Node& node) {
+    std::vector<Argument> items = ir_.returned();
     std::string list, types;
     int results = 0;  // a None output is a !torch.none result too
     for (size_t i = 0; i < items.size(); ++i) {
-      Port port{std::to_string(i), "", json(), -1};
+      Port port{std::to_string(i), "", ValueMeta{}, -1};
       size_t mark = body_.size();
       try {
         TV v = arg(items[i], "");
@@ -549,7 +584,7 @@ class TorchLowering {
     resultTypes_ = types;
   }
 
-  const json& ir_;
+  const Graph& ir_;
   const LowerOptions& opt_;
   LoweredGraph out_;
   std::vector<std::string> body_, declarations_, resources_;  // resources_: `name: "0x..."`
@@ -564,12 +599,12 @@ class TorchLowering {
 
 }  // namespace
 
-LoweredGraph lowerTorchDialect(const nlohmann::json& ir, const LowerOptions& options) {
+LoweredGraph lowerTorchDialect(const Graph& ir, const LowerOptions& options) {
   try {
     return TorchLowering(ir, options).run();
   } catch (const std::exception& ex) {  // a malformed placeholder or output: reported, never thrown
     LoweredGraph g;
-    g.event = ir.contains("graph") && ir["graph"].is_string() ? ir["graph"].get<std::string>() : "graph";
+    g.event = ir.event.empty() ? "graph" : ir.event;
     g.issues.push_back({"", "", "", std::string("lowering failed: ") + ex.what(), "", ""});
     return g;
   }

@@ -1,12 +1,10 @@
 // The torch dialect form of a graph, as torch-mlir's FX importer writes it (to_torch_dialect.cc).
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include "dynrep/replay/mlir/lower.h"
 
 namespace dynrep::replay::lowering {
 
-LoweredGraph lowerTorchDialect(const nlohmann::json& ir, const LowerOptions& options);
+LoweredGraph lowerTorchDialect(const Graph& ir, const LowerOptions& options);
 
 }  // namespace dynrep::replay::lowering

@@ -336,31 +336,67 @@ Graph graph(const json& doc) {
   return g;
 }
 
+SampleValue sampleValue(const json& v, const std::string& where) {
+  using K = SampleValue::Kind;
+  SampleValue out;
+  if (v.is_null()) return out;
+  object(v, where);
+  if (member(v, "dtype")) {
+    out.kind = K::Tensor;
+    out.dtype = text(v, "dtype", where, true);
+    out.device = text(v, "device", where);
+    if (const json* shape = member(v, "shape")) out.shape = dimensions(*shape, where + ".shape");
+    if (const json* stride = member(v, "stride"); stride && !stride->is_null()) out.stride = dimensions(*stride, where + ".stride");
+    out.blob = text(v, "blob", where);
+    if (const json* b = member(v, "bytes")) out.bytes = static_cast<uint64_t>(index(*b, where + ".bytes"));
+    if (const json* s = member(v, "skipped")) out.skipped = s->is_string() ? s->get<std::string>() : s->dump();
+    if (const json* p = member(v, "parameter"); p && p->is_boolean()) out.parameter = p->get<bool>();
+    for (auto [key, into] : {std::pair{"mean", &out.mean}, std::pair{"std", &out.std}})
+      if (const json* m = member(v, key)) {
+        if (!m->is_number()) bad(where + "." + key, "expected a number, found " + typeName(*m));
+        *into = m->get<double>();
+      }
+    for (auto [key, into] : {std::pair{"min", &out.min}, std::pair{"max", &out.max}})
+      if (const json* m = member(v, key)) *into = integer(*m, where + "." + key);
+    return out;
+  }
+  if (const json* value = member(v, "value")) {
+    out.value = argument(*value, where + ".value");
+    out.kind = out.value.kind == Argument::Kind::None ? K::Null : K::Scalar;
+    return out;
+  }
+  if (member(v, "unsupported")) return out.kind = K::Unsupported, out.unsupported = text(v, "unsupported", where), out;
+  bad(where, "expected a tensor, a value or an unsupported type");
+}
+
+// Compact, as nlohmann's dump() writes the IR's JSON: {"ref":"x"}, [1,2].
 void spell(const Argument& a, std::string* out) {
   using K = Argument::Kind;
-  auto keyed = [&](const char* key, const std::string& value) { *out += "{\"" + std::string(key) + "\": " + json(value).dump() + "}"; };
+  auto keyed = [&](const char* key, const std::string& value) { *out += "{\"" + std::string(key) + "\":" + json(value).dump() + "}"; };
   auto items = [&](const char* open, const char* close) {
     *out += open;
-    for (size_t i = 0; i < a.items.size(); ++i) *out += i ? ", " : "", spell(a.items[i], out);
+    for (size_t i = 0; i < a.items.size(); ++i) *out += i ? "," : "", spell(a.items[i], out);
     *out += close;
   };
   switch (a.kind) {
     case K::None: *out += "null"; return;
     case K::Bool: *out += a.boolean ? "true" : "false"; return;
     case K::Int: *out += std::to_string(a.integer); return;
-    case K::Float: *out += std::isfinite(a.real) ? json(a.real).dump() : std::isnan(a.real) ? "{\"float\": \"nan\"}" : a.real > 0 ? "{\"float\": \"inf\"}" : "{\"float\": \"-inf\"}"; return;
+    case K::Float:
+      *out += std::isfinite(a.real) ? json(a.real).dump() : std::isnan(a.real) ? "{\"float\":\"nan\"}" : a.real > 0 ? "{\"float\":\"inf\"}" : "{\"float\":\"-inf\"}";
+      return;
     case K::String: *out += json(a.text).dump(); return;
     case K::List: items("[", "]"); return;
     case K::Ref: keyed("ref", a.text); return;
-    case K::Tuple: items("{\"tuple\": [", "]}"); return;
+    case K::Tuple: items("{\"tuple\":[", "]}"); return;
     case K::DType: keyed("dtype", a.text); return;
     case K::Layout: keyed("layout", a.text); return;
     case K::MemoryFormat: keyed("memory_format", a.text); return;
     case K::Device: keyed("device", a.text); return;
     case K::Sym: keyed("sym", a.text); return;
-    case K::Slice: items("{\"slice\": [", "]}"); return;
-    case K::Ellipsis: *out += "{\"ellipsis\": true}"; return;
-    case K::Complex: items("{\"complex\": [", "]}"); return;
+    case K::Slice: items("{\"slice\":[", "]}"); return;
+    case K::Ellipsis: *out += "{\"ellipsis\":true}"; return;
+    case K::Complex: items("{\"complex\":[", "]}"); return;
     case K::Callable: keyed("py", a.text); return;
     case K::Repr: keyed("repr", a.text); return;
     case K::Expr: keyed("expr", a.text); return;
@@ -374,6 +410,13 @@ std::string Argument::spelling() const {
   std::string out;
   spell(*this, &out);
   return out;
+}
+
+std::string Argument::key() const {
+  if (kind == Kind::Float && std::isfinite(real)) return "";
+  std::string s = spelling();
+  if (s.rfind("{\"", 0) != 0) return "";
+  return s.substr(2, s.find('"', 2) - 2);
 }
 
 const Node* Graph::find(const std::string& name) const {
@@ -427,6 +470,49 @@ Result<Graph> parseGraph(const std::string& text) {
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return Status::corruption("graph ir: not readable JSON (" + std::to_string(text.size()) + " bytes)");
   return parseGraph(doc);
+}
+
+Result<Sample> parseSample(const std::string& metadataJson) {
+  json doc = json::parse(metadataJson, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return Status::corruption("sample: not readable JSON (" + std::to_string(metadataJson.size()) + " bytes)");
+  try {
+    object(doc, "sample");
+    Sample s;
+    s.graph = text(doc, "graph", "sample");
+    if (std::string pass = text(doc, "pass", "sample"); !pass.empty()) s.pass = pass;  // events without it are forward
+    for (auto [key, into] : {std::pair{"inputs", &s.inputs}, std::pair{"outputs", &s.outputs}})
+      if (const json* values = member(doc, key)) {
+        array(*values, std::string("sample: ") + key);
+        for (size_t i = 0; i < values->size(); ++i)
+          into->push_back(sampleValue((*values)[i], std::string("sample: ") + key + "[" + std::to_string(i) + "]"));
+      }
+    if (const json* rng = member(doc, "rng_state")) s.rngState = sampleValue(*rng, "sample: rng_state");
+    return s;
+  } catch (const Malformed& m) {
+    return Status::corruption(m.message);
+  }
+}
+
+Result<std::vector<SymbolEntry>> readSymbols(const Job& job, const Compile& compile) {
+  std::vector<SymbolEntry> out;
+  if (compile.symbolsKey.empty()) return out;
+  Result<std::string> text = job.blob(compile.symbolsKey);
+  if (!text.isOk()) return text.status();
+  json table = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!table.is_array()) return Status::corruption("symbol table of compile " + compile.id.str() + ": not a JSON list");
+  for (const json& row : table) {
+    if (!row.is_object() || !row.contains("symbol") || !row["symbol"].is_string()) continue;  // a row nothing can name
+    SymbolEntry e;
+    e.symbol = row["symbol"].get<std::string>();
+    e.unbacked = row.contains("unbacked") && row["unbacked"].is_boolean() && row["unbacked"].get<bool>();
+    auto bound = [](const json& b) { return b.is_number_integer() ? std::optional<int64_t>(b.get<int64_t>()) : std::nullopt; };
+    if (row.contains("range") && row["range"].is_array() && row["range"].size() == 2)
+      e.ranged = true, e.low = bound(row["range"][0]), e.high = bound(row["range"][1]);
+    if (row.contains("source") && row["source"].is_string()) e.source = row["source"].get<std::string>();
+    if (row.contains("hint")) e.hint = bound(row["hint"]);
+    out.push_back(std::move(e));
+  }
+  return out;
 }
 
 Result<Graph> readGraph(const Job& job, const std::string& blobKey) {

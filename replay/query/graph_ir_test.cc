@@ -77,7 +77,7 @@ TEST(GraphIrTest, ReadsEveryArgumentForm) {
   EXPECT_EQ(kinds, (std::vector<K>{K::None, K::Bool, K::Int, K::Float, K::String, K::List, K::DType, K::Layout, K::MemoryFormat,
                                    K::Device, K::Sym, K::Slice, K::Ellipsis, K::Complex, K::Callable, K::Repr}));
   EXPECT_TRUE(std::isinf(g->find("add")->args[3].real) && g->find("add")->args[3].real < 0);
-  EXPECT_EQ(g->find("add")->args[11].spelling(), R"({"slice": [null, 2, null]})");
+  EXPECT_EQ(g->find("add")->args[11].spelling(), R"({"slice":[null,2,null]})");
 }
 
 TEST(GraphIrTest, ReadsFormatOne) {

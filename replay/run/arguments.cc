@@ -11,16 +11,7 @@ namespace dynrep::replay::run {
 
 namespace {
 
-using nlohmann::json;
-
 [[noreturn]] void fail(const std::string& what) { throw std::runtime_error(what); }
-
-double special(const std::string& text) {
-  if (text == "inf") return std::numeric_limits<double>::infinity();
-  if (text == "-inf") return -std::numeric_limits<double>::infinity();
-  if (text == "nan") return std::numeric_limits<double>::quiet_NaN();
-  return std::stod(text);
-}
 
 c10::MemoryFormat memoryFormat(const std::string& name) {
   if (name == "contiguous_format") return c10::MemoryFormat::Contiguous;
@@ -106,35 +97,33 @@ c10::ScalarType scalarType(const std::string& name) {
 
 // A Python number where the schema wants a Tensor (`aten::mul.Tensor(x, 2.0)`): PyTorch's
 // argument parser passes a wrapped-number tensor, which type promotion treats as a scalar.
-static at::Tensor wrappedNumber(const json& arg) {
-  at::Tensor t = arg.is_boolean()           ? at::scalar_to_tensor(arg.get<bool>())
-                 : arg.is_number_integer() ? at::scalar_to_tensor(arg.get<int64_t>())
-                                           : at::scalar_to_tensor(arg.is_number() ? arg.get<double>()
-                                                                                   : special(arg["float"].get<std::string>()));
+static at::Tensor wrappedNumber(const Argument& arg) {
+  at::Tensor t = arg.kind == Argument::Kind::Bool  ? at::scalar_to_tensor(arg.boolean)
+                 : arg.kind == Argument::Kind::Int ? at::scalar_to_tensor(arg.integer)
+                                                   : at::scalar_to_tensor(arg.real);
   t.unsafeGetTensorImpl()->set_wrapped_number(true);
   return t;
 }
 
-Resolved resolve(const json& arg, const c10::TypePtr& type, const Slots& slots) {
+Resolved resolve(const Argument& arg, const c10::TypePtr& type, const Slots& slots) {
+  using K = Argument::Kind;
   c10::TypePtr inner = unwrapOptional(type);
   Resolved out;
   auto constant = [](c10::IValue value) { return constantValue(std::move(value)); };
-  if (arg.is_null()) return constant(c10::IValue());
+  if (arg.kind == K::None) return constant(c10::IValue());
   bool wantsTensor = inner && inner->kind() == c10::TypeKind::TensorType;
-  if (wantsTensor && (arg.is_number() || arg.is_boolean() || (arg.is_object() && arg.contains("float"))))
-    return constant(wrappedNumber(arg));
-  if (arg.is_boolean()) return constant(arg.get<bool>());
-  if (arg.is_number_integer()) {
-    if (inner && inner->kind() == c10::TypeKind::FloatType) return constant(static_cast<double>(arg.get<int64_t>()));
-    return constant(arg.get<int64_t>());
+  if (wantsTensor && (arg.isNumber() || arg.kind == K::Bool)) return constant(wrappedNumber(arg));
+  if (arg.kind == K::Bool) return constant(arg.boolean);
+  if (arg.kind == K::Int) {
+    if (inner && inner->kind() == c10::TypeKind::FloatType) return constant(static_cast<double>(arg.integer));
+    return constant(arg.integer);
   }
-  if (arg.is_number_float()) return constant(arg.get<double>());
-  if (arg.is_string()) return constant(arg.get<std::string>());
-  const json* items = arg.is_array() ? &arg : (arg.is_object() && arg.contains("tuple") ? &arg["tuple"] : nullptr);
-  if (items) {
+  if (arg.kind == K::Float) return constant(arg.real);
+  if (arg.kind == K::String) return constant(arg.text);
+  if (arg.isSequence()) {
     c10::TypePtr elem = element(inner);
     bool allConstant = true;
-    for (const json& item : *items) {
+    for (const Argument& item : arg.items) {
       out.items_.push_back(resolve(item, elem, slots));
       allConstant = allConstant && out.items_.back().kind_ == Resolved::Kind::Constant;
     }
@@ -143,21 +132,18 @@ Resolved resolve(const json& arg, const c10::TypePtr& type, const Slots& slots) 
     if (allConstant) return constant(out({}));  // converted once, here
     return out;
   }
-  if (!arg.is_object() || arg.size() != 1) fail("unreadable argument " + arg.dump());
-  const auto& [kind, value] = *arg.items().begin();
-  if (kind == "ref") {
-    auto it = slots.find(value.get<std::string>());
-    if (it == slots.end()) fail("uses " + value.get<std::string>() + " before it is computed");
+  if (arg.kind == K::Ref) {
+    auto it = slots.find(arg.text);
+    if (it == slots.end()) fail("uses " + arg.text + " before it is computed");
     out.kind_ = Resolved::Kind::Slot;
     out.slot_ = it->second;
     return out;
   }
-  if (kind == "float") return constant(special(value.get<std::string>()));
-  if (kind == "dtype") return constant(scalarType(value.get<std::string>()));
-  if (kind == "layout") return constant(layout(value.get<std::string>()));
-  if (kind == "memory_format") return constant(memoryFormat(value.get<std::string>()));
-  if (kind == "device") return constant(c10::Device(value.get<std::string>()));
-  fail("argument " + arg.dump() + " is not something an aten operator takes");
+  if (arg.kind == K::DType) return constant(scalarType(arg.text));
+  if (arg.kind == K::Layout) return constant(layout(arg.text));
+  if (arg.kind == K::MemoryFormat) return constant(memoryFormat(arg.text));
+  if (arg.kind == K::Device) return constant(c10::Device(arg.text));
+  fail("argument " + arg.spelling() + " is not something an aten operator takes");
 }
 
 Resolved constantValue(c10::IValue value) {

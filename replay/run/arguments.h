@@ -1,5 +1,5 @@
 // Graph IR arguments -> libtorch IValues, resolved once when a graph is prepared: each becomes
-// a constant, a node's slot, or a list built from such parts at call time. The IR's JSON says
+// a constant, a node's slot, or a list built from such parts at call time. The IR's argument says
 // what a value is; the operator's schema says which list or optional type the kernel expects.
 #pragma once
 
@@ -9,7 +9,7 @@
 
 #include <ATen/core/function_schema.h>
 #include <ATen/core/ivalue.h>
-#include <nlohmann/json.hpp>
+#include "dynrep/replay/query/graph_ir.h"
 
 namespace dynrep::replay::run {
 
@@ -25,7 +25,7 @@ class Resolved {
   void collectSlots(std::vector<int>* out) const;
 
  private:
-  friend Resolved resolve(const nlohmann::json&, const c10::TypePtr&, const Slots&);
+  friend Resolved resolve(const Argument&, const c10::TypePtr&, const Slots&);
   friend Resolved constantValue(c10::IValue value);
   enum class Kind { Constant, Slot, List } kind_ = Kind::Constant;
   c10::IValue constant_;
@@ -37,6 +37,6 @@ class Resolved {
 Resolved constantValue(c10::IValue value);  // a schema default, say
 
 // Throws std::runtime_error naming what cannot be converted, or a node used before it is computed.
-Resolved resolve(const nlohmann::json& arg, const c10::TypePtr& type, const Slots& slots);
+Resolved resolve(const Argument& arg, const c10::TypePtr& type, const Slots& slots);
 
 }  // namespace dynrep::replay::run

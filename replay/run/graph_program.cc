@@ -11,8 +11,6 @@ namespace dynrep::replay::run {
 
 namespace {
 
-using nlohmann::json;
-
 c10::IValue element(const c10::IValue& value, int64_t index) {
   if (value.isTuple()) return value.toTupleRef().elements().at(index);
   if (value.isList()) return value.toListRef().at(index);
@@ -40,30 +38,21 @@ bool isPythonOp(const std::string& target) {
 
 }  // namespace
 
-GraphProgram::GraphProgram(const json& ir, const std::map<std::string, at::Tensor>& constants) : ir_(ir) {
+GraphProgram::GraphProgram(const Graph& ir, const std::map<std::string, at::Tensor>& constants) : ir_(ir) {
   Slots slots;
-  for (const json& node : ir_["nodes"]) {
-    std::string op = node.value("op", "");
-    std::string name = node.value("name", "");
-    if (op == "placeholder") {
-      inputSlots_.push_back(slots[name] = slotCount_++);
-    } else if (op == "get_attr") {
-      std::string target = node.value("target", "");
-      auto it = constants.find(target);
+  for (const Node& node : ir_.nodes) {
+    if (node.is(Node::Op::Placeholder)) {
+      inputSlots_.push_back(slots[node.name] = slotCount_++);
+    } else if (node.is(Node::Op::GetAttr)) {
+      auto it = constants.find(node.target);
       if (it == constants.end()) {
-        failure_ = describe(node, "constant " + target + " was not stored with its data");
+        failure_ = describe(node, "constant " + node.target + " was not stored with its data");
         return;
       }
-      constantSlots_.emplace_back(slots[name] = slotCount_++, it->second);
-    } else if (op == "output") {
-      const json& args = node.value("args", json::array());
-      const json& result = args.empty() ? json() : args[0];
-      const json& items = result.is_object() && result.contains("tuple") ? result["tuple"] : result;
+      constantSlots_.emplace_back(slots[node.name] = slotCount_++, it->second);
+    } else if (node.is(Node::Op::Output)) {
       try {
-        if (items.is_array())
-          for (const json& item : items) outputs_.push_back(resolve(item, nullptr, slots));
-        else
-          outputs_.push_back(resolve(items, nullptr, slots));
+        for (const Argument& item : ir_.returned()) outputs_.push_back(resolve(item, nullptr, slots));
       } catch (const std::exception& e) {
         failure_ = describe(node, e.what());
         return;
@@ -75,13 +64,12 @@ GraphProgram::GraphProgram(const json& ir, const std::map<std::string, at::Tenso
   planReleases();
 }
 
-bool GraphProgram::prepare(const json& node, Slots* slots) {
+bool GraphProgram::prepare(const Node& node, Slots* slots) {
   Step step;
   step.node = &node;
-  step.target = node.value("target", "");
-  std::string op = node.value("op", "");
-  if (op != "call_function") {
-    failure_ = describe(node, "a " + op + " node: the runner runs aten graphs (AOTAutograd's), "
+  step.target = node.target;
+  if (!node.is(Node::Op::CallFunction)) {
+    failure_ = describe(node, "a " + node.opName + " node: the runner runs aten graphs (AOTAutograd's), "
                               "whose nodes are operator calls; load the Dynamo graph in Python");
     return false;
   }
@@ -95,7 +83,7 @@ bool GraphProgram::prepare(const json& node, Slots* slots) {
       if (failure_) return false;
     } else if (isPythonOp(step.target)) {
       step.kind = StepKind::Python;
-      for (const json& arg : node.value("args", json::array())) step.args.push_back(resolve(arg, nullptr, *slots));
+      for (const Argument& arg : node.args) step.args.push_back(resolve(arg, nullptr, *slots));
     } else {
       failure_ = describe(node, "calls the Python function " + step.target +
                                     ": the runner runs aten graphs (--graph forward, backward or inference); "
@@ -106,12 +94,12 @@ bool GraphProgram::prepare(const json& node, Slots* slots) {
     failure_ = describe(node, e.what());
     return false;
   }
-  step.slot = (*slots)[node.value("name", "")] = slotCount_++;
+  step.slot = (*slots)[node.name] = slotCount_++;
   steps_.push_back(std::move(step));
   return true;
 }
 
-void GraphProgram::prepareOperator(const json& node, Step* step, const Slots& slots) {
+void GraphProgram::prepareOperator(const Node& node, Step* step, const Slots& slots) {
   size_t dot = step->target.find('.', step->target.find("::"));
   std::string name = step->target.substr(0, dot);
   std::string overload = dot == std::string::npos ? "" : step->target.substr(dot + 1);
@@ -125,17 +113,17 @@ void GraphProgram::prepareOperator(const json& node, Step* step, const Slots& sl
     failure_ = describe(node, "operator " + step->target + " is not registered in this process" + why);
     return;
   }
-  const json& args = node.value("args", json::array());
-  const json& kwargs = node.value("kwargs", json::object());
+  const std::vector<Argument>& args = node.args;
   const std::vector<c10::Argument>& params = step->op->schema().arguments();
   if (args.size() > params.size()) throw std::runtime_error("more arguments than " + step->target + " takes");
   for (size_t i = 0; i < params.size(); ++i) {
     const c10::Argument& p = params[i];
     try {
+      auto kwarg = node.kwargs.find(p.name());
       if (i < args.size() && !p.kwarg_only()) {
         step->args.push_back(resolve(args[i], p.type(), slots));
-      } else if (kwargs.contains(p.name())) {
-        step->args.push_back(resolve(kwargs[p.name()], p.type(), slots));
+      } else if (kwarg != node.kwargs.end()) {
+        step->args.push_back(resolve(kwarg->second, p.type(), slots));
       } else if (p.default_value()) {
         step->args.push_back(constantValue(*p.default_value()));
       } else {
@@ -146,35 +134,30 @@ void GraphProgram::prepareOperator(const json& node, Step* step, const Slots& sl
     }
   }
 }
-NodeFailure GraphProgram::describe(const json& node, const std::string& message) const {
+NodeFailure GraphProgram::describe(const Node& node, const std::string& message) const {
   NodeFailure f;
-  f.node = node.value("name", "");
-  f.op = node.value("target", node.value("op", ""));
-  if (node.contains("location")) {
-    const json& loc = node["location"];
-    f.location = loc.value("file", "") + ":" + std::to_string(loc.value("line", 0)) + "  " + loc.value("code", "");
+  f.node = node.name;
+  f.op = node.what();
+  if (node.location) {
+    const SourceLocation& loc = *node.location;
+    f.location = loc.file + ":" + std::to_string(loc.line) + "  " + loc.code;
   }
-  if (node.contains("scope") && !node["scope"].empty()) {
-    const json& inner = node["scope"].back();
-    f.scope = inner.value("path", "") + " (" + inner.value("class", "") + ")";
-  }
+  if (!node.scope.empty()) f.scope = node.scope.back().path + " (" + node.scope.back().className + ")";
   f.message = message;
   return f;
 }
 
 // A prims:: operator the runner computes itself (prims.h), its arguments in the order of the
 // schema capture stored, since libtorch does not know it.
-bool GraphProgram::preparePrimitive(const json& node, Step* step, const Slots& slots) {
+bool GraphProgram::preparePrimitive(const Node& node, Step* step, const Slots& slots) {
   step->primitive = findPrimitive(step->target);
-  const json& schemas = ir_.value("schemas", json::object());
-  if (!step->primitive || !schemas.contains(step->target) || !schemas[step->target].contains("arguments")) return false;
-  const json& args = node.value("args", json::array());
-  const json& kwargs = node.value("kwargs", json::object());
-  const json& params = schemas[step->target]["arguments"];
+  const Schema* schema = ir_.schema(step->target);
+  if (!step->primitive || !schema) return false;
+  const std::vector<SchemaArgument>& params = schema->arguments;
   for (size_t i = 0; i < params.size(); ++i) {
-    std::string name = params[i].value("name", "");
-    if (i < args.size() && !params[i].value("kwarg_only", false)) step->args.push_back(resolve(args[i], nullptr, slots));
-    else if (kwargs.contains(name)) step->args.push_back(resolve(kwargs[name], nullptr, slots));
+    auto kwarg = node.kwargs.find(params[i].name);
+    if (i < node.args.size() && !params[i].kwargOnly) step->args.push_back(resolve(node.args[i], nullptr, slots));
+    else if (kwarg != node.kwargs.end()) step->args.push_back(resolve(kwarg->second, nullptr, slots));
     else step->args.push_back(constantValue(c10::IValue()));
   }
   step->kind = StepKind::Primitive;
@@ -243,12 +226,12 @@ std::optional<std::vector<c10::IValue>> GraphProgram::run(const std::vector<c10:
         for (const Resolved& arg : step.args) stack.push_back(arg(values));
         step.op->callBoxed(&stack);
         values[step.slot] = stack.size() == 1 ? std::move(stack[0]) : c10::IValue(c10::ivalue::Tuple::create(stack));
-        if (random && drawsRandom(*step.node)) random->emplace_back(step.node->value("name", ""), values[step.slot]);
+        if (random && drawsRandom(*step.node)) random->emplace_back(step.node->name, values[step.slot]);
       } else if (step.kind == StepKind::Primitive) {
         stack.clear();
         for (const Resolved& arg : step.args) stack.push_back(arg(values));
         values[step.slot] = step.primitive(stack);
-        if (random && drawsRandom(*step.node)) random->emplace_back(step.node->value("name", ""), values[step.slot]);
+        if (random && drawsRandom(*step.node)) random->emplace_back(step.node->name, values[step.slot]);
       } else {
         values[step.slot] = callPython(step, values);
       }

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <nlohmann/json.hpp>
 
 #include "arguments.h"
+#include "dynrep/replay/query/graph_ir.h"
 #include "dynrep/replay/run/runner.h"
 
 namespace dynrep::replay::run {
@@ -19,7 +19,9 @@ namespace dynrep::replay::run {
 class GraphProgram {
  public:
   // Prepares every node; the first that cannot run here is reported by failure().
-  GraphProgram(const nlohmann::json& ir, const std::map<std::string, at::Tensor>& constants);
+  GraphProgram(const Graph& ir, const std::map<std::string, at::Tensor>& constants);
+  GraphProgram(const GraphProgram&) = delete;  // steps point into its graph
+  GraphProgram& operator=(const GraphProgram&) = delete;
 
   const std::optional<NodeFailure>& failure() const { return failure_; }
   size_t nodeCount() const { return steps_.size(); }
@@ -32,7 +34,7 @@ class GraphProgram {
  private:
   enum class StepKind { Operator, Primitive, Python };
   struct Step {
-    const nlohmann::json* node;  // into ir_, for failure reports
+    const Node* node;  // into ir_, for failure reports
     StepKind kind = StepKind::Operator;
     std::string target;
     std::optional<c10::OperatorHandle> op;
@@ -41,14 +43,14 @@ class GraphProgram {
     int slot = -1;               // where its value goes
     std::vector<int> release;    // values last used here
   };
-  bool prepare(const nlohmann::json& node, Slots* slots);
-  void prepareOperator(const nlohmann::json& node, Step* step, const Slots& slots);
-  bool preparePrimitive(const nlohmann::json& node, Step* step, const Slots& slots);
+  bool prepare(const Node& node, Slots* slots);
+  void prepareOperator(const Node& node, Step* step, const Slots& slots);
+  bool preparePrimitive(const Node& node, Step* step, const Slots& slots);
   c10::IValue callPython(const Step& step, const std::vector<c10::IValue>& values) const;
   void planReleases();
-  NodeFailure describe(const nlohmann::json& node, const std::string& message) const;
+  NodeFailure describe(const Node& node, const std::string& message) const;
 
-  nlohmann::json ir_;
+  Graph ir_;
   int slotCount_ = 0;
   std::vector<int> inputSlots_;
   std::vector<std::pair<int, c10::IValue>> constantSlots_;  // get_attr nodes

@@ -21,37 +21,49 @@ namespace dynrep::replay::run {
 
 namespace {
 
-using nlohmann::json;
-
 class Run {
  public:
   Run(const Job& job, const Compile& compile, const RunOptions& options) : stored_(job, compile), opt_(options) {}
 
   // Sizes from the samples: a symbol placeholder's value, or a tensor dim printed as a symbol.
-  void bindSymbols(const json& ir) {
-    const json* forward = stored_.sample("forward");
+  void bindSymbols(const Graph& ir) {
+    const Sample* forward = stored_.sample("forward");
     if (!forward) return;
-    for (const json& node : ir["nodes"]) {
-      if (node.value("op", "") != "placeholder" || !node.contains("feed") || !node["feed"].contains("sample_input")) continue;
-      size_t index = node["feed"]["sample_input"].get<size_t>();
-      if (index >= (*forward)["inputs"].size()) continue;
-      const json& sample = (*forward)["inputs"][index];
-      const json& meta = node.value("outputs", json::array()).empty() ? json() : node["outputs"][0];
-      if (meta.contains("sym") && sample.contains("value") && sample["value"].is_number_integer())
-        symbols_.emplace(meta["sym"].get<std::string>(), sample["value"].get<int64_t>());
-      if (meta.contains("shape") && sample.contains("shape"))
-        for (size_t d = 0; d < meta["shape"].size() && d < sample["shape"].size(); ++d)
-          if (meta["shape"][d].is_string()) symbols_.emplace(meta["shape"][d].get<std::string>(), sample["shape"][d].get<int64_t>());
+    for (const Node* node : ir.placeholders()) {
+      if (!node->feed || node->feed->kind != Feed::Kind::SampleInput) continue;
+      size_t index = node->feed->index;
+      if (index >= forward->inputs.size()) continue;
+      const SampleValue& sample = forward->inputs[index];
+      const ValueMeta* meta = node->meta();
+      if (!meta) continue;
+      if (meta->kind == ValueMeta::Kind::Symbolic && sample.kind == SampleValue::Kind::Scalar && sample.value.kind == Argument::Kind::Int)
+        symbols_.emplace(meta->sym, sample.value.integer);
+      if (meta->isTensor() && sample.kind == SampleValue::Kind::Tensor)
+        for (size_t d = 0; d < meta->tensor.shape.size() && d < sample.shape.size(); ++d)
+          if (!meta->tensor.shape[d].isStatic() && sample.shape[d].isStatic())
+            symbols_.emplace(meta->tensor.shape[d].expr, sample.shape[d].size);
     }
   }
 
-  c10::IValue randomInput(const json& node) {
-    const json& meta = node["outputs"][0];
-    if (meta.contains("sym")) return evaluate(meta["sym"].get<std::string>(), symbols_);
+  std::vector<int64_t> shapeOf(const std::vector<Dimension>& dims) const {
     std::vector<int64_t> shape;
-    for (const json& d : meta.value("shape", json::array()))
-      shape.push_back(d.is_number_integer() ? d.get<int64_t>() : evaluate(d.get<std::string>(), symbols_));
-    at::ScalarType dtype = scalarType(meta.value("dtype", "float32"));
+    for (const Dimension& d : dims) shape.push_back(d.isStatic() ? d.size : evaluate(d.expr, symbols_));
+    return shape;
+  }
+
+  // The placeholder's description: a tensor or a symbolic scalar (RunError for anything else).
+  static const ValueMeta& describedInput(const Node& node) {
+    const ValueMeta* meta = node.meta();
+    if (!meta || (!meta->isTensor() && meta->kind != ValueMeta::Kind::Symbolic))
+      throw RunError("input " + node.name + " records neither a tensor nor a symbolic size");
+    return *meta;
+  }
+
+  c10::IValue randomInput(const Node& node) {
+    const ValueMeta& meta = describedInput(node);
+    if (meta.kind == ValueMeta::Kind::Symbolic) return evaluate(meta.sym, symbols_);
+    std::vector<int64_t> shape = shapeOf(meta.tensor.shape);
+    at::ScalarType dtype = scalarType(meta.tensor.dtype.empty() ? "float32" : meta.tensor.dtype);
     at::TensorOptions options = at::TensorOptions().dtype(dtype);
     if (at::isFloatingType(dtype) || at::isComplexType(dtype)) return at::randn(shape, options);
     if (dtype == at::kBool) return at::randint(0, 2, shape, at::TensorOptions().dtype(at::kLong)).to(at::kBool);
@@ -63,49 +75,42 @@ class Run {
   // values of its description, drawn as graphs/samples.py draws them in Python (a CPU generator
   // seeded with seed + the input's position; float32 normals of the recorded mean and standard
   // deviation cast to the dtype; integers in the recorded range), so the libtorch runner, a repro script and lower-check's
-  // MLIR run see the same inputs.
-  at::Tensor filled(const json& node, const json& entry, size_t position) {
-    const json& meta = node["outputs"][0];
-    std::vector<int64_t> shape;
-    for (const json& d : entry.contains("shape") ? entry["shape"] : meta.value("shape", json::array()))
-      shape.push_back(d.is_number_integer() ? d.get<int64_t>() : evaluate(d.get<std::string>(), symbols_));
-    at::ScalarType dtype = scalarType(entry.value("dtype", meta.value("dtype", "float32")));
+  // MLIR run see the same inputs. `entry` is the sample's description, null where there is none.
+  at::Tensor filled(const Node& node, const SampleValue* entry, size_t position) {
+    const ValueMeta& meta = describedInput(node);
+    if (!meta.isTensor()) throw RunError("input " + node.name + " is a symbolic size that no sample gives");
+    std::vector<int64_t> shape = shapeOf(entry ? entry->shape : meta.tensor.shape);
+    std::string dtypeName = entry && !entry->dtype.empty() ? entry->dtype : meta.tensor.dtype;
+    at::ScalarType dtype = scalarType(dtypeName.empty() ? "float32" : dtypeName);
     at::Generator generator = at::detail::createCPUGenerator(opt_.seed + position);
+    auto number = [&](auto SampleValue::*field, auto fallback) { return entry ? (entry->*field).value_or(fallback) : fallback; };
     at::Tensor t;
     if (at::isFloatingType(dtype)) {
       t = at::randn(shape, generator, at::TensorOptions().dtype(at::kFloat));
-      t = (t * entry.value("std", 1.0) + entry.value("mean", 0.0)).to(dtype);
+      t = (t * number(&SampleValue::std, 1.0) + number(&SampleValue::mean, 0.0)).to(dtype);
     } else {
-      int64_t low = dtype == at::kBool ? 0 : entry.value("min", int64_t{0});
-      int64_t high = dtype == at::kBool ? 1 : entry.value("max", int64_t{9});
+      int64_t low = dtype == at::kBool ? 0 : number(&SampleValue::min, int64_t{0});
+      int64_t high = dtype == at::kBool ? 1 : number(&SampleValue::max, int64_t{9});
       t = at::randint(low, high + 1, shape, generator, at::TensorOptions().dtype(at::kLong)).to(dtype);
     }
-    filled_.push_back(node.value("name", "?"));
-    return stored_.restride(t, meta.value("stride", json()));
+    filled_.push_back(node.name);
+    return stored_.restride(t, meta.tensor.stride ? &*meta.tensor.stride : nullptr);
   }
 
-  static bool notStored(const json& entry) { return !entry.contains("blob") && !entry.contains("value") && entry.contains("dtype"); }
-
-  const std::vector<std::string>& filledInputs() const { return filled_; }
-
-  std::pair<int64_t, int64_t> intRange(const json& node) const {
-    if (node.contains("feed") && node["feed"].contains("sample_input") && stored_.sample("forward")) {
-      const json& entry = (*stored_.sample("forward"))["inputs"][node["feed"]["sample_input"].get<size_t>()];
-      if (entry.contains("blob")) {
-        at::Tensor t = stored_.blob(entry, json());
+  std::pair<int64_t, int64_t> intRange(const Node& node) const {
+    if (node.feed && node.feed->kind == Feed::Kind::SampleInput && stored_.sample("forward")) {
+      const std::vector<SampleValue>& inputs = stored_.sample("forward")->inputs;
+      const SampleValue* entry = node.feed->index < inputs.size() ? &inputs[node.feed->index] : nullptr;
+      if (entry && entry->stored()) {
+        at::Tensor t = stored_.blob(*entry);
         if (t.numel()) return {t.min().item<int64_t>(), t.max().item<int64_t>()};
       }
     }
     return {0, 9};
   }
 
-  static bool isWeight(const json& node) {
-    std::string role = node.contains("input") ? node["input"].value("role", "") : "";
-    return role == "parameter" || role == "buffer";
-  }
-
-  std::vector<c10::IValue> inputs(const json& ir) {
-    std::vector<Feed> feeds = stored_.samples().feeds(ir);
+  std::vector<c10::IValue> inputs(const Graph& ir) {
+    std::vector<FedValue> feeds = stored_.samples().feeds(ir);
     std::vector<c10::IValue> values;
     std::optional<std::vector<c10::IValue>> forwardOutputs;
     auto forward = [&]() -> const std::vector<c10::IValue>& {
@@ -113,31 +118,32 @@ class Run {
       return *forwardOutputs;
     };
     size_t i = 0;
-    for (const json& node : ir["nodes"]) {
-      if (node.value("op", "") != "placeholder") continue;
-      json stride = node.value("outputs", json::array()).empty() ? json() : node["outputs"][0].value("stride", json());
-      const Feed& feed = feeds.at(i++);
-      if (feed.kind == Feed::Kind::ForwardOutput) {
+    for (const Node* node : ir.placeholders()) {
+      const ValueMeta* meta = node->meta();
+      const std::vector<Dimension>* stride = meta && meta->isTensor() && meta->tensor.stride ? &*meta->tensor.stride : nullptr;
+      const FedValue& feed = feeds.at(i++);
+      bool weight = node->input && node->input->isWeight();
+      if (feed.kind == FedValue::Kind::ForwardOutput) {
         values.push_back(forward().at(feed.index));
-      } else if (opt_.inputs == InputSource::Random && !isWeight(node)) {
-        values.push_back(randomInput(node));
-      } else if (feed.kind == Feed::Kind::Stored && notStored(*feed.entry)) {
-        values.push_back(filled(node, *feed.entry, i - 1));
-      } else if (feed.kind == Feed::Kind::Missing && opt_.inputs == InputSource::Random) {  // a weight, no sample at all
-        values.push_back(filled(node, node["outputs"][0], i - 1));
-      } else if (feed.kind == Feed::Kind::Missing) {
+      } else if (opt_.inputs == InputSource::Random && !weight) {
+        values.push_back(randomInput(*node));
+      } else if (feed.kind == FedValue::Kind::Stored && feed.entry->described()) {
+        values.push_back(filled(*node, feed.entry, i - 1));
+      } else if (feed.kind == FedValue::Kind::Missing && opt_.inputs == InputSource::Random) {  // a weight, no sample at all
+        values.push_back(filled(*node, nullptr, i - 1));
+      } else if (feed.kind == FedValue::Kind::Missing) {
         throw RunError(feed.missing + "; use --inputs random");
-      } else if (feed.kind == Feed::Kind::Zeros) {  // a gradient that never flowed
+      } else if (feed.kind == FedValue::Kind::Zeros) {  // a gradient that never flowed
         values.push_back(stored_.restride(at::zeros_like(forward().at(feed.index).toTensor(), at::MemoryFormat::Contiguous), stride));
       } else {
-        values.push_back(feed.entry->contains("blob") ? c10::IValue(stored_.blob(*feed.entry, stride)) : stored_.valueOf(*feed.entry));
+        values.push_back(feed.entry->stored() ? c10::IValue(stored_.blob(*feed.entry, stride)) : stored_.valueOf(*feed.entry));
       }
     }
     return values;
   }
 
   std::vector<c10::IValue> runForward() {
-    json forwardIr = stored_.ir("aot_forward_graph");
+    Graph forwardIr = stored_.ir("aot_forward_graph");
     GraphProgram program(forwardIr, stored_.constants(forwardIr));
     NodeFailure failure;
     if (program.failure()) throw RunError("the forward graph cannot run: " + program.failure()->message);
@@ -174,7 +180,7 @@ class Run {
   void go(RunReport* report) {
     std::string ev = stored_.event(opt_.graph);
     report->graph = ev;
-    json graphIr = stored_.ir(ev);
+    Graph graphIr = stored_.ir(ev);
     symbols_ = {};
     bindSymbols(ev == "aot_backward_graph" && stored_.has("aot_forward_graph") ? stored_.ir("aot_forward_graph") : graphIr);
     for (const auto& [name, value] : opt_.sizes) {
@@ -235,9 +241,9 @@ class Run {
   void seedGenerator(const std::string& event) const {
     at::Generator generator = at::detail::getDefaultCPUGenerator();
     std::lock_guard<std::mutex> lock(generator.mutex());
-    const json* forward = stored_.sample("forward");
-    if (opt_.inputs == InputSource::Samples && event != "aot_backward_graph" && forward && forward->contains("rng_state")) {
-      generator.set_state(stored_.blob((*forward)["rng_state"], json()));
+    const Sample* forward = stored_.sample("forward");
+    if (opt_.inputs == InputSource::Samples && event != "aot_backward_graph" && forward && forward->rngState) {
+      generator.set_state(stored_.blob(*forward->rngState));
     } else {
       generator.set_current_seed(opt_.seed);
     }

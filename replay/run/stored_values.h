@@ -1,5 +1,5 @@
 // What the runner reads from one compile of a store: its graph IRs, and its samples and
-// constants as tensors (raw little-endian bytes, dtype and shape from the JSON entry).
+// constants as tensors (raw little-endian bytes, dtype and shape from the entry).
 #pragma once
 
 #include <map>
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include <ATen/ATen.h>
-#include <nlohmann/json.hpp>
 
+#include "dynrep/replay/query/graph_ir.h"
 #include "dynrep/replay/query/graph_samples.h"
 #include "dynrep/replay/query/job.h"
 
@@ -29,23 +29,27 @@ class StoredValues {
   bool has(const std::string& event) const { return compile_.graphIrs.count(event) > 0; }
   // `forward` -> the event that holds it (aot_forward_graph or aot_inference_graph), ...
   std::string event(const std::string& graph) const;
-  nlohmann::json ir(const std::string& event) const;  // format 2 or RunError
-  const nlohmann::json* sample(const std::string& pass) const { return samples_.pass(pass); }  // "forward"/"backward", or null
+  Graph ir(const std::string& event) const;  // format 2 or RunError
+  const Sample* sample(const std::string& pass) const { return samples_.pass(pass); }  // "forward"/"backward", or null
   const CompileSamples& samples() const { return samples_; }
 
-  at::Tensor blob(const nlohmann::json& entry, const nlohmann::json& stride) const;
-  static at::Tensor restride(const at::Tensor& t, const nlohmann::json& stride);
-  std::map<std::string, at::Tensor> constants(const nlohmann::json& ir) const;
-  static c10::IValue valueOf(const nlohmann::json& entry);  // a sampled scalar
+  // A sample entry's tensor, laid out with `stride` where given (the IR's strides of its input).
+  at::Tensor blob(const SampleValue& entry, const std::vector<Dimension>* stride = nullptr) const;
+  static at::Tensor restride(const at::Tensor& t, const std::vector<Dimension>* stride);
+  std::map<std::string, at::Tensor> constants(const Graph& ir) const;
+  static c10::IValue valueOf(const SampleValue& entry);  // a sampled scalar
   // Each symbol's value at capture (the symbol table's hints), for a graph without samples.
   std::map<std::string, int64_t> hints() const;
   // (output position, stored value) for each output of the graph a sample holds.
-  std::vector<std::pair<int, at::Tensor>> expected(const nlohmann::json& ir) const;
+  std::vector<std::pair<int, at::Tensor>> expected(const Graph& ir) const;
 
  private:
   const Job& job_;
   const Compile& compile_;
   CompileSamples samples_;
+
+  at::Tensor tensor(const std::string& key, const std::string& dtype, const std::vector<Dimension>& shape,
+                    const std::vector<Dimension>* stride) const;
 };
 
 }  // namespace dynrep::replay::run

@@ -47,14 +47,14 @@ std::vector<GraphCheck> checkStore(const Job& job, const CheckOptions& options);
 std::map<std::string, std::pair<int64_t, int64_t>> symbolRanges(const Job& job, const Compile& compile);
 
 // The bytes of a graph's constants, read from the store.
-std::map<std::string, std::string> constantBytes(const Job& job, const nlohmann::json& ir);
+std::map<std::string, std::string> constantBytes(const Job& job, const Graph& ir);
 
 // A stored graph lowered: the aten graph as AOTAutograd made it, or, where one of its nodes
 // has no lowering, the Core ATen decomposition capture stored beside it (capture/core_aten.py),
 // when that lowers with fewer nodes left out. Per graph, not per node: the two graphs' nodes do
 // not correspond one to one.
 struct ChosenGraph {
-  nlohmann::json ir;
+  Graph ir;
   LoweredGraph lowered;
   std::string opset = "aten";
   std::string reason;  // why core_aten was taken, or why it could not be (empty: not needed)
@@ -62,7 +62,7 @@ struct ChosenGraph {
 ChosenGraph lowerStoredGraph(const Job& job, const Compile& compile, const std::string& event, const LowerOptions& options);
 
 // The graph IR of a compile: graph "forward", "backward", "inference" or an event name;
-// throws std::runtime_error naming what the compile has.
-std::pair<std::string, nlohmann::json> graphIr(const Job& job, const Compile& compile, const std::string& graph);
+// throws std::runtime_error naming what the compile has, or why its IR does not parse.
+std::pair<std::string, Graph> graphIr(const Job& job, const Compile& compile, const std::string& graph);
 
 }  // namespace dynrep::replay::lowering

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "dynrep/replay/query/graph_ir.h"
 
 namespace dynrep::replay::lowering {
 
@@ -46,8 +46,10 @@ struct LowerOptions {
 struct Port {
   std::string name;     // placeholder node, or the output position
   std::string type;     // MLIR type: tensor<?x4xf32>, i64
-  nlohmann::json meta;  // the IR's entry: {dtype, shape} or {sym}
+  ValueMeta meta;       // the IR's description (inputs); outputs: a tensor's dtype alone
   int result = -1;      // outputs: the function result it is, -1 for a None output
+  std::string random = {};  // inputs: the node that draws random numbers whose output this is (random_ops.h)
+  size_t randomOutput = 0;
 };
 
 struct LoweredGraph {
@@ -61,7 +63,7 @@ struct LoweredGraph {
 };
 
 // Lowers one graph IR; never throws for what the graph holds (issues say what was not lowered),
-// only std::invalid_argument for a document that is not graph IR format 2.
-LoweredGraph lowerGraph(const nlohmann::json& ir, const LowerOptions& options);
+// only std::invalid_argument for a graph of IR format 1.
+LoweredGraph lowerGraph(const Graph& ir, const LowerOptions& options);
 
 }  // namespace dynrep::replay::lowering

@@ -44,8 +44,10 @@ struct Argument {
   bool isNumber() const { return kind == Kind::Int || kind == Kind::Float; }
   double number() const { return kind == Kind::Int ? static_cast<double>(integer) : real; }
   bool isSequence() const { return kind == Kind::List || kind == Kind::Tuple; }
-  // The argument as it reads in the IR (for messages): 2, "a", {"ref": "x"}, [1, 2].
+  // The argument as the IR's compact JSON spells it (for messages): 2, "a", {"ref":"x"}, [1,2].
   std::string spelling() const;
+  // The IR's key of a one-key object form (ref, tuple, float, dtype, ...); "" for a plain value.
+  std::string key() const;
 };
 
 // One dimension or stride: a number, or a symbolic expression as sympy prints it ("s0*4").
@@ -194,7 +196,54 @@ Result<Graph> parseGraph(const nlohmann::json& document);
 Result<Graph> parseGraph(const std::string& text);
 
 class Job;
+struct Compile;
 // The graph IR stored under `blobKey`, read and parsed; the status says which of the two failed.
 Result<Graph> readGraph(const Job& job, const std::string& blobKey);
+
+// What feeds and checks a graph ("Symbols and samples of a compile" in the schema doc).
+
+// One value of a first-call sample (dynamo_replay.sample): a tensor with its bytes or why they
+// were not stored, a scalar, or a gradient that never flowed.
+struct SampleValue {
+  enum class Kind { Tensor, Scalar, Null, Unsupported };
+  Kind kind = Kind::Null;
+  std::string dtype, device;
+  std::vector<Dimension> shape;
+  std::optional<std::vector<Dimension>> stride;  // written beside `skipped`
+  std::string blob;  // empty: not stored, `skipped` says why
+  std::optional<uint64_t> bytes;
+  std::string skipped;
+  bool parameter = false;
+  std::optional<double> mean, std;  // a float tensor that was not stored
+  std::optional<int64_t> min, max;  // an integer one
+  Argument value;                   // Scalar: a number, a bool, or a SymInt as text; None for Null
+  std::string unsupported;          // the Python type
+  bool stored() const { return !blob.empty(); }
+  // Described but not stored (over the sample cap): random stand-ins fill it.
+  bool described() const { return kind == Kind::Tensor && blob.empty(); }
+};
+
+struct Sample {
+  std::string graph;             // the compiled graph global
+  std::string pass = "forward";  // forward (the first call) or backward (the first backward)
+  std::vector<SampleValue> inputs, outputs;
+  std::optional<SampleValue> rngState;  // forward: the CPU generator's state before the call
+};
+
+// A sample event's metadata; the status names the field.
+Result<Sample> parseSample(const std::string& metadataJson);
+
+// One row of a compile's symbol table (dynamo_replay.symbols), read after the job: final ranges.
+struct SymbolEntry {
+  std::string symbol;  // s0, u0
+  bool unbacked = false;
+  bool ranged = false;               // the row has a [low, high] range
+  std::optional<int64_t> low, high;  // none: unbounded (int_oo) or not an integer
+  std::string source;
+  std::optional<int64_t> hint;       // an integer hint
+};
+
+// The compile's symbol table; empty when capture wrote none.
+Result<std::vector<SymbolEntry>> readSymbols(const Job& job, const Compile& compile);
 
 }  // namespace dynrep::replay

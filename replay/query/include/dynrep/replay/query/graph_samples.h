@@ -10,14 +10,13 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "dynrep/replay/query/graph_ir.h"
 #include "dynrep/replay/query/job.h"
 
 namespace dynrep::replay {
 
-// Where one placeholder's value comes from.
-struct Feed {
+// Where one placeholder's value comes from, its IR feed (graph_ir.h) resolved against the samples.
+struct FedValue {
   enum class Kind {
     Stored,         // `entry`: a sample input or a gradient the job stored
     ForwardOutput,  // output `index` of the compile's forward graph (a value saved for the backward)
@@ -25,7 +24,7 @@ struct Feed {
     Missing,        // nothing stored feeds it: `missing` says what
   };
   Kind kind = Kind::Stored;
-  const nlohmann::json* entry = nullptr;
+  const SampleValue* entry = nullptr;
   size_t index = 0;
   std::string missing;
 };
@@ -35,20 +34,20 @@ class CompileSamples {
   explicit CompileSamples(const Compile& compile);
 
   // The sample event of a pass ("forward", "backward"), or null.
-  const nlohmann::json* pass(const std::string& name) const;
+  const Sample* pass(const std::string& name) const;
 
   // Where each placeholder of `ir`, in order, gets its value (Missing names what was not stored).
-  std::vector<Feed> feeds(const nlohmann::json& ir) const;
+  std::vector<FedValue> feeds(const Graph& ir) const;
 
   // (output position, the stored entry it should equal) for each result a sample holds.
-  std::vector<std::pair<int, const nlohmann::json*>> expected(const nlohmann::json& ir) const;
+  std::vector<std::pair<int, const SampleValue*>> expected(const Graph& ir) const;
 
  private:
   std::string compileId_;
-  std::map<std::string, nlohmann::json> samples_;  // by pass
+  std::map<std::string, Sample> samples_;  // by pass
 };
 
 // Whether a placeholder of `ir` has `symbol` in its shape or value (as a whole identifier).
-bool inputsMention(const nlohmann::json& ir, const std::string& symbol);
+bool inputsMention(const Graph& ir, const std::string& symbol);
 
 }  // namespace dynrep::replay

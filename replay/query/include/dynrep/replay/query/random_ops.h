@@ -6,18 +6,17 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include "dynrep/replay/query/graph_ir.h"
 
 namespace dynrep::replay {
 
-inline bool drawsRandom(const nlohmann::json& node) {
-  if (node.value("op", "") != "call_function") return false;
-  std::string target = node.value("target", "");
-  std::string name = target.substr(0, target.find('.'));
+inline bool drawsRandom(const Node& node) {
+  if (!node.is(Node::Op::CallFunction)) return false;
+  std::string name = node.target.substr(0, node.target.find('.'));
   if (name == "aten::native_dropout") {  // p = 0, or eval: draws nothing
-    const nlohmann::json& args = node.value("args", nlohmann::json::array());
-    bool drops = args.size() > 1 && args[1].is_number() && args[1].get<double>() != 0;
-    bool train = args.size() < 3 || !args[2].is_boolean() || args[2].get<bool>();
+    const std::vector<Argument>& args = node.args;
+    bool drops = args.size() > 1 && args[1].isNumber() && args[1].number() != 0;
+    bool train = args.size() < 3 || args[2].kind != Argument::Kind::Bool || args[2].boolean;
     return drops && train;
   }
   for (const char* op : {"aten::bernoulli", "aten::rand", "aten::rand_like", "aten::randn", "aten::randn_like", "aten::randint",
