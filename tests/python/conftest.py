@@ -44,6 +44,29 @@ def why_stores(tmp_path_factory) -> dict[str, dict[str, Path]]:
     return capture_why_stores(tmp_path_factory.mktemp("why"))
 
 
+@pytest.fixture(scope="session")
+def gpt2_recompile_break(tmp_path_factory) -> tuple[Path, Path]:
+    """jobs/gpt2_recompile_break.py captured once a session (GPT-2 with a recompile and a graph
+    break), while PyTorch's own TORCH_TRACE handler logged the same run: (store, PyTorch's log).
+    The export and report tests read it."""
+    import sys
+
+    folder = tmp_path_factory.mktemp("gpt2")
+    store, trace_dir = folder / "gpt2.dynrep", folder / "torch_trace"
+    job = Path(__file__).parent / "jobs" / "gpt2_recompile_break.py"
+    subprocess.run([sys.executable, str(job), str(store)], env={**os.environ, "TORCH_TRACE": str(trace_dir)},
+                   check=True, capture_output=True, timeout=300)
+    return store, next(trace_dir.glob("dedicated_log_torch_trace_*.log"))
+
+
+@pytest.fixture(scope="session")
+def graph_stores(tmp_path_factory):
+    """graph_jobs.JOBS' stores, each captured once a session when a test first reads it."""
+    from graph_jobs import GraphStores
+
+    return GraphStores(tmp_path_factory.mktemp)
+
+
 @pytest.fixture
 def data_dir() -> Path:
     return DATA
@@ -63,3 +86,18 @@ def inspect():
                               timeout=60)
 
     return run
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Marks the slow tier (tiers.py) before -m picks a tier."""
+    import tiers
+
+    names = [item.nodeid.removeprefix("tests/python/") for item in items]
+    # Only a whole file collected can show a stale line (a node id on the command line picks one test).
+    stale = [] if any("::" in arg for arg in config.args) else tiers.unmatched(names)
+    if stale:
+        raise pytest.UsageError(f"tests/python/tiers.py: {', '.join(stale)}: matches no test (renamed or removed?)")
+    for item, name in zip(items, names):
+        if tiers.is_slow(name):
+            item.add_marker(pytest.mark.slow)

@@ -1,12 +1,13 @@
-"""Real jobs whose stored graphs the graph tests run (replay-run, load_graph) and lower (MLIR),
-and capture_stores, which captures a set of them, one store each. benchmarks/lowering.py
-captures the same corpus."""
+"""Real jobs whose stored graphs the graph tests run (replay-run, load_graph) and lower (MLIR);
+capture_stores captures a set of them, one store each (benchmarks/lowering.py captures the same
+corpus), and GraphStores captures each at most once a test session, when a test first reads it."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Callable
 
 import torch
 
@@ -123,3 +124,66 @@ def bf16_convnet() -> None:
     model = ConvNet().to(torch.bfloat16).train()
     with torch.no_grad():
         torch.compile(model, backend="aot_eager")(torch.randn(4, 3, 16, 16, dtype=torch.bfloat16))
+
+
+# Every job a graph test reads, by one name across the test files.
+JOBS: dict[str, Callable[[], None]] = {
+    "mlp": mlp, "gpt": gpt, "convnet": convnet_training_step, "graph_break": graph_break, "hf_bert": hf_bert,
+    "hf_gpt2_train": hf_gpt2_training_step, "hf_gpt2_train_no_dropout": lambda: hf_gpt2_training_step(dropout=False),
+    "inductor": inductor_mlp, "custom_op": custom_op, "bf16_convnet": bf16_convnet,
+}
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """Bitwise equality needs the same float sums in the same order on both sides, and a matmul's
+    or a reduction's order follows its thread split: the jobs are captured on one intra-op thread
+    (replay-run gets one too)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def capture_on_one_thread(path: Path, job: Callable[[], None]) -> None:
+    with one_thread(), dr.capture(path, precompile=False):
+        job()
+
+
+class GraphStores:
+    """Jobs' stores (JOBS' by default), each captured (on one thread by default) the first time
+    a test reads it: test files that read the same job share its store, and a tier that reads
+    fewer jobs captures fewer."""
+
+    def __init__(self, directory: Callable[[str], Path], jobs: dict[str, Callable[[], None]] | None = None,
+                 capture: Callable[[Path, Callable[[], None]], None] = capture_on_one_thread) -> None:
+        self._directory, self._jobs, self._capture = directory, jobs or JOBS, capture
+        self._stores: dict[str, Path] = {}
+
+    def __getitem__(self, job: str) -> Path:
+        if job not in self._stores:
+            path = self._directory(job) / "job.dynrep"
+            torch._dynamo.reset()
+            self._capture(path, self._jobs[job])
+            self._stores[job] = path
+        return self._stores[job]
+
+    def view(self, names: dict[str, str]) -> Mapping[str, Path]:
+        """A test file's own names -> JOBS' names, read lazily."""
+        return _View(self, names)
+
+
+class _View(Mapping):
+    def __init__(self, stores: GraphStores, names: dict[str, str]) -> None:
+        self._stores, self._names = stores, names
+
+    def __getitem__(self, name: str) -> Path:
+        return self._stores[self._names[name]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)

@@ -22,7 +22,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 from redis_server import free_port, start_redis  # noqa: E402
 
 JOB = Path(__file__).parent / "jobs" / "fleet_job.py"
-pytestmark = pytest.mark.slow
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import tiers
 
 import dynamo_replay as dr
 
@@ -36,8 +37,14 @@ CASES = [
 ]
 
 
+# A line that reads what another line wrote runs after it.
+NEEDS = {"replay_block": "capture_block", "DYNAMO_REPLAY": "capture_command", "fleet_replaying": "fleet_capturing"}
+
+
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[subprocess.CompletedProcess, Path]]:
+def runs(request, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[subprocess.CompletedProcess, Path]]:
+    wanted = set(tiers.selected(request, "name"))
+    wanted |= {NEEDS[name] for name in wanted if name in NEEDS}
     work = tmp_path_factory.mktemp("forked")
     port = free_port()
     server = start_redis(port, work, "--appendonly", "no")
@@ -45,6 +52,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[subprocess
     done = {}
     try:
         for name, argv, extra, _ in CASES:
+            if name not in wanted:
+                continue
             out = work / name
             env = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAMO_REPLAY", "TORCHINDUCTOR_"))}
             env.update({k: v.format(**fill) for k, v in extra.items()}, TORCHINDUCTOR_CACHE_DIR=f"{out}-inductor",

@@ -5,12 +5,12 @@ About 25 s on a 2-core machine."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -27,31 +27,20 @@ import graph_jobs as jobs  # noqa: E402
 AOT_GRAPHS = ("aot_forward_graph", "aot_inference_graph", "aot_backward_graph")
 
 
-JOBS = {"mlp": jobs.mlp, "gpt": jobs.gpt, "convnet": jobs.convnet_training_step, "graph_break": jobs.graph_break,
-        "hf_gpt2_train": jobs.hf_gpt2_training_step, "hf_bert": jobs.hf_bert, "inductor": jobs.inductor_mlp}
+# This file's job names -> graph_jobs.JOBS'.
+JOBS = {"mlp": "mlp", "gpt": "gpt", "convnet": "convnet", "graph_break": "graph_break",
+        "hf_gpt2_train": "hf_gpt2_train", "hf_bert": "hf_bert", "inductor": "inductor"}
 
-
-# Bitwise equal needs the same float sums in the same order on both sides, and a matmul's or a
-# reduction's order follows its thread split: the jobs are captured on one intra-op thread and
-# replay-run gets one too. (Two full runs on a loaded machine saw the GPT-2 training step's
-# backward come out close, not bitwise, with each side on its default thread count.)
+# Bitwise equal needs the same float sums in the same order on both sides: graph_jobs captures
+# on one intra-op thread, and replay-run gets one too. (Two full runs on a loaded machine saw the
+# GPT-2 training step's backward come out close, not bitwise, with each side on its default
+# thread count.)
 ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-@contextlib.contextmanager
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
-def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    with one_thread():
-        return jobs.capture_stores(tmp_path_factory.mktemp, JOBS)
+def stores(graph_stores) -> Mapping[str, Path]:
+    return graph_stores.view(JOBS)
 
 
 def run(*args: str) -> tuple[int, dict]:
@@ -111,7 +100,7 @@ def test_the_gpt_graph_runs_at_other_sizes_and_agrees_with_the_python_rebuild(st
         assert code == 0 and report["ok"], report
         inputs, outputs = torch.load(dump, weights_only=True)
         assert any(isinstance(x, torch.Tensor) and tuple(x.shape) == values for x in inputs)  # the token ids
-        with torch.no_grad(), one_thread():
+        with torch.no_grad(), jobs.one_thread():
             expected = module(*inputs)
         assert len(expected) == len(outputs)
         for got, want in zip(outputs, expected):

@@ -382,7 +382,6 @@ def test_graph_command_names_what_is_missing(mlp_job, tmp_path: Path, capsys) ->
 
 # --- capture does not change what PyTorch compiles ------------------------------------------
 
-@pytest.mark.slow
 def test_capture_leaves_inductor_cache_keys_and_code_unchanged(tmp_path: Path) -> None:
     """The same small Inductor job, each run in a fresh process with an empty cache: without
     capture, captured without precompile, and captured with it (the default)."""

@@ -31,7 +31,6 @@ from guard_cases import (COMPILED, KEPT, KEPT_BY_PYTORCH_FROM, RECHECKED, UNEXER
 CASES = cases_for(releases.CURRENT.line)  # the rows of this release, each as it reads here
 
 RUNNER = Path(__file__).parent / "jobs" / "guard_cases" / "run.py"
-pytestmark = pytest.mark.slow
 ALL_CHANGED = ",".join(CASES)
 CHECKS_OFF = Path(__file__).parent / "jobs" / "replay_checks_off.py"
 

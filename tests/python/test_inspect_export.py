@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -18,19 +17,13 @@ import pytest
 
 from dynamo_replay._core import Store, TraceEvent
 
-JOB = Path(__file__).parent / "jobs" / "gpt2_recompile_break.py"
 DATA = Path(__file__).parent.parent / "data"
 
 
 @pytest.fixture(scope="module")
-def gpt2(tmp_path_factory) -> tuple[Path, Path]:
-    """GPT-2 captured with a recompile and a graph break, while PyTorch's own TORCH_TRACE
-    handler logged the same run: (store, PyTorch's log)."""
-    folder = tmp_path_factory.mktemp("gpt2")
-    store, trace_dir = folder / "gpt2.dynrep", folder / "torch_trace"
-    env = {**os.environ, "TORCH_TRACE": str(trace_dir)}
-    subprocess.run([sys.executable, str(JOB), str(store)], env=env, check=True, capture_output=True, timeout=300)
-    return store, next(trace_dir.glob("dedicated_log_torch_trace_*.log"))
+def gpt2(gpt2_recompile_break) -> tuple[Path, Path]:
+    """GPT-2 with a recompile and a graph break (conftest): (store, PyTorch's own log of the run)."""
+    return gpt2_recompile_break
 
 
 def tlparse_executable() -> str:

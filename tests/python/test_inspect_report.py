@@ -8,7 +8,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -16,7 +15,6 @@ import pytest
 
 from dynamo_replay._core import Manifest, Store, TraceEvent
 
-JOB = Path(__file__).parent / "jobs" / "gpt2_recompile_break.py"
 DATA = Path(__file__).parent.parent / "data"
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 
@@ -111,10 +109,9 @@ def show(inspect, store: Path, compile_id: str, *flags: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def gpt2(tmp_path_factory) -> Path:
-    store = tmp_path_factory.mktemp("gpt2") / "gpt2.dynrep"
-    subprocess.run([sys.executable, str(JOB), str(store)], check=True, capture_output=True, timeout=300)
-    return store
+def gpt2(gpt2_recompile_break) -> Path:
+    """GPT-2 with a recompile and a graph break (conftest, shared with the export tests)."""
+    return gpt2_recompile_break[0]
 
 
 def test_report_shows_each_compile_with_guards_graphs_symbols_and_timeline(gpt2, inspect, tmp_path):

@@ -20,6 +20,7 @@ from dynamo_replay import mlir
 from dynamo_replay.tools import runner_executable
 
 sys.path.insert(0, str(Path(__file__).parent))
+from graph_jobs import GraphStores  # noqa: E402
 from test_mlir import MLIR_OPT  # noqa: E402
 
 pytestmark = pytest.mark.skipif(MLIR_OPT is None, reason="MLIR 19 is not installed (make test installs it)")
@@ -81,17 +82,16 @@ MODELS: dict[str, Callable[[], None]] = {
 }
 
 
+def _capture(path: Path, job: Callable[[], None]) -> None:
+    torch.manual_seed(0)
+    with dr.capture(path, precompile=False, sample_limit_bytes=CAP):
+        job()
+
+
 @pytest.fixture(scope="module")
-def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    out = {}
-    for name, job in MODELS.items():
-        path = tmp_path_factory.mktemp(name) / "job.dynrep"
-        torch._dynamo.reset()
-        torch.manual_seed(0)
-        with dr.capture(path, precompile=False, sample_limit_bytes=CAP):
-            job()
-        out[name] = path
-    return out
+def stores(tmp_path_factory: pytest.TempPathFactory) -> GraphStores:
+    """Each model captured when a test first reads it: the fast tier captures only its own."""
+    return GraphStores(tmp_path_factory.mktemp, MODELS, _capture)
 
 
 # (model, PyTorch release line) -> why its graphs lower but do not match within lower-check's bound.
@@ -108,7 +108,7 @@ def _model_case(model: str) -> object:
 
 
 @pytest.mark.parametrize("model", [_model_case(m) for m in MODELS])
-def test_every_graph_of_a_real_model_lowers_and_matches(stores: dict[str, Path], model: str) -> None:
+def test_every_graph_of_a_real_model_lowers_and_matches(stores: GraphStores, model: str) -> None:
     report = mlir.lower_check(stores[model])
     failed = [(g["compile"], g["graph"], g["stage"], g["error"][:300], [i["op"] for i in g["issues"]][:5])
               for g in report["graphs"] if not g["matched"]]
@@ -118,7 +118,7 @@ def test_every_graph_of_a_real_model_lowers_and_matches(stores: dict[str, Path],
     assert any(g["reference"].startswith("replay-run") for g in report["graphs"]), report["graphs"]
 
 
-def test_dropout_masks_are_inputs_and_the_rest_matches_exactly(stores: dict[str, Path]) -> None:
+def test_dropout_masks_are_inputs_and_the_rest_matches_exactly(stores: GraphStores) -> None:
     graphs = mlir.lower_check(stores["gpt2_train"])["graphs"]
     forward = next(g for g in graphs if g["graph"] == "aot_forward_graph" and "draws random numbers" in g["reference"])
     assert forward["matched"] and any(o["status"] == "bitwise" for o in forward["outputs"])
@@ -128,7 +128,7 @@ def test_dropout_masks_are_inputs_and_the_rest_matches_exactly(stores: dict[str,
     assert signature.count("tensor<2x8x64xi1>") >= 2  # each dropout's mask is an argument
 
 
-def test_replay_run_and_the_repro_script_fill_what_was_not_stored_alike(stores: dict[str, Path], tmp_path: Path) -> None:
+def test_replay_run_and_the_repro_script_fill_what_was_not_stored_alike(stores: GraphStores, tmp_path: Path) -> None:
     done = subprocess.run([runner_executable(), str(stores["bert"]), "0/0", "--json"], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     run = json.loads(done.stdout)

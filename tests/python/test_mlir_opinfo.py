@@ -15,8 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import opinfo_corpus as corpus  # noqa: E402
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(shutil.which("mlir-opt-19") is None, reason="MLIR 19 is not installed (make test installs it)")]
+pytestmark = [pytest.mark.skipif(shutil.which("mlir-opt-19") is None, reason="MLIR 19 is not installed (make test installs it)")]
 
 SEED = 23  # picks each case's dtype and static/dynamic
 CAP = corpus.DEFAULT_CAP  # 36 cases: about 40 s on 2 cores

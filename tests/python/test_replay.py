@@ -25,7 +25,6 @@ torch = pytest.importorskip("torch")
 
 JOB = Path(__file__).parent / "jobs" / "replay_jobs.py"
 KEY = "replay-test-key"
-pytestmark = pytest.mark.slow
 
 
 def run(*args: str, env: dict[str, str], timeout: int = 600) -> subprocess.CompletedProcess[str]:

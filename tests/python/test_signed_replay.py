@@ -28,7 +28,6 @@ from dynamo_replay.replay import checks  # noqa: E402
 
 KEY = "signed-replay-test-key"
 JOB = Path(__file__).parent / "jobs" / "swapped_job.py"
-pytestmark = pytest.mark.slow
 
 
 def _env(cache: Path, **extra: str) -> dict[str, str]:

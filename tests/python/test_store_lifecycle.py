@@ -29,7 +29,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 from redis_server import free_port, start_redis  # noqa: E402
 
 JOB = Path(__file__).parent / "jobs" / "lifecycle" / "serve.py"
-pytestmark = pytest.mark.slow
 
 
 def clean_environment(inductor: Path, **extra: str) -> dict[str, str]:

@@ -9,6 +9,7 @@ does better shows up as a failure to update the table. About 15 s on a 2-core ma
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,6 @@ from dynamo_replay import torch_mlir_check
 from dynamo_replay.graphs.stored import stored_graphs
 from dynamo_replay.tools import mlir_executable
 
-sys.path.insert(0, str(Path(__file__).parent))
-import graph_jobs as jobs  # noqa: E402
 
 
 def _missing() -> str:
@@ -33,8 +32,9 @@ def _missing() -> str:
 
 needs_torch_mlir = pytest.mark.skipif(bool(_missing()), reason=_missing() + " (make test installs it)")
 
-JOBS = {"mlp": jobs.mlp, "gpt": jobs.gpt, "convnet": jobs.convnet_training_step, "graph_break": jobs.graph_break,
-        "hf_bert": jobs.hf_bert, "hf_gpt2_train": lambda: jobs.hf_gpt2_training_step(dropout=False)}
+# This file's job names -> graph_jobs.JOBS'.
+JOBS = {"mlp": "mlp", "gpt": "gpt", "convnet": "convnet", "graph_break": "graph_break", "hf_bert": "hf_bert",
+        "hf_gpt2_train": "hf_gpt2_train_no_dropout"}
 
 # job, compile, graph, the stage it reaches, what the error names there ("" when matched)
 CASES = [
@@ -57,8 +57,8 @@ GRAPH_EVENTS = {"forward": "aot_forward_graph", "backward": "aot_backward_graph"
 
 
 @pytest.fixture(scope="module")
-def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return jobs.capture_stores(tmp_path_factory.mktemp, JOBS)
+def stores(graph_stores) -> Mapping[str, Path]:
+    return graph_stores.view(JOBS)
 
 
 @needs_torch_mlir

@@ -22,7 +22,6 @@ from redis_server import free_port, start_redis  # noqa: E402
 
 JOB = Path(__file__).parent / "jobs" / "ranks" / "train_step.py"
 LAUNCH_TIMEOUT_S = 300
-pytestmark = pytest.mark.slow
 
 
 def torchrun(out: Path, *job_args: str, tool: tuple[str, ...] = (), env: dict[str, str] | None = None,

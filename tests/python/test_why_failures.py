@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import tiers
 
 JOBS = Path(__file__).resolve().parent / "jobs" / "failures"
 
@@ -92,11 +93,12 @@ def _capture(case: Case, directory: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def captured(tmp_path_factory):
+def captured(request, tmp_path_factory):
     directory = tmp_path_factory.mktemp("why-failures")
+    cases = tiers.selected(request, "case")
     with ThreadPoolExecutor(2) as pool:
-        runs = list(pool.map(lambda c: _capture(c, directory), CASES))
-    return {case.id: run for case, run in zip(CASES, runs)}
+        runs = list(pool.map(lambda c: _capture(c, directory), cases))
+    return {case.id: run for case, run in zip(cases, runs)}
 
 
 def _inspect(*args: str) -> subprocess.CompletedProcess:
@@ -149,8 +151,8 @@ def _verify(store: Path, *extra: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def verified(captured):
-    cases = [c for c in CASES if c.verify]
+def verified(request, captured):
+    cases = [c for c in tiers.selected(request, "case") if c.verify and c.id in captured]
     with ThreadPoolExecutor(2) as pool:
         runs = list(pool.map(lambda c: _verify(captured[c.id]["store"]), cases))
     return {case.id: run for case, run in zip(cases, runs)}
