@@ -1,7 +1,8 @@
 // The why-answer as JSON: for each compile that failed, broke its graph or compiled again, the
 // facts (expression, user line, each symbol's origin, final range and guards) and the advice of
-// why/patterns.cc; then one summary per function compiled more than once. Capture's structured
-// events come first; PyTorch's texts (why/torch_text.h) fill in for stores that lack them.
+// the pattern tables (why/patterns.h); then one summary per function compiled more than once.
+// Capture's structured events come first; PyTorch's texts (why/torch_text.h) fill in for stores
+// that lack them.
 #include "why/model.h"
 
 #include <algorithm>
@@ -31,7 +32,7 @@ json applyJson(const EditAction& e) {
 }
 
 json adviceJson(const Advice& a) {
-  return {{"kind", a.kind}, {"edit", a.edit}, {"line", frameJson(a.line)}, {"why", a.why}, {"apply", applyJson(a.apply)}};
+  return {{"kind", adviceKindId(a.kind)}, {"edit", a.edit}, {"line", frameJson(a.line)}, {"why", a.why}, {"apply", applyJson(a.apply)}};
 }
 
 // The first line of `s` as it is (render.h's firstLine also folds spaces, for table cells).
@@ -461,7 +462,7 @@ json recompileJson(const CompileFacts& f, const Compile* first, std::set<std::st
   seenKeys->insert(causeKey(k));
   Advice advice = adviseCause(k, main, c, first);
   json adviceList = json::array();
-  if (!advice.kind.empty()) adviceList.push_back(adviceJson(advice));
+  if (advice.kind != AdviceKind::None) adviceList.push_back(adviceJson(advice));
   *primaryOut = k;
   *adviceOut = advice;
   json out = causeJson(main);
@@ -496,7 +497,7 @@ json functionJson(const FunctionTally& t) {
     const auto& [k, a, ids] = t.causes.at(key);
     parts += fmt::format("{}{} ({})", parts.empty() ? "" : "; ", k.description, ids.size());
     causes.push_back({{"cause", k.cause}, {"subject", k.subject}, {"description", k.description}, {"count", ids.size()},
-                      {"compile_ids", ids}, {"advice", a.kind.empty() ? json(nullptr) : adviceJson(a)}});
+                      {"compile_ids", ids}, {"advice", a.kind == AdviceKind::None ? json(nullptr) : adviceJson(a)}});
   }
   if (!parts.empty()) summary += ": " + parts;
   return {{"function", t.first->function}, {"file", t.first->file}, {"line", t.first->firstLine},

@@ -1,6 +1,7 @@
-// The pattern table of docs/why.md: which advice fits a failed compile, a graph break or a
-// recompile, and the concrete edit it proposes at the user's line. explain.cc gathers the facts;
-// this file only matches them. Private to replay/inspect.
+// The pattern tables of docs/why.md: which advice fits a failed compile or a graph break
+// (problems.cc), which kind a failed guard is (guard_text.cc) and which advice fits a recompile
+// (advice.cc), each a table of rows. model.cc gathers the facts; these only match them.
+// Private to replay/inspect.
 // Thread-safety: pure functions over constant tables.
 #pragma once
 
@@ -11,7 +12,17 @@
 
 namespace dynrep::replay {
 
-// Every advice kind, in the order docs/why.md lists them.
+// Every advice kind (advice_kinds.def); None: no advice.
+enum class AdviceKind {
+  None,
+#define DYNREP_ADVICE_KIND(Enum, id) Enum,
+#include "why/advice_kinds.def"
+#undef DYNREP_ADVICE_KIND
+};
+
+// A kind's stable id, as text and JSON name it: "torch_check"; "" for None.
+const char* adviceKindId(AdviceKind kind);
+// Every advice kind's id, in the order docs/why.md lists them.
 const std::vector<std::string>& adviceKinds();
 
 // An advice that is one mechanical edit, as `why --verify` applies it (docs/why.md, "--verify"):
@@ -28,7 +39,7 @@ struct EditAction {
 };
 
 struct Advice {
-  std::string kind;  // one of adviceKinds()
+  AdviceKind kind = AdviceKind::None;
   std::string edit;  // the change to make, as code where it can be
   UserFrame line;    // where it goes: the user line, or the compiled function's first line
   std::string why;
@@ -85,6 +96,9 @@ CauseClass classifyCause(const RecompileCause& c, bool wentDynamic);
 // The advice for a cause, or kind "" when none applies. `fn` is the compiled function; `first`
 // its first compile, whose call site names the caller's tensors.
 Advice adviseCause(const CauseClass& k, const RecompileCause& c, const Compile& fn, const Compile* first = nullptr);
+
+// The tensor a cause's source is about, as the user names it: "L['x'].size()[0]" -> "x".
+std::string prettyTensor(const std::string& source);
 
 // The tensor a guard source is about, as the frame names it: "L['x'].size()[0]" -> "L['x']".
 std::string tensorSource(const std::string& source);

@@ -114,15 +114,15 @@ Problem branchOnNonzero() {
 TEST(WhyPatterns, BranchOnDataDependentSizeAdvisesCheckThenCond) {
   std::vector<Advice> advice = adviseProblem(branchOnNonzero());
   ASSERT_GE(advice.size(), 2u);
-  EXPECT_EQ(advice[0].kind, "torch_check");
+  EXPECT_EQ(adviceKindId(advice[0].kind), "torch_check");
   EXPECT_NE(advice[0].edit.find("torch._check(n.numel() != 0)"), std::string::npos) << advice[0].edit;
-  EXPECT_EQ(advice[1].kind, "torch_cond");
+  EXPECT_EQ(adviceKindId(advice[1].kind), "torch_cond");
 }
 
 TEST(WhyPatterns, LibraryLineAdvisesGuardOrFalseFirst) {
   Problem p = branchOnNonzero();
   p.inLibrary = true;
-  EXPECT_EQ(adviseProblem(p).at(0).kind, "guard_or_false");
+  EXPECT_EQ(adviceKindId(adviseProblem(p).at(0).kind), "guard_or_false");
 }
 
 TEST(WhyPatterns, IntegerNeededAdvisesLoopPattern) {
@@ -130,20 +130,20 @@ TEST(WhyPatterns, IntegerNeededAdvisesLoopPattern) {
   p.expr = "u0";
   p.integer = true;
   p.frame = {"/tmp/job.py", 11, "f", "for i in range(n):"};
-  EXPECT_EQ(adviseProblem(p).at(0).kind, "data_dependent_loop");
+  EXPECT_EQ(adviceKindId(adviseProblem(p).at(0).kind), "data_dependent_loop");
 }
 
 TEST(WhyPatterns, GraphBreaksOnScalarAndDynamicShapeOps) {
   Problem p;
   p.graphBreak = true;
   p.gbType = parseGraphBreak(kItemBreak).gbType;
-  EXPECT_EQ(adviseProblem(p).at(0).kind, "capture_scalar_outputs");
+  EXPECT_EQ(adviceKindId(adviseProblem(p).at(0).kind), "capture_scalar_outputs");
   p.gbType = "Dynamic shape operator";
   p.context = "aten.nonzero.default";
-  EXPECT_EQ(adviseProblem(p).at(0).kind, "capture_dynamic_output_shape_ops");
+  EXPECT_EQ(adviceKindId(adviseProblem(p).at(0).kind), "capture_dynamic_output_shape_ops");
   p.gbType = "Data dependent operator";
   p.context = "aten._local_scalar_dense.default";
-  EXPECT_EQ(adviseProblem(p).at(0).kind, "capture_scalar_outputs");
+  EXPECT_EQ(adviceKindId(adviseProblem(p).at(0).kind), "capture_scalar_outputs");
 }
 
 TEST(WhyPatterns, UserNamesFromOriginLines) {
@@ -174,8 +174,8 @@ TEST(WhyPatterns, ValueOnTheRunRanksTheBranchAdvice) {
     EXPECT_EQ(truthOnRun(p), c.value.empty() ? -1 : c.value == "0" ? 1 : 0);
     std::vector<Advice> advice = adviseProblem(p);
     ASSERT_GE(advice.size(), 2u) << c.value;
-    EXPECT_EQ(advice[0].kind, c.first) << c.value;
-    const Advice& check = advice[0].kind == "torch_check" ? advice[0] : advice[1];
+    EXPECT_EQ(adviceKindId(advice[0].kind), c.first) << c.value;
+    const Advice& check = advice[0].kind == AdviceKind::TorchCheck ? advice[0] : advice[1];
     EXPECT_NE(check.edit.find(c.check), std::string::npos) << check.edit;
     EXPECT_EQ(check.apply.action, "insert_before");
     EXPECT_EQ(check.apply.line, 6);
@@ -195,7 +195,7 @@ TEST(WhyPatterns, ConstraintViolationsAdviseTheMarkInTheCallersName) {
   specialized.constraints = {k};
   std::vector<Advice> a = adviseProblem(specialized);
   ASSERT_EQ(a.size(), 1u);
-  EXPECT_EQ(a[0].kind, "maybe_mark_dynamic");
+  EXPECT_EQ(adviceKindId(a[0].kind), "maybe_mark_dynamic");
   EXPECT_EQ(a[0].apply.action, "replace_mark");
   EXPECT_EQ(a[0].apply.code, "torch._dynamo.maybe_mark_dynamic(batch, 0)");
   EXPECT_EQ(a[0].apply.name, "batch");
@@ -211,7 +211,7 @@ TEST(WhyPatterns, ConstraintViolationsAdviseTheMarkInTheCallersName) {
   ranged.constraints = {k};
   a = adviseProblem(ranged);
   ASSERT_EQ(a.size(), 1u);
-  EXPECT_EQ(a[0].kind, "dim_range");
+  EXPECT_EQ(adviceKindId(a[0].kind), "dim_range");
   EXPECT_EQ(a[0].apply.code, "torch._dynamo.mark_dynamic(batch, 0, min=6, max=16)");
 }
 
@@ -224,15 +224,15 @@ TEST(WhyPatterns, RuntimeAssertAdviceNamesTheValue) {
   EXPECT_EQ(truthOnRun(p), 0);
   std::vector<Advice> a = adviseProblem(p);
   ASSERT_EQ(a.size(), 2u);  // not torch_check or torch_cond: nothing was asked while tracing
-  EXPECT_EQ(a[0].kind, "make_valid_for_all");
+  EXPECT_EQ(adviceKindId(a[0].kind), "make_valid_for_all");
   EXPECT_NE(a[0].edit.find("on this run u0 was 9"), std::string::npos);
-  EXPECT_EQ(a[1].kind, "check_where_made");
+  EXPECT_EQ(adviceKindId(a[1].kind), "check_where_made");
   EXPECT_EQ(a[1].apply.action, "insert_before");
   EXPECT_EQ(a[1].apply.line, 7);
   p.symbols[0].value = "8";  // the data kept the assumption: only the check where it is made
   a = adviseProblem(p);
   ASSERT_EQ(a.size(), 1u);
-  EXPECT_EQ(a[0].kind, "check_where_made");
+  EXPECT_EQ(adviceKindId(a[0].kind), "check_where_made");
 }
 
 TEST(WhyPatterns, EveryAdviceKindIsDocumented) {

@@ -1,63 +1,24 @@
-// The pattern table of docs/why.md. A problem pattern ranks how well it fits (0: not at all) and
-// writes its edit from the user's line; a cause pattern recognizes one kind of failed guard.
-// The wording the matchers key on is PyTorch 2.13's, cited where it is matched.
-#include "why/patterns.h"
-
+// The problem table of docs/why.md ("Advice patterns", failures and graph breaks): each row ranks
+// how well it fits a Problem (0: not at all) and writes its edit from the user's line.
+// The wording the rows key on is PyTorch 2.13's, cited where it is matched.
 #include <algorithm>
+#include <map>
 #include <regex>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "dynrep/replay/query/size_expr.h"
 #include "render.h"
+#include "why/patterns.h"
+#include "why/python_lines.h"
 #include "why/torch_text.h"
 
 namespace dynrep::replay {
 
 namespace {
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
-}
-
-// --- the user's line ---
-
-// The condition a line branches or asserts on: "if n.numel() == 0:" -> "n.numel() == 0";
-// also elif, while, assert and `a if cond else b`. "" when the line has none.
-std::string conditionOf(const std::string& code) {
-  static const std::regex kStatement(R"(^\s*(?:if|elif|while)\s+(.+?)\s*:\s*(?:#.*)?$)");
-  static const std::regex kAssert(R"(^\s*assert\s+(.+?)\s*(?:,.*)?$)");
-  static const std::regex kTernary(R"(\sif\s+(.+?)\s+else\s)");
-  std::smatch m;
-  if (std::regex_match(code, m, kStatement) || std::regex_match(code, m, kAssert) || std::regex_search(code, m, kTernary))
-    return trim(m[1]);
-  return "";
-}
-
-bool isBranch(const std::string& code) {
-  static const std::regex kBranch(R"((^\s*(if|elif|while)\s)|(\sif\s.+\selse\s))");
-  return std::regex_search(code, kBranch);
-}
-
-// The opposite of a condition: a lone comparison flips its operator, `not c` loses the not.
-std::string negate(const std::string& cond) {
-  if (cond.rfind("not ", 0) == 0) return trim(cond.substr(4));
-  static const std::vector<std::pair<std::string, std::string>> kFlip = {
-      {" == ", " != "}, {" != ", " == "}, {" <= ", " > "}, {" >= ", " < "}, {" < ", " >= "}, {" > ", " <= "}};
-  for (const auto& [op, flipped] : kFlip) {
-    size_t at = cond.find(op);
-    if (at == std::string::npos) continue;
-    bool lone = std::none_of(kFlip.begin(), kFlip.end(), [&](const auto& other) {
-      return cond.find(other.first, at + op.size()) != std::string::npos || cond.substr(0, at).find(other.first) != std::string::npos;
-    });
-    if (lone && !has(cond, " and ") && !has(cond, " or ")) return cond.substr(0, at) + flipped + cond.substr(at + op.size());
-  }
-  return "not (" + cond + ")";
-}
+using namespace pyline;
 
 // The failing expression in the user's names: "Eq(u0, 0)" -> "n.shape[0] == 0".
 std::string userExpr(const Problem& p) {
@@ -68,11 +29,6 @@ std::string userExpr(const Problem& p) {
 
 bool floatSymbol(const Problem& p) {
   return std::any_of(p.symbols.begin(), p.symbols.end(), [](const SymbolFacts& s) { return s.symbol.rfind("z", 0) == 0; });
-}
-
-bool scalarOp(const std::string& op) {
-  static const std::regex kScalarOp(R"(\b(item|_local_scalar_dense|tolist)\b)");
-  return std::regex_search(op, kScalarOp);
 }
 
 // A data-dependent branch or check: an undecidable true/false question on symbols, or Dynamo's
@@ -91,7 +47,7 @@ std::string lineRef(const Problem& p) {
   return p.frame.line > 0 ? fmt::format("line {}", p.frame.line) : std::string("the failing line");
 }
 
-// --- the problem patterns, in docs/why.md's order ---
+// --- the rows' matchers and edits, in docs/why.md's order ---
 
 // variables/tensor.py method_item: "Unsupported Tensor.item() call with capture_scalar_outputs=False";
 // utils.py: "Data dependent operator" for aten._local_scalar_dense (.tolist(), int(tensor)).
@@ -112,12 +68,6 @@ std::string editDynamicShapeOps(const Problem& p) {
                      "stays in the graph with an unbacked size",
                      p.context.empty() ? std::string("the operator") : p.context);
 }
-
-bool loopStatement(const std::string& code) {
-  static const std::regex kLoop(R"(^\s*(for|while)\s)");
-  return std::regex_search(code, kLoop);
-}
-
 // "Could not extract specialized integer from data-dependent expression": a loop count, int(),
 // range() or a Python-side size needs the number itself. A loop statement that asks a yes/no
 // question (is the list empty?) is the same problem.
@@ -348,169 +298,82 @@ std::string editValidForAll(const Problem& p) {
                      valuesOnRun(p), userExpr(p), lineRef(p));
 }
 
+// --- the edits as actions `why --verify` applies, from the same statements their text shows ---
+
+bool atLine(const Problem& p) { return p.frame.line > 0 && !p.frame.file.empty(); }
+EditAction actionScalarOutputs(const Problem&) {
+  return {"config", "", 0, "torch._dynamo.config.capture_scalar_outputs = True"};
+}
+EditAction actionDynamicShapeOps(const Problem&) {
+  return {"config", "", 0, "torch._dynamo.config.capture_dynamic_output_shape_ops = True"};
+}
+EditAction actionCheck(const Problem& p) {
+  if (!atLine(p)) return {};
+  CheckEdit e = checkEdit(p);
+  if (!e.code.empty() && e.before) return {"insert_before", p.frame.file, p.frame.line, e.code};
+  return {};
+}
+EditAction actionCheckWhereMade(const Problem& p) {
+  return atLine(p) ? EditAction{"insert_before", p.frame.file, p.frame.line, whereMadeCode(p)} : EditAction{};
+}
+EditAction actionMaybeMarkDynamic(const Problem& p) {
+  const ConstraintFacts* k = firstConstraint(p, true);
+  if (!k || !callerKnows(p, k->tensor)) return {};
+  return {"replace_mark", p.call->userFrame.file, p.call->userFrame.line, maybeMarkCode(p, *k), callerName(p, k->tensor),
+          k->dim};
+}
+EditAction actionDimRange(const Problem& p) {
+  const ConstraintFacts* k = firstConstraint(p, false);
+  if (!k || !callerKnows(p, k->tensor)) return {};
+  return {"replace_mark", p.call->userFrame.file, p.call->userFrame.line, rangeMarkCode(p, *k), callerName(p, k->tensor),
+          k->dim};
+}
+
+// --- the table ---
+
 struct ProblemPattern {
-  const char* kind;
-  int (*rank)(const Problem&);
-  std::string (*edit)(const Problem&);
+  AdviceKind kind;
+  int (*rank)(const Problem&);           // how well it fits: 0 not at all, higher first
+  std::string (*edit)(const Problem&);   // the change to make, for a person
+  EditAction (*action)(const Problem&);  // the same edit for `why --verify`; nullptr: a person's change only
   const char* why;
 };
 
+// One row per failure or graph-break advice, in docs/why.md's order.
 const ProblemPattern kProblemPatterns[] = {
-    {"torch_check", rankCheck, editCheck,
+    {AdviceKind::TorchCheck, rankCheck, editCheck, actionCheck,
      "the value is known only when the graph runs, so Dynamo cannot pick a side while tracing; torch._check states "
      "which side holds (checked at run time) and the compile goes on with it"},
-    {"torch_cond", rankCond, editCond,
+    {AdviceKind::TorchCond, rankCond, editCond, nullptr,
      "both sides happen on real data, so the choice must be made in the graph: torch.cond traces both branches "
      "and picks one when it runs"},
-    {"guard_or_false", rankGuardOrFalse, editGuardOrFalse,
+    {AdviceKind::GuardOrFalse, rankGuardOrFalse, editGuardOrFalse, nullptr,
      "the test is in library code that must work for any input: guard_or_false answers False (guard_or_true True) "
      "when the value is not known, instead of failing, so the general path is taken"},
-    {"data_dependent_loop", rankLoop, editLoop,
+    {AdviceKind::DataDependentLoop, rankLoop, editLoop, nullptr,
      "Dynamo unrolls Python loops and needs Python ints for range() and int() while tracing; a value computed from "
      "tensor data exists only when the graph runs, so no single graph can hold this"},
-    {"capture_scalar_outputs", rankScalarOutputs, editScalarOutputs,
+    {AdviceKind::CaptureScalarOutputs, rankScalarOutputs, editScalarOutputs, actionScalarOutputs,
      ".item() and .tolist() return Python numbers read from tensor data; by default Dynamo ends the graph there. "
      "With the setting the number stays in the graph as an unbacked symbol (tests on it then need torch._check)"},
-    {"capture_dynamic_output_shape_ops", rankDynamicShapeOps, editDynamicShapeOps,
+    {AdviceKind::CaptureDynamicOutputShapeOps, rankDynamicShapeOps, editDynamicShapeOps, actionDynamicShapeOps,
      "the operator's output size depends on tensor values (nonzero, unique, masked_select, boolean indexing, "
      "repeat_interleave without output_size); by default Dynamo ends the graph there"},
-    {"maybe_mark_dynamic", rankMaybeMarkDynamic, editMaybeMarkDynamic,
+    {AdviceKind::MaybeMarkDynamic, rankMaybeMarkDynamic, editMaybeMarkDynamic, actionMaybeMarkDynamic,
      "mark_dynamic is a promise that the code works for every size; code that compares the size with a constant "
      "breaks it, so PyTorch refuses. maybe_mark_dynamic asks for a dynamic size without the promise"},
-    {"dim_range", rankDimRange, editDimRange,
+    {AdviceKind::DimRange, rankDimRange, editDimRange, actionDimRange,
      "the code only works for part of the range that was asked for (a guard on the size narrowed it); a range "
      "the code allows, or code that works for the whole range, keeps the promise"},
-    {"make_valid_for_all", rankValidForAll, editValidForAll,
+    {AdviceKind::MakeValidForAll, rankValidForAll, editValidForAll, nullptr,
      "the compiled code assumes it (an op's requirement, or your own torch._check) and checks it when it runs; "
      "the real data did not satisfy it, so eager code would fail on the same input"},
-    {"check_where_made", rankCheckWhereMade, editCheckWhereMade,
+    {AdviceKind::CheckWhereMade, rankCheckWhereMade, editCheckWhereMade, actionCheckWhereMade,
      "PyTorch checks the assumption deep in the graph with its own expression; a torch._check right after the "
      "data is made says it in your names, so the failure points at the input, not at the op"},
 };
 
-// --- recompile causes ---
-
-bool floatLiteral(const std::string& v) {
-  static const std::regex kFloat(R"(-?(\d+\.\d*|\.\d+|\d+(\.\d*)?e[-+]?\d+|inf|nan))");
-  return std::regex_match(v, kFloat);
-}
-bool intLiteral(const std::string& v) {
-  static const std::regex kInt(R"(-?\d+)");
-  return std::regex_match(v, kInt);
-}
-
-std::string values(const RecompileCause& c) {
-  if (c.expected.empty() && c.seen.empty()) return "";
-  if (c.seen.empty()) return fmt::format(" (was {})", c.expected);
-  return fmt::format(" ({}, then {})", c.expected.empty() ? "?" : c.expected, c.seen);
-}
-
-// The tensor a cause's source is about: "x.size()[0]" and "L['x'].size()[0]" -> "x".
-std::string tensorOf(const std::string& source) {
-  std::string s = prettySource(source);
-  static const std::regex kAttr(R"(^(.*)\.(size|stride|dtype|rank|requires_grad|dim)(\(\d*\))?$)");
-  std::smatch m;
-  return std::regex_match(s, m, kAttr) ? m[1].str() : s;
-}
-
-// A cause class whose detail is its description with the values the guard names.
-CauseClass described(const char* cause, const std::string& subject, const std::string& description,
-                     const std::string& values = "") {
-  return {cause, subject, description, description + values};
-}
-
-// The guard texts of PyTorch 2.13 these key on: csrc/dynamo/guards.cpp's TensorCheck
-// ("tensor 'x' size mismatch at index 0. expected 8, actual 16", "dtype mismatch",
-// "requires_grad mismatch", "rank mismatch", "stride mismatch"), the 0/1 note of
-// _dynamo/guards.py ("... due to 0/1 specialization in the framework ..."), the CONSTANT_MATCH
-// / EQUALS_MATCH guards ("L['scale'] == 0.5"), ID_MATCH ("___check_obj_id") and TYPE_MATCH.
-CauseClass classifyOne(const RecompileCause& c, bool wentDynamic) {
-  std::string text = c.text.empty() ? c.guard : c.text;
-  std::string subject = prettySource(c.source);
-  if (c.from == "compared") {  // capture compared the graph's inputs with the call's: the source says what differs
-    static const std::regex kWhat(R"(\.(size\(\)\[\d+\]|dtype|dim\(\)|requires_grad)$)");
-    std::smatch m;
-    std::string what = std::regex_search(c.source, m, kWhat) ? m[1].str() : "";
-    if (what.rfind("size", 0) == 0) text = "size mismatch at index";
-    else if (what == "dtype") text = "dtype mismatch";
-    else if (what == "dim()") text = "rank mismatch";
-    else if (what == "requires_grad") text = "requires_grad mismatch";
-  }
-  static const std::regex kAtLeastTwo(R"(^2 <= (.+?)\s*$|^(.+?) >= 2\s*$)");
-  std::smatch m;
-  bool atLeastTwo = std::regex_search(c.guard, m, kAtLeastTwo);
-  if (atLeastTwo || has(text, "0/1 specialization")) {
-    if (subject.empty() && atLeastTwo) subject = prettySource(m[1].matched ? m[1].str() : m[2].str());
-    std::string seen = c.seen.empty() ? "0 or 1" : c.seen;
-    return {"size_0_1", subject, fmt::format("{} == {} outside the dynamic range", subject, seen),
-            fmt::format("{} == {} outside the dynamic range (sizes 0 and 1 are specialized)", subject, seen)};
-  }
-  if (has(text, "size mismatch at index")) {
-    if (wentDynamic)
-      return described("size_changed", subject, subject + " went dynamic", values(c));
-    return described("size_changed", subject, subject + " changed", values(c));
-  }
-  if (has(text, "dtype mismatch")) {
-    std::string t = tensorOf(c.source);
-    return described("dtype_change", t, t + "'s dtype changed", values(c));
-  }
-  if (has(text, "requires_grad mismatch")) {
-    std::string t = tensorOf(c.source);
-    RecompileCause named = c;  // the guard says requires_grad=0; say False
-    for (std::string* v : {&named.expected, &named.seen}) *v = *v == "0" ? "False" : *v == "1" ? "True" : *v;
-    return described("requires_grad_change", t, t + ".requires_grad changed", values(named));
-  }
-  if (has(text, "rank mismatch")) {
-    std::string t = tensorOf(c.source);
-    return described("rank_change", t, t + "'s number of dimensions changed", values(c));
-  }
-  if (has(text, "stride mismatch")) return described("stride_change", subject, subject + " changed", values(c));
-  if (has(text, "___check_obj_id") || has(text, "ID_MATCH"))
-    return described("object_changed", subject, "another object in " + subject);
-  if (has(text, "___check_type_id") || has(text, "TYPE_MATCH"))
-    return described("type_changed", subject, subject + "'s type changed");
-  if (!c.source.empty() && floatLiteral(c.expected))
-    return described("float_constant", subject, subject + " changed, a float constant", values(c));
-  if (!c.source.empty() && intLiteral(c.expected)) {
-    if (subject.rfind("len(", 0) == 0)
-      return described("length_changed", subject, subject + " changed", values(c));
-    return described("int_constant", subject, subject + " changed, an int constant", values(c));
-  }
-  if (!c.source.empty() && !c.expected.empty())
-    return described("constant_changed", subject, subject + " changed, a constant", values(c));
-  std::string guard = c.guard.empty() ? text : c.guard;
-  return described("other", guard, "guard " + guard + " failed");
-}
-
-// Where a recompile's advice goes: the compiled function's first line (settings and marks
-// belong before its first call).
-UserFrame functionLine(const Compile& fn) { return {fn.file, fn.firstLine, fn.function, ""}; }
-
-// PyTorch's guard names a dtype as c10 does ("Float", "Double", "BFloat16"); torch spells it float32.
-std::string torchDtype(const std::string& c10) {
-  static const std::vector<std::pair<std::string, std::string>> kNames = {
-      {"Float", "float32"}, {"Double", "float64"}, {"Half", "float16"}, {"BFloat16", "bfloat16"}, {"Long", "int64"},
-      {"Int", "int32"},     {"Short", "int16"},    {"Char", "int8"},    {"Byte", "uint8"},        {"Bool", "bool"}};
-  for (const auto& [name, torch] : kNames)
-    if (name == c10) return torch;
-  return c10;
-}
-
-std::string dimOf(const std::string& subject) {
-  static const std::regex kDim(R"(\((\d+)\)$)");
-  std::smatch m;
-  return std::regex_search(subject, m, kDim) ? m[1].str() : "0";
-}
-
 }  // namespace
-
-const std::vector<std::string>& adviceKinds() {
-  static const std::vector<std::string> kKinds = {
-      "torch_check", "torch_cond", "guard_or_false", "data_dependent_loop", "capture_scalar_outputs",
-      "capture_dynamic_output_shape_ops", "maybe_mark_dynamic", "dim_range", "make_valid_for_all", "check_where_made",
-      "mark_unbacked", "float_constant", "mark_dynamic", "dtype_change", "requires_grad_change"};
-  return kKinds;
-}
 
 int truthOnRun(const Problem& p) {
   std::map<std::string, int64_t> values;
@@ -528,30 +391,6 @@ int truthOnRun(const Problem& p) {
   }
 }
 
-namespace {
-
-// The advice as the one edit `why --verify` applies, from the same statements its text shows.
-EditAction actionFor(const std::string& kind, const Problem& p) {
-  if (kind == "capture_scalar_outputs") return {"config", "", 0, "torch._dynamo.config.capture_scalar_outputs = True"};
-  if (kind == "capture_dynamic_output_shape_ops")
-    return {"config", "", 0, "torch._dynamo.config.capture_dynamic_output_shape_ops = True"};
-  bool atLine = p.frame.line > 0 && !p.frame.file.empty();
-  if (kind == "torch_check" && atLine) {
-    CheckEdit e = checkEdit(p);
-    if (!e.code.empty() && e.before) return {"insert_before", p.frame.file, p.frame.line, e.code};
-  }
-  if (kind == "check_where_made" && atLine) return {"insert_before", p.frame.file, p.frame.line, whereMadeCode(p)};
-  if (kind == "maybe_mark_dynamic" || kind == "dim_range") {
-    const ConstraintFacts* k = firstConstraint(p, kind == "maybe_mark_dynamic");
-    if (k && callerKnows(p, k->tensor))
-      return {"replace_mark", p.call->userFrame.file, p.call->userFrame.line,
-              kind == "maybe_mark_dynamic" ? maybeMarkCode(p, *k) : rangeMarkCode(p, *k), callerName(p, k->tensor), k->dim};
-  }
-  return {};
-}
-
-}  // namespace
-
 std::vector<Advice> adviseProblem(const Problem& problem) {
   // std::regex recurses per character: the matchers see a bounded line and expression.
   Problem p = problem;
@@ -562,95 +401,13 @@ std::vector<Advice> adviseProblem(const Problem& problem) {
     int rank = pattern.rank(p);
     if (rank <= 0) continue;
     std::string edit = pattern.edit(p);
-    ranked.push_back({rank, {pattern.kind, edit, problem.frame, pattern.why, actionFor(pattern.kind, problem)}});
+    EditAction action = pattern.action ? pattern.action(problem) : EditAction{};
+    ranked.push_back({rank, {pattern.kind, edit, problem.frame, pattern.why, action}});
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<Advice> out;
   for (auto& [rank, advice] : ranked) out.push_back(std::move(advice));
   return out;
-}
-
-std::string userNameFor(const std::string& op, const std::string& originCode) {
-  static const std::regex kAssignment(R"(^\s*([A-Za-z_]\w*)\s*=[^=])");
-  std::smatch m;
-  std::string code = originCode.substr(0, 1024);
-  if (!std::regex_search(code, m, kAssignment)) return "";
-  std::string name = m[1];
-  if (scalarOp(op)) return op.find("tolist") != std::string::npos ? name + "[0]" : name;
-  // `n = torch.nonzero(x).size(0)`: the name holds the count itself, not a tensor of it.
-  static const std::regex kCount(R"((\.size\(0\)|\.shape\[0\]|\.numel\(\))\s*(#.*)?$)");
-  if (std::regex_search(code, kCount)) return name;
-  return name + ".shape[0]";
-}
-
-CauseClass classifyCause(const RecompileCause& cause, bool wentDynamic) {
-  RecompileCause c = cause;  // bounded for std::regex, as in adviseProblem
-  for (std::string* s : {&c.guard, &c.text, &c.source, &c.expected}) *s = s->substr(0, 4096);
-  return classifyOne(c, wentDynamic);
-}
-
-std::string tensorSource(const std::string& source) {
-  static const std::regex kAttr(R"(^(.*?)(\.(size|stride)\(\)\[\d+\]|\.dtype|\.dim\(\)|\.requires_grad)$)");
-  std::smatch m;
-  return std::regex_match(source, m, kAttr) ? m[1].str() : source;
-}
-
-Advice adviseCause(const CauseClass& k, const RecompileCause& c, const Compile& fn, const Compile* first) {
-  UserFrame at = functionLine(fn);
-  std::string tensor = tensorOf(c.source.empty() ? k.subject : c.source);
-  // The first call's own name for the tensor, where capture found it there: the mark goes before that call.
-  const CallSite* call = first ? &first->callSite : nullptr;
-  auto named = call ? call->arguments.find(tensorSource(c.source)) : std::map<std::string, std::string>::const_iterator{};
-  bool callerNamed = call && named != call->arguments.end() && !call->userFrame.file.empty();
-  if (callerNamed) tensor = named->second;
-  auto beforeCall = [&](const std::string& code) {
-    return callerNamed ? EditAction{"insert_before", call->userFrame.file, call->userFrame.line, code} : EditAction{};
-  };
-  if (k.cause == "float_constant")
-    return {"float_constant",
-            fmt::format("pass {} as a tensor (torch.tensor({})) so it is an input, not a constant; or "
-                        "torch.compile({}, dynamic=True) to trace Python floats as symbols from the first compile",
-                        k.subject, c.expected.empty() ? "value" : c.expected, fn.function),
-            at,
-            "Dynamo compiles a Python float as a constant the first time; a new value fails the guard. With "
-            "specialize_float=False (the 2.13 default) the second compile makes it a symbol, unless it is used "
-            "where only a constant works"};
-  if (k.cause == "size_changed" || k.cause == "int_constant") {
-    std::string mark = fmt::format("torch._dynamo.mark_dynamic({}, {})", tensor, dimOf(k.subject));
-    std::string where = callerNamed ? fmt::format("before the first call ({}:{})", baseName(call->userFrame.file),
-                                                  call->userFrame.line)
-                                    : "before the first call";
-    std::string edit = k.cause == "int_constant"
-                           ? fmt::format("torch.compile({}, dynamic=True), or pass {} as a tensor", fn.function, k.subject)
-                           : fmt::format("{}  # {}; or dynamic=True in the torch.compile call of {}", mark, where,
-                                         fn.function);
-    if (callerNamed) at = call->userFrame;
-    return {"mark_dynamic", edit, at,
-            "Dynamo compiles for the sizes and ints of the first call; a new one fails the guard and, with automatic "
-            "dynamic shapes, compiles again with it symbolic. Marking it dynamic up front saves that compile",
-            k.cause == "size_changed" ? beforeCall(mark) : EditAction{}};
-  }
-  if (k.cause == "size_0_1") {
-    std::string mark = fmt::format("torch._dynamo.mark_unbacked({}, {})", tensor, dimOf(k.subject));
-    if (callerNamed) at = call->userFrame;
-    return {"mark_unbacked", mark + "  # before the first call: no 0/1 specialization for it", at,
-            "a dynamic size is compiled for 2 and up; sizes 0 and 1 are specialized (the 0/1 rule) and fail the "
-            "guard `2 <= size`. An unbacked size makes no such assumption (its code must then not branch on 0 or 1)",
-            beforeCall(mark)};
-  }
-  if (k.cause == "dtype_change")
-    return {"dtype_change",
-            fmt::format("convert before the call so every call brings one dtype: {}.to(torch.{})", tensor,
-                        c.expected.empty() ? std::string("float32") : torchDtype(c.expected)),
-            at, "a graph is compiled for one dtype per tensor; each new dtype compiles another graph"};
-  if (k.cause == "requires_grad_change")
-    return {"requires_grad_change",
-            fmt::format("call with one requires_grad setting: {0}.detach() (or under torch.no_grad()) where no "
-                        "gradient is needed, {0}.requires_grad_() where one is",
-                        tensor),
-            at, "requires_grad is guarded: a tensor that needs gradients gets a graph with a backward, one that "
-                "does not gets an inference graph, so switching compiles again"};
-  return {"", "", at, ""};
 }
 
 }  // namespace dynrep::replay
