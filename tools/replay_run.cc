@@ -88,12 +88,14 @@ int run(int argc, char** argv) {
   app.add_option("--dump-raw", options.rawDumpPath, "write the inputs and outputs as a tensor file (raw bytes, for lower-check)");
   app.add_flag("--json", json, "machine-readable output");
   if (int code; !dynrep::tools::parse(app, argc, argv, &code)) return code;
-  try {
-    options.inputs = inputs == "random" ? dynrep::replay::run::InputSource::Random : dynrep::replay::run::InputSource::Samples;
-    if (!sizes.empty()) options.sizes = dynrep::replay::parseSizes(sizes);
-  } catch (const std::exception& e) {
-    std::cerr << "replay-run: " << e.what() << "\n";
-    return 2;
+  options.inputs = inputs == "random" ? dynrep::replay::run::InputSource::Random : dynrep::replay::run::InputSource::Samples;
+  if (!sizes.empty()) {
+    dynrep::Result<dynrep::replay::Symbols> parsed = dynrep::replay::parseSizes(sizes);
+    if (!parsed.isOk()) {
+      std::cerr << "replay-run: " << parsed.status().message() << "\n";
+      return 2;
+    }
+    options.sizes = *parsed;
   }
   for (const std::string& library : options.libraries) {
     if (!::dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL)) {

@@ -226,7 +226,9 @@ class CompileCheck {
     lo.ranges = ranges_;
     lo.compileId = compile_.id.str();
     auto start = Clock::now();
-    ChosenGraph chosen = lowerStoredGraph(job_, compile_, event, lo);
+    Result<ChosenGraph> lowered = lowerStoredGraph(job_, compile_, event, lo);
+    if (!lowered.isOk()) throw StoreError(lowered.status().message());
+    ChosenGraph& chosen = *lowered;
     p.ir = std::move(chosen.ir);
     p.lowered = std::move(chosen.lowered);
     p.opset = chosen.opset;
@@ -302,7 +304,9 @@ class CompileCheck {
         throw StoreError("input " + p.lowered.inputs[i].name + " has rank " + std::to_string(inputs[i].shape.size()) + ", the graph takes " + std::to_string(shape.size()));
       for (size_t d = 0; d < shape.size(); ++d) {
         const Dimension& want = shape[d];
-        int64_t expect = want.isStatic() ? want.size : evaluate(want.expr, symbols);
+        Result<int64_t> value = want.isStatic() ? Result<int64_t>(want.size) : evaluate(want.expr, symbols);
+        if (!value.isOk()) throw StoreError(value.status().message());
+        int64_t expect = *value;
         if (expect != inputs[i].shape[d])
           throw StoreError("input " + p.lowered.inputs[i].name + " dim " + std::to_string(d) + " is " + std::to_string(inputs[i].shape[d]) +
                            " where the graph needs " + (want.isStatic() ? "" : want.expr + " = ") + std::to_string(expect));
@@ -362,16 +366,15 @@ class CompileCheck {
                                      "--seed", std::to_string(opt_.seed), "--dump-raw", dump.path, "--json"};
     if (!sizes.empty()) argv.insert(argv.end(), {"--sizes", sizes});
     int status = spawn(argv, report.path);
-    TensorFile file;
-    try {
-      file = readTensorFile(dump.path);
-    } catch (const std::exception&) {
+    Result<TensorFile> read = readTensorFile(dump.path);
+    if (!read.isOk()) {
       json r = json::parse(std::ifstream(report.path), nullptr, false);
       std::string why = !r.is_object() ? "exit " + std::to_string(status)
                         : r.contains("failure") ? r["failure"].value("message", "a node failed")
                                                 : r.value("error", "exit " + std::to_string(status));
       throw StoreError("replay-run (the reference) did not run this graph" + (sizes.empty() ? "" : " at " + sizes) + ": " + why);
     }
+    const TensorFile& file = *read;
     for (const RawValue& r : file.inputs) inputs->push_back(fromRaw(r));
     for (const Port& port : p.lowered.inputs) {  // what each random node drew, as the lowered function's extra inputs
       if (port.random.empty()) continue;
@@ -418,12 +421,16 @@ std::map<std::string, std::string> constantBytes(const Job& job, const Graph& ir
   return out;
 }
 
-ChosenGraph lowerStoredGraph(const Job& job, const Compile& compile, const std::string& event, const LowerOptions& options) {
+Result<ChosenGraph> lowerStoredGraph(const Job& job, const Compile& compile, const std::string& event, const LowerOptions& options) {
   ChosenGraph out;
-  out.ir = graphIr(job, compile, event).second;
+  Result<std::pair<std::string, Graph>> stored = graphIr(job, compile, event);
+  if (!stored.isOk()) return stored.status();
+  out.ir = std::move(stored->second);
   LowerOptions lo = options;
   lo.constants = constantBytes(job, out.ir);
-  out.lowered = lowerGraph(out.ir, lo);
+  Result<LoweredGraph> lowered = lowerGraph(out.ir, lo);
+  if (!lowered.isOk()) return lowered.status();
+  out.lowered = std::move(*lowered);
   if (out.lowered.complete()) return out;
   std::set<std::string> missing;
   for (const NodeIssue& i : out.lowered.issues) missing.insert(i.op);
@@ -442,7 +449,12 @@ ChosenGraph lowerStoredGraph(const Job& job, const Compile& compile, const std::
     return out;
   }
   lo.constants = constantBytes(job, *coreIr);
-  LoweredGraph coreLowered = lowerGraph(*coreIr, lo);
+  Result<LoweredGraph> coreResult = lowerGraph(*coreIr, lo);
+  if (!coreResult.isOk()) {
+    out.reason = "its Core ATen decomposition does not lower: " + coreResult.status().message();
+    return out;
+  }
+  LoweredGraph& coreLowered = *coreResult;
   if (coreLowered.issues.size() >= out.lowered.issues.size()) {
     out.reason = "its Core ATen decomposition leaves as many nodes unlowered";
     return out;
@@ -454,18 +466,18 @@ ChosenGraph lowerStoredGraph(const Job& job, const Compile& compile, const std::
   return out;
 }
 
-std::pair<std::string, Graph> graphIr(const Job& job, const Compile& compile, const std::string& graph) {
+Result<std::pair<std::string, Graph>> graphIr(const Job& job, const Compile& compile, const std::string& graph) {
   std::vector<std::string> candidates = eventsNamed(graph);
   for (const std::string& event : candidates) {
     auto found = compile.graphIrs.find(event);
     if (found == compile.graphIrs.end()) continue;
     Result<Graph> ir = readGraph(job, found->second);
-    if (!ir.isOk()) throw std::runtime_error("the IR of " + event + " in compile " + compile.id.str() + " is not readable: " + ir.status().message());
-    return {event, std::move(*ir)};
+    if (!ir.isOk()) return Status::corruption("the IR of " + event + " in compile " + compile.id.str() + " is not readable: " + ir.status().message());
+    return std::pair<std::string, Graph>(event, std::move(*ir));
   }
   std::string have;
   for (const auto& [name, key] : compile.graphIrs) have += (have.empty() ? "" : ", ") + name;
-  throw std::runtime_error("compile " + compile.id.str() + " has no " + graph + " graph (it has: " + (have.empty() ? "none" : have) + ")");
+  return Status::notFound("compile " + compile.id.str() + " has no " + graph + " graph (it has: " + (have.empty() ? "none" : have) + ")");
 }
 
 std::vector<GraphCheck> checkStore(const Job& job, const CheckOptions& options) {

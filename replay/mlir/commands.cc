@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <stdexcept>
 
 #include "dynrep/replay/mlir/check.h"
 #include "dynrep/replay/query/sizes.h"
@@ -65,9 +66,12 @@ int mlirCommand(const MlirRequest& r, std::ostream& out, std::ostream& err) {
   LoweredGraph lowered;
   try {
     if (!r.library.empty()) library = loadLibrary(r.library), options.library = &*library;
-    ChosenGraph chosen = lowerStoredGraph(opened->job, *compile, graphIr(opened->job, *compile, r.graph).first, options);
-    if (chosen.opset != "aten") err << chosen.lowered.event << ": " << chosen.reason << "\n";
-    lowered = std::move(chosen.lowered);
+    Result<std::pair<std::string, Graph>> stored = graphIr(opened->job, *compile, r.graph);
+    if (!stored.isOk()) throw std::invalid_argument(stored.status().message());
+    Result<ChosenGraph> chosen = lowerStoredGraph(opened->job, *compile, stored->first, options);
+    if (!chosen.isOk()) throw std::invalid_argument(chosen.status().message());
+    if (chosen->opset != "aten") err << chosen->lowered.event << ": " << chosen->reason << "\n";
+    lowered = std::move(chosen->lowered);
   } catch (const std::exception& e) {
     err << "replay-inspect mlir: " << e.what() << "\n";
     return 2;
@@ -92,7 +96,9 @@ int lowerIrCommand(const MlirRequest& r, std::ostream& out, std::ostream& err) {
   LoweredGraph lowered;
   try {
     if (!r.library.empty()) library = loadLibrary(r.library), options.library = &*library;
-    lowered = lowerGraph(*ir, options);
+    Result<LoweredGraph> result = lowerGraph(*ir, options);
+    if (!result.isOk()) throw std::invalid_argument(result.status().message());
+    lowered = std::move(*result);
   } catch (const std::exception& e) {
     err << "replay-mlir lower-ir: " << e.what() << "\n";
     return 2;
@@ -152,7 +158,11 @@ int lowerCheckCommand(const LowerCheckRequest& r, std::ostream& out, std::ostrea
   options.seed = r.seed;
   try {
     if (!r.library.empty()) library = loadLibrary(r.library), options.library = &*library;
-    if (!r.sizes.empty()) options.sizes = parseSizes(r.sizes);
+    if (!r.sizes.empty()) {
+      Result<Symbols> sizes = parseSizes(r.sizes);
+      if (!sizes.isOk()) throw std::invalid_argument(sizes.status().message());
+      options.sizes = *sizes;
+    }
   } catch (const std::exception& e) {
     err << "replay-inspect lower-check: " << e.what() << "\n";
     return 2;

@@ -550,11 +550,15 @@ class GraphLowering {
 
 }  // namespace
 
-LoweredGraph lowerGraph(const Graph& ir, const LowerOptions& options) {
+Result<LoweredGraph> lowerGraph(const Graph& ir, const LowerOptions& options) {
   if (ir.format < 2)
-    throw std::invalid_argument("graph IR format 1 (parsed from printed text, without schemas); capture the job again to lower it");
-  if (options.dialect == Dialect::Torch) return lowerTorchDialect(ir, options);
-  return GraphLowering(ir, options).run();
+    return Status::notSupported("graph IR format 1 (parsed from printed text, without schemas); capture the job again to lower it");
+  try {
+    if (options.dialect == Dialect::Torch) return lowerTorchDialect(ir, options);
+    return GraphLowering(ir, options).run();
+  } catch (const std::exception& e) {  // the library's boundary: exceptions stay inside it
+    return Status::invalidArgument(std::string("lowering failed: ") + e.what());
+  }
 }
 
 }  // namespace dynrep::replay::lowering

@@ -1,9 +1,15 @@
-// The size-expression reader: values against sympy's, the tree's shape, refusals, --sizes.
+// The size-expression reader: values against sympy's, the tree's shape, refusals, --sizes; and
+// bad input to query's public entry points as error results.
 #include "dynrep/replay/query/sizes.h"
+
+#include <fstream>
+#include <functional>
 
 #include <gtest/gtest.h>
 
 #include "dynrep/replay/query/size_expr.h"
+#include "dynrep/replay/query/tensor_file.h"
+#include "store/testing/temp_dir.h"
 
 namespace dynrep::replay {
 namespace {
@@ -114,17 +120,16 @@ const Case kSympyTable[] = {
 TEST(Sizes, AgreesWithSympy) {
   for (const Case& c : kSympyTable) {
     SCOPED_TRACE(std::string("'") + c.text + "' at " + c.sizes);
-    Symbols symbols = parseSizes(c.sizes);
+    Result<Symbols> symbols = parseSizes(c.sizes);
+    ASSERT_TRUE(symbols.isOk()) << symbols.status().message();
+    Result<int64_t> value = evaluate(c.text, *symbols);
     if (!c.error) {
-      EXPECT_EQ(evaluate(c.text, symbols), c.value);
+      ASSERT_TRUE(value.isOk()) << value.status().message();
+      EXPECT_EQ(*value, c.value);
       continue;
     }
-    try {
-      evaluate(c.text, symbols);
-      ADD_FAILURE() << "expected an error naming '" << c.error << "'";
-    } catch (const std::runtime_error& e) {
-      EXPECT_NE(std::string(e.what()).find(c.error), std::string::npos) << e.what();
-    }
+    ASSERT_FALSE(value.isOk()) << "expected an error naming '" << c.error << "'";
+    EXPECT_NE(value.status().message().find(c.error), std::string::npos) << value.status().message();
   }
 }
 
@@ -167,30 +172,61 @@ TEST(Sizes, RefusesDeepNesting) {
 
 TEST(Sizes, EvaluatesWhatSympyPrints) {
   Symbols s{{"s0", 7}, {"s1", 3}};
-  EXPECT_EQ(evaluate("s0", s), 7);
-  EXPECT_EQ(evaluate("2*s0", s), 14);
-  EXPECT_EQ(evaluate("s0 + 1", s), 8);
-  EXPECT_EQ(evaluate("s0*s1 - 2", s), 19);
-  EXPECT_EQ(evaluate("((s0//2))", s), 3);
-  EXPECT_EQ(evaluate("Max(1, s1)", s), 3);
-  EXPECT_EQ(evaluate("-s1 // 2", s), -2);  // floor division, as Python
-  EXPECT_EQ(evaluate("FloorDiv(s0, 2) + Mod(s0, 2)", s), 4);
-}
-
-TEST(Sizes, NamesWhatIsMissing) {
-  try {
-    evaluate("s2 + 1", Symbols{});
-    FAIL() << "expected an error";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("--sizes s2=N"), std::string::npos) << e.what();
-  }
-  EXPECT_THROW(evaluate("s0 +", Symbols{{"s0", 1}}), std::runtime_error);
+  auto value = [&](const char* text) { return *evaluate(text, s); };
+  EXPECT_EQ(value("s0"), 7);
+  EXPECT_EQ(value("2*s0"), 14);
+  EXPECT_EQ(value("s0 + 1"), 8);
+  EXPECT_EQ(value("s0*s1 - 2"), 19);
+  EXPECT_EQ(value("((s0//2))"), 3);
+  EXPECT_EQ(value("Max(1, s1)"), 3);
+  EXPECT_EQ(value("-s1 // 2"), -2);  // floor division, as Python
+  EXPECT_EQ(value("FloorDiv(s0, 2) + Mod(s0, 2)"), 4);
 }
 
 TEST(Sizes, ParsesTheSizesOption) {
-  EXPECT_EQ(parseSizes("s0=7,s1=3"), (Symbols{{"s0", 7}, {"s1", 3}}));
-  EXPECT_THROW(parseSizes("s0"), std::runtime_error);
-  EXPECT_THROW(parseSizes("s0=x"), std::runtime_error);
+  Result<Symbols> sizes = parseSizes("s0=7,s1=3");
+  ASSERT_TRUE(sizes.isOk());
+  EXPECT_EQ(*sizes, (Symbols{{"s0", 7}, {"s1", 3}}));
+}
+
+// The library's public entry points given bad input: each returns an error result with its
+// message (what a tool prints), never an exception.
+TEST(Sizes, BadInputIsAnErrorResultNotAnException) {
+  testing::TempDir dir;
+  std::string notTensors = dir.file("not-tensors");
+  std::ofstream(notTensors) << "hello\n";
+  std::string shortFile = dir.file("short");
+  std::ofstream(shortFile) << "dynrep-tensors 1\n"
+                           << R"({"inputs": [{"dtype": "float32", "shape": [2], "offset": 0, "bytes": 8}], "outputs": []})" << "\n"
+                           << "abc";
+  struct Case {
+    const char* what;
+    std::function<Status()> call;
+    Status::Code code;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"a size without a value", [] { return parseSizes("s0").status(); }, Status::Code::InvalidArgument, "--sizes entry 's0' is not SYMBOL=N"},
+      {"a size that is no integer", [] { return parseSizes("s0=x").status(); }, Status::Code::InvalidArgument,
+       "--sizes entry 's0=x': not an integer"},
+      {"a symbol with no value", [] { return evaluate("s2 + 1", Symbols{}).status(); }, Status::Code::InvalidArgument,
+       "size expression 's2 + 1': no value for symbol s2 (give one with --sizes s2=N)"},
+      {"a malformed expression", [] { return evaluate("s0 +", Symbols{{"s0", 1}}).status(); }, Status::Code::InvalidArgument, "s0 +"},
+      {"no such tensor file", [&] { return readTensorFile(dir.file("absent")).status(); }, Status::Code::Corruption,
+       dir.file("absent") + " is not a tensor file (dynrep-tensors 1)"},
+      {"not a tensor file", [&] { return readTensorFile(notTensors).status(); }, Status::Code::Corruption,
+       notTensors + " is not a tensor file (dynrep-tensors 1)"},
+      {"a tensor file shorter than its header", [&] { return readTensorFile(shortFile).status(); }, Status::Code::Corruption,
+       shortFile + ": a tensor file shorter than its header says"},
+      {"an unwritable tensor file", [&] { return writeTensorFile(dir.file("absent/dir/file"), TensorFile{}); }, Status::Code::IOError,
+       "cannot write " + dir.file("absent/dir/file")},
+  };
+  for (const Case& c : cases) {
+    Status s;
+    ASSERT_NO_THROW(s = c.call()) << c.what;
+    EXPECT_EQ(s.code(), c.code) << c.what << ": " << s.toString();
+    EXPECT_NE(s.message().find(c.message), std::string::npos) << c.what << ": " << s.message();
+  }
 }
 
 }  // namespace

@@ -61,7 +61,7 @@ std::vector<RawValue> read(const json& entries, const std::string& data) {
 
 }  // namespace
 
-void writeTensorFile(const std::string& path, const TensorFile& file) {
+Status writeTensorFile(const std::string& path, const TensorFile& file) {
   uint64_t offset = 0;
   json header = {{"inputs", describe(file.inputs, &offset)}, {"outputs", describe(file.outputs, &offset)}, {"random", json::array()}};
   for (const auto& [node, values] : file.random) header["random"].push_back({{"node", node}, {"values", describe(values, &offset)}});
@@ -71,24 +71,25 @@ void writeTensorFile(const std::string& path, const TensorFile& file) {
   for (const auto& entry : file.random) all.push_back(&entry.second);
   for (const auto* values : all)
     for (const RawValue& v : *values) out.write(v.bytes.data(), static_cast<std::streamsize>(v.bytes.size()));
-  if (!out) throw std::runtime_error("cannot write " + path);
+  if (!out) return Status::ioError("cannot write " + path);
+  return Status::ok();
 }
 
-TensorFile readTensorFile(const std::string& path) {
+Result<TensorFile> readTensorFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::string magic, header;
   if (!in || !std::getline(in, magic) || magic != kMagic || !std::getline(in, header))
-    throw std::runtime_error(path + " is not a tensor file (" + kMagic + ")");
+    return Status::corruption(path + " is not a tensor file (" + kMagic + ")");
   std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   json h = json::parse(header, nullptr, false);
-  if (!h.is_object()) throw std::runtime_error(path + ": unreadable header");
+  if (!h.is_object()) return Status::corruption(path + ": unreadable header");
   TensorFile file;
   try {
     file.inputs = read(h.value("inputs", json::array()), data);
     file.outputs = read(h.value("outputs", json::array()), data);
     for (const json& r : h.value("random", json::array())) file.random.emplace_back(r.value("node", ""), read(r.value("values", json::array()), data));
-  } catch (const json::exception& e) {
-    throw std::runtime_error(path + ": " + e.what());
+  } catch (const std::exception& e) {  // a field of another type, or data shorter than the header says
+    return Status::corruption(path + ": " + e.what());
   }
   return file;
 }

@@ -47,8 +47,14 @@ class Run {
 
   std::vector<int64_t> shapeOf(const std::vector<Dimension>& dims) const {
     std::vector<int64_t> shape;
-    for (const Dimension& d : dims) shape.push_back(d.isStatic() ? d.size : evaluate(d.expr, symbols_));
+    for (const Dimension& d : dims) shape.push_back(d.isStatic() ? d.size : sizeOf(d.expr));
     return shape;
+  }
+
+  int64_t sizeOf(const std::string& expression) const {
+    Result<int64_t> value = evaluate(expression, symbols_);
+    if (!value.isOk()) throw RunError(value.status().message());
+    return *value;
   }
 
   // The placeholder's description: a tensor or a symbolic scalar (RunError for anything else).
@@ -61,7 +67,7 @@ class Run {
 
   c10::IValue randomInput(const Node& node) {
     const ValueMeta& meta = describedInput(node);
-    if (meta.kind == ValueMeta::Kind::Symbolic) return evaluate(meta.sym, symbols_);
+    if (meta.kind == ValueMeta::Kind::Symbolic) return sizeOf(meta.sym);
     std::vector<int64_t> shape = shapeOf(meta.tensor.shape);
     at::ScalarType dtype = scalarType(meta.tensor.dtype.empty() ? "float32" : meta.tensor.dtype);
     at::TensorOptions options = at::TensorOptions().dtype(dtype);
@@ -286,11 +292,7 @@ class Run {
         values.push_back(raw(value));
       file.random.emplace_back(node, std::move(values));
     }
-    try {
-      writeTensorFile(opt_.rawDumpPath, file);
-    } catch (const std::exception& e) {
-      throw RunError(e.what());
-    }
+    if (Status written = writeTensorFile(opt_.rawDumpPath, file); !written.isOk()) throw RunError(written.message());
   }
 
   // (inputs, outputs) as plain tuples, which torch.load(weights_only=True) reads.

@@ -1,6 +1,12 @@
 // Status: the error value every store, capture and replay function returns.
 // Modelled on leveldb's Status: cheap when ok, carries a code and a message otherwise.
 // Thread-safety: a Status is a value; distinct objects may be used from distinct threads.
+//
+// The error rule at library boundaries: a function declared in a public header
+// (*/include/dynrep/...) returns a Status or a Result<T> and never throws. A library may throw
+// inside its own .cc files, and catches at its public entry points, turning the exception into
+// a Status that carries its message. Binding code (python/src) and tools/ turn a failed Status
+// into a Python exception or an exit code.
 #pragma once
 
 #include <optional>

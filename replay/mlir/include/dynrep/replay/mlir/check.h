@@ -59,10 +59,10 @@ struct ChosenGraph {
   std::string opset = "aten";
   std::string reason;  // why core_aten was taken, or why it could not be (empty: not needed)
 };
-ChosenGraph lowerStoredGraph(const Job& job, const Compile& compile, const std::string& event, const LowerOptions& options);
+Result<ChosenGraph> lowerStoredGraph(const Job& job, const Compile& compile, const std::string& event, const LowerOptions& options);
 
-// The graph IR of a compile: graph "forward", "backward", "inference" or an event name;
-// throws std::runtime_error naming what the compile has, or why its IR does not parse.
-std::pair<std::string, Graph> graphIr(const Job& job, const Compile& compile, const std::string& graph);
+// The graph IR of a compile (graph "forward", "backward", "inference" or an event name) with its
+// event; NotFound naming what the compile has, or the reason its IR does not parse.
+Result<std::pair<std::string, Graph>> graphIr(const Job& job, const Compile& compile, const std::string& graph);
 
 }  // namespace dynrep::replay::lowering

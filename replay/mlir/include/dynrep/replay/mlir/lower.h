@@ -62,8 +62,9 @@ struct LoweredGraph {
   bool complete() const { return issues.empty(); }
 };
 
-// Lowers one graph IR; never throws for what the graph holds (issues say what was not lowered),
-// only std::invalid_argument for a graph of IR format 1.
-LoweredGraph lowerGraph(const Graph& ir, const LowerOptions& options);
+// Lowers one graph IR: what the graph holds but cannot be lowered is in the result's issues; an
+// error result only for a graph of IR format 1 (NotSupported, without schemas) or a lowering
+// that failed outside every node (InvalidArgument, with the reason).
+Result<LoweredGraph> lowerGraph(const Graph& ir, const LowerOptions& options);
 
 }  // namespace dynrep::replay::lowering

@@ -7,15 +7,17 @@
 #include <map>
 #include <string>
 
+#include "dynrep/store/status.h"
+
 namespace dynrep::replay {
 
 using Symbols = std::map<std::string, int64_t>;
 
-// The expression's value; throws std::runtime_error naming a symbol that has no value, or
-// an expression the evaluator does not read.
-int64_t evaluate(const std::string& expression, const Symbols& symbols);
+// The expression's value, or InvalidArgument naming a symbol that has no value, or an
+// expression the evaluator does not read.
+Result<int64_t> evaluate(const std::string& expression, const Symbols& symbols);
 
-// "s0=7,s1=3" -> {s0: 7, s1: 3}; throws on a malformed entry.
-Symbols parseSizes(const std::string& text);
+// "s0=7,s1=3" -> {s0: 7, s1: 3}, or InvalidArgument naming the malformed entry.
+Result<Symbols> parseSizes(const std::string& text);
 
 }  // namespace dynrep::replay

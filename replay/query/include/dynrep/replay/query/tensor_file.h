@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "dynrep/store/status.h"
+
 namespace dynrep::replay {
 
 struct RawValue {
@@ -27,7 +29,9 @@ struct TensorFile {
   std::vector<std::pair<std::string, std::vector<RawValue>>> random;
 };
 
-void writeTensorFile(const std::string& path, const TensorFile& file);  // throws std::runtime_error
-TensorFile readTensorFile(const std::string& path);                     // throws std::runtime_error
+// The status names the path and what is wrong (IOError: cannot write or read; Corruption: not a
+// tensor file, or one shorter than its header says).
+Status writeTensorFile(const std::string& path, const TensorFile& file);
+Result<TensorFile> readTensorFile(const std::string& path);
 
 }  // namespace dynrep::replay
