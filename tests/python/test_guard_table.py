@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import tiers
 
 torch = pytest.importorskip("torch")
 
@@ -45,9 +46,9 @@ def _env(cache: Path, **extra: str) -> dict[str, str]:
 class Runs:
     """The cases' results in each process: {process: {case: {"right", "compiled"}}} and stderr."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, cases: dict) -> None:
         self.cases = root / "cases"
-        write_cases(self.cases, CASES)
+        write_cases(self.cases, cases)
         self.store = root / "cases.dynrep"
         self.results: dict[str, dict] = {}
         self.stderr: dict[str, str] = {}
@@ -67,8 +68,12 @@ class Runs:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> Runs:
-    return Runs(tmp_path_factory.mktemp("guard-cases"))
+def runs(request, tmp_path_factory) -> Runs:
+    """The cases the session's selected tests read, each process running them all at once."""
+    wanted = set(tiers.selected(request, "case"))
+    if any(item.name == "test_a_shared_package_key_is_named_and_compiles" for item in request.session.items):
+        wanted |= {"same_key_a", "same_key_b"}
+    return Runs(tmp_path_factory.mktemp("guard-cases"), {name: row for name, row in CASES.items() if name in wanted})
 
 
 def test_every_guard_kind_of_this_pytorch_has_a_row() -> None:
