@@ -353,14 +353,10 @@ class SizeOps {
 std::string Emitter::symbolValue(const std::string& expr) {
   auto it = exprCache_.find(expr);
   if (it != exprCache_.end() && depth_ == 0) return it->second;
-  SizeExpr tree;
-  try {
-    tree = parseSizeExpr(expr);
-  } catch (const std::runtime_error& e) {
-    throw Unsupported(e.what());
-  }
+  Result<SizeExpr> tree = parseSizeExpr(expr);
+  if (!tree.isOk()) throw Unsupported(tree.status().message());
   SizeOps ops(*this, symbols_);
-  std::string v = spellSize(tree, [&](const SizeExpr& n, const Strings& a) { return ops.spell(n, a); });
+  std::string v = spellSize(*tree, [&](const SizeExpr& n, const Strings& a) { return ops.spell(n, a); });
   if (depth_ == 0) exprCache_[expr] = v;
   return v;
 }

@@ -119,7 +119,9 @@ std::string affine(const std::string& e, const std::map<std::string, std::string
     }
     throw std::runtime_error("not affine: " + e);
   };
-  return spellSize(parseSizeExpr(e), spell);
+  Result<SizeExpr> tree = parseSizeExpr(e);
+  if (!tree.isOk()) throw std::runtime_error(tree.status().message());
+  return spellSize(*tree, spell);
 }
 
 struct TV {  // an SSA value and its torch type

@@ -244,10 +244,11 @@ int64_t power(int64_t base, int64_t exponent) {
 
 }  // namespace
 
-SizeExpr parseSizeExpr(const std::string& text) { return Parser(text).parse(); }
+namespace {
 
-int64_t evaluate(const SizeExpr& e, const std::map<std::string, int64_t>& symbols) {
-  auto arg = [&](size_t i) { return evaluate(e.args.at(i), symbols); };
+// The value, throwing std::runtime_error; evaluate() below is the boundary that catches.
+int64_t valueOf(const SizeExpr& e, const std::map<std::string, int64_t>& symbols) {
+  auto arg = [&](size_t i) { return valueOf(e.args.at(i), symbols); };
   switch (e.kind) {
     case Kind::Integer:
       return e.value;
@@ -299,6 +300,24 @@ int64_t evaluate(const SizeExpr& e, const std::map<std::string, int64_t>& symbol
       return arg(0) != 0 ? arg(1) : arg(2);  // only the branch taken: the other may divide by zero
   }
   throw std::logic_error("size expression: unknown node kind");
+}
+
+}  // namespace
+
+Result<SizeExpr> parseSizeExpr(const std::string& text) {
+  try {
+    return Parser(text).parse();
+  } catch (const std::runtime_error& e) {
+    return Status::invalidArgument(e.what());
+  }
+}
+
+Result<int64_t> evaluate(const SizeExpr& expr, const std::map<std::string, int64_t>& symbols) {
+  try {
+    return valueOf(expr, symbols);
+  } catch (const std::runtime_error& e) {
+    return Status::invalidArgument(e.what());
+  }
 }
 
 std::string spellSize(const SizeExpr& e, const SizeSpelling& spell) {

@@ -1,24 +1,16 @@
 // Symbol values from --sizes, and sizes evaluated over them (the parser is size_expr.cc).
 #include "dynrep/replay/query/sizes.h"
 
-#include <stdexcept>
-
 #include "dynrep/replay/query/size_expr.h"
 
 namespace dynrep::replay {
 
 Result<int64_t> evaluate(const std::string& expression, const Symbols& symbols) {
-  SizeExpr tree;
-  try {
-    tree = parseSizeExpr(expression);
-  } catch (const std::runtime_error& e) {
-    return Status::invalidArgument(e.what());
-  }
-  try {
-    return evaluate(tree, symbols);
-  } catch (const std::runtime_error& e) {
-    return Status::invalidArgument("size expression '" + expression + "': " + e.what());
-  }
+  Result<SizeExpr> tree = parseSizeExpr(expression);
+  if (!tree.isOk()) return tree.status();
+  Result<int64_t> value = evaluate(*tree, symbols);
+  if (!value.isOk()) return Status::invalidArgument("size expression '" + expression + "': " + value.status().message());
+  return value;
 }
 
 Result<Symbols> parseSizes(const std::string& text) {

@@ -384,11 +384,10 @@ int truthOnRun(const Problem& p) {
     }
   }
   if (values.empty() || p.expr.empty()) return -1;
-  try {
-    return evaluate(parseSizeExpr(p.expr), values) != 0 ? 1 : 0;
-  } catch (const std::exception&) {
-    return -1;
-  }
+  Result<SizeExpr> tree = parseSizeExpr(p.expr);
+  Result<int64_t> truth = tree.isOk() ? evaluate(*tree, values) : Result<int64_t>(tree.status());
+  if (!truth.isOk()) return -1;
+  return *truth != 0 ? 1 : 0;
 }
 
 std::vector<Advice> adviseProblem(const Problem& problem) {

@@ -196,12 +196,9 @@ std::string prettySource(const std::string& source) {
 
 std::string pythonExpr(const std::string& sympyExpr) {
   using K = SizeExpr::Kind;
-  SizeExpr tree;
-  try {
-    tree = parseSizeExpr(sympyExpr);
-  } catch (const std::runtime_error&) {
-    return sympyExpr;  // `(s1 > 2) & (s0 < 3)`, a float: shown as PyTorch wrote it
-  }
+  Result<SizeExpr> parsed = parseSizeExpr(sympyExpr);
+  if (!parsed.isOk()) return sympyExpr;  // `(s1 > 2) & (s0 < 3)`, a float: shown as PyTorch wrote it
+  const SizeExpr& tree = *parsed;
   auto spell = [](const SizeExpr& n, const std::vector<std::string>& a) -> std::string {
     // An operand in brackets where it binds looser than n, or as loose on the right of a
     // left-associative operator, the left of `**`, either side of a comparison (no chains).

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "dynrep/store/status.h"
+
 namespace dynrep::replay {
 
 // Integer-valued nodes with Python's (and sympy's) floor semantics. Sympy names that are
@@ -37,13 +39,13 @@ struct SizeExpr {
   std::vector<SizeExpr> args;
 };
 
-// The tree of `text`; throws std::runtime_error naming the text and what is wrong: a
-// malformed expression, or a function that is not an integer size (TruncToFloat, `/`).
-SizeExpr parseSizeExpr(const std::string& text);
+// The tree of `text`, or InvalidArgument naming the text and what is wrong: a malformed
+// expression, or a function that is not an integer size (TruncToFloat, `/`).
+Result<SizeExpr> parseSizeExpr(const std::string& text);
 
-// The value at `symbols`, as sympy computes it; throws std::runtime_error on a symbol with no
-// value, division by zero, a negative exponent, or a result outside int64.
-int64_t evaluate(const SizeExpr& expr, const std::map<std::string, int64_t>& symbols);
+// The value at `symbols`, as sympy computes it, or InvalidArgument on a symbol with no value,
+// division by zero, a negative exponent, or a result outside int64.
+Result<int64_t> evaluate(const SizeExpr& expr, const std::map<std::string, int64_t>& symbols);
 
 // Spells `expr` bottom-up: `spell` gets each node with its operands already spelled, in order.
 using SizeSpelling = std::function<std::string(const SizeExpr& node, const std::vector<std::string>& operands)>;
