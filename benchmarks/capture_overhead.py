@@ -132,8 +132,11 @@ print(time.perf_counter() - start)
 
 def time_once(workload: str, backend: str, store: str, package_dir: str = "") -> float:
     code = RUNNER.format(workload=textwrap.dedent(WORKLOADS[workload]), backend=backend)
-    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=tempfile.mkdtemp(prefix="dynrep-bench-cache-"),
-               DYNREP_PACKAGE_DIR=package_dir)
+    env = dict(
+        os.environ,
+        TORCHINDUCTOR_CACHE_DIR=tempfile.mkdtemp(prefix="dynrep-bench-cache-"),
+        DYNREP_PACKAGE_DIR=package_dir,
+    )
     out = subprocess.run([sys.executable, "-c", code, store], capture_output=True, text=True, env=env, check=True)
     return float(out.stdout.strip().splitlines()[-1])
 
@@ -144,7 +147,9 @@ def main() -> int:
     parser.add_argument("--backend", default="inductor")
     parser.add_argument("--workloads", nargs="*", default=list(WORKLOADS))
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--baseline", default="", help="compare with capture by the dynamo_replay package in this folder")
+    parser.add_argument(
+        "--baseline", default="", help="compare with capture by the dynamo_replay package in this folder"
+    )
     args = parser.parse_args()
     results = {}
     with tempfile.TemporaryDirectory(prefix="dynrep-capture-bench-") as tmp:
@@ -157,18 +162,28 @@ def main() -> int:
                 captured.append(time_once(name, args.backend, store))
             p = statistics.median(plain)
             added = statistics.median(c - q for q, c in zip(plain, captured))
-            results[name] = {"compile_s": p, "compile_with_capture_s": statistics.median(captured),
-                             "added_s": added, "overhead": added / p, "runs_plain": plain, "runs_captured": captured}
+            results[name] = {
+                "compile_s": p,
+                "compile_with_capture_s": statistics.median(captured),
+                "added_s": added,
+                "overhead": added / p,
+                "runs_plain": plain,
+                "runs_captured": captured,
+            }
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
     reference = f"capture by {args.baseline}" if args.baseline else "compile"
     print(f"backend {args.backend}, {args.repeat} pairs of fresh processes; reference: {reference}\n")
-    print(f"{'workload':<10} {'reference (s)':>13} {'with capture (s)':>17} {'added (s)':>10} {'overhead':>9}  target <= 5%")
+    print(
+        f"{'workload':<10} {'reference (s)':>13} {'with capture (s)':>17} {'added (s)':>10} {'overhead':>9}  target <= 5%"
+    )
     for name, r in results.items():
         verdict = "pass" if r["overhead"] <= 0.05 else "MISS"
-        print(f"{name:<10} {r['compile_s']:>13.3f} {r['compile_with_capture_s']:>17.3f} {r['added_s']:>10.3f} "
-              f"{100 * r['overhead']:>8.1f}%  {verdict}")
+        print(
+            f"{name:<10} {r['compile_s']:>13.3f} {r['compile_with_capture_s']:>17.3f} {r['added_s']:>10.3f} "
+            f"{100 * r['overhead']:>8.1f}%  {verdict}"
+        )
     return 0
 
 

@@ -97,8 +97,22 @@ def free_port() -> int:
 
 def start_redis(work: Path) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                               "--appendonly", "no", "--dir", str(work)], stdout=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(work),
+        ],
+        stdout=subprocess.DEVNULL,
+    )
     import redis
 
     client = redis.Redis(port=port)
@@ -121,22 +135,36 @@ def group(script: Path, mode: str, n: int, port: int, work: Path) -> dict:
         group(script, "fleet", 1, port, work)  # untimed: puts the entry there
     env["LOCAL_STORE"] = str(local_store(port, work))
     if mode == "pytorch-redis":
-        env.update(TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE="1", TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE="1",
-                   TORCHINDUCTOR_REDIS_HOST="127.0.0.1", TORCHINDUCTOR_REDIS_PORT=str(port))
+        env.update(
+            TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE="1",
+            TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE="1",
+            TORCHINDUCTOR_REDIS_HOST="127.0.0.1",
+            TORCHINDUCTOR_REDIS_PORT=str(port),
+        )
     env["FLEET_URL"] = f"redis://127.0.0.1:{port}/0?name=bench"
     caches = [Path(tempfile.mkdtemp(prefix="cache-", dir=work)) for _ in range(n)]
     began = time.time()
-    children = [subprocess.Popen([sys.executable, str(script), mode, str(began)], stdout=subprocess.PIPE,
-                                 stderr=subprocess.DEVNULL, text=True,
-                                 env={**env, "TORCHINDUCTOR_CACHE_DIR": str(cache), "DYNAMO_REPLAY_CACHE": str(cache)})
-                for cache in caches]
+    children = [
+        subprocess.Popen(
+            [sys.executable, str(script), mode, str(began)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env={**env, "TORCHINDUCTOR_CACHE_DIR": str(cache), "DYNAMO_REPLAY_CACHE": str(cache)},
+        )
+        for cache in caches
+    ]
     results = [json.loads(child.communicate()[0].strip().splitlines()[-1]) for child in children]
     for cache in caches:
         shutil.rmtree(cache, ignore_errors=True)
     firsts = [r["first"] for r in results]
-    return {"median": statistics.median(firsts), "slowest": max(firsts), "traced": sum(r["traced"] > 0 for r in results),
-            "fx_miss": sum(r["fx_miss"] for r in results),
-            "captures": sum(r["mode"] == "capture" for r in results)}
+    return {
+        "median": statistics.median(firsts),
+        "slowest": max(firsts),
+        "traced": sum(r["traced"] > 0 for r in results),
+        "fx_miss": sum(r["fx_miss"] for r in results),
+        "captures": sum(r["mode"] == "capture" for r in results),
+    }
 
 
 def local_store(port: int, work: Path) -> Path:
@@ -182,15 +210,21 @@ def download(port: int, work: Path, mib: int, repeat: int) -> dict:
         fetched += timed([sys.executable, "-c", FETCH, url, str(target)], 1)
         shutil.rmtree(target)
         local += timed([sys.executable, "-c", LOCAL, str(store)], 1)
-    ratios = [f / l for f, l in zip(fetched, local)]
-    return {"mib": store.stat().st_size / (1 << 20), "fetch": statistics.median(fetched),
-            "local": statistics.median(local), "ratio": statistics.median(ratios)}
+    ratios = [f / here for f, here in zip(fetched, local)]
+    return {
+        "mib": store.stat().st_size / (1 << 20),
+        "fetch": statistics.median(fetched),
+        "local": statistics.median(local),
+        "ratio": statistics.median(ratios),
+    }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="*", default=[1, 4, 16])
-    parser.add_argument("--columns", nargs="+", default=["cold", "pytorch-redis", "fleet", "fleet-warm", "local-replay"])
+    parser.add_argument(
+        "--columns", nargs="+", default=["cold", "pytorch-redis", "fleet", "fleet-warm", "local-replay"]
+    )
     parser.add_argument("--store-mib", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=5, help="download pairs (default 5)")
     args = parser.parse_args()
@@ -201,19 +235,26 @@ def main() -> int:
         model = textwrap.dedent(MODELS["gpt"]).split("def make()")[0]
         script.write_text(CHILD.replace("@@MODEL@@", model))
         print(f"fleet.py: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
-        print("| N | column | median first output (s) | slowest (s) | processes that traced | Inductor compiles "
-              "(FX-graph misses) | captures |")
+        print(
+            "| N | column | median first output (s) | slowest (s) | processes that traced | Inductor compiles "
+            "(FX-graph misses) | captures |"
+        )
         print("|---:|---|---:|---:|---:|---:|---:|")
         for n in args.sizes:
             for mode in args.columns:
                 r = group(script, mode, n, port, work)
-                print(f"| {n} | {mode} | {r['median']:.2f} | {r['slowest']:.2f} | {r['traced']} | {r['fx_miss']} | "
-                      f"{r['captures'] if mode.startswith('fleet') else ''} |", flush=True)
+                print(
+                    f"| {n} | {mode} | {r['median']:.2f} | {r['slowest']:.2f} | {r['traced']} | {r['fx_miss']} | "
+                    f"{r['captures'] if mode.startswith('fleet') else ''} |",
+                    flush=True,
+                )
         if args.store_mib:
             d = download(port, work, args.store_mib, args.repeat)
-            print(f"\nstore of {d['mib']:.0f} MiB, medians of {args.repeat} fresh processes in turn: fetched from Redis "
-                  f"(chunks checked, written to the local cache, every artifact read) {d['fetch']:.2f} s; read from a "
-                  f"local file {d['local']:.2f} s; ratio {d['ratio']:.2f}")
+            print(
+                f"\nstore of {d['mib']:.0f} MiB, medians of {args.repeat} fresh processes in turn: fetched from Redis "
+                f"(chunks checked, written to the local cache, every artifact read) {d['fetch']:.2f} s; read from a "
+                f"local file {d['local']:.2f} s; ratio {d['ratio']:.2f}"
+            )
     finally:
         server.kill()
         shutil.rmtree(work, ignore_errors=True)

@@ -107,8 +107,11 @@ WORKLOADS = {
         inputs = (torch.randn(4, 16),)
     """,
 }
-TITLES = {"gpt": "GPT-2 (4 layers, d=256), 4x64", "convnet": "ResNet-like convnet, 8x3x64x64",
-          "tiny": "tiny ops (4x16), 64 steps"}
+TITLES = {
+    "gpt": "GPT-2 (4 layers, d=256), 4x64",
+    "convnet": "ResNet-like convnet, 8x3x64x64",
+    "tiny": "tiny ops (4x16), 64 steps",
+}
 
 # The capture child: argv[1] is the store. One compile, no graph breaks, seeded weights and inputs.
 CAPTURE = """
@@ -153,13 +156,22 @@ def loud(message: str) -> None:
 
 def environment() -> dict[str, Any]:
     import importlib.metadata as metadata
+
     import torch
+
     root = Path(__file__).resolve().parent.parent
     git = lambda *args: subprocess.run(["git", *args], cwd=root, capture_output=True, text=True).stdout.strip()  # noqa: E731
-    return {"python": platform.python_version(), "torch": torch.__version__, "transformers": metadata.version("transformers"),
-            "cpus": os.cpu_count(), "machine": platform.machine(), "commit": git("rev-parse", "--short", "HEAD"),
-            "dirty": bool(git("status", "--porcelain", "--untracked-files=no")), "argv": sys.argv[1:],
-            "loadavg_start": os.getloadavg()}
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": metadata.version("transformers"),
+        "cpus": os.cpu_count(),
+        "machine": platform.machine(),
+        "commit": git("rev-parse", "--short", "HEAD"),
+        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "argv": sys.argv[1:],
+        "loadavg_start": os.getloadavg(),
+    }
 
 
 def find_runner(given: str | None) -> str:
@@ -195,8 +207,12 @@ def run_cxx(runner: str, store: Path, repeat: int, env: dict[str, str]) -> dict[
     """One replay-run process: its JSON report, the peak OS thread count seen in /proc while it
     ran, and its minor page faults (from wait4)."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        child = subprocess.Popen([runner, str(store), "0/0", "--graph", "forward", "--repeat", str(repeat), "--json"],
-                                 stdout=out, stderr=err, env=env)
+        child = subprocess.Popen(
+            [runner, str(store), "0/0", "--graph", "forward", "--repeat", str(repeat), "--json"],
+            stdout=out,
+            stderr=err,
+            env=env,
+        )
         peak = 0
         while True:
             pid, status, usage = os.wait4(child.pid, os.WNOHANG)
@@ -226,8 +242,13 @@ class EagerChild:
 
     def __init__(self, store: Path, threads: int) -> None:
         env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-        self.child = subprocess.Popen([sys.executable, "-c", EAGER, str(store), str(threads)], stdin=subprocess.PIPE,
-                                      stdout=subprocess.PIPE, text=True, env=env)
+        self.child = subprocess.Popen(
+            [sys.executable, "-c", EAGER, str(store), str(threads)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         self.ready = self.read()
 
     def read(self) -> dict[str, Any]:
@@ -249,8 +270,9 @@ class EagerChild:
         self.child.wait()
 
 
-def measure(name: str, store: Path, runner: str, rounds: int, repeat: int, threads: int,
-            runner_env: dict[str, str]) -> dict[str, Any]:
+def measure(
+    name: str, store: Path, runner: str, rounds: int, repeat: int, threads: int, runner_env: dict[str, str]
+) -> dict[str, Any]:
     """Both columns at `threads` intra-op threads, in alternating rounds."""
     env = {**os.environ, **runner_env, "OMP_NUM_THREADS": str(threads)}
     baseline = run_cxx(runner, store, 1, env)  # one call: the timed calls' page faults are counted above it
@@ -272,16 +294,25 @@ def measure(name: str, store: Path, runner: str, rounds: int, repeat: int, threa
     timed = reports[1:]
     nodes = reports[-1].get("nodes", eager_child.ready["nodes"])
     result: dict[str, Any] = {
-        "graph": reports[-1].get("graph"), "nodes": nodes, "nodes_graph_module": eager_child.ready["nodes"],
-        "threads": threads, "eager_threads": eager_child.ready["threads"],
-        "cxx_s": statistics.median(cxx) if cxx else None, "eager_s": statistics.median(eager) if eager else None,
-        "cxx_rounds": cxx, "eager_rounds": eager, "ratios": [e / c for e, c in zip(eager, cxx)],
+        "graph": reports[-1].get("graph"),
+        "nodes": nodes,
+        "nodes_graph_module": eager_child.ready["nodes"],
+        "threads": threads,
+        "eager_threads": eager_child.ready["threads"],
+        "cxx_s": statistics.median(cxx) if cxx else None,
+        "eager_s": statistics.median(eager) if eager else None,
+        "cxx_rounds": cxx,
+        "eager_rounds": eager,
+        "ratios": [e / c for e, c in zip(eager, cxx)],
         "cxx_ok": all(r.get("ok") for r in reports),
         "cxx_outputs": sorted({o["status"] for r in reports for o in r.get("outputs", [])}),
-        "eager_ok": not eager_child.ready["problems"], "eager_problems": eager_child.ready["problems"],
+        "eager_ok": not eager_child.ready["problems"],
+        "eager_problems": eager_child.ready["problems"],
         "cxx_peak_threads": max(r["peak_threads"] for r in reports),
-        "cxx_faults_per_call": (statistics.median(r["minor_faults"] for r in timed) - baseline["minor_faults"]) / (repeat - 1)
-                               if timed and repeat > 1 else None,
+        "cxx_faults_per_call": (statistics.median(r["minor_faults"] for r in timed) - baseline["minor_faults"])
+        / (repeat - 1)
+        if timed and repeat > 1
+        else None,
         "eager_faults_per_call": statistics.median(eager_faults) if eager_faults else None,
     }
     if cxx:
@@ -293,21 +324,28 @@ def busy_seconds() -> tuple[float, float]:
     """CPU seconds the whole machine has been busy (/proc/stat), and this process and its
     reaped children's CPU seconds: their difference over a span is what others ran."""
     import resource
+
     fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
     machine = (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # all but idle and iowait
-    own = sum(getattr(resource.getrusage(who), field) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-              for field in ("ru_utime", "ru_stime"))
+    own = sum(
+        getattr(resource.getrusage(who), field)
+        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+        for field in ("ru_utime", "ru_stime")
+    )
     return machine, own
 
 
 def table(results: list[dict[str, Any]], repeat: int, rounds: int) -> str:
-    lines = [f"medians of {rounds} rounds x {repeat} calls (min-max of the rounds' medians in brackets); "
-             "per op = per call / nodes; ratio = eager / replay-run (> 1: the runner is faster), of the medians, "
-             "with the range of each round's own ratio; "
-             "faults = minor page faults per call", "",
-             "| workload | threads | nodes | replay-run per call | eager per call | replay-run per op | eager per op "
-             "| ratio eager / replay-run | faults (replay-run; eager) | outputs (replay-run; eager) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        f"medians of {rounds} rounds x {repeat} calls (min-max of the rounds' medians in brackets); "
+        "per op = per call / nodes; ratio = eager / replay-run (> 1: the runner is faster), of the medians, "
+        "with the range of each round's own ratio; "
+        "faults = minor page faults per call",
+        "",
+        "| workload | threads | nodes | replay-run per call | eager per call | replay-run per op | eager per op "
+        "| ratio eager / replay-run | faults (replay-run; eager) | outputs (replay-run; eager) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     ms = lambda s: f"{1e3 * s:.3f}" if s >= 1e-3 else f"{1e3 * s:.4f}"  # noqa: E731
     us = lambda s: f"{1e6 * s:.1f} us"  # noqa: E731
     span = lambda xs: f"[{ms(min(xs))}-{ms(max(xs))}]"  # noqa: E731
@@ -315,13 +353,20 @@ def table(results: list[dict[str, Any]], repeat: int, rounds: int) -> str:
         if r["cxx_s"] is None:
             lines.append(f"| {TITLES[r['workload']]} | {r['threads']} | {r['nodes']} | failed | | | | | | |")
             continue
-        outputs = ("ok (" + ", ".join(r["cxx_outputs"]) + ")" if r["cxx_ok"] else "**MISMATCH**") + \
-                  ("; ok" if r["eager_ok"] else "; **MISMATCH**")
-        faults = f"{r['cxx_faults_per_call']:.0f}; {r['eager_faults_per_call']:.0f}" if r["cxx_faults_per_call"] is not None else ""
-        lines.append(f"| {TITLES[r['workload']]} | {r['threads']} | {r['nodes']} | {ms(r['cxx_s'])} ms {span(r['cxx_rounds'])} "
-                     f"| {ms(r['eager_s'])} ms {span(r['eager_rounds'])} | {us(r['cxx_s'] / r['nodes'])} "
-                     f"| {us(r['eager_s'] / r['nodes'])} | **{r['ratio']:.2f}x**{'' if round(r['ratio'], 2) >= 1 else ' (slower)'} [{min(r['ratios']):.2f}-{max(r['ratios']):.2f}] "
-                     f"| {faults} | {outputs} |")
+        outputs = ("ok (" + ", ".join(r["cxx_outputs"]) + ")" if r["cxx_ok"] else "**MISMATCH**") + (
+            "; ok" if r["eager_ok"] else "; **MISMATCH**"
+        )
+        faults = (
+            f"{r['cxx_faults_per_call']:.0f}; {r['eager_faults_per_call']:.0f}"
+            if r["cxx_faults_per_call"] is not None
+            else ""
+        )
+        lines.append(
+            f"| {TITLES[r['workload']]} | {r['threads']} | {r['nodes']} | {ms(r['cxx_s'])} ms {span(r['cxx_rounds'])} "
+            f"| {ms(r['eager_s'])} ms {span(r['eager_rounds'])} | {us(r['cxx_s'] / r['nodes'])} "
+            f"| {us(r['eager_s'] / r['nodes'])} | **{r['ratio']:.2f}x**{'' if round(r['ratio'], 2) >= 1 else ' (slower)'} [{min(r['ratios']):.2f}-{max(r['ratios']):.2f}] "
+            f"| {faults} | {outputs} |"
+        )
     return "\n".join(lines)
 
 
@@ -330,17 +375,29 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds of each column (default 5)")
     parser.add_argument("--repeat", type=int, default=50, help="timed calls per round (default 50)")
     parser.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
-    parser.add_argument("--threads", type=int, nargs="+",
-                        help="intra-op thread counts to measure, each for both columns (default: libtorch's default)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        nargs="+",
+        help="intra-op thread counts to measure, each for both columns (default: libtorch's default)",
+    )
     parser.add_argument("--runner", help="the replay-run binary (default: beside the interpreter, then PATH)")
-    parser.add_argument("--runner-env", action="append", default=[], metavar="NAME=VALUE",
-                        help="an environment variable for the runner only (repeatable), e.g. GLIBC_TUNABLES=...")
+    parser.add_argument(
+        "--runner-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an environment variable for the runner only (repeatable), e.g. GLIBC_TUNABLES=...",
+    )
     parser.add_argument("--json", help="write every measurement to this file")
     parser.add_argument("--work", help="keep the stores here")
-    parser.add_argument("--reuse", action="store_true", help="with --work: reuse the stores an earlier run captured there")
+    parser.add_argument(
+        "--reuse", action="store_true", help="with --work: reuse the stores an earlier run captured there"
+    )
     args = parser.parse_args()
 
     import torch
+
     runner = find_runner(args.runner)
     default_threads = torch.get_num_threads()  # libtorch's default (the runner's, too: the same library)
     thread_counts = args.threads or [default_threads]
@@ -358,7 +415,9 @@ def main() -> int:
         for threads in thread_counts:
             for name, store in stores.items():
                 print(f"[{name}] timing, {threads} threads", file=sys.stderr, flush=True)
-                results.append({"workload": name, **measure(name, store, runner, args.rounds, args.repeat, threads, runner_env)})
+                results.append(
+                    {"workload": name, **measure(name, store, runner, args.rounds, args.repeat, threads, runner_env)}
+                )
         end_machine, end_own = busy_seconds()
         meta["timing_s"] = time.perf_counter() - start_wall
         meta["others_cpus"] = ((end_machine - start_machine) - (end_own - start_own)) / meta["timing_s"]
@@ -367,13 +426,25 @@ def main() -> int:
         if work_context:
             work_context.cleanup()
     if args.json:
-        Path(args.json).write_text(json.dumps({"environment": meta, "rounds": args.rounds, "repeat": args.repeat,
-                                               "runner": runner, "results": results}, indent=1))
-    print(f"graph_run.py {' '.join(sys.argv[1:])}: torch {meta['torch']}, transformers {meta['transformers']}, "
-          f"Python {meta['python']}, {meta['cpus']} CPUs, tree {meta['commit']}{' (modified)' if meta['dirty'] else ''}, "
-          f"load average {meta['loadavg_start'][0]:.1f} at start, {meta['loadavg_end'][0]:.1f} at end; "
-          f"other processes used {meta['others_cpus']:.2f} CPUs on average while timing ({meta['timing_s']:.0f} s)"
-          + (f"; runner environment {' '.join(args.runner_env)}" if args.runner_env else ""))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "environment": meta,
+                    "rounds": args.rounds,
+                    "repeat": args.repeat,
+                    "runner": runner,
+                    "results": results,
+                },
+                indent=1,
+            )
+        )
+    print(
+        f"graph_run.py {' '.join(sys.argv[1:])}: torch {meta['torch']}, transformers {meta['transformers']}, "
+        f"Python {meta['python']}, {meta['cpus']} CPUs, tree {meta['commit']}{' (modified)' if meta['dirty'] else ''}, "
+        f"load average {meta['loadavg_start'][0]:.1f} at start, {meta['loadavg_end'][0]:.1f} at end; "
+        f"other processes used {meta['others_cpus']:.2f} CPUs on average while timing ({meta['timing_s']:.0f} s)"
+        + (f"; runner environment {' '.join(args.runner_env)}" if args.runner_env else "")
+    )
     print(table(results, args.repeat, args.rounds))
     # Both get the same count: torch.set_num_threads(T) here, OMP_NUM_THREADS=T for the runner. The
     # runner's OpenMP workers start at its first parallel op, so its peak OS thread count is T
@@ -386,14 +457,19 @@ def main() -> int:
         print(f"  {r['workload']:<8} {r['eager_threads']}; {seen}  {note}")
         if seen > r["threads"] or r["eager_threads"] != r["threads"]:
             wrong.append(r["workload"])
-    problems = [f"{r['workload']} ({r['threads']} threads): replay-run outputs differ from the stored ones"
-                for r in results if not r["cxx_ok"]]
+    problems = [
+        f"{r['workload']} ({r['threads']} threads): replay-run outputs differ from the stored ones"
+        for r in results
+        if not r["cxx_ok"]
+    ]
     problems += [f"{r['workload']}: eager outputs: {p}" for r in results for p in r["eager_problems"]]
     problems += [f"{r['workload']}: replay-run failed" for r in results if r["cxx_s"] is None]
     problems += [f"{name}: the two columns ran with different thread counts" for name in wrong]
     slower = [f"{r['workload']} ({r['threads']} threads)" for r in results if round(r.get("ratio", 0), 2) < 1]
-    print(f"target: replay-run at least as fast as eager on every workload: "
-          f"{'MET' if not slower else 'MISSED: ' + ', '.join(slower)}")
+    print(
+        f"target: replay-run at least as fast as eager on every workload: "
+        f"{'MET' if not slower else 'MISSED: ' + ', '.join(slower)}"
+    )
     if problems:
         loud("\n".join(problems))
         return 1

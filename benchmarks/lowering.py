@@ -21,9 +21,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "python"))
 import graph_jobs as jobs  # noqa: E402
 
-JOBS = {"mlp": jobs.mlp, "gpt": jobs.gpt, "convnet": jobs.convnet_training_step, "graph_break": jobs.graph_break,
-        "hf_gpt2_train": jobs.hf_gpt2_training_step, "hf_bert": jobs.hf_bert, "inductor": jobs.inductor_mlp,
-        "hf_gpt2_train_no_dropout": lambda: jobs.hf_gpt2_training_step(dropout=False), "custom_op": jobs.custom_op}
+JOBS = {
+    "mlp": jobs.mlp,
+    "gpt": jobs.gpt,
+    "convnet": jobs.convnet_training_step,
+    "graph_break": jobs.graph_break,
+    "hf_gpt2_train": jobs.hf_gpt2_training_step,
+    "hf_bert": jobs.hf_bert,
+    "inductor": jobs.inductor_mlp,
+    "hf_gpt2_train_no_dropout": lambda: jobs.hf_gpt2_training_step(dropout=False),
+    "custom_op": jobs.custom_op,
+}
 
 
 # A fresh process per model: build it, capture its first output as the warm-start job does.
@@ -54,14 +62,33 @@ def real_models(names: list[str]) -> None:
                 s = g["seconds"]
                 graphs += 1
                 matched += g["matched"]
-                rows.append((name, g["compile"], g["graph"], g["nodes"], s["lower"] + s["verify"], s["jit"], s["run"],
-                             g["stage"], g["opset"], "replay-run" if g["reference"] else "stored samples"))
-            print(f"{name}: {sum(g['matched'] for g in report['graphs'])}/{len(report['graphs'])} graphs matched; "
-                  f"capture {captured:.0f} s, lower-check {wall:.0f} s", flush=True)
-    print("\n| model | compile | graph | nodes | lower + verify (s) | JIT (s) | run (s) | result | opset | compared with |")
+                rows.append(
+                    (
+                        name,
+                        g["compile"],
+                        g["graph"],
+                        g["nodes"],
+                        s["lower"] + s["verify"],
+                        s["jit"],
+                        s["run"],
+                        g["stage"],
+                        g["opset"],
+                        "replay-run" if g["reference"] else "stored samples",
+                    )
+                )
+            print(
+                f"{name}: {sum(g['matched'] for g in report['graphs'])}/{len(report['graphs'])} graphs matched; "
+                f"capture {captured:.0f} s, lower-check {wall:.0f} s",
+                flush=True,
+            )
+    print(
+        "\n| model | compile | graph | nodes | lower + verify (s) | JIT (s) | run (s) | result | opset | compared with |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]:.3f} | {r[5]:.2f} | {r[6]:.2f} | {r[7]} | {r[8]} | {r[9]} |")
+        print(
+            f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]:.3f} | {r[5]:.2f} | {r[6]:.2f} | {r[7]} | {r[8]} | {r[9]} |"
+        )
     print(f"\nreal models: {matched}/{graphs} graphs matched = {100 * matched / max(graphs, 1):.0f}%")
 
 
@@ -86,10 +113,15 @@ def corpus() -> None:
             matched += report["summary"]["matched"]
             for g in report["graphs"]:
                 s = g["seconds"]
-                rows.append((name, g["compile"], g["graph"], g["nodes"], s["lower"] + s["verify"], s["jit"], g["stage"]))
+                rows.append(
+                    (name, g["compile"], g["graph"], g["nodes"], s["lower"] + s["verify"], s["jit"], g["stage"])
+                )
                 for issue in g["issues"]:
                     failures[issue["op"]] = failures.get(issue["op"], 0) + 1
-            print(f"{name}: {report['summary']['matched']}/{report['summary']['graphs']} matched, lower-check {wall:.1f} s", flush=True)
+            print(
+                f"{name}: {report['summary']['matched']}/{report['summary']['graphs']} matched, lower-check {wall:.1f} s",
+                flush=True,
+            )
     print("\n| job | compile | graph | nodes | lower + verify (s) | JIT (s) | result |\n|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r[0]} | {r[1]} | {r[2]} | {r[3]} | {r[4]:.3f} | {r[5]:.2f} | {r[6]} |")

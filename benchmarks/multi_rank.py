@@ -50,9 +50,21 @@ def launch(out: Path, args: tuple[str, ...], ranks: int, env: dict[str, str], to
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAMO_REPLAY", "TORCHINDUCTOR_"))}
     environment.update(env)
     environment.setdefault("TORCHINDUCTOR_CACHE_DIR", str(out) + "-inductor")
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks), "--master-addr",
-               "127.0.0.1", "--master-port", str(free_port()), *(["-m", "dynamo_replay", *tool] if tool else []),
-               str(JOB), str(out), *args]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        str(ranks),
+        "--master-addr",
+        "127.0.0.1",
+        "--master-port",
+        str(free_port()),
+        *(["-m", "dynamo_replay", *tool] if tool else []),
+        str(JOB),
+        str(out),
+        *args,
+    ]
     done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=900)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
@@ -61,8 +73,12 @@ def launch(out: Path, args: tuple[str, ...], ranks: int, env: dict[str, str], to
 
 def bench(name: str, ranks: int, repeat: int, work: Path, redis_port: int) -> dict[str, list[float]]:
     args = WORKLOADS[name]
-    remote = {"TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE": "1",
-              "TORCHINDUCTOR_REDIS_HOST": "127.0.0.1", "TORCHINDUCTOR_REDIS_PORT": str(redis_port)}
+    remote = {
+        "TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE": "1",
+        "TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE": "1",
+        "TORCHINDUCTOR_REDIS_HOST": "127.0.0.1",
+        "TORCHINDUCTOR_REDIS_PORT": str(redis_port),
+    }
     fleet = {"DYNAMO_REPLAY": f"redis://127.0.0.1:{redis_port}/1?name={name}"}
     reference = launch(work / "fill-cold", args, ranks, {})  # fills the warm cache, the reference numbers
     launch(work / "fill-redis", args, ranks, remote)
@@ -118,8 +134,10 @@ def main() -> None:
     for name, times in report.items():
         median = {c: statistics.median(v) for c, v in times.items()}
         cells = " ".join(f"{median[c]:6.2f} ({min(times[c]):.1f}-{max(times[c]):.1f})".rjust(18) for c in COLUMNS)
-        print(f"{name:<10} {cells}  {median['replay'] / median['replay-1rank']:11.2f}  "
-              f"{median['warm'] / median['replay']:10.2f}  {median['warm-redis'] / median['replay']:11.2f}")
+        print(
+            f"{name:<10} {cells}  {median['replay'] / median['replay-1rank']:11.2f}  "
+            f"{median['warm'] / median['replay']:10.2f}  {median['warm-redis'] / median['replay']:11.2f}"
+        )
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
 

@@ -54,8 +54,12 @@ OFFSET = ORIGINAL["global"]  # (a) a module-level global the forward reads; the 
 
 CASES = ["none", "global", "attribute", "weights"]
 PATHS = ["compile", "pt-precompile", "aot-compile", "replay"]
-TITLES = {"compile": "torch.compile (reference)", "pt-precompile": "torch.compiler.precompile",
-          "aot-compile": "aot_compile + load_compiled_function", "replay": "dynamo-replay"}
+TITLES = {
+    "compile": "torch.compile (reference)",
+    "pt-precompile": "torch.compiler.precompile",
+    "aot-compile": "aot_compile + load_compiled_function",
+    "replay": "dynamo-replay",
+}
 PREPARED = ("pt-precompile", "aot-compile", "replay")  # the paths with something made beforehand
 
 
@@ -90,6 +94,7 @@ def first_line(error: BaseException) -> str:
 
 # -- the child ------------------------------------------------------------------------------------
 
+
 def prepare(path: str, artifact: Path) -> None:
     """Makes the path's artifact from the module with its original values, under no_grad like the calls."""
     net, x = build(), example()
@@ -99,14 +104,16 @@ def prepare(path: str, artifact: Path) -> None:
 
 def prepare_with(path: str, artifact: Path, net: Net, x: torch.Tensor) -> None:
     if path == "pt-precompile":
-        with torch.compiler.precompile.capture(call, artifact_path=artifact / "fn.py",
-                                               cache_path=artifact / "fn.cache") as capture:
+        with torch.compiler.precompile.capture(
+            call, artifact_path=artifact / "fn.py", cache_path=artifact / "fn.cache"
+        ) as capture:
             capture(net, x)
     elif path == "aot-compile":
         compiled = torch.compile(call, fullgraph=True).aot_compile(((net, x), {}))
         compiled.save_compiled_function(str(artifact / "fn.aot"))
     else:
         import dynamo_replay
+
         with dynamo_replay.capture(str(artifact / "job.dynrep")):
             torch.compile(net)(x)
 
@@ -131,6 +138,7 @@ def run_path(path: str, artifact: Path, net: Net, x: torch.Tensor) -> tuple[torc
         with open(artifact / "fn.aot", "rb") as file:
             return torch.compiler.load_compiled_function(file)(net, x), "", ""
     import dynamo_replay
+
     with dynamo_replay.replay(str(artifact / "job.dynrep"), verbose=False) as session:
         out = torch.compile(net)(x)
     summary = session.summary
@@ -148,8 +156,11 @@ def child(mode: str, path: str, artifact: Path) -> int:
             prepare(path, artifact)
         except Exception as error:  # the path cannot take this module: every case says so
             traceback.print_exc()
-            print("VERDICT", json.dumps({"verdict": "error", "how": "", "detail": f"preparing: {first_line(error)}"}),
-                  flush=True)
+            print(
+                "VERDICT",
+                json.dumps({"verdict": "error", "how": "", "detail": f"preparing: {first_line(error)}"}),
+                flush=True,
+            )
             return 0
         print("VERDICT", json.dumps({"verdict": "prepared", "how": "", "detail": ""}), flush=True)
         return 0
@@ -163,8 +174,9 @@ def child(mode: str, path: str, artifact: Path) -> int:
             out, how, note = run_path(path, artifact, net, x)
         except Exception as error:
             traceback.print_exc()
-            print("VERDICT", json.dumps({"verdict": "refused", "how": "raised", "detail": first_line(error)}),
-                  flush=True)
+            print(
+                "VERDICT", json.dumps({"verdict": "refused", "how": "raised", "detail": first_line(error)}), flush=True
+            )
             return 0
     close = lambda a, b: a.shape == b.shape and torch.allclose(a, b, rtol=1e-4, atol=1e-5)  # noqa: E731
     if close(out, after):
@@ -174,34 +186,49 @@ def child(mode: str, path: str, artifact: Path) -> int:
     else:
         verdict = "WRONG"
     detail = f"max |out - eager| {(out.double() - after.double()).abs().max().item():.3g}"
-    print("VERDICT", json.dumps({"verdict": verdict, "how": how, "detail": "; ".join(filter(None, [note, detail]))}),
-          flush=True)
+    print(
+        "VERDICT",
+        json.dumps({"verdict": verdict, "how": how, "detail": "; ".join(filter(None, [note, detail]))}),
+        flush=True,
+    )
     return 0
 
 
 # -- the parent -----------------------------------------------------------------------------------
 
+
 def spawn(mode: str, path: str, artifact: Path, case: str) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("DYNAMO_REPLAY", "TORCH_LOGS", "TORCH_COMPILE_DEBUG")}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("DYNAMO_REPLAY", "TORCH_LOGS", "TORCH_COMPILE_DEBUG")
+    }
     with tempfile.TemporaryDirectory(prefix="contract-cache-") as cache:
         env.update(TORCHINDUCTOR_CACHE_DIR=cache, CONTRACT_CHANGE=case)
-        done = subprocess.run([sys.executable, __file__, "--child", mode, path, str(artifact)],
-                              capture_output=True, text=True, env=env)
+        done = subprocess.run(
+            [sys.executable, __file__, "--child", mode, path, str(artifact)], capture_output=True, text=True, env=env
+        )
     for line in done.stdout.splitlines():
         if line.startswith("VERDICT "):
             return json.loads(line.split(maxsplit=1)[1])
     lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
-    return {"verdict": "error", "how": "",
-            "detail": f"exit status {done.returncode}: {lines[-1] if lines else 'no stderr'}"[:200]}
+    return {
+        "verdict": "error",
+        "how": "",
+        "detail": f"exit status {done.returncode}: {lines[-1] if lines else 'no stderr'}"[:200],
+    }
 
 
 def table(results: dict[str, dict[str, dict[str, str]]], paths: list[str]) -> str:
-    lines = ["| case | " + " | ".join(TITLES[path] for path in paths) + " |",
-             "|---|" + "---|" * len(paths)]
+    lines = ["| case | " + " | ".join(TITLES[path] for path in paths) + " |", "|---|" + "---|" * len(paths)]
     for case, row in results.items():
-        lines.append(f"| {case} | " + " | ".join(
-            row[path]["verdict"] + (f" ({row[path]['how']})" if row[path]["how"] else "") for path in paths) + " |")
+        lines.append(
+            f"| {case} | "
+            + " | ".join(
+                row[path]["verdict"] + (f" ({row[path]['how']})" if row[path]["how"] else "") for path in paths
+            )
+            + " |"
+        )
     lines += ["", "Details:"]
     for case, row in results.items():
         for path in paths:
@@ -237,8 +264,12 @@ def main() -> int:
     print(table(results, args.paths))
     if args.json:
         Path(args.json).write_text(json.dumps({"torch": torch.__version__, "results": results}, indent=1))
-    wrong = [f"{case} {path}" for case, row in results.items() for path, verdict in row.items()
-             if verdict["verdict"].startswith("WRONG")]
+    wrong = [
+        f"{case} {path}"
+        for case, row in results.items()
+        for path, verdict in row.items()
+        if verdict["verdict"].startswith("WRONG")
+    ]
     return 1 if wrong else 0
 
 

@@ -67,7 +67,7 @@ class CorpusBuilder:
         self.seed = seed
         self.files: list[dict] = []
         self.seen: set[bytes] = set()  # content digests: no duplicate for the store to dedupe
-        self.counter = {c: 0 for c in CATEGORIES}
+        self.counter = dict.fromkeys(CATEGORIES, 0)
 
     def bytes_in(self, category: str) -> int:
         return sum(f["bytes"] for f in self.files if f["category"] == category)
@@ -86,8 +86,9 @@ class CorpusBuilder:
         path = self.root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
-        self.files.append({"path": str(rel), "category": category, "bytes": len(data),
-                           "digest": digest.hex(), "source": source})
+        self.files.append(
+            {"path": str(rel), "category": category, "bytes": len(data), "digest": digest.hex(), "source": source}
+        )
         return True
 
 
@@ -144,8 +145,7 @@ def add_shared_libs(b: CorpusBuilder, budget: int, cap: int) -> None:
 def add_python_sources(b: CorpusBuilder, budget: int, cap: int) -> None:
     paths = sysconfig.get_paths()
     minor = f"python3.{sys.version_info.minor}"
-    roots = [paths["purelib"], paths["platlib"], paths["stdlib"], "/usr/lib/python3/dist-packages",
-             f"/usr/lib/{minor}"]
+    roots = [paths["purelib"], paths["platlib"], paths["stdlib"], "/usr/lib/python3/dist-packages", f"/usr/lib/{minor}"]
     done: set[str] = set()
     for r in roots:
         root = Path(r)
@@ -169,15 +169,65 @@ def add_python_sources(b: CorpusBuilder, budget: int, cap: int) -> None:
 
 # ---- pickles: config-like nested data, guard sets, FX graph code, generated kernel source
 
-WORDS = ("layer", "attn", "mlp", "proj", "norm", "embed", "head", "block", "encoder", "decoder",
-         "q", "k", "v", "o", "up", "down", "gate", "weight", "bias", "scale", "conv", "bn",
-         "residual", "dropout", "rotary", "cache", "pos", "token", "lm", "fc1", "fc2")
-CONFIG_KEYS = ("max_autotune", "epilogue_fusion", "coordinate_descent_tuning", "freezing",
-               "triton.cudagraphs", "triton.unique_kernel_names", "cpp.threads", "fallback_random",
-               "split_reductions", "size_asserts", "debug", "dynamic_shapes", "assume_static_by_default",
-               "automatic_dynamic_shapes", "cache_size_limit", "inline_inbuilt_nn_modules",
-               "specialize_int", "capture_scalar_outputs", "suppress_errors", "benchmark_kernel",
-               "aggressive_fusion", "pattern_matcher", "reorder_for_locality", "conv_1x1_as_mm")
+WORDS = (
+    "layer",
+    "attn",
+    "mlp",
+    "proj",
+    "norm",
+    "embed",
+    "head",
+    "block",
+    "encoder",
+    "decoder",
+    "q",
+    "k",
+    "v",
+    "o",
+    "up",
+    "down",
+    "gate",
+    "weight",
+    "bias",
+    "scale",
+    "conv",
+    "bn",
+    "residual",
+    "dropout",
+    "rotary",
+    "cache",
+    "pos",
+    "token",
+    "lm",
+    "fc1",
+    "fc2",
+)
+CONFIG_KEYS = (
+    "max_autotune",
+    "epilogue_fusion",
+    "coordinate_descent_tuning",
+    "freezing",
+    "triton.cudagraphs",
+    "triton.unique_kernel_names",
+    "cpp.threads",
+    "fallback_random",
+    "split_reductions",
+    "size_asserts",
+    "debug",
+    "dynamic_shapes",
+    "assume_static_by_default",
+    "automatic_dynamic_shapes",
+    "cache_size_limit",
+    "inline_inbuilt_nn_modules",
+    "specialize_int",
+    "capture_scalar_outputs",
+    "suppress_errors",
+    "benchmark_kernel",
+    "aggressive_fusion",
+    "pattern_matcher",
+    "reorder_for_locality",
+    "conv_1x1_as_mm",
+)
 DTYPES = ("torch.float32", "torch.float16", "torch.bfloat16", "torch.int64", "torch.bool")
 
 
@@ -190,8 +240,9 @@ def _param_name(r: random.Random) -> str:
 
 
 def _shape(r: random.Random) -> tuple:
-    return tuple(r.choice((1, 8, 64, 128, 256, 512, 768, 1024, 2048, 4096, 11008, 32000))
-                 for _ in range(r.randrange(1, 5)))
+    return tuple(
+        r.choice((1, 8, 64, 128, 256, 512, 768, 1024, 2048, 4096, 11008, 32000)) for _ in range(r.randrange(1, 5))
+    )
 
 
 def _contiguous_stride(shape: tuple) -> tuple:
@@ -205,11 +256,17 @@ def _contiguous_stride(shape: tuple) -> tuple:
 def gen_config(r: random.Random) -> dict:
     cfg = {}
     for k in CONFIG_KEYS:
-        cfg[k] = r.choice((True, False, None, r.randrange(1 << 16), round(r.random(), 4),
-                           "_".join(r.choice(WORDS) for _ in range(2))))
-    cfg["nested"] = {f"{r.choice(WORDS)}_{i}": {"enabled": r.random() < 0.5, "threshold": r.random(),
-                                               "tags": [r.choice(WORDS) for _ in range(r.randrange(4))]}
-                     for i in range(r.randrange(4, 20))}
+        cfg[k] = r.choice(
+            (True, False, None, r.randrange(1 << 16), round(r.random(), 4), "_".join(r.choice(WORDS) for _ in range(2)))
+        )
+    cfg["nested"] = {
+        f"{r.choice(WORDS)}_{i}": {
+            "enabled": r.random() < 0.5,
+            "threshold": r.random(),
+            "tags": [r.choice(WORDS) for _ in range(r.randrange(4))],
+        }
+        for i in range(r.randrange(4, 20))
+    }
     return cfg
 
 
@@ -217,10 +274,18 @@ def gen_tensor_meta(r: random.Random, n: int) -> list:
     out = []
     for _ in range(n):
         shape = _shape(r)
-        out.append({"name": _param_name(r), "shape": shape, "stride": _contiguous_stride(shape),
-                    "dtype": r.choice(DTYPES), "device": r.choice(("cuda:0", "cpu")),
-                    "requires_grad": r.random() < 0.7, "storage_offset": 0,
-                    "data_ptr": r.randrange(1 << 40, 1 << 47)})
+        out.append(
+            {
+                "name": _param_name(r),
+                "shape": shape,
+                "stride": _contiguous_stride(shape),
+                "dtype": r.choice(DTYPES),
+                "device": r.choice(("cuda:0", "cpu")),
+                "requires_grad": r.random() < 0.7,
+                "storage_offset": 0,
+                "data_ptr": r.randrange(1 << 40, 1 << 47),
+            }
+        )
     return out
 
 
@@ -234,9 +299,11 @@ def gen_guards(r: random.Random, n: int) -> list:
             out.append(f"___check_type_id(L['{r.choice(WORDS)}'], {r.randrange(1 << 46, 1 << 47)})")
         elif kind == 2:
             shape = _shape(r)
-            out.append(f"check_tensor(L['{r.choice(WORDS)}'], Tensor, DispatchKeySet(CUDA, BackendSelect, "
-                       f"ADInplaceOrView, AutogradCUDA), {r.choice(DTYPES)}, device=0, requires_grad="
-                       f"{r.random() < 0.5}, size={list(shape)}, stride={list(_contiguous_stride(shape))})")
+            out.append(
+                f"check_tensor(L['{r.choice(WORDS)}'], Tensor, DispatchKeySet(CUDA, BackendSelect, "
+                f"ADInplaceOrView, AutogradCUDA), {r.choice(DTYPES)}, device=0, requires_grad="
+                f"{r.random() < 0.5}, size={list(shape)}, stride={list(_contiguous_stride(shape))})"
+            )
         elif kind == 3:
             out.append(f"L['self'].{r.choice(WORDS)}.training == {r.random() < 0.5}")
         else:
@@ -244,7 +311,7 @@ def gen_guards(r: random.Random, n: int) -> list:
     return out
 
 
-KERNEL_TEMPLATE = '''
+KERNEL_TEMPLATE = """
 @triton.jit
 def triton_{kind}_fused_{a}_{b}_{n}(in_ptr0, in_ptr1, out_ptr0, xnumel, rnumel, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
     xnumel = {xnumel}
@@ -266,14 +333,21 @@ def triton_{kind}_fused_{a}_{b}_{n}(in_ptr0, in_ptr1, out_ptr0, xnumel, rnumel, 
         _tmp{n} = tl.where(rmask & xmask, _tmp{n} + tmp4, _tmp{n})
     tmp5 = tl.sum(_tmp{n}, 1)[:, None]
     tl.store(out_ptr0 + (x0), tmp5 * {c1}, xmask)
-'''
+"""
 
 
 def gen_kernel_source(r: random.Random, n: int) -> str:
-    return KERNEL_TEMPLATE.format(kind=r.choice(("red", "per", "poi")), a=r.choice(WORDS), b=r.choice(WORDS),
-                                  n=n, xnumel=r.choice((512, 4096, 32768, 131072)),
-                                  rnumel=r.choice((64, 768, 4096)), mod=r.choice((768, 1024, 4096)),
-                                  c0=repr(r.uniform(-2, 2)), c1=repr(r.uniform(0, 1)))
+    return KERNEL_TEMPLATE.format(
+        kind=r.choice(("red", "per", "poi")),
+        a=r.choice(WORDS),
+        b=r.choice(WORDS),
+        n=n,
+        xnumel=r.choice((512, 4096, 32768, 131072)),
+        rnumel=r.choice((64, 768, 4096)),
+        mod=r.choice((768, 1024, 4096)),
+        c0=repr(r.uniform(-2, 2)),
+        c1=repr(r.uniform(0, 1)),
+    )
 
 
 class FxGraphs:
@@ -288,10 +362,24 @@ class FxGraphs:
             return
         self.torch, self.fx = torch, fx
         aten = torch.ops.aten
-        self.unary = [aten.relu.default, aten.gelu.default, aten.sigmoid.default, aten.neg.default,
-                      aten.exp.default, aten.rsqrt.default, aten.clone.default, aten.t.default]
-        self.binary = [aten.mm.default, aten.add.Tensor, aten.mul.Tensor, aten.sub.Tensor, aten.div.Tensor,
-                       aten.bmm.default]
+        self.unary = [
+            aten.relu.default,
+            aten.gelu.default,
+            aten.sigmoid.default,
+            aten.neg.default,
+            aten.exp.default,
+            aten.rsqrt.default,
+            aten.clone.default,
+            aten.t.default,
+        ]
+        self.binary = [
+            aten.mm.default,
+            aten.add.Tensor,
+            aten.mul.Tensor,
+            aten.sub.Tensor,
+            aten.div.Tensor,
+            aten.bmm.default,
+        ]
 
     def make(self, r: random.Random, nodes: int) -> dict:
         if self.torch is None:
@@ -315,13 +403,17 @@ class FxGraphs:
             elif k < 0.92:
                 n = g.call_function(aten.sum.dim_IntList, (a, [r.randrange(3)], True))
             else:
-                n = g.call_function(aten.addmm.default, (r.choice(vals[-24:]), a, r.choice(vals[-24:])),
-                                    {"beta": 1, "alpha": 1})
+                n = g.call_function(
+                    aten.addmm.default, (r.choice(vals[-24:]), a, r.choice(vals[-24:])), {"beta": 1, "alpha": 1}
+                )
             vals.append(n)
-        g.output(tuple(vals[-r.randrange(1, 4):]))
+        g.output(tuple(vals[-r.randrange(1, 4) :]))
         gm = self.fx.GraphModule(torch.nn.Module(), g)
-        return {"code": gm.code, "graph": str(g),
-                "nodes": [(n.name, n.op, str(n.target), len(n.args)) for n in g.nodes]}
+        return {
+            "code": gm.code,
+            "graph": str(g),
+            "nodes": [(n.name, n.op, str(n.target), len(n.args)) for n in g.nodes],
+        }
 
 
 def gen_pickle_obj(r: random.Random, target: int, fx: FxGraphs, serial: int) -> object:
@@ -336,18 +428,30 @@ def gen_pickle_obj(r: random.Random, target: int, fx: FxGraphs, serial: int) -> 
         elif kind == 1:  # guards plus config
             item = {"guards": gen_guards(r, r.randrange(50, 400)), "config": gen_config(r)}
         elif kind == 2:  # inductor-style cache entry: kernel source, autotune timings
-            item = {"kernels": {f"k{j}": gen_kernel_source(r, j) for j in range(r.randrange(5, 40))},
-                    "timings": {f"XBLOCK={2 ** r.randrange(4, 11)},RBLOCK={2 ** r.randrange(4, 11)},"
-                                f"num_warps={2 ** r.randrange(0, 4)}": r.uniform(0.001, 2.0)
-                                for _ in range(r.randrange(5, 60))},
-                    "meta": gen_tensor_meta(r, r.randrange(2, 10))}
+            item = {
+                "kernels": {f"k{j}": gen_kernel_source(r, j) for j in range(r.randrange(5, 40))},
+                "timings": {
+                    f"XBLOCK={2 ** r.randrange(4, 11)},RBLOCK={2 ** r.randrange(4, 11)},"
+                    f"num_warps={2 ** r.randrange(0, 4)}": r.uniform(0.001, 2.0)
+                    for _ in range(r.randrange(5, 60))
+                },
+                "meta": gen_tensor_meta(r, r.randrange(2, 10)),
+            }
         else:  # run metadata: many small records with numbers
-            item = {"frames": [{"co_name": r.choice(WORDS) + f"_{r.randrange(1000)}",
-                                "co_filename": f"/src/{r.choice(WORDS)}/{r.choice(WORDS)}.py",
-                                "lineno": r.randrange(1, 3000), "compile_time_s": r.uniform(0, 30),
-                                "graph_break": r.random() < 0.1, "ops": r.randrange(1, 5000)}
-                               for _ in range(r.randrange(100, 1000))],
-                    "config": gen_config(r)}
+            item = {
+                "frames": [
+                    {
+                        "co_name": r.choice(WORDS) + f"_{r.randrange(1000)}",
+                        "co_filename": f"/src/{r.choice(WORDS)}/{r.choice(WORDS)}.py",
+                        "lineno": r.randrange(1, 3000),
+                        "compile_time_s": r.uniform(0, 30),
+                        "graph_break": r.random() < 0.1,
+                        "ops": r.randrange(1, 5000),
+                    }
+                    for _ in range(r.randrange(100, 1000))
+                ],
+                "config": gen_config(r),
+            }
         obj[f"item_{i}"] = item
         i += 1
         size += len(pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL))
@@ -362,7 +466,7 @@ def add_pickles(b: CorpusBuilder, budget: int, seed: int) -> None:
         left = budget - b.bytes_in("pickle")
         target = min(left, int(2 ** r.uniform(14, 23)))  # 16 KiB .. 8 MiB
         data = pickle.dumps(gen_pickle_obj(r, target, fx, serial), protocol=pickle.HIGHEST_PROTOCOL)
-        b.add("pickle", f"{('graph', 'guards', 'kernels', 'frames')[serial % 4]}.pkl", data[:max(left, 1)])
+        b.add("pickle", f"{('graph', 'guards', 'kernels', 'frames')[serial % 4]}.pkl", data[: max(left, 1)])
         serial += 1
 
 
@@ -380,7 +484,7 @@ def add_tensors(b: CorpusBuilder, budget: int, seed: int) -> None:
         if kind == "normal":  # trained / freshly initialised weights
             a = rng.standard_normal(n, dtype=np.float32) * np.float32(rng.uniform(0.005, 0.1))
         elif kind == "quantized":  # int8-quantised weights stored dequantised: 256 levels x a scale
-            a = (rng.integers(-128, 128, n, dtype=np.int8).astype(np.float32) * np.float32(rng.uniform(1e-3, 1e-2)))
+            a = rng.integers(-128, 128, n, dtype=np.int8).astype(np.float32) * np.float32(rng.uniform(1e-3, 1e-2))
         elif kind == "smooth":  # positional encodings / schedules: smooth functions of the index
             t = np.arange(n, dtype=np.float32)
             a = np.sin(t * np.float32(rng.uniform(1e-4, 1e-2))) * np.cos(t * np.float32(rng.uniform(1e-5, 1e-3)))
@@ -398,9 +502,13 @@ def build_corpus(out: Path, size_mb: int, seed: int, lib_cap_mb: int) -> dict:
     params = {"version": CORPUS_VERSION, "size_mb": size_mb, "seed": seed, "lib_cap_mb": lib_cap_mb}
     if manifest_path.exists():
         m = json.loads(manifest_path.read_text())
-        if m.get("params") == params and all(
-                (corpus / f["path"]).is_file() and (corpus / f["path"]).stat().st_size == f["bytes"]
-                for f in m["files"]) and (out / "corpus.bin").is_file():
+        if (
+            m.get("params") == params
+            and all(
+                (corpus / f["path"]).is_file() and (corpus / f["path"]).stat().st_size == f["bytes"] for f in m["files"]
+            )
+            and (out / "corpus.bin").is_file()
+        ):
             log(f"reusing corpus in {corpus}")
             return m
     shutil.rmtree(corpus, ignore_errors=True)
@@ -414,8 +522,10 @@ def build_corpus(out: Path, size_mb: int, seed: int, lib_cap_mb: int) -> dict:
     left = total - b.bytes_in("shared_lib") - b.bytes_in("python_source")
     add_pickles(b, left // 2, seed)  # shortfalls in the found files go to the generated ones
     add_tensors(b, total - sum(f["bytes"] for f in b.files), seed)
-    log(f"built corpus: {len(b.files)} files, {sum(f['bytes'] for f in b.files) / MiB:.1f} MiB "
-        f"in {time.perf_counter() - t:.1f}s")
+    log(
+        f"built corpus: {len(b.files)} files, {sum(f['bytes'] for f in b.files) / MiB:.1f} MiB "
+        f"in {time.perf_counter() - t:.1f}s"
+    )
     with open(out / "corpus.bin", "wb") as dst:  # the same bytes, concatenated, for zstd
         for f in b.files:
             with open(corpus / f["path"], "rb") as src:
@@ -431,8 +541,12 @@ def composition(files: list[dict]) -> dict:
     for c in CATEGORIES:
         fs = [f for f in files if f["category"] == c]
         n = sum(f["bytes"] for f in fs)
-        out[c] = {"files": len(fs), "bytes": n, "share": n / total if total else 0.0,
-                  "largest": max((f["bytes"] for f in fs), default=0)}
+        out[c] = {
+            "files": len(fs),
+            "bytes": n,
+            "share": n / total if total else 0.0,
+            "largest": max((f["bytes"] for f in fs), default=0),
+        }
     return out
 
 
@@ -442,7 +556,7 @@ def composition(files: list[dict]) -> dict:
 # Children are started through a small launcher: Linux carries the high-water RSS of the
 # process that execs into the new program's ru_maxrss, so a child forked straight from this
 # (large) process would report at least this process's RSS. The launcher is small.
-LAUNCHER = r'''
+LAUNCHER = r"""
 import json, os, subprocess, sys, time
 t0 = time.perf_counter()
 p = subprocess.Popen(sys.argv[2:])
@@ -450,7 +564,7 @@ _, status, ru = os.wait4(p.pid, 0)
 wall = time.perf_counter() - t0
 json.dump({"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "user_s": ru.ru_utime, "sys_s": ru.ru_stime,
            "maxrss_mib": ru.ru_maxrss / 1024, "rc": os.waitstatus_to_exitcode(status)}, open(sys.argv[1], "w"))
-'''
+"""
 
 
 def run_measured(cmd: list[str], stdout=subprocess.DEVNULL, stdin=None) -> dict:
@@ -458,8 +572,12 @@ def run_measured(cmd: list[str], stdout=subprocess.DEVNULL, stdin=None) -> dict:
     fd, result = tempfile.mkstemp(prefix="dynrep-launch-", suffix=".json")
     os.close(fd)
     try:
-        p = subprocess.run([sys.executable, "-S", "-E", "-c", LAUNCHER, result, *map(str, cmd)],
-                           stdout=stdout, stdin=stdin, stderr=subprocess.PIPE)
+        p = subprocess.run(
+            [sys.executable, "-S", "-E", "-c", LAUNCHER, result, *map(str, cmd)],
+            stdout=stdout,
+            stdin=stdin,
+            stderr=subprocess.PIPE,
+        )
         r = json.loads(Path(result).read_text() or "{}")
     finally:
         os.unlink(result)
@@ -469,7 +587,7 @@ def run_measured(cmd: list[str], stdout=subprocess.DEVNULL, stdin=None) -> dict:
     return r
 
 
-CHILD = r'''
+CHILD = r"""
 import json, os, resource, sys, time
 t_start = time.perf_counter()
 import dynamo_replay as dr
@@ -526,7 +644,7 @@ for line in open("/proc/self/status"):
     if line.startswith("VmHWM:"):
         res["vmhwm_mib"] = int(line.split()[1]) / 1024
 json.dump(res, open(result_path, "w"))
-'''
+"""
 
 
 class Bench:
@@ -546,8 +664,9 @@ class Bench:
         self.result_path = out / "child-result.json"
 
     def child_run(self, mode: str, store: Path) -> dict:
-        outer = run_measured([self.python, str(self.child), mode, str(store), str(self.list_path),
-                              str(self.result_path)])
+        outer = run_measured(
+            [self.python, str(self.child), mode, str(store), str(self.list_path), str(self.result_path)]
+        )
         inner = json.loads(self.result_path.read_text())
         self.result_path.unlink()
         inner["outer"] = outer
@@ -587,24 +706,36 @@ class Bench:
             t = time.perf_counter()
             subprocess.run([self.inspect, "info", str(self.store)], check=True, stdout=subprocess.DEVNULL)
             times.append(time.perf_counter() - t)
-        j = json.loads(subprocess.run([self.inspect, "info", str(self.store), "--json"], check=True,
-                                      capture_output=True, text=True).stdout)
-        return {"median_ms": statistics.median(times) * 1e3, "min_ms": min(times) * 1e3,
-                "max_ms": max(times) * 1e3, "runs": n, "json": j}
+        j = json.loads(
+            subprocess.run(
+                [self.inspect, "info", str(self.store), "--json"], check=True, capture_output=True, text=True
+            ).stdout
+        )
+        return {
+            "median_ms": statistics.median(times) * 1e3,
+            "min_ms": min(times) * 1e3,
+            "max_ms": max(times) * 1e3,
+            "runs": n,
+            "json": j,
+        }
 
     def breakdown(self) -> dict:
         """Per category: store stored bytes vs zstd -3 per file and over the concatenation (untimed)."""
         keys = json.loads((self.out / "files.json.keys").read_text())
-        ls = json.loads(subprocess.run([self.inspect, "ls", "--blobs", "--json", str(self.store)], check=True,
-                                       capture_output=True, text=True).stdout)
+        ls = json.loads(
+            subprocess.run(
+                [self.inspect, "ls", "--blobs", "--json", str(self.store)], check=True, capture_output=True, text=True
+            ).stdout
+        )
         stored = {b["key"]: b["stored_bytes"] for b in ls["blobs"]}
         flat = self.out / "zst-per-file"
         shutil.rmtree(flat, ignore_errors=True)
         flat.mkdir()
         filelist = self.out / "filelist.txt"
         filelist.write_text("\n".join(str(self.out / "corpus" / f["path"]) for f in self.manifest["files"]) + "\n")
-        per_file = run_measured(["zstd", "-3", "-T1", "-q", "-f", "--filelist", str(filelist),
-                                 "--output-dir-flat", str(flat)])
+        per_file = run_measured(
+            ["zstd", "-3", "-T1", "-q", "-f", "--filelist", str(filelist), "--output-dir-flat", str(flat)]
+        )
         out = {"zstd_per_file_wall_s": per_file["wall_s"], "categories": {}}
         for c in CATEGORIES:
             fs = [(f, k) for f, k in zip(self.manifest["files"], keys) if f["category"] == c]
@@ -616,12 +747,13 @@ class Bench:
             z = subprocess.Popen(["zstd", "-3", "-T1", "-q", "-c"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             got = [0]
 
-            def drain():
+            def drain(z=z, got=got):
                 while True:
                     chunk = z.stdout.read(MiB)
                     if not chunk:
                         break
                     got[0] += len(chunk)
+
             th = threading.Thread(target=drain)
             th.start()
             for f, _ in fs:
@@ -630,8 +762,12 @@ class Bench:
             z.stdin.close()
             th.join()
             z.wait()
-            out["categories"][c] = {"raw_bytes": raw, "store_ratio": raw / st, "zstd_per_file_ratio": raw / pf,
-                                    "zstd_concat_ratio": raw / got[0]}
+            out["categories"][c] = {
+                "raw_bytes": raw,
+                "store_ratio": raw / st,
+                "zstd_per_file_ratio": raw / pf,
+                "zstd_concat_ratio": raw / got[0],
+            }
         shutil.rmtree(flat, ignore_errors=True)
         return out
 
@@ -649,25 +785,34 @@ def median_of(runs: list[dict], *path: str) -> float:
 def machine() -> dict:
     model = "?"
     try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
     except OSError:
         pass
     mem = "?"
     try:
-        for line in open("/proc/meminfo"):
-            if line.startswith("MemTotal"):
-                mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemTotal"):
+                    mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
     except OSError:
         pass
     zv = subprocess.run(["zstd", "--version"], capture_output=True, text=True).stdout.strip()
     import resource
 
-    return {"cpu": model, "cores": os.cpu_count(), "memory": mem, "kernel": platform.release(),
-            "nofile_soft_limit": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
-            "python": platform.python_version(), "zstd": zv, "loadavg_start": os.getloadavg()}
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "memory": mem,
+        "kernel": platform.release(),
+        "nofile_soft_limit": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+        "python": platform.python_version(),
+        "zstd": zv,
+        "loadavg_start": os.getloadavg(),
+    }
 
 
 def run(args) -> dict:
@@ -681,15 +826,20 @@ def run(args) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     res: dict = {"machine": machine(), "args": {"size_mb": args.size_mb, "repeat": args.repeat, "seed": args.seed}}
     manifest = build_corpus(out, args.size_mb, args.seed, args.lib_cap_mb)
-    res["corpus"] = {"bytes": sum(f["bytes"] for f in manifest["files"]), "files": len(manifest["files"]),
-                     "composition": composition(manifest["files"])}
+    res["corpus"] = {
+        "bytes": sum(f["bytes"] for f in manifest["files"]),
+        "files": len(manifest["files"]),
+        "composition": composition(manifest["files"]),
+    }
     (out / "files.json.digests").write_text(json.dumps([f["digest"] for f in manifest["files"]]))
     import resource
 
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     if soft != resource.RLIM_INFINITY and soft < len(manifest["files"]) + 64:
-        log(f"warning: open-file limit {soft} < {len(manifest['files'])} corpus files; put_blob(path) keeps a "
-            f"descriptor per queued blob, so the store write may fail with EMFILE (raise `ulimit -n`)")
+        log(
+            f"warning: open-file limit {soft} < {len(manifest['files'])} corpus files; put_blob(path) keeps a "
+            f"descriptor per queued blob, so the store write may fail with EMFILE (raise `ulimit -n`)"
+        )
     bench = Bench(out, manifest, python, inspect)
     nbytes = bench.corpus_bytes
 
@@ -739,59 +889,112 @@ def run(args) -> dict:
     zstd_ratio = nbytes / zst_bytes
 
     res["write"] = {
-        "store_wall_s": w_raw, "baseline_wall_s": w_base, "store_net_s": w_net, "store_inprocess_s": w_inproc,
-        "store_puts_s": median_of(runs["write"], "puts_s"), "store_close_s": median_of(runs["write"], "close_s"),
+        "store_wall_s": w_raw,
+        "baseline_wall_s": w_base,
+        "store_net_s": w_net,
+        "store_inprocess_s": w_inproc,
+        "store_puts_s": median_of(runs["write"], "puts_s"),
+        "store_close_s": median_of(runs["write"], "close_s"),
         "store_cpu_s": median_of(runs["write"], "outer", "cpu_s"),
-        "store_MBps": nbytes / w_net / MB, "store_inprocess_MBps": nbytes / w_inproc / MB,
-        "zstd_wall_s": zc, "zstd_cpu_s": median_of(runs["zstd_c"], "cpu_s"), "zstd_MBps": nbytes / zc / MB,
-        "zstd_plus_fsync_s": zc_sync, "zstd_plus_fsync_MBps": nbytes / zc_sync / MB,
-        "speed_vs_zstd": zc / w_net, "speed_vs_zstd_plus_fsync": zc_sync / w_net,
+        "store_MBps": nbytes / w_net / MB,
+        "store_inprocess_MBps": nbytes / w_inproc / MB,
+        "zstd_wall_s": zc,
+        "zstd_cpu_s": median_of(runs["zstd_c"], "cpu_s"),
+        "zstd_MBps": nbytes / zc / MB,
+        "zstd_plus_fsync_s": zc_sync,
+        "zstd_plus_fsync_MBps": nbytes / zc_sync / MB,
+        "speed_vs_zstd": zc / w_net,
+        "speed_vs_zstd_plus_fsync": zc_sync / w_net,
         "store_MBps_runs": [nbytes / (r["outer"]["wall_s"] - w_base) / MB for r in runs["write"]],
         "zstd_MBps_runs": [nbytes / r["wall_s"] / MB for r in runs["zstd_c"]],
     }
     res["read"] = {
-        "store_bytes_s": rb, "store_bytes_MBps": nbytes / rb / MB,
-        "store_stream_s": rs, "store_stream_MBps": nbytes / rs / MB,
-        "zstd_wall_s": zd, "zstd_cpu_s": median_of(runs["zstd_d"], "cpu_s"), "zstd_MBps": nbytes / zd / MB,
-        "bytes_vs_zstd": zd / rb, "stream_vs_zstd": zd / rs,
+        "store_bytes_s": rb,
+        "store_bytes_MBps": nbytes / rb / MB,
+        "store_stream_s": rs,
+        "store_stream_MBps": nbytes / rs / MB,
+        "zstd_wall_s": zd,
+        "zstd_cpu_s": median_of(runs["zstd_d"], "cpu_s"),
+        "zstd_MBps": nbytes / zd / MB,
+        "bytes_vs_zstd": zd / rb,
+        "stream_vs_zstd": zd / rs,
         "store_bytes_MBps_runs": [nbytes / r["total_s"] / MB for r in runs["read_bytes"]],
         "store_stream_MBps_runs": [nbytes / r["total_s"] / MB for r in runs["read_stream"]],
         "zstd_MBps_runs": [nbytes / r["wall_s"] / MB for r in runs["zstd_d"]],
     }
-    res["ratio"] = {"store_file_bytes": store_bytes, "store_ratio": store_ratio,
-                    "store_payload_ratio": info["json"]["ratio"], "zstd_bytes": zst_bytes, "zstd_ratio": zstd_ratio,
-                    "shortfall": (zstd_ratio - store_ratio) / zstd_ratio}
+    res["ratio"] = {
+        "store_file_bytes": store_bytes,
+        "store_ratio": store_ratio,
+        "store_payload_ratio": info["json"]["ratio"],
+        "zstd_bytes": zst_bytes,
+        "zstd_ratio": zstd_ratio,
+        "shortfall": (zstd_ratio - store_ratio) / zstd_ratio,
+    }
     res["info"] = {k: v for k, v in info.items() if k != "json"} | {"blob_count": info["json"]["blob_count"]}
-    res["memory"] = {"writer_peak_rss_mib": writer_rss,
-                     "writer_vmhwm_mib": max(r["vmhwm_mib"] for r in runs["write"]), "baseline_writer_rss_mib": base_rss,
-                     "import_only_rss_mib": import_rss, "writer_own_mib": writer_rss - import_rss,
-                     "zstd_c_peak_rss_mib": max(r["maxrss_mib"] for r in runs["zstd_c"]),
-                     "reader_bytes_peak_rss_mib": max(r["outer"]["maxrss_mib"] for r in runs["read_bytes"]),
-                     "reader_stream_peak_rss_mib": max(r["outer"]["maxrss_mib"] for r in runs["read_stream"])}
+    res["memory"] = {
+        "writer_peak_rss_mib": writer_rss,
+        "writer_vmhwm_mib": max(r["vmhwm_mib"] for r in runs["write"]),
+        "baseline_writer_rss_mib": base_rss,
+        "import_only_rss_mib": import_rss,
+        "writer_own_mib": writer_rss - import_rss,
+        "zstd_c_peak_rss_mib": max(r["maxrss_mib"] for r in runs["zstd_c"]),
+        "reader_bytes_peak_rss_mib": max(r["outer"]["maxrss_mib"] for r in runs["read_bytes"]),
+        "reader_stream_peak_rss_mib": max(r["outer"]["maxrss_mib"] for r in runs["read_stream"]),
+    }
     if not args.no_breakdown:
         log("per-category ratios (untimed)")
         res["breakdown"] = bench.breakdown()
     res["machine"]["loadavg_end"] = os.getloadavg()
 
     res["table"] = [
-        {"metric": "write throughput (MB/s)", "store": res["write"]["store_MBps"], "zstd": res["write"]["zstd_MBps"],
-         "value": res["write"]["speed_vs_zstd"], "target": f">= {TARGETS['write']}x zstd -3",
-         "pass": res["write"]["speed_vs_zstd"] >= TARGETS["write"]},
-        {"metric": "read throughput, get_blob (MB/s)", "store": res["read"]["store_bytes_MBps"],
-         "zstd": res["read"]["zstd_MBps"], "value": res["read"]["bytes_vs_zstd"],
-         "target": f">= {TARGETS['read']}x zstd -d", "pass": res["read"]["bytes_vs_zstd"] >= TARGETS["read"]},
-        {"metric": "read throughput, stream readinto (MB/s)", "store": res["read"]["store_stream_MBps"],
-         "zstd": res["read"]["zstd_MBps"], "value": res["read"]["stream_vs_zstd"],
-         "target": f">= {TARGETS['read']}x zstd -d", "pass": res["read"]["stream_vs_zstd"] >= TARGETS["read"]},
-        {"metric": "compression ratio (raw/compressed)", "store": store_ratio, "zstd": zstd_ratio,
-         "value": store_ratio / zstd_ratio, "target": f">= {1 - TARGETS['ratio']:.2f}x zstd -3",
-         "pass": store_ratio >= (1 - TARGETS["ratio"]) * zstd_ratio},
-        {"metric": "replay-inspect info (ms, median of 20)", "store": info["median_ms"], "zstd": None,
-         "value": info["median_ms"], "target": f"< {TARGETS['info_ms']:.0f} ms",
-         "pass": info["median_ms"] < TARGETS["info_ms"]},
-        {"metric": "writer peak RSS (MiB)", "store": writer_rss, "zstd": res["memory"]["zstd_c_peak_rss_mib"],
-         "value": writer_rss, "target": f"< {TARGETS['writer_rss_mib']:.0f} MiB",
-         "pass": writer_rss < TARGETS["writer_rss_mib"]},
+        {
+            "metric": "write throughput (MB/s)",
+            "store": res["write"]["store_MBps"],
+            "zstd": res["write"]["zstd_MBps"],
+            "value": res["write"]["speed_vs_zstd"],
+            "target": f">= {TARGETS['write']}x zstd -3",
+            "pass": res["write"]["speed_vs_zstd"] >= TARGETS["write"],
+        },
+        {
+            "metric": "read throughput, get_blob (MB/s)",
+            "store": res["read"]["store_bytes_MBps"],
+            "zstd": res["read"]["zstd_MBps"],
+            "value": res["read"]["bytes_vs_zstd"],
+            "target": f">= {TARGETS['read']}x zstd -d",
+            "pass": res["read"]["bytes_vs_zstd"] >= TARGETS["read"],
+        },
+        {
+            "metric": "read throughput, stream readinto (MB/s)",
+            "store": res["read"]["store_stream_MBps"],
+            "zstd": res["read"]["zstd_MBps"],
+            "value": res["read"]["stream_vs_zstd"],
+            "target": f">= {TARGETS['read']}x zstd -d",
+            "pass": res["read"]["stream_vs_zstd"] >= TARGETS["read"],
+        },
+        {
+            "metric": "compression ratio (raw/compressed)",
+            "store": store_ratio,
+            "zstd": zstd_ratio,
+            "value": store_ratio / zstd_ratio,
+            "target": f">= {1 - TARGETS['ratio']:.2f}x zstd -3",
+            "pass": store_ratio >= (1 - TARGETS["ratio"]) * zstd_ratio,
+        },
+        {
+            "metric": "replay-inspect info (ms, median of 20)",
+            "store": info["median_ms"],
+            "zstd": None,
+            "value": info["median_ms"],
+            "target": f"< {TARGETS['info_ms']:.0f} ms",
+            "pass": info["median_ms"] < TARGETS["info_ms"],
+        },
+        {
+            "metric": "writer peak RSS (MiB)",
+            "store": writer_rss,
+            "zstd": res["memory"]["zstd_c_peak_rss_mib"],
+            "value": writer_rss,
+            "target": f"< {TARGETS['writer_rss_mib']:.0f} MiB",
+            "pass": writer_rss < TARGETS["writer_rss_mib"],
+        },
     ]
     return res
 
@@ -810,23 +1013,33 @@ def print_report(res: dict) -> None:
     print(f"load average at start {m['loadavg_start'][0]:.2f}, at end {m['loadavg_end'][0]:.2f}")
     print(f"corpus: {c['files']} files, {c['bytes'] / MiB:.1f} MiB")
     for cat, d in c["composition"].items():
-        print(f"  {cat:<14} {d['files']:>6} files  {d['bytes'] / MiB:8.1f} MiB  {d['share'] * 100:5.1f}%  "
-              f"largest {d['largest'] / MiB:.1f} MiB")
+        print(
+            f"  {cat:<14} {d['files']:>6} files  {d['bytes'] / MiB:8.1f} MiB  {d['share'] * 100:5.1f}%  "
+            f"largest {d['largest'] / MiB:.1f} MiB"
+        )
     w, r = res["write"], res["read"]
-    print(f"write: store {w['store_wall_s']:.2f}s wall - {w['baseline_wall_s']:.2f}s baseline = "
-          f"{w['store_net_s']:.2f}s (in-process {w['store_inprocess_s']:.2f}s: puts {w['store_puts_s']:.2f}s, "
-          f"close {w['store_close_s']:.2f}s; cpu {w['store_cpu_s']:.2f}s); zstd -3 {w['zstd_wall_s']:.2f}s "
-          f"(cpu {w['zstd_cpu_s']:.2f}s, +fsync {w['zstd_plus_fsync_s']:.2f}s)")
-    print(f"read:  store get_blob {r['store_bytes_s']:.2f}s, stream {r['store_stream_s']:.2f}s; "
-          f"zstd -d {r['zstd_wall_s']:.2f}s (cpu {r['zstd_cpu_s']:.2f}s)")
+    print(
+        f"write: store {w['store_wall_s']:.2f}s wall - {w['baseline_wall_s']:.2f}s baseline = "
+        f"{w['store_net_s']:.2f}s (in-process {w['store_inprocess_s']:.2f}s: puts {w['store_puts_s']:.2f}s, "
+        f"close {w['store_close_s']:.2f}s; cpu {w['store_cpu_s']:.2f}s); zstd -3 {w['zstd_wall_s']:.2f}s "
+        f"(cpu {w['zstd_cpu_s']:.2f}s, +fsync {w['zstd_plus_fsync_s']:.2f}s)"
+    )
+    print(
+        f"read:  store get_blob {r['store_bytes_s']:.2f}s, stream {r['store_stream_s']:.2f}s; "
+        f"zstd -d {r['zstd_wall_s']:.2f}s (cpu {r['zstd_cpu_s']:.2f}s)"
+    )
     rng = lambda xs: f"{min(xs):.0f}..{max(xs):.0f}"  # noqa: E731
-    print(f"per-run MB/s: write store {rng(w['store_MBps_runs'])}, zstd -3 {rng(w['zstd_MBps_runs'])}; "
-          f"read get_blob {rng(r['store_bytes_MBps_runs'])}, stream {rng(r['store_stream_MBps_runs'])}, "
-          f"zstd -d {rng(r['zstd_MBps_runs'])}")
+    print(
+        f"per-run MB/s: write store {rng(w['store_MBps_runs'])}, zstd -3 {rng(w['zstd_MBps_runs'])}; "
+        f"read get_blob {rng(r['store_bytes_MBps_runs'])}, stream {rng(r['store_stream_MBps_runs'])}, "
+        f"zstd -d {rng(r['zstd_MBps_runs'])}"
+    )
     mem = res["memory"]
-    print(f"memory: writer peak {mem['writer_peak_rss_mib']:.1f} MiB, writer without puts "
-          f"{mem['baseline_writer_rss_mib']:.1f} MiB, import only {mem['import_only_rss_mib']:.1f} MiB, "
-          f"zstd -3 {mem['zstd_c_peak_rss_mib']:.1f} MiB")
+    print(
+        f"memory: writer peak {mem['writer_peak_rss_mib']:.1f} MiB, writer without puts "
+        f"{mem['baseline_writer_rss_mib']:.1f} MiB, import only {mem['import_only_rss_mib']:.1f} MiB, "
+        f"zstd -3 {mem['zstd_c_peak_rss_mib']:.1f} MiB"
+    )
     if "breakdown" in res:
         print("ratio by category: store / zstd -3 per file / zstd -3 concatenated")
         for cat, d in res["breakdown"]["categories"].items():
@@ -844,12 +1057,17 @@ def print_report(res: dict) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--size-mb", type=int, default=1024, help="corpus size in MiB (default 1024)")
-    ap.add_argument("--out", type=Path, default=None,
-                    help="work directory; kept, and its corpus reused when the parameters match "
-                         "(default: a temporary directory under /tmp, removed at the end)")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="work directory; kept, and its corpus reused when the parameters match "
+        "(default: a temporary directory under /tmp, removed at the end)",
+    )
     ap.add_argument("--repeat", type=int, default=3, help="timed rounds; medians are reported (default 3)")
     ap.add_argument("--seed", type=int, default=20240611, help="corpus seed")
     ap.add_argument("--lib-cap-mb", type=int, default=64, help="cap on one shared library's bytes (default 64)")

@@ -39,8 +39,23 @@ def restart(folder: Path, lengths: str, flags: list[str], cache: Path) -> float:
     environment["TORCHINDUCTOR_CACHE_DIR"] = str(cache)
     report = folder / f"report-{lengths}.json"
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, str(JOB), str(folder / "job.dynrep"), str(report), "--lengths", lengths,
-                           "--model", "gpt2", *flags], capture_output=True, text=True, env=environment, timeout=900)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(JOB),
+            str(folder / "job.dynrep"),
+            str(report),
+            "--lengths",
+            lengths,
+            "--model",
+            "gpt2",
+            *flags,
+        ],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=900,
+    )
     seconds = time.perf_counter() - start
     if done.returncode != 0 or not json.loads(report.read_text())["outputs_match"]:
         raise SystemExit(f"restart {lengths} {flags} failed:\n{done.stderr[-3000:]}")
@@ -52,7 +67,9 @@ def column(name: str, root: Path) -> list[float]:
     folder.mkdir()
     times = []
     for index, lengths in enumerate(RESTARTS):
-        cache = folder / "inductor" if name == "warm" else folder / f"inductor-{index}"  # replay: a fresh host each time
+        cache = (
+            folder / "inductor" if name == "warm" else folder / f"inductor-{index}"
+        )  # replay: a fresh host each time
         if name == "warm":
             flags = ["--plain"]
         elif name == "replay":
@@ -79,8 +96,10 @@ def main() -> None:
         later[name] = (sum(medians[1:]), medians[3])
         print(f"{name:<8} " + " ".join(f"{m:>8.2f}" for m in medians) + f" {later[name][0]:>8.2f}")
     for name in ("warm", "replay"):
-        print(f"update against {name}: restarts 2-4 {later[name][0] / later['update'][0]:.2f}x faster, "
-              f"restart 4 {later[name][1] / later['update'][1]:.2f}x")
+        print(
+            f"update against {name}: restarts 2-4 {later[name][0] / later['update'][0]:.2f}x faster, "
+            f"restart 4 {later[name][1] / later['update'][1]:.2f}x"
+        )
 
 
 if __name__ == "__main__":

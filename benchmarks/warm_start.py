@@ -119,25 +119,30 @@ WORKLOADS = {
         from transformers import GPT2Config, GPT2LMHeadModel
         torch.manual_seed(0)
         model = GPT2LMHeadModel(GPT2Config(attn_implementation="sdpa")).eval()  # 124M
-""" + _TWO_SHAPES,
+"""
+    + _TWO_SHAPES,
     "bert": """
         from transformers import BertConfig, BertModel
         torch.manual_seed(0)
         model = BertModel(BertConfig(attn_implementation="sdpa")).eval()  # bert-base
-""" + _TWO_SHAPES,
+"""
+    + _TWO_SHAPES,
     "gpt2-train": """
         from transformers import GPT2Config, GPT2LMHeadModel
         torch.manual_seed(0)
         net = GPT2LMHeadModel(GPT2Config(n_layer=2, attn_implementation="sdpa"))  # train mode: dropout on
         optimizer = torch.optim.AdamW(net.parameters(), lr=1e-4)
-""" + _TRAINING_STEP,
-    "gpt": MODELS["gpt"] + """
+"""
+    + _TRAINING_STEP,
+    "gpt": MODELS["gpt"]
+    + """
         dynamic = True
         def first_output(fn):
             with torch.no_grad():
                 return fn(torch.randint(0, 100, (2, 16), generator=torch.Generator().manual_seed(0)))
     """,
-    "convnet": MODELS["convnet"] + """
+    "convnet": MODELS["convnet"]
+    + """
         dynamic = None
         def first_output(fn):
             with torch.no_grad():
@@ -158,8 +163,9 @@ WORKLOADS = {
 }
 # Issue 21's models: an encoder-decoder, a GQA/rotary/RMSNorm decoder, a vision transformer and a
 # training step with momentum, each called at two shapes (the second recompiles, or runs dynamic).
-WORKLOADS.update({
-    "t5": """
+WORKLOADS.update(
+    {
+        "t5": """
         from transformers import T5Config, T5ForConditionalGeneration
         torch.manual_seed(0)
         model = T5ForConditionalGeneration(T5Config(d_model=512, d_ff=2048, num_layers=4, num_decoder_layers=4,
@@ -173,14 +179,15 @@ WORKLOADS.update({
                            for n in (64, 160)]
             return outputs[-1].logits
     """,
-    "llama": """
+        "llama": """
         from transformers import LlamaConfig, LlamaForCausalLM
         torch.manual_seed(0)
         model = LlamaForCausalLM(LlamaConfig(hidden_size=512, intermediate_size=1376, num_hidden_layers=6,
                                              num_attention_heads=8, num_key_value_heads=2, vocab_size=32000,
                                              attn_implementation="sdpa")).eval()
-""" + _TWO_SHAPES,
-    "vit": """
+"""
+        + _TWO_SHAPES,
+        "vit": """
         from transformers import ViTConfig, ViTModel
         torch.manual_seed(0)
         model = ViTModel(ViTConfig(num_hidden_layers=6, image_size=160, attn_implementation="sdpa")).eval()
@@ -191,15 +198,17 @@ WORKLOADS.update({
                 outputs = [fn(torch.randn(n, 3, 160, 160, generator=generator)) for n in (1, 3)]
             return outputs[-1].last_hidden_state
     """,
-    "llama-train": """
+        "llama-train": """
         from transformers import LlamaConfig, LlamaForCausalLM
         torch.manual_seed(0)
         net = LlamaForCausalLM(LlamaConfig(hidden_size=256, intermediate_size=688, num_hidden_layers=2,
                                            num_attention_heads=8, num_key_value_heads=2, vocab_size=32000,
                                            attn_implementation="sdpa"))
         optimizer = torch.optim.SGD(net.parameters(), lr=1e-3, momentum=0.9)
-""" + _TRAINING_STEP,
-})
+"""
+        + _TRAINING_STEP,
+    }
+)
 REAL_WORKLOADS = ["gpt2", "bert", "gpt2-train", "t5", "llama", "vit", "llama-train"]
 
 # The job behind PyTorch 2.15's ahead-of-time paths, called as their APIs require (see the
@@ -404,50 +413,71 @@ if session is not None:
     session.__exit__(None, None, None)
 """
 
-COLUMNS = ["eager", "cold", "warm", "mega", "precompile", "replay", "replay-noprecompile", "pt-precompile",
-           "aot-compile"]
+COLUMNS = [
+    "eager",
+    "cold",
+    "warm",
+    "mega",
+    "precompile",
+    "replay",
+    "replay-noprecompile",
+    "pt-precompile",
+    "aot-compile",
+]
 TITLES = {
-    "eager": "eager (no compile)", "cold": "cold compile", "warm": "PyTorch warm local caches",
-    "mega": "PyTorch Mega-Cache", "precompile": "PyTorch precompile + Mega-Cache", "replay": "dynamo-replay",
+    "eager": "eager (no compile)",
+    "cold": "cold compile",
+    "warm": "PyTorch warm local caches",
+    "mega": "PyTorch Mega-Cache",
+    "precompile": "PyTorch precompile + Mega-Cache",
+    "replay": "dynamo-replay",
     "replay-noprecompile": "dynamo-replay, precompile=False capture",
-    "pt-precompile": "torch.compiler.precompile (2.15)", "aot-compile": "torch.compile().aot_compile (2.15)",
+    "pt-precompile": "torch.compiler.precompile (2.15)",
+    "aot-compile": "torch.compile().aot_compile (2.15)",
 }
 PYTORCH_COLUMNS = ("cold", "warm", "mega", "precompile")
 REPLAY_COLUMNS = ("replay", "replay-noprecompile")
 AOT_COLUMNS = ("pt-precompile", "aot-compile")  # PyTorch 2.15's ahead-of-time paths; compared with replay too
 # What each column needs made beforehand (untimed): the child mode that makes it. The run that fills
 # the warm cache also saves a cold compile's first output, the ahead-of-time columns' reference.
-PREPARE = {"warm": "cold-reference", "mega": "save-mega", "precompile": "save-precompile", "replay": "capture",
-           "replay-noprecompile": "capture-noprecompile", "pt-precompile": "prepare-pt-precompile",
-           "aot-compile": "prepare-aot-compile"}
+PREPARE = {
+    "warm": "cold-reference",
+    "mega": "save-mega",
+    "precompile": "save-precompile",
+    "replay": "capture",
+    "replay-noprecompile": "capture-noprecompile",
+    "pt-precompile": "prepare-pt-precompile",
+    "aot-compile": "prepare-aot-compile",
+}
 
 # What a user has to change in a job to use each path: CHANGES[column], then what a workload adds
 # (WORKLOAD_CHANGES[workload, column]). Printed with each workload's table; whether the path then
 # ran is measured (a column reads n/a with the exception where it did not).
-_AOT_TRAINING = ("the optimizer step has to leave fn: {why}; and the step's model passed to fn as an argument, "
-                 "not closed over")
+_AOT_TRAINING = (
+    "the optimizer step has to leave fn: {why}; and the step's model passed to fn as an argument, not closed over"
+)
 CHANGES = {
     "warm": "nothing; the Inductor cache directory has to survive (or be copied) between processes",
     "mega": "torch.compiler.save_cache_artifacts() after the first compiled calls, load_cache_artifacts(bytes) "
-            "before them in the next process",
+    "before them in the next process",
     "precompile": "as Mega-Cache, with torch._dynamo.config.caching_precompile = True before torch.compile",
     "replay": "nothing in the code: run it once under `python -m dynamo_replay capture -o STORE`, then under "
-              "`... replay STORE`",
+    "`... replay STORE`",
     "replay-noprecompile": "as dynamo-replay, captured with --no-precompile",
     "pt-precompile": "a function fn(model, *inputs) called through precompile.capture / load, inputs positional; "
-                     "tensors out only (a transformers output cut to its tensor fields); one artifact per input "
-                     "shape (shapes static; mark_unbacked for a dynamic dim); every tensor fn reads a parameter, "
-                     "buffer or argument; Python control flow and constants frozen at capture, with no guard",
+    "tensors out only (a transformers output cut to its tensor fields); one artifact per input "
+    "shape (shapes static; mark_unbacked for a dynamic dim); every tensor fn reads a parameter, "
+    "buffer or argument; Python control flow and constants frozen at capture, with no guard",
     "aot-compile": "a function fn(model, *args, **kwargs) compiled with fullgraph=True (no graph break), the model "
-                   "an argument; tensors out only (the saved bytecode cannot rebuild a transformers output: it names "
-                   "a module by a per-process id); a guard_filter_fn that also drops derived unsaveable guards; one "
-                   "artifact per input shape (unless dynamic), dispatched by the caller: a call the guards reject "
-                   "raises, it never recompiles; globals are not guarded by the default filter",
+    "an argument; tensors out only (the saved bytecode cannot rebuild a transformers output: it names "
+    "a module by a per-process id); a guard_filter_fn that also drops derived unsaveable guards; one "
+    "artifact per input shape (unless dynamic), dispatched by the caller: a call the guards reject "
+    "raises, it never recompiles; globals are not guarded by the default filter",
 }
 WORKLOAD_CHANGES = {
     ("gpt2", "pt-precompile"): "transformers' causal mask reads tensor values (padding_mask.all(), the packed-"
-                               "sequence check) unless torch.compile is tracing, and use_cache=True builds a "
-                               "DynamicCache from tensor constants: not capturable without changing transformers",
+    "sequence check) unless torch.compile is tracing, and use_cache=True builds a "
+    "DynamicCache from tensor constants: not capturable without changing transformers",
     ("llama", "pt-precompile"): "the causal mask and DynamicCache as for GPT-2",
     ("t5", "pt-precompile"): "keyword inputs passed positionally; the causal decoder mask and the cache as for GPT-2",
     ("gpt2-train", "pt-precompile"): _AOT_TRAINING.format(why="precompile refuses a parameter updated in place"),
@@ -455,12 +485,12 @@ WORKLOAD_CHANGES = {
     ("gpt2-train", "aot-compile"): _AOT_TRAINING.format(why="loss.backward() breaks the graph"),
     ("llama-train", "aot-compile"): _AOT_TRAINING.format(why="loss.backward() breaks the graph"),
     ("train", "pt-precompile"): "backward() outside fn needs the artifact's output to carry autograd history; "
-                                "capture the whole step (forward, loss, backward) in fn instead",
+    "capture the whole step (forward, loss, backward) in fn instead",
     ("gpt", "pt-precompile"): "the job's dynamic=True has no counterpart without mark_unbacked: one artifact per shape",
     ("gpt", "aot-compile"): "the job's dynamic=True: a float from a symbolic size makes Dynamo restart to "
-                            "tensorify it, and aot_compile lets the restart escape "
-                            "(TensorifyScalarRestartAnalysis); compiled with static shapes, one artifact per "
-                            "shape, it runs",
+    "tensorify it, and aot_compile lets the restart escape "
+    "(TensorifyScalarRestartAnalysis); compiled with static shapes, one artifact per "
+    "shape, it runs",
 }
 
 
@@ -477,20 +507,39 @@ def loud(message: str) -> None:
     print(f"\n{bar}\n{message}\n{bar}\n", file=sys.stderr, flush=True)
 
 
-def run_child(script: Path, mode: str, artifact: Path, cache: Path, *, python_flags: tuple[str, ...] = (),
-              extra_env: dict[str, str] | None = None) -> dict[str, Any]:
+def run_child(
+    script: Path,
+    mode: str,
+    artifact: Path,
+    cache: Path,
+    *,
+    python_flags: tuple[str, ...] = (),
+    extra_env: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """Runs one child; returns seconds from spawn to its first output and to its exit, the
     phases it marked, and for replay modes its bitwise check and replay summary."""
     env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(cache), **(extra_env or {})}
     for name in ("DYNAMO_REPLAY", "TORCH_LOGS", "TORCH_COMPILE_DEBUG"):
         env.pop(name, None)
-    result: dict[str, Any] = {"first": None, "marks": {}, "equal": None, "detail": "", "summary": None,
-                              "reference": None, "not_applicable": None}
+    result: dict[str, Any] = {
+        "first": None,
+        "marks": {},
+        "equal": None,
+        "detail": "",
+        "summary": None,
+        "reference": None,
+        "not_applicable": None,
+    }
     with tempfile.TemporaryFile("w+") as stderr_file:  # a file, not a pipe: a chatty child cannot block
         spawn_wall = time.time()
         start = time.perf_counter()
-        child = subprocess.Popen([sys.executable, *python_flags, str(script), mode, str(artifact)],
-                                 stdout=subprocess.PIPE, stderr=stderr_file, text=True, env=env)
+        child = subprocess.Popen(
+            [sys.executable, *python_flags, str(script), mode, str(artifact)],
+            stdout=subprocess.PIPE,
+            stderr=stderr_file,
+            text=True,
+            env=env,
+        )
         assert child.stdout is not None
         for line in child.stdout:
             if line.startswith("FIRST_OUTPUT") and result["first"] is None:
@@ -526,14 +575,19 @@ class Bench:
         self.work = work / name
         self.work.mkdir(parents=True, exist_ok=True)
         self.script = self.work / "child.py"
-        self.script.write_text(CHILD.replace("@@WORKLOAD@@", textwrap.dedent(WORKLOADS[name]))
-                               .replace("@@AHEAD_OF_TIME@@", AHEAD_OF_TIME))
+        self.script.write_text(
+            CHILD.replace("@@WORKLOAD@@", textwrap.dedent(WORKLOADS[name])).replace("@@AHEAD_OF_TIME@@", AHEAD_OF_TIME)
+        )
         self.warm_cache = self.work / "warm-cache"  # filled by an untimed cold run; each warm run gets a copy
-        self.artifacts = {"mega": self.work / "mega.bin", "precompile": self.work / "precompile.bin",
-                          "replay": self.work / "default.dynrep",
-                          "replay-noprecompile": self.work / "noprecompile.dynrep",
-                          "warm": self.work / "cold-output.pt",  # the cold compile's first output
-                          "pt-precompile": self.work / "pt-precompile", "aot-compile": self.work / "aot-compile"}
+        self.artifacts = {
+            "mega": self.work / "mega.bin",
+            "precompile": self.work / "precompile.bin",
+            "replay": self.work / "default.dynrep",
+            "replay-noprecompile": self.work / "noprecompile.dynrep",
+            "warm": self.work / "cold-output.pt",  # the cold compile's first output
+            "pt-precompile": self.work / "pt-precompile",
+            "aot-compile": self.work / "aot-compile",
+        }
         self.failed: dict[str, str] = {}  # column -> last line of the child's stderr
         self.errors: dict[str, str] = {}  # column -> the end of the child's stderr
         self.not_applicable: dict[str, str] = {}  # column -> why its path cannot run this job, as its untimed run found
@@ -546,9 +600,11 @@ class Bench:
         self.errors[column] = error.stderr_tail
         print(f"[{self.name}] {TITLES[column]}: {what} failed: {error.last_line}", file=sys.stderr, flush=True)
         if column in REPLAY_COLUMNS:
-            loud(f"dynamo-replay {what} crashed ({self.name}, {column}); command:\n"
-                 f"  TORCHINDUCTOR_CACHE_DIR=<empty dir> {sys.executable} {self.script} {PREPARE[column] if what == 'preparing' else column} "
-                 f"{self.artifacts[column]}\nend of its stderr:\n{error.stderr_tail[-2500:]}")
+            loud(
+                f"dynamo-replay {what} crashed ({self.name}, {column}); command:\n"
+                f"  TORCHINDUCTOR_CACHE_DIR=<empty dir> {sys.executable} {self.script} {PREPARE[column] if what == 'preparing' else column} "
+                f"{self.artifacts[column]}\nend of its stderr:\n{error.stderr_tail[-2500:]}"
+            )
 
     def prepare(self, columns: list[str]) -> None:
         if any(column in AOT_COLUMNS for column in columns) and "warm" not in columns:
@@ -583,8 +639,9 @@ class Bench:
                     self.not_applicable[column] = result["not_applicable"]
                     self.errors[column] = result["stderr"][-4000:]
                     not_applicable.write_text(result["not_applicable"])
-                    print(f"[{self.name}] {TITLES[column]}: n/a: {result['not_applicable']}", file=sys.stderr,
-                          flush=True)
+                    print(
+                        f"[{self.name}] {TITLES[column]}: n/a: {result['not_applicable']}", file=sys.stderr, flush=True
+                    )
                 done.write_text(stamp)
             except ChildFailed as error:
                 self.fail(column, error, "preparing")
@@ -623,31 +680,52 @@ class Bench:
                     problems += self.check_replay(column, round_, result)
                 close = (result["reference"] or {}).get("close")
                 if column in AOT_COLUMNS and (result["equal"] is not True or not close):
-                    loud(f"{self.name} {TITLES[column]} round {round_ + 1}: bitwise equal to its untimed run: "
-                         f"{result['equal']} {result['detail']}; within 1e-4 of cold compile's: {result['reference']}")
-            print(f"[{self.name}] round {round_ + 1}/{repeat}: " + ", ".join(
-                f"{column} {runs[column][-1]['first']:.2f}/{runs[column][-1]['whole']:.2f}"
-                for column in columns if column not in self.failed and runs[column]) + "  (first output/exit, s)",
-                file=sys.stderr, flush=True)
-        return {"runs": runs, "failed": self.failed, "errors": self.errors, "problems": problems,
-                "not_applicable": self.not_applicable}
+                    loud(
+                        f"{self.name} {TITLES[column]} round {round_ + 1}: bitwise equal to its untimed run: "
+                        f"{result['equal']} {result['detail']}; within 1e-4 of cold compile's: {result['reference']}"
+                    )
+            print(
+                f"[{self.name}] round {round_ + 1}/{repeat}: "
+                + ", ".join(
+                    f"{column} {runs[column][-1]['first']:.2f}/{runs[column][-1]['whole']:.2f}"
+                    for column in columns
+                    if column not in self.failed and runs[column]
+                )
+                + "  (first output/exit, s)",
+                file=sys.stderr,
+                flush=True,
+            )
+        return {
+            "runs": runs,
+            "failed": self.failed,
+            "errors": self.errors,
+            "problems": problems,
+            "not_applicable": self.not_applicable,
+        }
 
     def check_replay(self, column: str, round_: int, result: dict[str, Any]) -> list[str]:
         problems = []
         summary = result["summary"] or {}
         if result["equal"] is not True:
-            problems.append(f"{self.name} {column} round {round_ + 1}: OUTPUT DIFFERS from the captured run's "
-                            f"(torch.equal False; {result['detail']})")
+            problems.append(
+                f"{self.name} {column} round {round_ + 1}: OUTPUT DIFFERS from the captured run's "
+                f"(torch.equal False; {result['detail']})"
+            )
         if not summary.get("loaded"):
-            problems.append(f"{self.name} {column} round {round_ + 1}: the store was NOT LOADED: {summary.get('refused')}")
+            problems.append(
+                f"{self.name} {column} round {round_ + 1}: the store was NOT LOADED: {summary.get('refused')}"
+            )
         for problem in problems:
             loud("REPLAY PROBLEM: " + problem)
         if round_ == 0:
-            print(f"  [{column}] loaded {summary.get('loaded')}, precompiled {summary.get('precompiled')}, "
-                  f"{summary.get('entries_installed')} saved frames installed, {summary.get('kernel_libraries')} kernel "
-                  f"libraries; import {summary.get('import_s', 0):.2f} s, load {summary.get('load_s', 0):.3f} s, install "
-                  f"{summary.get('install_s', 0):.3f} s; compiled anyway: {len(summary.get('compiled', []))} frames",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  [{column}] loaded {summary.get('loaded')}, precompiled {summary.get('precompiled')}, "
+                f"{summary.get('entries_installed')} saved frames installed, {summary.get('kernel_libraries')} kernel "
+                f"libraries; import {summary.get('import_s', 0):.2f} s, load {summary.get('load_s', 0):.3f} s, install "
+                f"{summary.get('install_s', 0):.3f} s; compiled anyway: {len(summary.get('compiled', []))} frames",
+                file=sys.stderr,
+                flush=True,
+            )
             for frame in summary.get("compiled", [])[:10]:
                 print(f"    {frame}", file=sys.stderr)
         return problems
@@ -666,10 +744,12 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         med_first = {c: _median(v) for c, v in first.items()}
         med_whole = {c: _median(v) for c, v in whole.items()}
         n = len(first.get("eager", []))
-        lines += [f"\n**{name}** (medians of {n} fresh processes; min-max in brackets; overhead = column - eager)\n",
-                  "| column | first output (s) | whole process (s) | overhead, first output (s) | / cold's | "
-                  "overhead, whole process (s) | / cold's |",
-                  "|---|---:|---:|---:|---:|---:|---:|"]
+        lines += [
+            f"\n**{name}** (medians of {n} fresh processes; min-max in brackets; overhead = column - eager)\n",
+            "| column | first output (s) | whole process (s) | overhead, first output (s) | / cold's | "
+            "overhead, whole process (s) | / cold's |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
         have_base = "eager" in med_first and "cold" in med_first
         cold_first = med_first["cold"] - med_first["eager"] if have_base else float("nan")
         cold_whole = med_whole["cold"] - med_whole["eager"] if have_base else float("nan")
@@ -714,27 +794,48 @@ def table(results: dict[str, dict[str, Any]]) -> str:
                 f"target (issue 10), time to first output: dynamo-replay's overhead {replay_over:.2f} s = "
                 f"{100 * replay_over / cold_first:.1f}% of cold's {cold_first:.2f} s: <= 5%: {'MET' if five else 'MISSED'}; "
                 f"below every PyTorch column (lowest: {TITLES[best]}, {pytorch[best]:.2f} s"
-                + (f"; not measured: {', '.join(missing)}" if missing else "") + f"): {'MET' if below else 'MISSED'}. "
+                + (f"; not measured: {', '.join(missing)}" if missing else "")
+                + f"): {'MET' if below else 'MISSED'}. "
                 f"Overall: **{'MET' if five and below and valid else 'MISSED'}**"
-                + ("" if valid else " (replay's output differed from the capture's, or the store was not loaded)"))
-        phases = {c: rs for c, rs in runs.items() if rs and all({"imported", "built", "entered"} <= r["marks"].keys() for r in rs)}
+                + ("" if valid else " (replay's output differed from the capture's, or the store was not loaded)")
+            )
+        phases = {
+            c: rs
+            for c, rs in runs.items()
+            if rs and all({"imported", "built", "entered"} <= r["marks"].keys() for r in rs)
+        }
         if phases:
-            lines += ["", "Where the time to first output goes (medians, s from spawn): interpreter + `import torch` | "
-                      "build the model | compile setup (load caches, enter replay) | torch.compile + calls to first output", ""]
+            lines += [
+                "",
+                "Where the time to first output goes (medians, s from spawn): interpreter + `import torch` | "
+                "build the model | compile setup (load caches, enter replay) | torch.compile + calls to first output",
+                "",
+            ]
             for column, rs in phases.items():
                 cut = [_median([r["marks"][k] for r in rs]) for k in ("imported", "built", "entered", "first")]
-                lines.append(f"- {TITLES[column]}: {cut[0]:.2f} | {cut[1] - cut[0]:.2f} | {cut[2] - cut[1]:.2f} | {cut[3] - cut[2]:.2f}")
+                lines.append(
+                    f"- {TITLES[column]}: {cut[0]:.2f} | {cut[1] - cut[0]:.2f} | {cut[2] - cut[1]:.2f} | {cut[3] - cut[2]:.2f}"
+                )
         for column in REPLAY_COLUMNS:
             if runs.get(column) and runs[column][0].get("summary"):
                 lines.append(f"\nFrames, {TITLES[column]}: " + frames_line(runs[column][0]["summary"]))
         checked = [c for c in AOT_COLUMNS if runs.get(c)]
         if checked:
-            lines += ["", "Ahead-of-time outputs (first output vs its untimed run's, bitwise; vs a cold compile's, "
-                      "max |diff| / max |cold|, close at <= 1e-4):", ""]
+            lines += [
+                "",
+                "Ahead-of-time outputs (first output vs its untimed run's, bitwise; vs a cold compile's, "
+                "max |diff| / max |cold|, close at <= 1e-4):",
+                "",
+            ]
             for column in checked:
-                lines.append(f"- {TITLES[column]}: " + "; ".join(
-                    f"bitwise {r['equal']}{' (' + r['detail'] + ')' if r['detail'] else ''}, vs cold "
-                    f"{(r['reference'] or {}).get('detail', 'not compared')}" for r in runs[column]))
+                lines.append(
+                    f"- {TITLES[column]}: "
+                    + "; ".join(
+                        f"bitwise {r['equal']}{' (' + r['detail'] + ')' if r['detail'] else ''}, vs cold "
+                        f"{(r['reference'] or {}).get('detail', 'not compared')}"
+                        for r in runs[column]
+                    )
+                )
         changed = [c for c in runs if c in CHANGES]
         if changed:
             lines += ["", "What a user changes in the job to use each path:", ""]
@@ -748,14 +849,17 @@ def table(results: dict[str, dict[str, Any]]) -> str:
 
 def frames_line(summary: dict[str, Any]) -> str:
     """What a replay's summary says of its frames: installed, not saved, refused, compiled."""
+
     def counted(entries: list[str], what: str) -> str:
         reasons = sorted({entry.split(": ", 1)[-1] for entry in entries})
         return f"{len(entries)} {what}" + (f" ({'; '.join(reasons)[:300]})" if reasons else "")
 
-    return (f"{summary.get('entries_installed')} saved entries installed, "
-            f"{counted(summary.get('not_packaged', []), 'frames not saved')}, "
-            f"{counted(summary.get('skipped', []), 'refused at install')}, "
-            f"{len(summary.get('compiled', []))} compiles at replay")
+    return (
+        f"{summary.get('entries_installed')} saved entries installed, "
+        f"{counted(summary.get('not_packaged', []), 'frames not saved')}, "
+        f"{counted(summary.get('skipped', []), 'refused at install')}, "
+        f"{len(summary.get('compiled', []))} compiles at replay"
+    )
 
 
 def profile_replay(name: str, work: Path, how: str, column: str, reuse: bool) -> None:
@@ -767,35 +871,44 @@ def profile_replay(name: str, work: Path, how: str, column: str, reuse: bool) ->
     if how == "cprofile":
         stats_path = bench.work / "profile.pstats"
         result = bench.run_column(column, extra_env={"WARM_START_PROFILE": str(stats_path)})
-        print(f"\n== {name}, {TITLES[column]}: cProfile from the child's first line to its first output "
-              f"(first output {result['first']:.2f} s after spawn, exit {result['whole']:.2f} s, profiler overhead included)")
+        print(
+            f"\n== {name}, {TITLES[column]}: cProfile from the child's first line to its first output "
+            f"(first output {result['first']:.2f} s after spawn, exit {result['whole']:.2f} s, profiler overhead included)"
+        )
         stats = pstats.Stats(str(stats_path)).sort_stats("cumulative")
         stats.print_stats(15)
-        print(f"-- the same, without the import machinery (<frozen importlib>, exec, __import__): "
-              f"where the imports and the calls go")
+        print(
+            "-- the same, without the import machinery (<frozen importlib>, exec, __import__): "
+            "where the imports and the calls go"
+        )
         stats.print_stats(r"^(?!<frozen |\{built-in method builtins\.(exec|__import__)\}|\{method 'acquire')", 15)
     else:
         result = bench.run_column(column, python_flags=("-X", "importtime"))
         entries = []
         for line in result["stderr"].splitlines():
             if line.startswith("import time:") and "|" in line:
-                fields = [field.strip() for field in line[len("import time:"):].split("|")]
+                fields = [field.strip() for field in line[len("import time:") :].split("|")]
                 if fields[0].isdigit():
                     entries.append((int(fields[1]), int(fields[0]), fields[2]))
-        print(f"\n== {name}, {TITLES[column]}: python -X importtime (first output at {result['first']:.2f} s, exit "
-              f"{result['whole']:.2f} s; {len(entries)} imports, top 15 by cumulative time)")
+        print(
+            f"\n== {name}, {TITLES[column]}: python -X importtime (first output at {result['first']:.2f} s, exit "
+            f"{result['whole']:.2f} s; {len(entries)} imports, top 15 by cumulative time)"
+        )
         print(f"{'cumulative (s)':>15} {'self (s)':>10}  module")
         for cumulative, own, module in sorted(entries, reverse=True)[:15]:
             print(f"{cumulative / 1e6:>15.3f} {own / 1e6:>10.3f}  {module}")
     if column in REPLAY_COLUMNS:
         summary = result["summary"] or {}
-        print(f"replay: loaded {summary.get('loaded')}, bitwise equal {result['equal']}, import {summary.get('import_s', 0):.2f} s, "
-              f"load {summary.get('load_s', 0):.3f} s, install {summary.get('install_s', 0):.3f} s, "
-              f"compiled anyway: {summary.get('compiled')}")
+        print(
+            f"replay: loaded {summary.get('loaded')}, bitwise equal {result['equal']}, import {summary.get('import_s', 0):.2f} s, "
+            f"load {summary.get('load_s', 0):.3f} s, install {summary.get('install_s', 0):.3f} s, "
+            f"compiled anyway: {summary.get('compiled')}"
+        )
 
 
 def environment() -> dict[str, Any]:
     import importlib.metadata as metadata
+
     root = Path(__file__).resolve().parent.parent
     git = lambda *args: subprocess.run(["git", *args], cwd=root, capture_output=True, text=True).stdout.strip()  # noqa: E731
     versions = {}
@@ -804,27 +917,56 @@ def environment() -> dict[str, Any]:
             versions[package] = metadata.version(package)
         except metadata.PackageNotFoundError:
             versions[package] = None
-    return {"python": platform.python_version(), **versions, "cpus": os.cpu_count(), "machine": platform.machine(),
-            "commit": git("rev-parse", "--short", "HEAD"), "dirty": bool(git("status", "--porcelain")),
-            "argv": sys.argv[1:], "loadavg_start": os.getloadavg()}
+    return {
+        "python": platform.python_version(),
+        **versions,
+        "cpus": os.cpu_count(),
+        "machine": platform.machine(),
+        "commit": git("rev-parse", "--short", "HEAD"),
+        "dirty": bool(git("status", "--porcelain")),
+        "argv": sys.argv[1:],
+        "loadavg_start": os.getloadavg(),
+    }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3, help="timed rounds (default 3)")
-    parser.add_argument("--workloads", nargs="+", default=REAL_WORKLOADS, choices=list(WORKLOADS),
-                        help=f"default: {' '.join(REAL_WORKLOADS)}")
-    parser.add_argument("--columns", nargs="+", default=COLUMNS, choices=COLUMNS,
-                        help="columns to measure (eager and cold are always measured)")
+    parser.add_argument(
+        "--workloads",
+        nargs="+",
+        default=REAL_WORKLOADS,
+        choices=list(WORKLOADS),
+        help=f"default: {' '.join(REAL_WORKLOADS)}",
+    )
+    parser.add_argument(
+        "--columns",
+        nargs="+",
+        default=COLUMNS,
+        choices=COLUMNS,
+        help="columns to measure (eager and cold are always measured)",
+    )
     parser.add_argument("--json", help="write every measurement to this file")
     parser.add_argument("--work", help="keep the work directory (stores, Mega-Cache files, child scripts) here")
-    parser.add_argument("--reuse", action="store_true",
-                        help="with --work: reuse the warm cache, Mega-Cache files and stores an earlier run prepared there")
-    parser.add_argument("--profile-replay", nargs="?", const="cprofile", choices=["cprofile", "importtime"],
-                        help="instead of the benchmark: one replay child per workload under cProfile (to the first "
-                             "output, top 15 cumulative) or python -X importtime (top 15 imports)")
-    parser.add_argument("--profile-column", default="replay", choices=COLUMNS,
-                        help="the column --profile-replay profiles (default: replay)")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="with --work: reuse the warm cache, Mega-Cache files and stores an earlier run prepared there",
+    )
+    parser.add_argument(
+        "--profile-replay",
+        nargs="?",
+        const="cprofile",
+        choices=["cprofile", "importtime"],
+        help="instead of the benchmark: one replay child per workload under cProfile (to the first "
+        "output, top 15 cumulative) or python -X importtime (top 15 imports)",
+    )
+    parser.add_argument(
+        "--profile-column",
+        default="replay",
+        choices=COLUMNS,
+        help="the column --profile-replay profiles (default: replay)",
+    )
     args = parser.parse_args()
     columns = [c for c in COLUMNS if c in {"eager", "cold", *args.columns}]
     work_context = tempfile.TemporaryDirectory(prefix="warm-start-") if not args.work else None
@@ -837,7 +979,9 @@ def main() -> int:
                 try:
                     profile_replay(name, work, args.profile_replay, args.profile_column, args.reuse and bool(args.work))
                 except ChildFailed as error:
-                    loud(f"{name}: profiled {args.profile_column} child failed: {error.last_line}\n{error.stderr_tail[-2500:]}")
+                    loud(
+                        f"{name}: profiled {args.profile_column} child failed: {error.last_line}\n{error.stderr_tail[-2500:]}"
+                    )
                     status = 1
             return status
         meta = environment()
@@ -849,13 +993,19 @@ def main() -> int:
         if work_context:
             work_context.cleanup()
     if args.json:
-        Path(args.json).write_text(json.dumps({"environment": meta, "repeat": args.repeat, "results": results}, indent=1))
-    print(f"warm_start.py {' '.join(sys.argv[1:])}: torch {meta['torch']}, transformers {meta['transformers']}, "
-          f"Python {meta['python']}, {meta['cpus']} CPUs, tree {meta['commit']}{' (modified)' if meta['dirty'] else ''}, "
-          f"load average {meta['loadavg_start'][0]:.1f} at start, {meta['loadavg_end'][0]:.1f} at end")
+        Path(args.json).write_text(
+            json.dumps({"environment": meta, "repeat": args.repeat, "results": results}, indent=1)
+        )
+    print(
+        f"warm_start.py {' '.join(sys.argv[1:])}: torch {meta['torch']}, transformers {meta['transformers']}, "
+        f"Python {meta['python']}, {meta['cpus']} CPUs, tree {meta['commit']}{' (modified)' if meta['dirty'] else ''}, "
+        f"load average {meta['loadavg_start'][0]:.1f} at start, {meta['loadavg_end'][0]:.1f} at end"
+    )
     print(table(results))
     problems = [p for r in results.values() for p in r["problems"]]
-    replay_failures = [f"{name} {c}: {r['failed'][c]}" for name, r in results.items() for c in REPLAY_COLUMNS if c in r["failed"]]
+    replay_failures = [
+        f"{name} {c}: {r['failed'][c]}" for name, r in results.items() for c in REPLAY_COLUMNS if c in r["failed"]
+    ]
     if problems or replay_failures:
         loud("dynamo-replay problems:\n" + "\n".join(problems + replay_failures))
         return 1

@@ -31,7 +31,8 @@ TEST(EventsTest, SameNamesAsThePythonSchema) {
   std::set<std::string> cxx;
   for (std::string_view name : events::kAll) cxx.emplace(name);
   for (const std::string& name : python)
-    EXPECT_TRUE(cxx.count(name)) << "schema.py writes " << name << ": add it to capture/include/dynrep/capture/events.h";
+    EXPECT_TRUE(cxx.count(name)) << "schema.py writes " << name
+                                 << ": add it to capture/include/dynrep/capture/events.h";
   for (const std::string& name : cxx)
     EXPECT_TRUE(python.count(name)) << name << " is in events.h but schema.py does not write it";
 }

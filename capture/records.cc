@@ -12,8 +12,7 @@ namespace dynrep::capture {
 std::string kindName(uint16_t kind) {
   switch (static_cast<RecordKind>(kind)) {
 #define DYNREP_RECORD_KIND(Struct, number, name, version) \
-  case RecordKind::Struct:                                \
-    return name;
+  case RecordKind::Struct: return name;
 #include "dynrep/capture/record_kinds.def"
   }
   return "kind " + std::to_string(kind);
@@ -67,11 +66,13 @@ std::string summary(const Artifact& a) {
 }
 
 std::string summary(const TraceEvent& t) {
-  return t.name + " " + t.compileId.str() + (t.payloadKey.empty() ? "" : " (" + std::to_string(t.payloadSize) + " byte payload)");
+  return t.name + " " + t.compileId.str() +
+         (t.payloadKey.empty() ? "" : " (" + std::to_string(t.payloadSize) + " byte payload)");
 }
 
 std::string summary(const CodeObject& c) {
-  return c.role + " code of " + c.name + " " + c.compileId.str() + " (" + c.filename + ":" + std::to_string(c.firstLine) + ")";
+  return c.role + " code of " + c.name + " " + c.compileId.str() + " (" + c.filename + ":" +
+         std::to_string(c.firstLine) + ")";
 }
 
 template <typename Record>
@@ -86,8 +87,7 @@ std::string describeAs(std::string_view payload) {
 std::string describe(uint16_t kind, std::string_view payload) {
   switch (static_cast<RecordKind>(kind)) {
 #define DYNREP_RECORD_KIND(Struct, number, name, version) \
-  case RecordKind::Struct:                                \
-    return describeAs<Struct>(payload);
+  case RecordKind::Struct: return describeAs<Struct>(payload);
 #include "dynrep/capture/record_kinds.def"
   }
   return std::to_string(payload.size()) + " bytes of a kind this reader does not know";

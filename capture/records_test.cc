@@ -50,9 +50,7 @@ void expectNamedAndDescribed(std::tuple<Records...>) {
   }
 }
 
-TEST(RecordsTest, EveryListedKindIsNamedAndDescribed) {
-  expectNamedAndDescribed(AllRecords{});
-}
+TEST(RecordsTest, EveryListedKindIsNamedAndDescribed) { expectNamedAndDescribed(AllRecords{}); }
 
 TEST(RecordsTest, UnknownKindsAreNamedByNumber) {
   EXPECT_EQ(kindName(16), "manifest");

@@ -44,8 +44,12 @@ def main() -> int:
         print(f"== {title}\n$ python -m dynamo_replay {' '.join(command)}", flush=True)
         with tempfile.TemporaryDirectory(prefix="dynrep-demo-cache-") as cache:
             start = time.perf_counter()
-            result = subprocess.run([sys.executable, "-m", "dynamo_replay", *command], stdout=subprocess.PIPE,
-                                    text=True, env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache})
+            result = subprocess.run(
+                [sys.executable, "-m", "dynamo_replay", *command],
+                stdout=subprocess.PIPE,
+                text=True,
+                env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache},
+            )
             seconds.append(time.perf_counter() - start)
             sys.stdout.write(result.stdout)
             checksums.append(next((line for line in result.stdout.splitlines() if "checksum" in line), None))
@@ -59,8 +63,11 @@ def main() -> int:
             if checked.returncode in (1, 2):  # 0, 3, 4: every frame replays, some compile, refused
                 return checked.returncode
     same = checksums[0] is not None and checksums[0] == checksums[1]
-    print(f"cold compile (captured): {seconds[0]:.2f} s; replayed: {seconds[1]:.2f} s "
-          f"({seconds[0] / seconds[1]:.1f}x faster); outputs {'identical' if same else 'DIFFER'}", flush=True)
+    print(
+        f"cold compile (captured): {seconds[0]:.2f} s; replayed: {seconds[1]:.2f} s "
+        f"({seconds[0] / seconds[1]:.1f}x faster); outputs {'identical' if same else 'DIFFER'}",
+        flush=True,
+    )
     if not same:
         return 1
     for command in ("ls", "why"):  # the store's compiles; why the job compiled more than once

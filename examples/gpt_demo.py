@@ -53,7 +53,9 @@ def main() -> None:
         for step, (batch, length) in enumerate([(2, 16), (4, 32), (1, 100)]):
             logits = model(torch.randint(0, 256, (batch, length), generator=generator))
             if step == 0:
-                print(f"first output after {time.perf_counter() - START:.2f} s (job start to logits, compiling included)")
+                print(
+                    f"first output after {time.perf_counter() - START:.2f} s (job start to logits, compiling included)"
+                )
             checksum += float(logits.double().sum())
     print(f"output checksum {checksum:.6f}")
 

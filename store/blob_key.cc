@@ -62,8 +62,6 @@ BlobHasher::~BlobHasher() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); 
 void BlobHasher::update(const void* data, size_t size) {
   XXH3_128bits_update(static_cast<XXH3_state_t*>(state_), data, size);
 }
-BlobKey BlobHasher::finish() const {
-  return fromHash(XXH3_128bits_digest(static_cast<XXH3_state_t*>(state_)));
-}
+BlobKey BlobHasher::finish() const { return fromHash(XXH3_128bits_digest(static_cast<XXH3_state_t*>(state_))); }
 
 }  // namespace dynrep

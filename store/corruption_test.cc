@@ -66,8 +66,7 @@ TEST_F(CorruptionTest, EveryTruncationOpensAsRecoveredPrefixOrSaysWhy) {
     auto r = StoreReader::open(dir_.file("bad.dynrep"));
     EXPECT_EQ((*r)->state(), StoreState::Recovered) << n;
     // Every record kept is one that was written, in order.
-    for (size_t i = 0; i < (*r)->recordCount(); ++i)
-      EXPECT_EQ(*(*r)->recordPayload(i), "record " + std::to_string(i));
+    for (size_t i = 0; i < (*r)->recordCount(); ++i) EXPECT_EQ(*(*r)->recordPayload(i), "record " + std::to_string(i));
     for (size_t i = 0; i < keys_.size(); ++i) {
       if (!(*r)->findBlob(keys_[i])) continue;
       EXPECT_EQ(*(*r)->readBlob(keys_[i]), blobs_[i]);

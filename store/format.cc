@@ -36,8 +36,7 @@ Status decodeHeader(const uint8_t in[kHeaderSize], std::string_view what, Header
                                 std::to_string(h->minor) + " is not supported (this reader reads " +
                                 std::to_string(kMajorVersion) + ".x)");
   }
-  if (getU64(in + 56) != XXH3_64bits(in, 56))
-    return Status::corruption(where + ": file header: checksum mismatch");
+  if (getU64(in + 56) != XXH3_64bits(in, 56)) return Status::corruption(where + ": file header: checksum mismatch");
   if (getU32(in + 12) != 0) return Status::corruption(where + ": file header: reserved flags are not zero");
   const char* wv = reinterpret_cast<const char*>(in + 16);
   h->writerVersion.assign(wv, strnlen(wv, kWriterVersionSize));
@@ -144,8 +143,8 @@ Status decodeIndex(std::string_view payload, uint64_t limit, Index* index) {
   index->chunks.resize(nChunks);
   for (ChunkEntry& c : index->chunks) {
     c = ChunkEntry{getU64(p), getU32(p + 8), getU32(p + 12)};
-    if (c.offset < kHeaderSize || !frameFits(c.offset, c.payloadSize, limit) ||
-        c.payloadSize < kChunkHeaderSize || c.rawSize > kMaxChunkRawSize)
+    if (c.offset < kHeaderSize || !frameFits(c.offset, c.payloadSize, limit) || c.payloadSize < kChunkHeaderSize ||
+        c.rawSize > kMaxChunkRawSize)
       return bad("chunk at offset " + std::to_string(c.offset) + " lies outside the file");
     p += kChunkEntry;
   }

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "dynrep/store/blob_key.h"
-#include "dynrep/store/status.h"
 #include "dynrep/store/limits.h"
+#include "dynrep/store/status.h"
 
 namespace dynrep::format {
 
@@ -125,9 +125,16 @@ inline bool frameFits(uint64_t offset, uint64_t payloadSize, uint64_t limit) {
 }
 
 // Little-endian helpers shared by the codecs.
-inline void putU16(uint8_t* p, uint16_t v) { p[0] = uint8_t(v); p[1] = uint8_t(v >> 8); }
-inline void putU32(uint8_t* p, uint32_t v) { for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i)); }
-inline void putU64(uint8_t* p, uint64_t v) { for (int i = 0; i < 8; ++i) p[i] = uint8_t(v >> (8 * i)); }
+inline void putU16(uint8_t* p, uint16_t v) {
+  p[0] = uint8_t(v);
+  p[1] = uint8_t(v >> 8);
+}
+inline void putU32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i));
+}
+inline void putU64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = uint8_t(v >> (8 * i));
+}
 inline uint16_t getU16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
 inline uint32_t getU32(const uint8_t* p) {
   uint32_t v = 0;

@@ -37,8 +37,7 @@ Status preadAll(int fd, const std::string& path, uint64_t offset, void* buf, siz
     ssize_t n = ::pread(fd, p, size, off_t(offset));
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Status::ioError(path + ": read at offset " + std::to_string(offset) + " failed: " +
-                             errnoText(errno));
+      return Status::ioError(path + ": read at offset " + std::to_string(offset) + " failed: " + errnoText(errno));
     }
     if (n == 0)
       return Status::ioError(path + ": file ended at offset " + std::to_string(offset) +

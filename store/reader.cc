@@ -102,7 +102,8 @@ Status StoreReader::load() {
 
 Status StoreReader::loadIndex(const format::Trailer& trailer) {
   uint64_t indexEnd = size_ - format::kTrailerSize;
-  if (trailer.indexOffset < format::kHeaderSize || !format::frameFits(trailer.indexOffset, trailer.indexPayloadSize, indexEnd) ||
+  if (trailer.indexOffset < format::kHeaderSize ||
+      !format::frameFits(trailer.indexOffset, trailer.indexPayloadSize, indexEnd) ||
       indexEnd - trailer.indexOffset - format::kFrameSize != trailer.indexPayloadSize)
     return Status::corruption("trailer points outside the file");
   Result<std::string_view> payload = framePayload(trailer.indexOffset, uint16_t(format::Kind::Index));
@@ -150,9 +151,10 @@ std::string StoreReader::scan() {
   std::stable_sort(index_->blobs.begin(), index_->blobs.end(),
                    [](const format::BlobEntry& a, const format::BlobEntry& b) { return a.key < b.key; });
   // Duplicate keys cannot come from our writer; keep the first if a damaged file has them.
-  index_->blobs.erase(std::unique(index_->blobs.begin(), index_->blobs.end(),
-                                 [](const format::BlobEntry& a, const format::BlobEntry& b) { return a.key == b.key; }),
-                     index_->blobs.end());
+  index_->blobs.erase(
+      std::unique(index_->blobs.begin(), index_->blobs.end(),
+                  [](const format::BlobEntry& a, const format::BlobEntry& b) { return a.key == b.key; }),
+      index_->blobs.end());
   if (!stop.empty()) return stop;
   return "no index: the writer did not close the store; all " + std::to_string(size_) + " bytes scanned";
 }
@@ -255,15 +257,14 @@ Result<std::string_view> StoreReader::chunkData(const format::BlobEntry& blob, u
 }
 
 Status StoreReader::decompressChunk(const format::BlobEntry& blob, uint32_t seq, std::string_view zstd,
-                                     char* out) const {
+                                    char* out) const {
   const format::ChunkEntry& c = index_->chunks[blob.firstChunk + seq];
   size_t n = ZSTD_decompressDCtx(threadDctx(), out, c.rawSize, zstd.data(), zstd.size());
   if (!ZSTD_isError(n) && n == c.rawSize) return Status::ok();
-  return Status::corruption(path_ + ": " + at(c.offset) + ": blob " + blob.key.hex() + " chunk " + std::to_string(seq) +
-                            ": " +
-                            (ZSTD_isError(n) ? std::string("zstd: ") + ZSTD_getErrorName(n)
-                                             : "decompressed to " + std::to_string(n) + " bytes, expected " +
-                                                   std::to_string(c.rawSize)));
+  return Status::corruption(
+      path_ + ": " + at(c.offset) + ": blob " + blob.key.hex() + " chunk " + std::to_string(seq) + ": " +
+      (ZSTD_isError(n) ? std::string("zstd: ") + ZSTD_getErrorName(n)
+                       : "decompressed to " + std::to_string(n) + " bytes, expected " + std::to_string(c.rawSize)));
 }
 Result<CheckedBlob> StoreReader::checkBlob(const BlobKey& key) const {
   const format::BlobEntry* e = findEntry(key);
@@ -280,7 +281,8 @@ Result<CheckedBlob> StoreReader::checkBlob(const BlobKey& key) const {
 }
 Status StoreReader::readBlobInto(const CheckedBlob& blob, char* out) const {
   const format::BlobEntry* e = findEntry(blob.info.key);
-  if (!e || blob.frames.size() != e->chunkCount) return Status::invalidArgument(path_ + ": blob " + blob.info.key.hex() + " was not checked here");
+  if (!e || blob.frames.size() != e->chunkCount)
+    return Status::invalidArgument(path_ + ": blob " + blob.info.key.hex() + " was not checked here");
   const format::BlobEntry& entry = *e;
   const format::ChunkEntry& first = index_->chunks[entry.firstChunk];
   const format::ChunkEntry& lastc = index_->chunks[entry.firstChunk + entry.chunkCount - 1];
@@ -350,7 +352,8 @@ std::vector<std::string> StoreReader::verify() const {
   std::vector<std::string> found;
   std::vector<std::string>* problems = &found;
   size_t before = 0;
-  if (state_ != StoreState::Finished) problems->push_back(path_ + ": " + stateName(state_) + " store: " + recoveryNote_);
+  if (state_ != StoreState::Finished)
+    problems->push_back(path_ + ": " + stateName(state_) + " store: " + recoveryNote_);
   // Walk every frame, whether the index names it or not. A scanned store had this done by
   // its scan, which stopped at the first bad frame and said so in the recovery note.
   uint64_t end = state_ == StoreState::Finished ? size_ - format::kTrailerSize : format::kHeaderSize;

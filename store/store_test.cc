@@ -290,8 +290,7 @@ TEST(StoreTest, KilledWriterLeavesARecoverablePrefix) {
     }
     EXPECT_EQ((*r)->state(), StoreState::Recovered);
     EXPECT_FALSE((*r)->recoveryNote().empty());
-    for (size_t i = 0; i < (*r)->recordCount(); ++i)
-      EXPECT_EQ(*(*r)->recordPayload(i), "record " + std::to_string(i));
+    for (size_t i = 0; i < (*r)->recordCount(); ++i) EXPECT_EQ(*(*r)->recordPayload(i), "record " + std::to_string(i));
     for (const BlobInfo& b : (*r)->blobs()) EXPECT_TRUE((*r)->readBlob(b.key).isOk()) << b.key.hex();
   }
 }

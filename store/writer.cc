@@ -71,7 +71,8 @@ Result<int> createLocked(const std::string& path, bool overwrite) {
       return done(Status::ioError(path + ": cannot lock store: " + io::errnoText(errno)));
     }
     if (!overwrite) return done(Status::alreadyExists(path + ": store already exists (pass overwrite to replace it)"));
-    if (::unlink(path.c_str()) != 0) return done(Status::ioError(path + ": cannot replace store: " + io::errnoText(errno)));
+    if (::unlink(path.c_str()) != 0)
+      return done(Status::ioError(path + ": cannot replace store: " + io::errnoText(errno)));
     ::close(old);
   } else if (errno != ENOENT) {
     return Status::ioError(path + ": cannot open: " + io::errnoText(errno));
@@ -153,12 +154,10 @@ StoreWriter::~StoreWriter() {
 }
 const std::string& StoreWriter::path() const { return impl_->path; }
 
-Result<std::unique_ptr<StoreWriter>> StoreWriter::create(const std::string& path,
-                                                         const WriterOptions& options) {
+Result<std::unique_ptr<StoreWriter>> StoreWriter::create(const std::string& path, const WriterOptions& options) {
   if (options.level < ZSTD_minCLevel() || options.level > ZSTD_maxCLevel())
-    return Status::invalidArgument(path + ": compression level " + std::to_string(options.level) +
-                                   " is outside " + std::to_string(ZSTD_minCLevel()) + ".." +
-                                   std::to_string(ZSTD_maxCLevel()));
+    return Status::invalidArgument(path + ": compression level " + std::to_string(options.level) + " is outside " +
+                                   std::to_string(ZSTD_minCLevel()) + ".." + std::to_string(ZSTD_maxCLevel()));
   if (options.chunkSize == 0 || options.chunkSize > format::kMaxChunkRawSize)
     return Status::invalidArgument(path + ": chunk size out of range");
   Result<int> opened = createLocked(path, options.overwrite);
@@ -193,7 +192,8 @@ Status StoreWriter::Impl::enqueue(Job job, size_t bytes) {
   std::unique_lock<std::mutex> lock(mu);
   if (closed) return Status::invalidArgument(path + ": store is closed");
   // Backpressure: wait while the queue holds too many bytes, but never refuse a lone job.
-  queueChanged.wait(lock, [&] { return pendingBytes == 0 || pendingBytes + bytes <= options.maxPendingBytes || !error.isOk(); });
+  queueChanged.wait(
+      lock, [&] { return pendingBytes == 0 || pendingBytes + bytes <= options.maxPendingBytes || !error.isOk(); });
   if (!error.isOk()) return error;
   pendingBytes += bytes;
   job.cost = bytes;
@@ -237,8 +237,10 @@ Result<BlobKey> StoreWriter::Impl::putBytes(std::string_view data, std::string* 
   if (!isNew.isOk()) return isNew.status();
   if (!*isNew) return key;
   DYNREP_RETURN_IF_ERROR(enqueueChunks(key, data.size(), [&](Job& job, uint64_t pos, size_t n) {
-    if (owned && n == data.size()) job.bytes = std::move(*owned);
-    else job.bytes.assign(data.data() + pos, n);
+    if (owned && n == data.size())
+      job.bytes = std::move(*owned);
+    else
+      job.bytes.assign(data.data() + pos, n);
   }));
   return key;
 }
@@ -321,8 +323,10 @@ void StoreWriter::Impl::run() {
       failed = !error.isOk();
     }
     if (!failed) {
-      if (job.type == Job::Type::Chunk) s = writeChunk(job);
-      else s = writeFrame(job.kind, job.bytes.data(), job.bytes.size());
+      if (job.type == Job::Type::Chunk)
+        s = writeChunk(job);
+      else
+        s = writeFrame(job.kind, job.bytes.data(), job.bytes.size());
       if (s.isOk() && job.type == Job::Type::Record)
         index.records.push_back({offset - format::kFrameSize - job.bytes.size(), uint32_t(job.bytes.size()), job.kind});
     }

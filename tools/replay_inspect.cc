@@ -42,7 +42,8 @@ int handOverToLowering(char** argv) {
 
 int run(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "run") return handOverToRunner(argv);
-  if (argc > 1 && (std::string(argv[1]) == "mlir" || std::string(argv[1]) == "lower-check")) return handOverToLowering(argv);
+  if (argc > 1 && (std::string(argv[1]) == "mlir" || std::string(argv[1]) == "lower-check"))
+    return handOverToLowering(argv);
   CLI::App app{"Inspect a dynamo-replay store offline", "replay-inspect"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "replay-inspect " DYNREP_VERSION);
@@ -57,14 +58,19 @@ int run(int argc, char** argv) {
   auto* ls = app.add_subcommand("ls", "frames and compiles of a captured job (--records, --blobs: the raw store)");
   auto* verify = app.add_subcommand("verify", "check every checksum and blob hash; exit 1 when any fails");
   auto* show = app.add_subcommand("show", "one compile in detail: reason, guards, code, graphs, symbolic shapes");
-  auto* why = app.add_subcommand("why", "why compiles failed, broke their graphs, compiled again or failed at run time, and the fix (docs/why.md)");
-  auto* diff = app.add_subcommand("diff", "two compiles or two stores of one job: guards, graphs, settings, environment; "
-                                          "exit 0 same, 1 different, 2 trouble");
+  auto* why = app.add_subcommand(
+      "why",
+      "why compiles failed, broke their graphs, compiled again or failed at run time, and the fix (docs/why.md)");
+  auto* diff =
+      app.add_subcommand("diff", "two compiles or two stores of one job: guards, graphs, settings, environment; "
+                                 "exit 0 same, 1 different, 2 trouble");
   // Listed for --help only: main() hands `run` to replay-run before parsing.
   app.add_subcommand("run", "run a stored aten graph through libtorch and check its outputs (replay-run --help)")
       ->allow_extras();
-  app.add_subcommand("mlir", "a stored graph as MLIR: torch dialect, linalg or LLVM (replay-inspect mlir --help)")->allow_extras();
-  app.add_subcommand("lower-check", "lower, verify, run and compare every graph through MLIR (lower-check --help)")->allow_extras();
+  app.add_subcommand("mlir", "a stored graph as MLIR: torch dialect, linalg or LLVM (replay-inspect mlir --help)")
+      ->allow_extras();
+  app.add_subcommand("lower-check", "lower, verify, run and compare every graph through MLIR (lower-check --help)")
+      ->allow_extras();
   for (auto* sub : {info, ls, verify, show}) {
     sub->add_option("STORE", path, "store file")->required();
     sub->add_flag("--json", json, "machine-readable output");
@@ -75,7 +81,8 @@ int run(int argc, char** argv) {
   ls->get_option("--blobs")->excludes("--records");
   show->add_option("COMPILE_ID", compileId, "compile id as ls prints it, e.g. 0/1")->required();
   std::vector<std::string> diffOperands;
-  diff->add_option("OPERANDS", diffOperands, "STORE A_ID B_ID, STORE B_ID (against the compile it replaced), or A_STORE B_STORE")
+  diff->add_option("OPERANDS", diffOperands,
+                   "STORE A_ID B_ID, STORE B_ID (against the compile it replaced), or A_STORE B_STORE")
       ->required()
       ->expected(2, 3);
   diff->add_option("--compile", compileId, "between two stores: only the compile with this id");
@@ -94,8 +101,9 @@ int run(int argc, char** argv) {
   // Exports and the report (docs/exports.md).
   std::string traceDir, perfettoFile, reportFile;
   dynrep::replay::TorchTraceOptions traceOptions;
-  auto* exportTo = app.add_subcommand("export", "the job for other tools: a TORCH_TRACE log for tlparse (--torch-trace DIR), "
-                                                "a Perfetto timeline (--perfetto OUT.json)");
+  auto* exportTo =
+      app.add_subcommand("export", "the job for other tools: a TORCH_TRACE log for tlparse (--torch-trace DIR), "
+                                   "a Perfetto timeline (--perfetto OUT.json)");
   auto* report = app.add_subcommand("report", "one self-contained HTML page: timeline, why, guards, graphs, symbols");
   for (auto* sub : {exportTo, report}) {
     sub->add_option("STORE", path, "store file")->required();
@@ -103,7 +111,8 @@ int run(int argc, char** argv) {
   }
   auto* traceOption = exportTo->add_option("--torch-trace", traceDir, "directory for the structured trace log");
   auto* perfettoOption = exportTo->add_option("--perfetto", perfettoFile, "Chrome trace-event JSON file ('-': stdout)");
-  exportTo->add_flag("--pytorch-only", traceOptions.pytorchOnly, "leave capture's own dynamo_replay.* events out of the log");
+  exportTo->add_flag("--pytorch-only", traceOptions.pytorchOnly,
+                     "leave capture's own dynamo_replay.* events out of the log");
   exportTo->callback([&] {
     if (!traceOption->count() && !perfettoOption->count()) throw CLI::RequiredError("--torch-trace or --perfetto");
   });
@@ -119,7 +128,10 @@ int run(int argc, char** argv) {
   try {
     if (info->parsed()) return dynrep::replay::inspectInfo(path, options, std::cout, std::cerr);
     if (ls->parsed())
-      return dynrep::replay::inspectLs(path, blobs ? LsWhat::Blobs : records ? LsWhat::Records : LsWhat::Default,
+      return dynrep::replay::inspectLs(path,
+                                       blobs     ? LsWhat::Blobs
+                                       : records ? LsWhat::Records
+                                                 : LsWhat::Default,
                                        options, std::cout, std::cerr);
     if (show->parsed()) return dynrep::replay::inspectShow(path, compileId, sections, options, std::cout, std::cerr);
     if (why->parsed()) return dynrep::replay::inspectWhy(path, compileId, whySymbol, options, std::cout, std::cerr);
@@ -127,7 +139,8 @@ int run(int argc, char** argv) {
     if (exportTo->parsed()) {
       int code = 0;
       if (!traceDir.empty())
-        code = std::max(code, dynrep::replay::exportTorchTrace(path, traceDir, traceOptions, options, std::cout, std::cerr));
+        code = std::max(code,
+                        dynrep::replay::exportTorchTrace(path, traceDir, traceOptions, options, std::cout, std::cerr));
       if (!perfettoFile.empty())
         code = std::max(code, dynrep::replay::exportPerfetto(path, perfettoFile, options, std::cout, std::cerr));
       return code;

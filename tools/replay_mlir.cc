@@ -14,20 +14,24 @@ int run(int argc, char** argv) {
   app.require_subcommand(1);
   dynrep::replay::lowering::MlirRequest m;
   dynrep::replay::lowering::LowerCheckRequest c;
-  auto* mlir = app.add_subcommand("mlir", "one compile's graph as MLIR: torch dialect, linalg-on-tensors (verified) or LLVM");
+  auto* mlir =
+      app.add_subcommand("mlir", "one compile's graph as MLIR: torch dialect, linalg-on-tensors (verified) or LLVM");
   mlir->add_option("STORE", m.store, "store file")->required();
   mlir->add_option("COMPILE_ID", m.compile, "compile id as ls prints it, e.g. 0/1")->required();
-  mlir->add_option("--graph", m.graph, "forward, backward or inference")->check(CLI::IsMember({"forward", "backward", "inference"}));
+  mlir->add_option("--graph", m.graph, "forward, backward or inference")
+      ->check(CLI::IsMember({"forward", "backward", "inference"}));
   mlir->add_option("--dialect", m.dialect, "torch, linalg or llvm")->check(CLI::IsMember({"torch", "linalg", "llvm"}));
   mlir->add_option("--library", m.library, "custom-op library: func.func definitions named after operators");
   mlir->add_option("-o,--output", m.output, "write the module here instead of stdout");
   dynrep::replay::lowering::MlirRequest ir;
   auto* lowerIr = app.add_subcommand("lower-ir", "a graph IR file (JSON, format 2) as MLIR, without a store");
   lowerIr->add_option("IR", ir.store, "graph IR file")->required();
-  lowerIr->add_option("--dialect", ir.dialect, "torch, linalg or llvm")->check(CLI::IsMember({"torch", "linalg", "llvm"}));
+  lowerIr->add_option("--dialect", ir.dialect, "torch, linalg or llvm")
+      ->check(CLI::IsMember({"torch", "linalg", "llvm"}));
   lowerIr->add_option("--library", ir.library, "custom-op library");
   lowerIr->add_option("-o,--output", ir.output, "write the module here instead of stdout");
-  auto* check = app.add_subcommand("lower-check", "every graph lowered, verified, run by MLIR's JIT and compared; exit 1 when any fails");
+  auto* check = app.add_subcommand(
+      "lower-check", "every graph lowered, verified, run by MLIR's JIT and compared; exit 1 when any fails");
   check->add_option("STORE", c.store, "store file")->required();
   check->add_option("--library", c.library, "custom-op library");
   check->add_option("--sizes", c.sizes, "run at these sizes on random inputs, against replay-run: s0=7,s1=3");

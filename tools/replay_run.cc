@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "dynrep/replay/query/job.h"
-#include "dynrep/replay/run/runner.h"
 #include "dynrep/replay/query/sizes.h"
+#include "dynrep/replay/run/runner.h"
 #include "dynrep/store/reader.h"
 #include "tool_main.h"
 
@@ -22,15 +22,24 @@ namespace {
 using dynrep::replay::run::RunReport;
 
 nlohmann::json toJson(const RunReport& r) {
-  nlohmann::json j = {{"compile_id", r.compileId}, {"graph", r.graph}, {"inputs", r.inputs}, {"sizes", r.sizes},
-                      {"nodes", r.nodes}, {"calls", r.calls}, {"median_seconds", r.medianSeconds}, {"ok", r.ok()},
+  nlohmann::json j = {{"compile_id", r.compileId},
+                      {"graph", r.graph},
+                      {"inputs", r.inputs},
+                      {"sizes", r.sizes},
+                      {"nodes", r.nodes},
+                      {"calls", r.calls},
+                      {"median_seconds", r.medianSeconds},
+                      {"ok", r.ok()},
                       {"filled", r.filled}};
   j["outputs"] = nlohmann::json::array();
   for (const auto& o : r.outputs)
     j["outputs"].push_back({{"position", o.position}, {"status", o.status}, {"max_abs_diff", o.maxAbsDiff}});
   if (r.failure)
-    j["failure"] = {{"node", r.failure->node}, {"op", r.failure->op}, {"location", r.failure->location},
-                    {"scope", r.failure->scope}, {"message", r.failure->message}};
+    j["failure"] = {{"node", r.failure->node},
+                    {"op", r.failure->op},
+                    {"location", r.failure->location},
+                    {"scope", r.failure->scope},
+                    {"message", r.failure->message}};
   if (!r.error.empty()) j["error"] = r.error;
   return j;
 }
@@ -43,7 +52,8 @@ void printText(const RunReport& r, std::ostream& out) {
     out << "\n";
   }
   if (!r.filled.empty()) {
-    out << r.filled.size() << " input(s) not stored (over the sample cap), filled with seeded random values of their description:";
+    out << r.filled.size()
+        << " input(s) not stored (over the sample cap), filled with seeded random values of their description:";
     for (size_t i = 0; i < r.filled.size() && i < 8; ++i) out << " " << r.filled[i];
     out << (r.filled.size() > 8 ? " ..." : "") << "\n";
   }
@@ -60,9 +70,12 @@ void printText(const RunReport& r, std::ostream& out) {
     out << "\n";
     differ += o.status == "differs" || o.status == "shape differs";
   }
-  if (r.calls > 1) out << "median " << std::fixed << std::setprecision(3) << r.medianSeconds * 1e3 << " ms per call (" << r.calls << " calls)\n";
+  if (r.calls > 1)
+    out << "median " << std::fixed << std::setprecision(3) << r.medianSeconds * 1e3 << " ms per call (" << r.calls
+        << " calls)\n";
   out << (differ ? "mismatch: " + std::to_string(differ) + " of " + std::to_string(r.outputs.size()) + " outputs differ"
-                 : "ok: " + std::to_string(r.outputs.size()) + (r.outputs.size() == 1 ? " output matches " : " outputs match ") +
+                 : "ok: " + std::to_string(r.outputs.size()) +
+                       (r.outputs.size() == 1 ? " output matches " : " outputs match ") +
                        (r.inputs == "samples" && r.filled.empty() ? "the stored ones" : "a second run"))
       << "\n";
 }
@@ -85,10 +98,12 @@ int run(int argc, char** argv) {
   app.add_option("--repeat", options.repeat, "calls to time (median reported)");
   app.add_option("--load", options.libraries, "a shared library that registers custom operators");
   app.add_option("--dump", options.dumpPath, "write the inputs and outputs here (torch.load reads it)");
-  app.add_option("--dump-raw", options.rawDumpPath, "write the inputs and outputs as a tensor file (raw bytes, for lower-check)");
+  app.add_option("--dump-raw", options.rawDumpPath,
+                 "write the inputs and outputs as a tensor file (raw bytes, for lower-check)");
   app.add_flag("--json", json, "machine-readable output");
   if (int code; !dynrep::tools::parse(app, argc, argv, &code)) return code;
-  options.inputs = inputs == "random" ? dynrep::replay::run::InputSource::Random : dynrep::replay::run::InputSource::Samples;
+  options.inputs =
+      inputs == "random" ? dynrep::replay::run::InputSource::Random : dynrep::replay::run::InputSource::Samples;
   if (!sizes.empty()) {
     dynrep::Result<dynrep::replay::Symbols> parsed = dynrep::replay::parseSizes(sizes);
     if (!parsed.isOk()) {

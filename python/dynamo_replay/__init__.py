@@ -21,9 +21,6 @@ from dynamo_replay._core import (
     __version__,
 )
 from dynamo_replay.capture import capture as _capture
-from dynamo_replay.fleet.url import is_fleet_url as _is_fleet_url
-from dynamo_replay.replay import ReplaySummary
-from dynamo_replay.replay import replay as _replay
 from dynamo_replay.errors import (
     CaptureWarning,
     CorruptStoreError,
@@ -38,13 +35,22 @@ from dynamo_replay.errors import (
     StoreNotFoundError,
     UnsupportedVersionError,
 )
+from dynamo_replay.fleet.url import is_fleet_url as _is_fleet_url
+from dynamo_replay.replay import ReplaySummary
+from dynamo_replay.replay import replay as _replay
 
 if TYPE_CHECKING:
     import torch.fx
 
 
-def replay(path: str | os.PathLike[str], *, strict: bool = False, key: str | bytes | None = None,
-           verbose: bool = True, update: bool | None = None) -> Any:
+def replay(
+    path: str | os.PathLike[str],
+    *,
+    strict: bool = False,
+    key: str | bytes | None = None,
+    verbose: bool = True,
+    update: bool | None = None,
+) -> Any:
     """Run the torch.compile work in a `with` block from the store at `path` instead of
     compiling (dynamo_replay.replay.replay). A `redis://HOST:PORT/DB?name=JOB` URL names a
     fleet store: this host's entry is replayed, or captured under the job's lease while the
@@ -74,8 +80,9 @@ def capture(path: str | os.PathLike[str], **options: Any) -> Any:
     return _capture(path, **options)
 
 
-def load_graph(store: str | os.PathLike[str], compile_id: str, graph: str = "forward",
-               inputs: bool = True) -> torch.fx.GraphModule:
+def load_graph(
+    store: str | os.PathLike[str], compile_id: str, graph: str = "forward", inputs: bool = True
+) -> torch.fx.GraphModule:
     """The graph `graph` ("forward", "backward", "inference" or "dynamo") of compile `compile_id`
     ("0/0") in `store`, rebuilt from its graph IR as a torch.fx.GraphModule that runs without
     the original model: `example_inputs`, `expected_outputs`, `check(rtol, atol)` -> [] when

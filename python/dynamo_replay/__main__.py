@@ -10,6 +10,7 @@ from pathlib import Path
 
 from dynamo_replay.tools import inspect_executable, run_inspect
 
+
 def _prepare_job(args: argparse.Namespace) -> None:
     """Gives the job its own argv (recorded by capture) and, for a script, its directory on sys.path."""
     target = args.module if args.module else args.script
@@ -38,14 +39,20 @@ def _capture(args: argparse.Namespace) -> int:
     from dynamo_replay import capture
 
     _prepare_job(args)
-    with capture(args.output, level=args.level, samples=not args.no_samples, precompile=not args.no_precompile,
-                 core_aten=not args.no_core_aten, parameters=args.parameters):
+    with capture(
+        args.output,
+        level=args.level,
+        samples=not args.no_samples,
+        precompile=not args.no_precompile,
+        core_aten=not args.no_core_aten,
+        parameters=args.parameters,
+    ):
         return _run_job(args)
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from dynamo_replay.errors import ReplayError
     from dynamo_replay import replay
+    from dynamo_replay.errors import ReplayError
 
     _prepare_job(args)
     try:
@@ -111,21 +118,38 @@ def _graph(args: argparse.Namespace) -> int:
         return 2
     repro = written.repro
     if args.json:
-        print(json.dumps({"script": str(written.script), "data": str(written.data) if written.data else None,
-                          "compile": args.compile, "graph": repro.graph_event, "inputs": repro.inputs,
-                          "outputs": repro.outputs, "compared_outputs": repro.compared}))
+        print(
+            json.dumps(
+                {
+                    "script": str(written.script),
+                    "data": str(written.data) if written.data else None,
+                    "compile": args.compile,
+                    "graph": repro.graph_event,
+                    "inputs": repro.inputs,
+                    "outputs": repro.outputs,
+                    "compared_outputs": repro.compared,
+                }
+            )
+        )
         return 0
     beside = f" and {written.data} ({len(repro.data)} bytes)" if written.data else ""
-    print(f"wrote {written.script}{beside}: {repro.graph_event} of compile {args.compile}, {repro.inputs} inputs, "
-          f"{repro.compared} of {repro.outputs} outputs to compare; run it with: python {written.script}")
+    print(
+        f"wrote {written.script}{beside}: {repro.graph_event} of compile {args.compile}, {repro.inputs} inputs, "
+        f"{repro.compared} of {repro.outputs} outputs to compare; run it with: python {written.script}"
+    )
     return 0
 
 
 def _why(args: argparse.Namespace) -> int:
     """replay-inspect's why-answer; with --verify, the top edit applied to a copy and the job run again."""
     if not args.verify:
-        done = run_inspect("why", *(["--json"] if args.json else []), *(["--symbol", args.symbol] if args.symbol else []),
-                           args.store, *([args.compile] if args.compile else []))
+        done = run_inspect(
+            "why",
+            *(["--json"] if args.json else []),
+            *(["--symbol", args.symbol] if args.symbol else []),
+            args.store,
+            *([args.compile] if args.compile else []),
+        )
         sys.stdout.write(done.stdout)
         sys.stderr.write(done.stderr)
         return done.returncode
@@ -156,58 +180,85 @@ def main(argv: list[str] | None = None) -> int:
     cap.add_argument("-o", "--output", required=True, help="store file to write (replaced if it exists)")
     cap.add_argument("--level", type=int, default=3, help="zstd level (default 3)")
     cap.add_argument("--no-samples", action="store_true", help="do not store graphs' first-call inputs and outputs")
-    cap.add_argument("--parameters", action="store_true",
-                     help="store parameters in the samples whatever their size (once per store, by content)")
-    cap.add_argument("--no-core-aten", action="store_true",
-                     help="do not store each aten graph decomposed to Core ATen (for the MLIR lowering)")
-    cap.add_argument("--no-precompile", action="store_true",
-                     help="capture only PyTorch's caches, not Dynamo's saved frames: replay then traces every "
-                          "frame with Dynamo again")
+    cap.add_argument(
+        "--parameters",
+        action="store_true",
+        help="store parameters in the samples whatever their size (once per store, by content)",
+    )
+    cap.add_argument(
+        "--no-core-aten",
+        action="store_true",
+        help="do not store each aten graph decomposed to Core ATen (for the MLIR lowering)",
+    )
+    cap.add_argument(
+        "--no-precompile",
+        action="store_true",
+        help="capture only PyTorch's caches, not Dynamo's saved frames: replay then traces every "
+        "frame with Dynamo again",
+    )
     _add_job_arguments(cap)
     cap.set_defaults(run=_capture)
     rep = sub.add_parser("replay", help="run a script or module with its compiled code from a store")
     rep.add_argument("--strict", action="store_true", help="fail instead of compiling, or when the store is refused")
     rep.add_argument("-q", "--quiet", action="store_true", help="do not print the replay summary")
-    rep.add_argument("--update", action="store_true",
-                     help="add what compiles during the run to the store (a new generation; a missing store is "
-                          "captured whole), so the next start replays it too")
+    rep.add_argument(
+        "--update",
+        action="store_true",
+        help="add what compiles during the run to the store (a new generation; a missing store is "
+        "captured whole), so the next start replays it too",
+    )
     rep.add_argument("store", help="store file written by capture")
     _add_job_arguments(rep)
     rep.set_defaults(run=_replay)
     check = sub.add_parser(
-        "check", help="say what a replay would do on this host, before the job starts",
+        "check",
+        help="say what a replay would do on this host, before the job starts",
         description="The pre-flight: whether the store (or the fleet entry this host would take) is used or "
-                    "refused, with every differing factor, and for each saved frame whether it replays, compiles "
-                    "(and why) or depends on a value only the running job has. The job is not run. Exit codes: 0 "
-                    "every saved frame replays (given the values listed), 3 some compile, 4 refused, 1 the check "
-                    "could not run, 2 bad usage.")
+        "refused, with every differing factor, and for each saved frame whether it replays, compiles "
+        "(and why) or depends on a value only the running job has. The job is not run. Exit codes: 0 "
+        "every saved frame replays (given the values listed), 3 some compile, 4 refused, 1 the check "
+        "could not run, 2 bad usage.",
+    )
     check.add_argument("--json", action="store_true", help="print the answer as JSON")
     check.add_argument("store", help="store file, or redis://HOST:PORT/DB?name=JOB")
     check.add_argument("script", nargs="?", help="the job's script: compared with the one captured")
     check.add_argument("args", nargs=argparse.REMAINDER, help="the job's arguments: compared with the captured ones")
     check.set_defaults(run=_check)
     graph = sub.add_parser(
-        "graph", help="write a standalone script that runs one stored graph on its stored inputs",
+        "graph",
+        help="write a standalone script that runs one stored graph on its stored inputs",
         description="Writes a script that runs one stored graph (rebuilt from the store's graph IR) on the inputs "
-                    "the compiled graph was first called with and compares its outputs with the stored ones. The "
-                    "script needs only torch: not the model, the store or dynamo-replay. It prints one line and "
-                    "exits 0 when the outputs match (bitwise, or within the float tolerance), 1 when they differ. "
-                    "This command exits 2 when the store, the compile, the graph or its samples are missing.")
+        "the compiled graph was first called with and compares its outputs with the stored ones. The "
+        "script needs only torch: not the model, the store or dynamo-replay. It prints one line and "
+        "exits 0 when the outputs match (bitwise, or within the float tolerance), 1 when they differ. "
+        "This command exits 2 when the store, the compile, the graph or its samples are missing.",
+    )
     graph.add_argument("store", help="store file written by capture")
     graph.add_argument("compile", help="compile id, as replay-inspect ls lists it (0/0, 1/0_1)")
-    graph.add_argument("--graph", default="forward", choices=["forward", "backward", "inference", "dynamo"],
-                       help="which graph: AOTAutograd's forward (or inference) graph, its backward graph, or "
-                            "Dynamo's graph (default: forward)")
-    graph.add_argument("-o", "--output", help="script to write; constants, inputs and expected outputs go beside "
-                                              "it as NAME.pt (torch.save) unless small enough to go inside. "
-                                              "Without -o the script goes to stdout with everything inside")
+    graph.add_argument(
+        "--graph",
+        default="forward",
+        choices=["forward", "backward", "inference", "dynamo"],
+        help="which graph: AOTAutograd's forward (or inference) graph, its backward graph, or "
+        "Dynamo's graph (default: forward)",
+    )
+    graph.add_argument(
+        "-o",
+        "--output",
+        help="script to write; constants, inputs and expected outputs go beside "
+        "it as NAME.pt (torch.save) unless small enough to go inside. "
+        "Without -o the script goes to stdout with everything inside",
+    )
     graph.add_argument("--json", action="store_true", help="with -o: say what was written as JSON")
     graph.set_defaults(run=_graph)
-    why = sub.add_parser("why", help="why a job failed, broke its graph or recompiled; --verify proves the fix",
-                         description="Without --verify, replay-inspect why. With --verify, the top advice that is an "
-                                     "edit is applied to a copy of the job's source and the job runs again under "
-                                     "capture in a fresh process: exit 0 when the failure or recompile is gone and "
-                                     "the outputs match eager, 1 when not, 2 when the job cannot be re-run.")
+    why = sub.add_parser(
+        "why",
+        help="why a job failed, broke its graph or recompiled; --verify proves the fix",
+        description="Without --verify, replay-inspect why. With --verify, the top advice that is an "
+        "edit is applied to a copy of the job's source and the job runs again under "
+        "capture in a fresh process: exit 0 when the failure or recompile is gone and "
+        "the outputs match eager, 1 when not, 2 when the job cannot be re-run.",
+    )
     why.add_argument("store", help="store file written by capture")
     why.add_argument("compile", nargs="?", help="compile id (replay-inspect ls lists them)")
     why.add_argument("--verify", action="store_true", help="apply the advised edit to a copy and run the job again")

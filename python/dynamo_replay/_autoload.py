@@ -22,8 +22,12 @@ STRICT_ENV = "DYNAMO_REPLAY_STRICT"
 # none of its compiles: torchrun's agent (it would take the fleet's lease from its own rank 0,
 # and publish an empty entry) and Inductor's compile workers.
 _HELPER_MODULES = ("torch.distributed.run", "torch.distributed.launch", "torch._inductor.compile_worker")
-_HELPER_SCRIPTS = ("/torchrun", "torch/distributed/run.py", "torch/distributed/launch.py",
-                   "torch/_inductor/compile_worker/__main__.py")
+_HELPER_SCRIPTS = (
+    "/torchrun",
+    "torch/distributed/run.py",
+    "torch/distributed/launch.py",
+    "torch/_inductor/compile_worker/__main__.py",
+)
 
 
 def is_pytorch_helper(command: list[str]) -> bool:
@@ -51,8 +55,8 @@ def on_torch_import() -> None:
     path = os.environ.get(STORE_ENV)
     if not path or is_pytorch_helper(getattr(sys, "orig_argv", sys.argv)):
         return
-    from dynamo_replay.errors import ReplayRefusedError
     from dynamo_replay import replay
+    from dynamo_replay.errors import ReplayRefusedError
 
     session = replay(path, strict=os.environ.get(STRICT_ENV) == "1")
     try:

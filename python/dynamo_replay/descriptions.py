@@ -140,8 +140,12 @@ def describe_state(value: Any, _depth: int = 0) -> str | None:
     keeps state elsewhere (__slots__, a C base) or any attribute has no faithful description."""
     cls = type(value)
     state = getattr(value, "__dict__", None)
-    if not isinstance(state, dict) or _depth > 8 or isinstance(value, (type, types.ModuleType)) \
-            or any("__slots__" in vars(base) or not base.__flags__ & _HEAPTYPE for base in cls.__mro__[:-1]):
+    if (
+        not isinstance(state, dict)
+        or _depth > 8
+        or isinstance(value, (type, types.ModuleType))
+        or any("__slots__" in vars(base) or not base.__flags__ & _HEAPTYPE for base in cls.__mro__[:-1])
+    ):
         return None
     parts = []
     for name, item in sorted(state.items()):
@@ -238,7 +242,7 @@ def _digest_class(cls: type) -> str:
     return digest.hexdigest()[:16]
 
 
-@functools.lru_cache(maxsize=None)  # a code object never changes; equal ones digest alike
+@functools.cache  # a code object never changes; equal ones digest alike
 def code_digest(code: types.CodeType) -> str:
     """A digest of what a code object does, equal across processes (the repr of a nested
     code object holds its address, so constants are digested one by one)."""

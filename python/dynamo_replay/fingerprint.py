@@ -32,7 +32,13 @@ def _canonical(value: object) -> str:
     if isinstance(value, (set, frozenset)):
         return "{" + ", ".join(sorted(_canonical(v) for v in value)) + "}"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{_canonical(k)}: {_canonical(v)}" for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))) + "}"
+        return (
+            "{"
+            + ", ".join(
+                f"{_canonical(k)}: {_canonical(v)}" for k, v in sorted(value.items(), key=lambda kv: repr(kv[0]))
+            )
+            + "}"
+        )
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_canonical(v) for v in value) + "]"
     return repr(value)
@@ -80,7 +86,7 @@ def ignored_by_pytorch(key: str) -> bool:
     if not key.startswith(prefix):
         return False
     ignored = settings.inductor_config_ignored_prefixes()
-    return bool(ignored) and key[len(prefix):].startswith(ignored)
+    return bool(ignored) and key[len(prefix) :].startswith(ignored)
 
 
 def cpu_isa_flags() -> str:
@@ -102,4 +108,4 @@ def source_hash(filename: str, code: CodeType | None = None, lines: list[int] | 
     text = linecache.getlines(filename)
     if not lines or not text or lines[1] > len(text):
         return [], ""
-    return lines, hashlib.sha256("".join(text[lines[0] - 1:lines[1]]).encode()).hexdigest()
+    return lines, hashlib.sha256("".join(text[lines[0] - 1 : lines[1]]).encode()).hexdigest()

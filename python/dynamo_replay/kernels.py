@@ -63,7 +63,11 @@ def _isa_probe_libraries(root: Path) -> set[Path]:
     found = set()
     for source in root.glob("??/*.cpp"):
         library = source.with_suffix(".so")
-        if library.exists() and source.stat().st_size <= longest and source.read_text(errors="replace").strip() in probes:
+        if (
+            library.exists()
+            and source.stat().st_size <= longest
+            and source.read_text(errors="replace").strip() in probes
+        ):
             found.add(library)
     return found
 
@@ -153,9 +157,14 @@ def compiler_identity() -> dict[str, str]:
 def _safe_relative(name: str) -> PurePosixPath:
     """The path under the cache directory for an artifact name; refuses anything that could
     land outside it, since a store may come from elsewhere."""
-    relative = PurePosixPath(name[len(KERNEL_PREFIX):])
-    if (not name.startswith(KERNEL_PREFIX) or relative.is_absolute() or ".." in relative.parts
-            or relative.suffix != ".so" or len(relative.parts) != 2):
+    relative = PurePosixPath(name[len(KERNEL_PREFIX) :])
+    if (
+        not name.startswith(KERNEL_PREFIX)
+        or relative.is_absolute()
+        or ".." in relative.parts
+        or relative.suffix != ".so"
+        or len(relative.parts) != 2
+    ):
         raise ValueError(f"kernel library name {name!r} is not <dir>/<file>.so under the Inductor cache")
     return relative
 

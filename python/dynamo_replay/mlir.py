@@ -25,12 +25,15 @@ def _tool() -> str:
     try:
         return mlir_executable()
     except FileNotFoundError as e:
-        raise GraphError("replay-mlir (the MLIR lowering) is not installed: it is built where MLIR 19 is "
-                         "(apt-get install libmlir-19-dev mlir-19-tools llvm-19-dev), then reinstall dynamo-replay") from e
+        raise GraphError(
+            "replay-mlir (the MLIR lowering) is not installed: it is built where MLIR 19 is "
+            "(apt-get install libmlir-19-dev mlir-19-tools llvm-19-dev), then reinstall dynamo-replay"
+        ) from e
 
 
-def lower(store: PathLike, compile_id: str, graph: str = "forward", dialect: str = "linalg",
-          library: PathLike | None = None) -> str:
+def lower(
+    store: PathLike, compile_id: str, graph: str = "forward", dialect: str = "linalg", library: PathLike | None = None
+) -> str:
     """The graph as an MLIR module (text). Raises GraphError naming the nodes that were not
     lowered, or what is wrong with the store or the library."""
     args = [_tool(), "mlir", os.fspath(store), compile_id, "--graph", graph, "--dialect", dialect]
@@ -42,8 +45,9 @@ def lower(store: PathLike, compile_id: str, graph: str = "forward", dialect: str
     return done.stdout
 
 
-def lower_check(store: PathLike, library: PathLike | None = None, sizes: dict[str, int] | None = None,
-                seed: int = 0) -> dict[str, Any]:
+def lower_check(
+    store: PathLike, library: PathLike | None = None, sizes: dict[str, int] | None = None, seed: int = 0
+) -> dict[str, Any]:
     """Every aten graph lowered, verified, run by MLIR's JIT and compared (lower-check --json):
     {"graphs": [...], "operators": {...}, "summary": {"graphs", "matched"}}."""
     args = [_tool(), "lower-check", os.fspath(store), "--json", "--seed", str(seed)]

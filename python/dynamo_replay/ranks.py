@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from dynamo_replay._core import Artifact, Store
 
@@ -84,8 +85,9 @@ def cache_keys(path: str) -> tuple[set[str], set[str]] | None:
 
     try:
         with Store.open(path) as store:
-            raw = next((store.get_blob(a.blob_key) for a in store.records(Artifact)
-                        if a.name == schema.REPLAY_DATA_NAME), None)
+            raw = next(
+                (store.get_blob(a.blob_key) for a in store.records(Artifact) if a.name == schema.REPLAY_DATA_NAME), None
+            )
         data = ReplayData.from_json(raw) if raw is not None else None
     except Exception:  # any reason it cannot be read: nothing is decided from it
         return None

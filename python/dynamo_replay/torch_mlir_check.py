@@ -27,8 +27,10 @@ PIP_COMMAND = "pip install --no-deps torch-mlir==20261001"
 
 # What torch-mlir runs after its FX importer (torch_mlir/fx.py _module_lowering), then for
 # OutputType.LINALG_ON_TENSORS (torch_mlir/compiler_utils.py lower_mlir_module).
-TORCH_BACKEND_PIPELINE = ("builtin.module(func.func(torch-match-quantized-custom-ops), "
-                          "torchdynamo-export-to-torch-backend-pipeline{ extra-library=})")
+TORCH_BACKEND_PIPELINE = (
+    "builtin.module(func.func(torch-match-quantized-custom-ops), "
+    "torchdynamo-export-to-torch-backend-pipeline{ extra-library=})"
+)
 LINALG_PIPELINE = "builtin.module(torch-backend-to-linalg-on-tensors-backend-pipeline{allow-non-finites=True})"
 
 # linalg-on-tensors -> LLVM, as torch-mlir's reference backend lowers it
@@ -36,19 +38,49 @@ LINALG_PIPELINE = "builtin.module(torch-backend-to-linalg-on-tensors-backend-pip
 # wheel's MLIR has no buffer-deallocation pass, so buffer-deallocation-pipeline runs after the
 # calling-convention munging (the results are copied out by the callback before they are
 # freed; run before it, it frees them early); and no runtime verification.
-REF_BACKEND_PIPELINE = "builtin.module(" + ",".join([
-    "func.func(linalg-generalize-named-ops)", "func.func(linalg-fuse-elementwise-ops)", "convert-shape-to-std",
-    "sparse-assembler{direct-out}", "sparsification-and-bufferization", "sparse-storage-specifier-to-llvm",
-    "func.func(expand-realloc)", "func.func(refback-generalize-tensor-pad)", "func.func(refback-generalize-tensor-concat)",
-    "func.func(tm-tensor-bufferize)",
-    "one-shot-bufferize{copy-before-write bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
-    "refback-mlprogram-bufferize", "inline", "refback-munge-calling-conventions", "buffer-deallocation-pipeline",
-    "func.func(tm-tensor-to-loops)", "func.func(refback-munge-memref-copy)", "func.func(convert-linalg-to-loops)",
-    "func.func(lower-affine)", "convert-scf-to-cf", "func.func(refback-expand-ops-for-llvm)", "func.func(arith-expand)",
-    "func.func(convert-math-to-llvm)", "convert-math-to-libm", "expand-strided-metadata", "finalize-memref-to-llvm",
-    "lower-affine", "convert-bufferization-to-memref", "finalize-memref-to-llvm", "func.func(convert-arith-to-llvm)",
-    "convert-vector-to-llvm", "convert-func-to-llvm", "convert-cf-to-llvm", "convert-complex-to-llvm",
-    "reconcile-unrealized-casts"]) + ")"
+REF_BACKEND_PIPELINE = (
+    "builtin.module("
+    + ",".join(
+        [
+            "func.func(linalg-generalize-named-ops)",
+            "func.func(linalg-fuse-elementwise-ops)",
+            "convert-shape-to-std",
+            "sparse-assembler{direct-out}",
+            "sparsification-and-bufferization",
+            "sparse-storage-specifier-to-llvm",
+            "func.func(expand-realloc)",
+            "func.func(refback-generalize-tensor-pad)",
+            "func.func(refback-generalize-tensor-concat)",
+            "func.func(tm-tensor-bufferize)",
+            "one-shot-bufferize{copy-before-write bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
+            "refback-mlprogram-bufferize",
+            "inline",
+            "refback-munge-calling-conventions",
+            "buffer-deallocation-pipeline",
+            "func.func(tm-tensor-to-loops)",
+            "func.func(refback-munge-memref-copy)",
+            "func.func(convert-linalg-to-loops)",
+            "func.func(lower-affine)",
+            "convert-scf-to-cf",
+            "func.func(refback-expand-ops-for-llvm)",
+            "func.func(arith-expand)",
+            "func.func(convert-math-to-llvm)",
+            "convert-math-to-libm",
+            "expand-strided-metadata",
+            "finalize-memref-to-llvm",
+            "lower-affine",
+            "convert-bufferization-to-memref",
+            "finalize-memref-to-llvm",
+            "func.func(convert-arith-to-llvm)",
+            "convert-vector-to-llvm",
+            "convert-func-to-llvm",
+            "convert-cf-to-llvm",
+            "convert-complex-to-llvm",
+            "reconcile-unrealized-casts",
+        ]
+    )
+    + ")"
+)
 
 # Each stage a graph can reach, in order; a result names the last one passed. none: the stored
 # inputs or replay-mlir failed; emitted: replay-mlir wrote the module; parsed: torch-mlir parsed
@@ -65,9 +97,9 @@ _CONSUME_PREFIX = "refbackend_consume_func_return_"
 @dataclass(frozen=True)
 class TorchMlirResult:
     compile_id: str
-    graph: str           # the graph's event: aot_forward_graph, aot_backward_graph, aot_inference_graph
-    stage: str           # the last stage passed (STAGES)
-    error: str = ""      # why the next stage failed: torch-mlir's diagnostics, or the outputs that differ
+    graph: str  # the graph's event: aot_forward_graph, aot_backward_graph, aot_inference_graph
+    stage: str  # the last stage passed (STAGES)
+    error: str = ""  # why the next stage failed: torch-mlir's diagnostics, or the outputs that differ
 
     @property
     def ok(self) -> bool:
@@ -83,8 +115,9 @@ def require_torch_mlir() -> Any:
         import torch_mlir.passmanager
         import torch_mlir.runtime
     except ImportError as e:
-        raise ImportError(f"torch-mlir is not installed ({e}): {PIP_COMMAND} (--no-deps: it must not "
-                          "replace the installed torch)") from e
+        raise ImportError(
+            f"torch-mlir is not installed ({e}): {PIP_COMMAND} (--no-deps: it must not replace the installed torch)"
+        ) from e
     import torch_mlir
 
     return torch_mlir
@@ -161,8 +194,11 @@ def _scalars_as_tensors(tm: Any, func: Any) -> None:
         scalar = arg.type
         arg.set_type(ir.Type.parse("!torch.vtensor<[],si64>" if kind == "!torch.int" else "!torch.vtensor<[],f64>"))
         with ir.InsertionPoint.at_block_begin(block), func.location:
-            read = ir.Operation.create("torch.aten.Int.Tensor" if kind == "!torch.int" else "torch.aten.Float.Tensor",
-                                       results=[scalar], operands=[arg])
+            read = ir.Operation.create(
+                "torch.aten.Int.Tensor" if kind == "!torch.int" else "torch.aten.Float.Tensor",
+                results=[scalar],
+                operands=[arg],
+            )
         arg.replace_all_uses_except(read.result, read)
     inputs = [a.type for a in block.arguments]
     results = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value).results
@@ -188,8 +224,11 @@ def _drop_none_results(tm: Any, func: Any) -> list[int]:
 
 
 def _function(tm: Any, module: Any) -> Any:
-    funcs = [op for op in module.body.operations if op.operation.name == "func.func"
-             and "sym_visibility" not in op.operation.attributes]
+    funcs = [
+        op
+        for op in module.body.operations
+        if op.operation.name == "func.func" and "sym_visibility" not in op.operation.attributes
+    ]
     if len(funcs) != 1:
         raise _StageError(f"expected one public func.func, found {len(funcs)}")
     return funcs[0].operation
@@ -231,8 +270,11 @@ def _check_narrowing_casts(tm: Any, module: Any) -> None:
             with ir.InsertionPoint(op), op.location:
                 actual = tensor.dim(source, arith.ConstantOp.create_index(d))
                 same = arith.cmpi(arith.CmpIPredicate.eq, actual, arith.ConstantOp.create_index(size))
-                cf.assert_(same, f"{op.location}: torch-mlir's lowering assumed dim {d} of a {have} is {size}, "
-                                 "and it is not (llvm/torch-mlir#4743)")
+                cf.assert_(
+                    same,
+                    f"{op.location}: torch-mlir's lowering assumed dim {d} of a {have} is {size}, "
+                    "and it is not (llvm/torch-mlir#4743)",
+                )
 
 
 def _execute(tm: Any, module: Any, name: str, arrays: list[Any]) -> list[Any]:
@@ -240,8 +282,17 @@ def _execute(tm: Any, module: Any, name: str, arrays: list[Any]) -> list[Any]:
     import numpy as np
     from torch_mlir.runtime import UnrankedMemRefDescriptor, get_unranked_memref_descriptor, unranked_memref_to_numpy
 
-    memref_dtypes = {"mrf16": np.float16, "mrf32": np.float32, "mrf64": np.float64, "mri1": np.bool_, "mri8": np.int8,
-                     "mri32": np.int32, "mri64": np.int64, "mrc32": np.complex64, "mrc64": np.complex128}
+    memref_dtypes = {
+        "mrf16": np.float16,
+        "mrf32": np.float32,
+        "mrf64": np.float64,
+        "mri1": np.bool_,
+        "mri8": np.int8,
+        "mri32": np.int32,
+        "mri64": np.int64,
+        "mrc32": np.complex64,
+        "mrc64": np.complex128,
+    }
     scalars = {"i1": ctypes.c_bool, "i64": ctypes.c_int64, "f32": ctypes.c_float, "f64": ctypes.c_double}
     engine = tm.execution_engine.ExecutionEngine(module, opt_level=2)
     results: list[Any] = []
@@ -250,15 +301,17 @@ def _execute(tm: Any, module: Any, name: str, arrays: list[Any]) -> list[Any]:
         symbol = tm.ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else ""
         if not symbol.startswith(_CONSUME_PREFIX):
             continue
-        tokens = symbol[len(_CONSUME_PREFIX):].split("_")
+        tokens = symbol[len(_CONSUME_PREFIX) :].split("_")
         unknown = [t for t in tokens if t not in memref_dtypes and t not in scalars]
         if unknown:
             raise _StageError(f"the reference backend cannot return {', '.join(unknown)} values")
         prototype = ctypes.CFUNCTYPE(None, *[scalars.get(t, ctypes.POINTER(UnrankedMemRefDescriptor)) for t in tokens])
 
         def consume(*values: Any, tokens: list[str] = tokens) -> None:  # copies: the buffers are freed after it
-            results[:] = [np.array(unranked_memref_to_numpy(v, memref_dtypes[t]), copy=True) if t in memref_dtypes else v
-                          for v, t in zip(values, tokens)]
+            results[:] = [
+                np.array(unranked_memref_to_numpy(v, memref_dtypes[t]), copy=True) if t in memref_dtypes else v
+                for v, t in zip(values, tokens)
+            ]
 
         callbacks.append(prototype(consume))
         engine.register_runtime(symbol, callbacks[-1])
@@ -307,7 +360,9 @@ def _isolated(run: Callable[[], list[Any]]) -> list[Any]:
         name = signal.Signals(os.WTERMSIG(status)).name
         raise _StageError(f"the compiled function was killed by {name}" + (f": {output}" if output else ""))
     if not payload:
-        raise _StageError(f"the compiled function's process exited {os.WEXITSTATUS(status)}" + (f": {output}" if output else ""))
+        raise _StageError(
+            f"the compiled function's process exited {os.WEXITSTATUS(status)}" + (f": {output}" if output else "")
+        )
     kind, value = pickle.loads(payload)
     if kind == "error":
         raise _StageError(value)
@@ -335,8 +390,9 @@ def _compare(got: list[Any], kept: list[int], expected: list[tuple[int, Any]]) -
     return "\n".join(differences(outputs, expected, RTOL, ATOL))
 
 
-def check_text(text: str, inputs: list[Any], expected: list[tuple[int, Any]], compile_id: str = "",
-               graph: str = "") -> TorchMlirResult:
+def check_text(
+    text: str, inputs: list[Any], expected: list[tuple[int, Any]], compile_id: str = "", graph: str = ""
+) -> TorchMlirResult:
     """`text` (a torch-dialect module from dynamo_replay.mlir.lower) through torch-mlir, run on
     `inputs` and compared with `expected` ((output position, value) pairs)."""
     tm = require_torch_mlir()
@@ -374,8 +430,12 @@ def check_text(text: str, inputs: list[Any], expected: list[tuple[int, Any]], co
     return TorchMlirResult(compile_id, graph, stage)
 
 
-def check(store: str | os.PathLike[str], compile_id: str, graph: str = "forward",
-          library: str | os.PathLike[str] | None = None) -> TorchMlirResult:
+def check(
+    store: str | os.PathLike[str],
+    compile_id: str,
+    graph: str = "forward",
+    library: str | os.PathLike[str] | None = None,
+) -> TorchMlirResult:
     """One stored graph ("forward", "backward", "inference"): emitted by replay-mlir in the torch
     dialect, then through torch-mlir (check_text) on the stored first-call inputs."""
     from dynamo_replay import mlir

@@ -68,9 +68,18 @@ class Verdict:
         def run(r: Run) -> dict[str, Any]:
             return {"command": r.command, "returncode": r.returncode, "problems": r.problems}
 
-        return {"compile_id": self.compile_id, "function": self.function, "advice": self.advice, "file": self.file,
-                "diff": self.diff, "before": run(self.before), "after": run(self.after), "eager": run(self.eager),
-                "fixed": self.fixed, "same_outputs": self.same_outputs}
+        return {
+            "compile_id": self.compile_id,
+            "function": self.function,
+            "advice": self.advice,
+            "file": self.file,
+            "diff": self.diff,
+            "before": run(self.before),
+            "after": run(self.after),
+            "eager": run(self.eager),
+            "fixed": self.fixed,
+            "same_outputs": self.same_outputs,
+        }
 
 
 # Every run of the job starts from one random state, so a job that draws its inputs at random
@@ -106,8 +115,10 @@ def _target(answer: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     if not answer.get("compiles"):
         raise Refused("nothing to verify: why finds no failure, graph break or recompile")
     kinds = ", ".join(dict.fromkeys(named)) or "none"
-    raise Refused(f"no advice is an edit --verify can apply (advice: {kinds}); torch_cond, loops and the like "
-                  "are code changes a person makes")
+    raise Refused(
+        f"no advice is an edit --verify can apply (advice: {kinds}); torch_cond, loops and the like "
+        "are code changes a person makes"
+    )
 
 
 def _job(store: str) -> tuple[dict[str, Any], list[tuple[str, list[int], str]]]:
@@ -158,12 +169,19 @@ def apply_edit(text: str, apply: dict[str, Any]) -> str:
         at = _after_imports(lines)
         lines.insert(at, f"import torch._dynamo  # added by dynamo-replay why --verify\n{code}\n")
     elif action == "replace_mark":
-        pattern = re.compile(r"torch\._dynamo\.mark_dynamic\(\s*" + re.escape(apply["name"]) + r"\s*,\s*" +
-                             str(int(apply["dim"])) + r"\b")
+        pattern = re.compile(
+            r"torch\._dynamo\.mark_dynamic\(\s*"
+            + re.escape(apply["name"])
+            + r"\s*,\s*"
+            + str(int(apply["dim"]))
+            + r"\b"
+        )
         hits = [i for i, line in enumerate(lines) if pattern.search(line)]
         if len(hits) != 1:
-            raise Refused(f"found {len(hits)} calls `torch._dynamo.mark_dynamic({apply['name']}, {apply['dim']}...)`, "
-                          "expected one to replace")
+            raise Refused(
+                f"found {len(hits)} calls `torch._dynamo.mark_dynamic({apply['name']}, {apply['dim']}...)`, "
+                "expected one to replace"
+            )
         line = lines[hits[0]]
         start = pattern.search(line).start()
         end = _call_end(line, start)
@@ -198,8 +216,9 @@ def _call_end(line: str, start: int) -> int:
     return -1
 
 
-def _run(job: dict[str, Any], script: Path, args: list[str], out: Path | None, env: dict[str, str],
-         timeout: float) -> Run:
+def _run(
+    job: dict[str, Any], script: Path, args: list[str], out: Path | None, env: dict[str, str], timeout: float
+) -> Run:
     """The job's script run as capture ran it: under capture to `out`, or eagerly when out is None."""
     python = job.get("python") or sys.executable
     if not os.path.exists(python):
@@ -212,8 +231,15 @@ def _run(job: dict[str, Any], script: Path, args: list[str], out: Path | None, e
         env = {**env, schema.VERIFY_STORE_ENV: str(out)}
         command = [python, str(script), *args]
     try:
-        done = subprocess.run(command, cwd=job.get("cwd") or None, env=env, capture_output=True, text=True,
-                              timeout=timeout, errors="replace")
+        done = subprocess.run(
+            command,
+            cwd=job.get("cwd") or None,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            errors="replace",
+        )
     except subprocess.TimeoutExpired:
         return Run(command, -1, "", f"timed out after {timeout:.0f} s")
     return Run(command, done.returncode, done.stdout, done.stderr)
@@ -255,11 +281,19 @@ def verify(store: str, compile_id: str | None = None, timeout: float = 600) -> V
     apply = advice["apply"]
     edited_file = Path(apply.get("file") or script).resolve()
     if edited_file != script.resolve() and edited_file.parent != script.resolve().parent:
-        raise Refused(f"the edit goes in {edited_file}: --verify substitutes only the job's script and modules beside it")
+        raise Refused(
+            f"the edit goes in {edited_file}: --verify substitutes only the job's script and modules beside it"
+        )
     original = edited_file.read_text()
     edited = apply_edit(original, apply)
-    diff = "".join(difflib.unified_diff(original.splitlines(keepends=True), edited.splitlines(keepends=True),
-                                        str(edited_file), f"{edited_file} (edited)"))
+    diff = "".join(
+        difflib.unified_diff(
+            original.splitlines(keepends=True),
+            edited.splitlines(keepends=True),
+            str(edited_file),
+            f"{edited_file} (edited)",
+        )
+    )
     args = list(job.get("argv", [])[1:])
     with tempfile.TemporaryDirectory(prefix="dynrep-verify-") as tmp:
         work = Path(tmp)
@@ -270,22 +304,27 @@ def verify(store: str, compile_id: str | None = None, timeout: float = 600) -> V
             (directory / edited_file.name).write_text(text)
             if edited_file != script.resolve():
                 shutil.copy(script, directory / script.name)
+
         # The copies come first on the path; the script's own folder still serves everything else.
         def env_for(directory: Path) -> dict[str, str]:
-            path = os.pathsep.join(p for p in (str(directory), str(script.parent), os.environ.get("PYTHONPATH", "")) if p)
+            path = os.pathsep.join(
+                p for p in (str(directory), str(script.parent), os.environ.get("PYTHONPATH", "")) if p
+            )
             return {**os.environ, "PYTHONPATH": path, "PYTHONWARNINGS": "ignore"}
 
         before = _run(job, before_dir / script.name, args, work / "before.dynrep", env_for(before_dir), timeout)
         after = _run(job, after_dir / script.name, args, work / "after.dynrep", env_for(after_dir), timeout)
-        eager = _run(job, after_dir / script.name, args, None, {**env_for(after_dir), "TORCHDYNAMO_DISABLE": "1"},
-                     timeout)
+        eager = _run(
+            job, after_dir / script.name, args, None, {**env_for(after_dir), "TORCHDYNAMO_DISABLE": "1"}, timeout
+        )
         function = entry.get("function", "")
         before.problems = _problems(work / "before.dynrep", function)
         after.problems = _problems(work / "after.dynrep", function)
     fixed = after.returncode == 0 and not after.problems
     same = same_outputs(after.stdout, eager.stdout) if after.returncode == 0 and eager.returncode == 0 else None
-    return Verdict(entry.get("compile_id", ""), function, advice, str(edited_file), diff, before, after, eager,
-                   fixed, same)
+    return Verdict(
+        entry.get("compile_id", ""), function, advice, str(edited_file), diff, before, after, eager, fixed, same
+    )
 
 
 def render(v: Verdict) -> str:
@@ -304,6 +343,12 @@ def render(v: Verdict) -> str:
     if v.same_outputs is None:
         out.append("outputs: not compared (the edited job failed, compiled or eager)")
     else:
-        out.append("outputs: " + ("the edited job prints what it prints in eager" if v.same_outputs
-                                  else "DIFFER from the edited job's eager run"))
+        out.append(
+            "outputs: "
+            + (
+                "the edited job prints what it prints in eager"
+                if v.same_outputs
+                else "DIFFER from the edited job's eager run"
+            )
+        )
     return "\n".join(out) + "\n"

@@ -25,8 +25,9 @@ using TypedRecords = capture::AllRecords;
 template <typename... R>
 std::optional<EncodedRecord> encodeTyped(py::handle record, std::tuple<R...>) {
   std::optional<EncodedRecord> out;
-  ((out || !py::isinstance<R>(record) ? void() : void(out = EncodedRecord{uint16_t(R::kKind),
-                                                                          capture::encode(record.cast<const R&>())})),
+  ((out || !py::isinstance<R>(record)
+        ? void()
+        : void(out = EncodedRecord{uint16_t(R::kKind), capture::encode(record.cast<const R&>())})),
    ...);
   return out;
 }
@@ -93,20 +94,22 @@ void registerRecords(py::module_& m) {
              return capture::Manifest{std::move(tool), std::move(createdAt), std::move(commandLine),
                                       std::move(environment)};
            }),
-           py::kw_only(), py::arg("tool"), py::arg("created_at") = "", py::arg("command_line") = std::vector<std::string>{},
+           py::kw_only(), py::arg("tool"), py::arg("created_at") = "",
+           py::arg("command_line") = std::vector<std::string>{},
            py::arg("environment") = std::map<std::string, std::string>{})
       .def_readonly("tool", &capture::Manifest::tool)
       .def_readonly("created_at", &capture::Manifest::createdAt)
       .def_readonly("command_line", &capture::Manifest::commandLine)
       .def_readonly("environment", &capture::Manifest::environment)
       .def_property_readonly_static("kind", [](py::handle) { return int(capture::RecordKind::Manifest); })
-      .def("__eq__", [](const capture::Manifest& a, const capture::Manifest& b) {
-        return a.tool == b.tool && a.createdAt == b.createdAt && a.commandLine == b.commandLine &&
-               a.environment == b.environment;
-      })
+      .def("__eq__",
+           [](const capture::Manifest& a, const capture::Manifest& b) {
+             return a.tool == b.tool && a.createdAt == b.createdAt && a.commandLine == b.commandLine &&
+                    a.environment == b.environment;
+           })
       .def("__repr__", [](const capture::Manifest& x) {
-        return "Manifest(tool=" + std::string(py::repr(py::str(x.tool))) + ", created_at=" +
-               std::string(py::repr(py::str(x.createdAt))) + ", ...)";
+        return "Manifest(tool=" + std::string(py::repr(py::str(x.tool))) +
+               ", created_at=" + std::string(py::repr(py::str(x.createdAt))) + ", ...)";
       });
 
   py::class_<capture::Artifact>(m, "Artifact", "A named file-like artifact whose bytes are a blob of the store.")
@@ -123,13 +126,14 @@ void registerRecords(py::module_& m) {
       .def_readonly("size", &capture::Artifact::size)
       .def_readonly("attributes", &capture::Artifact::attributes)
       .def_property_readonly_static("kind", [](py::handle) { return int(capture::RecordKind::Artifact); })
-      .def("__eq__", [](const capture::Artifact& a, const capture::Artifact& b) {
-        return a.name == b.name && a.mediaType == b.mediaType && a.blobKey == b.blobKey && a.size == b.size &&
-               a.attributes == b.attributes;
-      })
+      .def("__eq__",
+           [](const capture::Artifact& a, const capture::Artifact& b) {
+             return a.name == b.name && a.mediaType == b.mediaType && a.blobKey == b.blobKey && a.size == b.size &&
+                    a.attributes == b.attributes;
+           })
       .def("__repr__", [](const capture::Artifact& x) {
-        return "Artifact(name=" + std::string(py::repr(py::str(x.name))) + ", media_type=" +
-               std::string(py::repr(py::str(x.mediaType))) + ", size=" + std::to_string(x.size) + ")";
+        return "Artifact(name=" + std::string(py::repr(py::str(x.name))) +
+               ", media_type=" + std::string(py::repr(py::str(x.mediaType))) + ", size=" + std::to_string(x.size) + ")";
       });
 
   using CompileTuple = std::tuple<int32_t, int32_t, int32_t>;
@@ -139,8 +143,8 @@ void registerRecords(py::module_& m) {
   py::class_<capture::TraceEvent>(m, "TraceEvent", "One event of PyTorch's structured trace, as emitted.")
       .def(py::init([toId](std::string name, CompileTuple compileId, std::string metadataJson, std::string payloadKey,
                            uint64_t payloadSize, double time) {
-             return capture::TraceEvent{std::move(name), toId(compileId), std::move(metadataJson),
-                                        std::move(payloadKey), payloadSize, time};
+             return capture::TraceEvent{std::move(name),       toId(compileId), std::move(metadataJson),
+                                        std::move(payloadKey), payloadSize,     time};
            }),
            py::kw_only(), py::arg("name"), py::arg("compile_id") = CompileTuple{-1, -1, -1},
            py::arg("metadata_json") = "{}", py::arg("payload_key") = "", py::arg("payload_size") = 0,
@@ -160,9 +164,9 @@ void registerRecords(py::module_& m) {
       .def(py::init([toId](CompileTuple compileId, std::string role, std::string name, std::string filename,
                            uint32_t firstLine, std::string fieldsJson, std::string bytecodeKey,
                            std::string disassemblyKey) {
-             return capture::CodeObject{toId(compileId), std::move(role), std::move(name), std::move(filename),
-                                        firstLine, std::move(fieldsJson), std::move(bytecodeKey),
-                                        std::move(disassemblyKey)};
+             return capture::CodeObject{
+                 toId(compileId), std::move(role),       std::move(name),        std::move(filename),
+                 firstLine,       std::move(fieldsJson), std::move(bytecodeKey), std::move(disassemblyKey)};
            }),
            py::kw_only(), py::arg("compile_id"), py::arg("role"), py::arg("name"), py::arg("filename"),
            py::arg("first_line"), py::arg("fields_json"), py::arg("bytecode_key"), py::arg("disassembly_key"))

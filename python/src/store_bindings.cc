@@ -262,7 +262,9 @@ class PyStore {
  private:
   StoreWriter& requireWriter() {
     if (closed_) throw py::value_error(path_ + ": store is closed");
-    if (!writer_) check(Status::invalidArgument(path_ + ": store was opened for reading; use Store.create to write"), Doing::Writing);
+    if (!writer_)
+      check(Status::invalidArgument(path_ + ": store was opened for reading; use Store.create to write"),
+            Doing::Writing);
     return *writer_;
   }
 
@@ -326,7 +328,8 @@ void registerStore(py::module_& m) {
       .def("readable", [](const PyBlobReader&) { return true; })
       .def("tell", &PyBlobReader::tell)
       .def_property_readonly("size", &PyBlobReader::size)
-      .def("__enter__", [](PyBlobReader& r) -> PyBlobReader& { return r; }, py::return_value_policy::reference)
+      .def(
+          "__enter__", [](PyBlobReader& r) -> PyBlobReader& { return r; }, py::return_value_policy::reference)
       .def("__exit__", [](PyBlobReader&, py::args) { return false; });
 
   py::class_<PyStore>(m, "Store", "A dynamo-replay store file: create() to write, open() to read.")
@@ -346,7 +349,8 @@ void registerStore(py::module_& m) {
       .def("verify", &PyStore::verify)
       .def("flush", &PyStore::flush)
       .def("close", &PyStore::close)
-      .def("__enter__", [](PyStore& s) -> PyStore& { return s; }, py::return_value_policy::reference)
+      .def(
+          "__enter__", [](PyStore& s) -> PyStore& { return s; }, py::return_value_policy::reference)
       .def("__exit__", [](PyStore& s, py::args) {
         s.close();
         return false;

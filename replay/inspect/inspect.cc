@@ -52,7 +52,6 @@ double ratio(const StoreStats& s) {
   return s.storedBlobBytes ? double(s.rawBlobBytes) / double(s.storedBlobBytes) : 1.0;
 }
 
-
 // Per frame: how often its compiled code ran, and how many calls found no entry whose guards
 // passed and so compiled again (each recompile is one such call).
 struct FrameCalls {
@@ -84,20 +83,36 @@ void printCompiles(const std::string& path, const Job& job, const InspectOptions
     for (const Compile& c : job.compiles()) {
       json graphs = json::array();
       for (const auto& [name, key] : c.graphs) graphs.push_back(name);
-      rows.push_back({{"compile_id", c.id.str()}, {"function", c.function}, {"file", c.file},
-                      {"line", c.firstLine}, {"graphs", graphs}, {"guards", c.guardCount},
-                      {"status", c.status}, {"reason", c.reason}, {"graph_breaks", c.graphBreaks},
-                      {"not_saved", c.notSaved}, {"dropped_guards", c.dropped.size()},
+      rows.push_back({{"compile_id", c.id.str()},
+                      {"function", c.function},
+                      {"file", c.file},
+                      {"line", c.firstLine},
+                      {"graphs", graphs},
+                      {"guards", c.guardCount},
+                      {"status", c.status},
+                      {"reason", c.reason},
+                      {"graph_breaks", c.graphBreaks},
+                      {"not_saved", c.notSaved},
+                      {"dropped_guards", c.dropped.size()},
                       {"unreadable_events", c.unreadable},
-                      {"calls", callsJson(c)}, {"runtime_failures", c.runtimeFailures.size()},
+                      {"calls", callsJson(c)},
+                      {"runtime_failures", c.runtimeFailures.size()},
                       {"generation", c.generation}});
     }
     json functions = json::array();
     for (const FrameCalls& f : frameCalls(job))
-      functions.push_back({{"function", f.function}, {"file", f.file}, {"line", f.line}, {"compiles", f.compiles},
-                           {"calls", f.counted ? json(f.calls) : json(nullptr)}, {"fell_through", f.fellThrough}});
-    out << dumpJson({{"path", path}, {"frames", job.frameCount()}, {"recompiles", recompiles}, {"compiles", rows},
-                     {"functions", functions}}, 2)
+      functions.push_back({{"function", f.function},
+                           {"file", f.file},
+                           {"line", f.line},
+                           {"compiles", f.compiles},
+                           {"calls", f.counted ? json(f.calls) : json(nullptr)},
+                           {"fell_through", f.fellThrough}});
+    out << dumpJson({{"path", path},
+                     {"frames", job.frameCount()},
+                     {"recompiles", recompiles},
+                     {"compiles", rows},
+                     {"functions", functions}},
+                    2)
         << "\n";
     return;
   }
@@ -108,12 +123,11 @@ void printCompiles(const std::string& path, const Job& job, const InspectOptions
     locWidth = std::max(locWidth, fmt::format("{}:{}", baseName(c.file), c.firstLine).size());
   }
   // A store that updates grew (replay --update) says which generation added each compile.
-  bool grown = std::any_of(job.compiles().begin(), job.compiles().end(),
-                           [](const Compile& c) { return c.generation > 0; });
+  bool grown =
+      std::any_of(job.compiles().begin(), job.compiles().end(), [](const Compile& c) { return c.generation > 0; });
   auto generation = [&](const Compile& c) { return grown ? fmt::format("{:>3}  ", c.generation) : std::string(); };
-  fmt::print(out, "{:<9}  {}{:<{}}  {:<{}}  {:>6}  {:>6}  {:>6}  {:>6}  {:<10}  {}\n", "COMPILE",
-             grown ? "GEN  " : "", "FUNCTION", fnWidth, "LOCATION", locWidth, "GRAPHS", "GUARDS", "BREAKS", "CALLS",
-             "STATUS", "REASON");
+  fmt::print(out, "{:<9}  {}{:<{}}  {:<{}}  {:>6}  {:>6}  {:>6}  {:>6}  {:<10}  {}\n", "COMPILE", grown ? "GEN  " : "",
+             "FUNCTION", fnWidth, "LOCATION", locWidth, "GRAPHS", "GUARDS", "BREAKS", "CALLS", "STATUS", "REASON");
   for (const Compile& c : job.compiles()) {
     // A compile whose code then failed when it ran is marked, not "ok".
     bool runFailed = c.status == "ok" && !c.runtimeFailures.empty();
@@ -121,11 +135,12 @@ void printCompiles(const std::string& path, const Job& job, const InspectOptions
     status = fmt::format("{:<10}", status);  // pad before colouring, so escapes do not count
     status = paint(o, c.status == "ok" && !runFailed ? "32" : c.status == "restarted" ? "33" : "31", status);
     fmt::print(out, "{:<9}  {}{:<{}}  {:<{}}  {:>6}  {:>6}  {:>6}  {:>6}  {}  {}\n", c.id.str(), generation(c),
-               c.function, fnWidth,
-               fmt::format("{}:{}", baseName(c.file), c.firstLine), locWidth, c.graphs.size(), c.guardCount,
-               c.graphBreaks.size(), c.calls < 0 ? "-" : std::to_string(c.calls), status, firstLine(c.reason));
+               c.function, fnWidth, fmt::format("{}:{}", baseName(c.file), c.firstLine), locWidth, c.graphs.size(),
+               c.guardCount, c.graphBreaks.size(), c.calls < 0 ? "-" : std::to_string(c.calls), status,
+               firstLine(c.reason));
   }
-  fmt::print(out, "total: {} frames, {} compiles, {} recompiles\n", job.frameCount(), job.compiles().size(), recompiles);
+  fmt::print(out, "total: {} frames, {} compiles, {} recompiles\n", job.frameCount(), job.compiles().size(),
+             recompiles);
   for (const Compile& c : job.compiles())
     for (const RuntimeFailure& r : c.runtimeFailures)
       fmt::print(out, "{} failed at run time (call {}): {}: {}  (replay-inspect why {})\n", c.id.str(), r.call, r.type,
@@ -136,7 +151,8 @@ void printCompiles(const std::string& path, const Job& job, const InspectOptions
                  f.compiles, f.counted ? std::to_string(f.calls) : "?", f.fellThrough);
   for (const Compile& c : job.compiles())
     if (!c.notSaved.empty())
-      fmt::print(out, "not saved for replay without Dynamo: {} {}: {}\n", c.id.str(), c.function, firstLine(c.notSaved));
+      fmt::print(out, "not saved for replay without Dynamo: {} {}: {}\n", c.id.str(), c.function,
+                 firstLine(c.notSaved));
   for (const Compile& c : job.compiles())
     if (!c.unreadable.empty()) fmt::print(out, "{} {}: {}\n", c.id.str(), c.function, unreadableText(c));
 }
@@ -211,8 +227,11 @@ int inspectLs(const std::string& path, LsWhat what, const InspectOptions& o, std
       stored += b.storedSize;
       double q = b.storedSize ? double(b.rawSize) / double(b.storedSize) : 1.0;
       if (o.json) {
-        rows.push_back({{"key", b.key.hex()}, {"raw_bytes", b.rawSize}, {"stored_bytes", b.storedSize},
-                        {"chunks", b.chunks}, {"offset", b.offset}});
+        rows.push_back({{"key", b.key.hex()},
+                        {"raw_bytes", b.rawSize},
+                        {"stored_bytes", b.storedSize},
+                        {"chunks", b.chunks},
+                        {"offset", b.offset}});
       } else {
         fmt::print(out, "{:<32}  {:>12}  {:>12}  {:>6.2f}  {:>6}\n", b.key.hex(), b.rawSize, b.storedSize, q, b.chunks);
       }
@@ -220,8 +239,8 @@ int inspectLs(const std::string& path, LsWhat what, const InspectOptions& o, std
     if (o.json) {
       out << dumpJson(json{{"path", path}, {"state", stateName(r->state())}, {"blobs", rows}}, 2) << "\n";
     } else {
-      fmt::print(out, "{:<32}  {:>12}  {:>12}  {:>6.2f}  {:>6}\n", fmt::format("total: {} blobs", blobs.size()),
-                 raw, stored, stored ? double(raw) / double(stored) : 1.0, chunks);
+      fmt::print(out, "{:<32}  {:>12}  {:>12}  {:>6.2f}  {:>6}\n", fmt::format("total: {} blobs", blobs.size()), raw,
+                 stored, stored ? double(raw) / double(stored) : 1.0, chunks);
     }
     return 0;
   }
@@ -235,10 +254,15 @@ int inspectLs(const std::string& path, LsWhat what, const InspectOptions& o, std
     if (!p.isOk()) status = 1;
     total += e.payloadSize;
     if (o.json) {
-      rows.push_back({{"index", i}, {"offset", e.offset}, {"kind", capture::kindName(e.kind)},
-                      {"kind_id", e.kind}, {"bytes", e.payloadSize}, {"description", what}});
+      rows.push_back({{"index", i},
+                      {"offset", e.offset},
+                      {"kind", capture::kindName(e.kind)},
+                      {"kind_id", e.kind},
+                      {"bytes", e.payloadSize},
+                      {"description", what}});
     } else {
-      fmt::print(out, "{:>5}  {:>12}  {:<10}  {:>9}  {}\n", i, e.offset, capture::kindName(e.kind), e.payloadSize, what);
+      fmt::print(out, "{:>5}  {:>12}  {:<10}  {:>9}  {}\n", i, e.offset, capture::kindName(e.kind), e.payloadSize,
+                 what);
     }
   }
   if (o.json) {
@@ -260,8 +284,13 @@ int inspectVerify(const std::string& path, const InspectOptions& o, std::ostream
   bool sound = problems.empty();
   StoreStats s = r->stats();
   if (o.json) {
-    out << dumpJson({{"path", path}, {"ok", sound}, {"state", stateName(r->state())}, {"problems", problems},
-                     {"records", r->recordCount()}, {"blobs", s.blobCount}, {"raw_bytes", s.rawBlobBytes}},
+    out << dumpJson({{"path", path},
+                     {"ok", sound},
+                     {"state", stateName(r->state())},
+                     {"problems", problems},
+                     {"records", r->recordCount()},
+                     {"blobs", s.blobCount},
+                     {"raw_bytes", s.rawBlobBytes}},
                     2)
         << "\n";
     return sound ? 0 : 1;

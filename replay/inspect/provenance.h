@@ -19,8 +19,14 @@ inline nlohmann::json frameJson(const UserFrame& f) {
 }
 
 inline nlohmann::json originJson(const SymbolOrigin& o) {
-  return {{"symbol", o.symbol}, {"unbacked", o.unbacked}, {"phase", o.phase},           {"op", o.op},
-          {"node", o.node},     {"source", o.source},     {"value", o.value},           {"user_frame", frameJson(o.userFrame)},
+  return {{"symbol", o.symbol},
+          {"unbacked", o.unbacked},
+          {"phase", o.phase},
+          {"op", o.op},
+          {"node", o.node},
+          {"source", o.source},
+          {"value", o.value},
+          {"user_frame", frameJson(o.userFrame)},
           {"attributed", o.attributed}};
 }
 
@@ -31,18 +37,20 @@ inline nlohmann::json shapeGuardJson(const ShapeGuard& g) {
 inline nlohmann::json failureJson(const Compile& c) {
   if (!c.failed) return nullptr;
   const CompileFailure& f = c.failure;
-  return {{"type", f.type},       {"chain", f.chain},     {"kind", f.kind},
-          {"expr", f.expr},       {"symbols", f.symbols}, {"user_frame", frameJson(f.userFrame)},
+  return {{"type", f.type},      {"chain", f.chain},     {"kind", f.kind},
+          {"expr", f.expr},      {"symbols", f.symbols}, {"user_frame", frameJson(f.userFrame)},
           {"message", f.message}};
 }
 
 inline nlohmann::json causeJson(const RecompileCause& r) {
-  return {{"entry", r.entry}, {"guard", r.guard}, {"source", r.source},
-          {"expected", r.expected}, {"seen", r.seen}, {"text", r.text}, {"from", r.from}};
+  return {{"entry", r.entry}, {"guard", r.guard}, {"source", r.source}, {"expected", r.expected},
+          {"seen", r.seen},   {"text", r.text},   {"from", r.from}};
 }
 
 // A compile's call count, or null when capture did not count it (Compile::calls < 0).
-inline nlohmann::json callsJson(const Compile& c) { return c.calls < 0 ? nlohmann::json(nullptr) : nlohmann::json(c.calls); }
+inline nlohmann::json callsJson(const Compile& c) {
+  return c.calls < 0 ? nlohmann::json(nullptr) : nlohmann::json(c.calls);
+}
 
 // The compile's symbol table with final ranges: [{symbol, unbacked, range, source, hint,
 // replaced_by}], or an empty array when none was recorded or it cannot be read.

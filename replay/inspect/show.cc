@@ -38,8 +38,10 @@ void printDropped(const Compile& c, const InspectOptions& o, std::ostream& out) 
     kindWidth = std::max(kindWidth, g.kind.size());
     sourceWidth = std::max(sourceWidth, g.source.size());
   }
-  fmt::print(out, "\n{}\n", paint(o, "1", fmt::format("dropped by PyTorch's precompile ({}, {} re-checked at replay):",
-                                                     c.dropped.size(), risky)));
+  fmt::print(
+      out, "\n{}\n",
+      paint(o, "1",
+            fmt::format("dropped by PyTorch's precompile ({}, {} re-checked at replay):", c.dropped.size(), risky)));
   for (const DroppedGuard& g : c.dropped) {
     std::string value = g.value.empty() ? "(value not recorded)" : g.value;
     std::string mark = g.risky ? "[risky]" : "[pinned by the torch build]";
@@ -55,7 +57,8 @@ std::string operatorSummary(const std::string& irText) {
   std::string ops;
   for (const auto& [target, n] : ir->operatorCounts())
     ops += fmt::format("{}{}{}", ops.empty() ? "" : ", ", target, n > 1 ? fmt::format(" x{}", n) : "");
-  return fmt::format("graph IR: {} nodes, {} operator schemas; operators: {}\n", ir->nodes.size(), ir->schemas.size(), ops);
+  return fmt::format("graph IR: {} nodes, {} operator schemas; operators: {}\n", ir->nodes.size(), ir->schemas.size(),
+                     ops);
 }
 
 // One sampled value: "float32[8, 16] l_x_", "float32[32, 16] parameter l_self_..._weight_", "3".
@@ -115,8 +118,7 @@ std::string sampleSummary(const json& sample) {
   bool backward = field(sample, "pass", "forward") == "backward";
   return fmt::format("sample of {} ({}): {} inputs, {} outputs, {} bytes stored\n{}", field(sample, "graph", "?"),
                      backward ? "first backward: gradients in and out" : "first call",
-                     arrayField(sample, "inputs").size(), arrayField(sample, "outputs").size(),
-                     stored, lines);
+                     arrayField(sample, "inputs").size(), arrayField(sample, "outputs").size(), stored, lines);
 }
 
 // The compile's samples, the first call's inputs named (see namedSample); backward samples
@@ -125,8 +127,8 @@ std::vector<json> samplesOf(const Job& job, const Compile& c) {
   auto isForward = [](const std::string& text) { return text.find("\"pass\": \"backward\"") == std::string::npos; };
   auto ir = c.graphIrs.find("dynamo_output_graph");
   size_t forward = std::count_if(c.samples.begin(), c.samples.end(), isForward);
-  std::vector<std::string> names = ir == c.graphIrs.end() || forward != 1 ? std::vector<std::string>{}
-                                                                          : placeholderNames(job.text(ir->second));
+  std::vector<std::string> names =
+      ir == c.graphIrs.end() || forward != 1 ? std::vector<std::string>{} : placeholderNames(job.text(ir->second));
   std::vector<json> samples;
   for (const std::string& sample : c.samples)
     samples.push_back(isForward(sample) ? namedSample(sample, names) : parseOrNote(sample));
@@ -172,10 +174,19 @@ int inspectShow(const std::string& path, const std::string& compileId, ShowSecti
   }
   if (!s.any()) s = ShowSections{true, true, true, true};
   if (o.json) {
-    json j = {{"compile_id", c->id.str()}, {"function", c->function}, {"file", c->file}, {"line", c->firstLine},
-              {"reason", c->reason}, {"status", c->status}, {"guard_count", c->guardCount},
-              {"phase_seconds", c->phaseSeconds}, {"graph_breaks", c->graphBreaks}, {"not_saved", c->notSaved},
-              {"unreadable_events", c->unreadable}, {"calls", callsJson(*c)}, {"failure", failureJson(*c)}};
+    json j = {{"compile_id", c->id.str()},
+              {"function", c->function},
+              {"file", c->file},
+              {"line", c->firstLine},
+              {"reason", c->reason},
+              {"status", c->status},
+              {"guard_count", c->guardCount},
+              {"phase_seconds", c->phaseSeconds},
+              {"graph_breaks", c->graphBreaks},
+              {"not_saved", c->notSaved},
+              {"unreadable_events", c->unreadable},
+              {"calls", callsJson(*c)},
+              {"failure", failureJson(*c)}};
     json causes = json::array();
     for (const RecompileCause& r : c->recompileCauses) causes.push_back(causeJson(r));
     j["recompile_causes"] = causes;
@@ -198,7 +209,10 @@ int inspectShow(const std::string& path, const std::string& compileId, ShowSecti
     if (s.code) {
       json code = json::array();
       for (const capture::CodeObject& co : c->code)
-        code.push_back({{"role", co.role}, {"name", co.name}, {"file", co.filename}, {"first_line", co.firstLine},
+        code.push_back({{"role", co.role},
+                        {"name", co.name},
+                        {"file", co.filename},
+                        {"first_line", co.firstLine},
                         {"fields", parseOrNote(co.fieldsJson)},
                         {"disassembly", job->text(co.disassemblyKey)}});
       j["code"] = code;
@@ -208,8 +222,13 @@ int inspectShow(const std::string& path, const std::string& compileId, ShowSecti
       for (const ShapeEvent& e : c->shapes) {
         json stack = json::array();
         for (const UserFrame& f : e.userStack) stack.push_back(frameJson(f));
-        shapes.push_back({{"event", e.event}, {"symbol", e.symbol}, {"range", e.valueRange}, {"source", e.source},
-                          {"expr", e.expr}, {"value", e.value}, {"user_stack", stack}});
+        shapes.push_back({{"event", e.event},
+                          {"symbol", e.symbol},
+                          {"range", e.valueRange},
+                          {"source", e.source},
+                          {"expr", e.expr},
+                          {"value", e.value},
+                          {"user_stack", stack}});
       }
       j["shapes"] = shapes;
       j["symbols"] = symbolTable(*job, *c);
@@ -231,12 +250,12 @@ int inspectShow(const std::string& path, const std::string& compileId, ShowSecti
                r.seen.empty() ? "" : fmt::format(" (expected {}, saw {})", r.expected, r.seen));
   if (c->failed && !c->failure.expr.empty())
     fmt::print(out, "failed on: {} at {}\n", c->failure.expr, lineText(c->failure.userFrame));
-  if (!c->notSaved.empty())
-    fmt::print(out, "saved:   no, replay traces it with Dynamo: {}\n", firstLine(c->notSaved));
+  if (!c->notSaved.empty()) fmt::print(out, "saved:   no, replay traces it with Dynamo: {}\n", firstLine(c->notSaved));
   if (!c->unreadable.empty()) fmt::print(out, "{}\n", unreadableText(*c));
   if (!c->phaseSeconds.empty()) {
     std::string phases;
-    for (const auto& [phase, secs] : c->phaseSeconds) phases += fmt::format("{}{} {:.3f}s", phases.empty() ? "" : ", ", phase, secs);
+    for (const auto& [phase, secs] : c->phaseSeconds)
+      phases += fmt::format("{}{} {:.3f}s", phases.empty() ? "" : ", ", phase, secs);
     fmt::print(out, "time:    {}\n", phases);
   }
   for (const std::string& b : c->graphBreaks) fmt::print(out, "graph break: {}\n", firstLine(b));

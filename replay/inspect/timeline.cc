@@ -97,7 +97,8 @@ class Builder {
       track.compile = key.second;
       collect(key, track);
       if (track.slices.empty() && !track.attempts.empty())
-        out.notes.push_back(trackName(track) + ": no timing recorded (no chromium_event, no compilation_metrics start_time)");
+        out.notes.push_back(trackName(track) +
+                            ": no timing recorded (no chromium_event, no compilation_metrics start_time)");
       if (!track.slices.empty() && key.first >= 0) track.slices.insert(track.slices.begin(), compileSlice(track));
       arrange(track, key.first >= 0);
       for (const TimelineSlice& s : track.slices) {
@@ -179,9 +180,9 @@ class Builder {
     const Compile& first = *track.attempts.front();
     const Compile& last = *track.attempts.back();
     s.name += " " + first.function;
-    s.args = {{"function", first.function},  {"file", first.file},         {"line", first.firstLine},
-              {"reason", first.reason},      {"status", last.status},      {"attempts", track.attempts.size()},
-              {"guards", last.guardCount},   {"graphs", json::array()},    {"phase_seconds", last.phaseSeconds}};
+    s.args = {{"function", first.function}, {"file", first.file},      {"line", first.firstLine},
+              {"reason", first.reason},     {"status", last.status},   {"attempts", track.attempts.size()},
+              {"guards", last.guardCount},  {"graphs", json::array()}, {"phase_seconds", last.phaseSeconds}};
     for (const auto& [graph, key] : last.graphs) s.args["graphs"].push_back(graph);
     if (last.calls >= 0) s.args["calls"] = last.calls;
     return s;

@@ -41,16 +41,24 @@ HostValue fromEntry(const Job& job, const SampleValue& entry) {
   if (entry.kind == SampleValue::Kind::Scalar) {
     const Argument& v = entry.value;
     HostValue out;
-    if (v.kind == A::Bool) out.kind = HostValue::Kind::Bool, out.integer = v.boolean;
-    else if (v.kind == A::Int) out.kind = HostValue::Kind::Int, out.integer = v.integer;
-    else if (v.kind == A::Float) out.kind = HostValue::Kind::Float, out.real = v.real;
-    else if (v.kind == A::String) out.kind = HostValue::Kind::Int, out.integer = std::stoll(v.text);
+    if (v.kind == A::Bool)
+      out.kind = HostValue::Kind::Bool, out.integer = v.boolean;
+    else if (v.kind == A::Int)
+      out.kind = HostValue::Kind::Int, out.integer = v.integer;
+    else if (v.kind == A::Float)
+      out.kind = HostValue::Kind::Float, out.real = v.real;
+    else if (v.kind == A::String)
+      out.kind = HostValue::Kind::Int, out.integer = std::stoll(v.text);
     return out;
   }
   if (!entry.stored())
-    throw StoreError("a value was not stored: " + (!entry.skipped.empty() ? entry.skipped : !entry.unsupported.empty() ? entry.unsupported : "no blob"));
+    throw StoreError("a value was not stored: " + (!entry.skipped.empty()       ? entry.skipped
+                                                   : !entry.unsupported.empty() ? entry.unsupported
+                                                                                : "no blob"));
   auto dtype = parseDType(entry.dtype);
-  if (!dtype) throw StoreError("a stored value of dtype " + (entry.dtype.empty() ? std::string("?") : entry.dtype) + ", which is not lowered");
+  if (!dtype)
+    throw StoreError("a stored value of dtype " + (entry.dtype.empty() ? std::string("?") : entry.dtype) +
+                     ", which is not lowered");
   std::vector<int64_t> shape;
   for (const Dimension& d : entry.shape) {
     if (!d.isStatic()) throw StoreError("stored tensor " + entry.blob + " has a symbolic shape");
@@ -62,7 +70,8 @@ HostValue fromEntry(const Job& job, const SampleValue& entry) {
   if (!read.isOk()) throw StoreError("stored tensor " + key + ": " + read.status().message());
   const std::string& bytes = *read;
   if (bytes.size() != v.data.size())
-    throw StoreError("stored tensor " + key + ": " + std::to_string(bytes.size()) + " bytes where its shape needs " + std::to_string(v.data.size()));
+    throw StoreError("stored tensor " + key + ": " + std::to_string(bytes.size()) + " bytes where its shape needs " +
+                     std::to_string(v.data.size()));
   std::memcpy(v.data.data(), bytes.data(), bytes.size());
   return v;
 }
@@ -135,9 +144,12 @@ class CompileCheck {
         bool valuesOnly = std::all_of(p.lowered.issues.begin(), p.lowered.issues.end(),
                                       [](const NodeIssue& i) { return i.op == "placeholder" || i.op == "output"; });
         g.stage = valuesOnly ? "unsupported value" : "not lowered";
-        g.error = std::to_string(p.lowered.issues.size()) + (valuesOnly ? " input(s) or output(s) of a kind not lowered: " : " node(s) not lowered");
+        g.error = std::to_string(p.lowered.issues.size()) +
+                  (valuesOnly ? " input(s) or output(s) of a kind not lowered: " : " node(s) not lowered");
         if (valuesOnly)
-          for (const NodeIssue& i : p.lowered.issues) g.error += std::string(g.error.back() == ' ' ? "" : "; ") + (i.op == "output" ? "output " : "input ") + i.node + ": " + i.message;
+          for (const NodeIssue& i : p.lowered.issues)
+            g.error += std::string(g.error.back() == ' ' ? "" : "; ") + (i.op == "output" ? "output " : "input ") +
+                       i.node + ": " + i.message;
         return g;
       }
       if (!p.jit) {
@@ -148,8 +160,8 @@ class CompileCheck {
       g.stage = "executed";
       std::vector<HostValue> inputs, expected;
       std::vector<int> expectedPositions;
-      if (!opt_.sizes.empty() &&
-          std::none_of(opt_.sizes.begin(), opt_.sizes.end(), [&](const auto& size) { return inputsMention(p.ir, size.first); })) {
+      if (!opt_.sizes.empty() && std::none_of(opt_.sizes.begin(), opt_.sizes.end(),
+                                              [&](const auto& size) { return inputsMention(p.ir, size.first); })) {
         g.stage = "static";
         g.error = "none of its inputs has these dynamic sizes: not run at them";
         return g;
@@ -184,7 +196,8 @@ class CompileCheck {
         size_t position = static_cast<size_t>(expectedPositions[i]);
         if (position >= outputs.size() || outputs[position].kind == HostValue::Kind::None) continue;
         Comparison c = compare(outputs[position], expected[i], opt_.rtol, opt_.atol);
-        if (uninitialized.count(position) && c.status != "shape differs") c.status = "uninitialized";  // only its shape means anything
+        if (uninitialized.count(position) && c.status != "shape differs")
+          c.status = "uninitialized";  // only its shape means anything
         g.outputs.push_back({static_cast<int>(position), c.status, c.maxAbsDiff});
         all = all && (c.ok() || c.status == "uninitialized");
       }
@@ -216,7 +229,9 @@ class CompileCheck {
   Prepared& prepare(const std::string& event, GraphCheck* g) {
     auto it = prepared_.find(event);
     if (it != prepared_.end()) {
-      if (g) g->nodes = it->second.lowered.nodes, g->issues = it->second.lowered.issues, g->operators = it->second.ir.operatorCounts();
+      if (g)
+        g->nodes = it->second.lowered.nodes, g->issues = it->second.lowered.issues,
+        g->operators = it->second.ir.operatorCounts();
       if (g) g->opset = it->second.opset, g->opsetReason = it->second.opsetReason;
       return it->second;
     }
@@ -233,7 +248,9 @@ class CompileCheck {
     p.lowered = std::move(chosen.lowered);
     p.opset = chosen.opset;
     p.opsetReason = chosen.reason;
-    if (g) g->lowerSeconds = since(start), g->nodes = p.lowered.nodes, g->issues = p.lowered.issues, g->operators = p.ir.operatorCounts();
+    if (g)
+      g->lowerSeconds = since(start), g->nodes = p.lowered.nodes, g->issues = p.lowered.issues,
+      g->operators = p.ir.operatorCounts();
     if (g) g->opset = p.opset, g->opsetReason = p.opsetReason;
     if (!p.lowered.complete()) return p;
     start = Clock::now();
@@ -262,7 +279,8 @@ class CompileCheck {
   static std::set<size_t> uninitializedOutputs(const Graph& ir) {
     std::set<std::string> empties;
     for (const Node& node : ir.nodes)
-      if (node.target.rfind("aten::empty", 0) == 0 || node.target.rfind("aten::new_empty", 0) == 0) empties.insert(node.name);
+      if (node.target.rfind("aten::empty", 0) == 0 || node.target.rfind("aten::new_empty", 0) == 0)
+        empties.insert(node.name);
     std::set<size_t> out;
     std::vector<Argument> items = ir.returned();
     for (size_t i = 0; i < items.size(); ++i)
@@ -291,7 +309,8 @@ class CompileCheck {
     Symbols symbols;
     for (size_t i = 0; i < p.lowered.inputs.size() && i < inputs.size(); ++i) {
       const ValueMeta& meta = p.lowered.inputs[i].meta;
-      if (meta.kind == ValueMeta::Kind::Symbolic && inputs[i].kind == HostValue::Kind::Int) symbols.emplace(meta.sym, inputs[i].integer);
+      if (meta.kind == ValueMeta::Kind::Symbolic && inputs[i].kind == HostValue::Kind::Int)
+        symbols.emplace(meta.sym, inputs[i].integer);
       if (meta.isTensor())
         for (size_t d = 0; d < meta.tensor.shape.size() && d < inputs[i].shape.size(); ++d)
           if (!meta.tensor.shape[d].isStatic()) symbols.emplace(meta.tensor.shape[d].expr, inputs[i].shape[d]);
@@ -301,22 +320,24 @@ class CompileCheck {
       if (!meta.isTensor()) continue;
       const std::vector<Dimension>& shape = meta.tensor.shape;
       if (shape.size() != inputs[i].shape.size())
-        throw StoreError("input " + p.lowered.inputs[i].name + " has rank " + std::to_string(inputs[i].shape.size()) + ", the graph takes " + std::to_string(shape.size()));
+        throw StoreError("input " + p.lowered.inputs[i].name + " has rank " + std::to_string(inputs[i].shape.size()) +
+                         ", the graph takes " + std::to_string(shape.size()));
       for (size_t d = 0; d < shape.size(); ++d) {
         const Dimension& want = shape[d];
         Result<int64_t> value = want.isStatic() ? Result<int64_t>(want.size) : evaluate(want.expr, symbols);
         if (!value.isOk()) throw StoreError(value.status().message());
         int64_t expect = *value;
         if (expect != inputs[i].shape[d])
-          throw StoreError("input " + p.lowered.inputs[i].name + " dim " + std::to_string(d) + " is " + std::to_string(inputs[i].shape[d]) +
-                           " where the graph needs " + (want.isStatic() ? "" : want.expr + " = ") + std::to_string(expect));
+          throw StoreError("input " + p.lowered.inputs[i].name + " dim " + std::to_string(d) + " is " +
+                           std::to_string(inputs[i].shape[d]) + " where the graph needs " +
+                           (want.isStatic() ? "" : want.expr + " = ") + std::to_string(expect));
       }
     }
     for (const auto& [symbol, range] : ranges_) {
       auto it = symbols.find(symbol);
       if (it != symbols.end() && (it->second < range.first || it->second > range.second))
-        throw StoreError(symbol + " = " + std::to_string(it->second) + " is outside the compile's range [" + std::to_string(range.first) + ", " +
-                         std::to_string(range.second) + "]");
+        throw StoreError(symbol + " = " + std::to_string(it->second) + " is outside the compile's range [" +
+                         std::to_string(range.first) + ", " + std::to_string(range.second) + "]");
     }
   }
 
@@ -342,7 +363,8 @@ class CompileCheck {
     if (p.random()) throw StoreError("its saved inputs come from the forward graph, which draws random numbers");
     if (!p.jit)
       throw StoreError("its saved inputs come from the forward graph, which " +
-                       std::string(p.lowered.complete() ? "did not compile: " + p.error.substr(0, 200) : "was not lowered completely"));
+                       std::string(p.lowered.complete() ? "did not compile: " + p.error.substr(0, 200)
+                                                        : "was not lowered completely"));
     std::vector<HostValue> inputs = sampleInputs(p);
     checkSizes(p, inputs);
     forward_ = run(p, inputs);
@@ -351,34 +373,52 @@ class CompileCheck {
 
   // Random inputs at other sizes: replay-run draws them, runs the graph with libtorch and
   // writes both; MLIR's outputs on the same inputs must match libtorch's.
-  void referenceRun(const std::string& event, const Prepared& p, std::vector<HostValue>* inputs, std::vector<HostValue>* expected,
-                    std::vector<int>* positions) {
-    if (opt_.runner.empty()) throw StoreError("checking at other sizes needs replay-run (built where torch is installed) as the reference");
+  void referenceRun(const std::string& event, const Prepared& p, std::vector<HostValue>* inputs,
+                    std::vector<HostValue>* expected, std::vector<int>* positions) {
+    if (opt_.runner.empty())
+      throw StoreError("checking at other sizes needs replay-run (built where torch is installed) as the reference");
     std::string sizes;
-    for (const auto& [name, value] : opt_.sizes) sizes += (sizes.empty() ? "" : ",") + name + "=" + std::to_string(value);
-    std::string graph = event == "aot_backward_graph" ? "backward" : event == "aot_inference_graph" ? "inference" : "forward";
+    for (const auto& [name, value] : opt_.sizes)
+      sizes += (sizes.empty() ? "" : ",") + name + "=" + std::to_string(value);
+    std::string graph = event == "aot_backward_graph"    ? "backward"
+                        : event == "aot_inference_graph" ? "inference"
+                                                         : "forward";
     // At the capture's sizes, the stored samples where there are any (what is not stored is
     // filled); at other sizes, or without samples, random inputs.
     std::vector<FedValue> feeds = samples_.feeds(p.ir);
-    bool samples = opt_.sizes.empty() && std::none_of(feeds.begin(), feeds.end(), [](const FedValue& f) { return f.kind == FedValue::Kind::Missing; });
+    bool samples = opt_.sizes.empty() && std::none_of(feeds.begin(), feeds.end(), [](const FedValue& f) {
+                     return f.kind == FedValue::Kind::Missing;
+                   });
     TempFile dump, report;
-    std::vector<std::string> argv = {opt_.runner, opt_.store, compile_.id.str(), "--graph", graph, "--inputs", samples ? "samples" : "random",
-                                     "--seed", std::to_string(opt_.seed), "--dump-raw", dump.path, "--json"};
+    std::vector<std::string> argv = {opt_.runner,
+                                     opt_.store,
+                                     compile_.id.str(),
+                                     "--graph",
+                                     graph,
+                                     "--inputs",
+                                     samples ? "samples" : "random",
+                                     "--seed",
+                                     std::to_string(opt_.seed),
+                                     "--dump-raw",
+                                     dump.path,
+                                     "--json"};
     if (!sizes.empty()) argv.insert(argv.end(), {"--sizes", sizes});
     int status = spawn(argv, report.path);
     Result<TensorFile> read = readTensorFile(dump.path);
     if (!read.isOk()) {
       json r = json::parse(std::ifstream(report.path), nullptr, false);
-      std::string why = !r.is_object() ? "exit " + std::to_string(status)
+      std::string why = !r.is_object()          ? "exit " + std::to_string(status)
                         : r.contains("failure") ? r["failure"].value("message", "a node failed")
                                                 : r.value("error", "exit " + std::to_string(status));
-      throw StoreError("replay-run (the reference) did not run this graph" + (sizes.empty() ? "" : " at " + sizes) + ": " + why);
+      throw StoreError("replay-run (the reference) did not run this graph" + (sizes.empty() ? "" : " at " + sizes) +
+                       ": " + why);
     }
     const TensorFile& file = *read;
     for (const RawValue& r : file.inputs) inputs->push_back(fromRaw(r));
     for (const Port& port : p.lowered.inputs) {  // what each random node drew, as the lowered function's extra inputs
       if (port.random.empty()) continue;
-      auto drawn = std::find_if(file.random.begin(), file.random.end(), [&](const auto& r) { return r.first == port.random; });
+      auto drawn =
+          std::find_if(file.random.begin(), file.random.end(), [&](const auto& r) { return r.first == port.random; });
       size_t output = port.randomOutput;
       if (drawn == file.random.end() || output >= drawn->second.size())
         throw StoreError("replay-run did not hand over what " + port.random + " drew");
@@ -421,7 +461,8 @@ std::map<std::string, std::string> constantBytes(const Job& job, const Graph& ir
   return out;
 }
 
-Result<ChosenGraph> lowerStoredGraph(const Job& job, const Compile& compile, const std::string& event, const LowerOptions& options) {
+Result<ChosenGraph> lowerStoredGraph(const Job& job, const Compile& compile, const std::string& event,
+                                     const LowerOptions& options) {
   ChosenGraph out;
   Result<std::pair<std::string, Graph>> stored = graphIr(job, compile, event);
   if (!stored.isOk()) return stored.status();
@@ -439,8 +480,9 @@ Result<ChosenGraph> lowerStoredGraph(const Job& job, const Compile& compile, con
   auto core = compile.coreAtenIrs.find(event);
   if (core == compile.coreAtenIrs.end()) {
     auto error = compile.coreAtenErrors.find(event);
-    out.reason = error != compile.coreAtenErrors.end() ? "its Core ATen decomposition failed at capture: " + error->second
-                                                       : "the store has no Core ATen decomposition of it (captured without one)";
+    out.reason = error != compile.coreAtenErrors.end()
+                     ? "its Core ATen decomposition failed at capture: " + error->second
+                     : "the store has no Core ATen decomposition of it (captured without one)";
     return out;
   }
   Result<Graph> coreIr = readGraph(job, core->second);
@@ -472,12 +514,15 @@ Result<std::pair<std::string, Graph>> graphIr(const Job& job, const Compile& com
     auto found = compile.graphIrs.find(event);
     if (found == compile.graphIrs.end()) continue;
     Result<Graph> ir = readGraph(job, found->second);
-    if (!ir.isOk()) return Status::corruption("the IR of " + event + " in compile " + compile.id.str() + " is not readable: " + ir.status().message());
+    if (!ir.isOk())
+      return Status::corruption("the IR of " + event + " in compile " + compile.id.str() +
+                                " is not readable: " + ir.status().message());
     return std::pair<std::string, Graph>(event, std::move(*ir));
   }
   std::string have;
   for (const auto& [name, key] : compile.graphIrs) have += (have.empty() ? "" : ", ") + name;
-  return Status::notFound("compile " + compile.id.str() + " has no " + graph + " graph (it has: " + (have.empty() ? "none" : have) + ")");
+  return Status::notFound("compile " + compile.id.str() + " has no " + graph +
+                          " graph (it has: " + (have.empty() ? "none" : have) + ")");
 }
 
 std::vector<GraphCheck> checkStore(const Job& job, const CheckOptions& options) {

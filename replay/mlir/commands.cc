@@ -40,7 +40,8 @@ std::string seconds(double s) {
   return buf;
 }
 
-int emit(const LoweredGraph& lowered, const LowerOptions& options, const MlirRequest& r, std::ostream& out, std::ostream& err);
+int emit(const LoweredGraph& lowered, const LowerOptions& options, const MlirRequest& r, std::ostream& out,
+         std::ostream& err);
 
 std::string number(double v) {
   char buf[32];
@@ -109,11 +110,13 @@ int lowerIrCommand(const MlirRequest& r, std::ostream& out, std::ostream& err) {
 namespace {
 
 // The module of a lowered graph verified (linalg, llvm) and written; issues reported.
-int emit(const LoweredGraph& lowered, const LowerOptions& options, const MlirRequest& r, std::ostream& out, std::ostream& err) {
+int emit(const LoweredGraph& lowered, const LowerOptions& options, const MlirRequest& r, std::ostream& out,
+         std::ostream& err) {
   std::string text = lowered.text;
   int status = 0;
   if (!lowered.complete()) {
-    err << lowered.event << ": " << lowered.issues.size() << " of " << lowered.nodes << " nodes not lowered (stood in for by calls to external functions)\n";
+    err << lowered.event << ": " << lowered.issues.size() << " of " << lowered.nodes
+        << " nodes not lowered (stood in for by calls to external functions)\n";
     printIssues(lowered.issues, err);
     status = 1;
   }
@@ -188,16 +191,33 @@ int lowerCheckCommand(const LowerCheckRequest& r, std::ostream& out, std::ostrea
     for (const GraphCheck& g : checks) {
       json issues = json::array();
       for (const NodeIssue& i : g.issues)
-        issues.push_back({{"node", i.node}, {"op", i.op}, {"schema", i.schema}, {"message", i.message}, {"line", i.line}, {"scope", i.scope}});
+        issues.push_back({{"node", i.node},
+                          {"op", i.op},
+                          {"schema", i.schema},
+                          {"message", i.message},
+                          {"line", i.line},
+                          {"scope", i.scope}});
       json outputs = json::array();
-      for (const OutputMatch& o : g.outputs) outputs.push_back({{"position", o.position}, {"status", o.status}, {"max_abs_diff", o.maxAbsDiff}});
-      doc["graphs"].push_back({{"compile", g.compile}, {"graph", g.event}, {"nodes", g.nodes}, {"stage", g.stage}, {"matched", g.matched()},
-                               {"opset", g.opset}, {"opset_reason", g.opsetReason}, {"reference", g.reference},
-                               {"error", g.error}, {"issues", issues}, {"outputs", outputs},
-                               {"seconds", {{"lower", g.lowerSeconds}, {"verify", g.verifySeconds}, {"jit", g.jitSeconds}, {"run", g.runSeconds}}}});
+      for (const OutputMatch& o : g.outputs)
+        outputs.push_back({{"position", o.position}, {"status", o.status}, {"max_abs_diff", o.maxAbsDiff}});
+      doc["graphs"].push_back(
+          {{"compile", g.compile},
+           {"graph", g.event},
+           {"nodes", g.nodes},
+           {"stage", g.stage},
+           {"matched", g.matched()},
+           {"opset", g.opset},
+           {"opset_reason", g.opsetReason},
+           {"reference", g.reference},
+           {"error", g.error},
+           {"issues", issues},
+           {"outputs", outputs},
+           {"seconds",
+            {{"lower", g.lowerSeconds}, {"verify", g.verifySeconds}, {"jit", g.jitSeconds}, {"run", g.runSeconds}}}});
     }
     for (const auto& [op, c] : coverage)
-      doc["operators"][op] = {{"nodes", c.first}, {"not_lowered", c.second}, {"schema", schemas[op]}, {"lines", lines[op]}};
+      doc["operators"][op] = {
+          {"nodes", c.first}, {"not_lowered", c.second}, {"schema", schemas[op]}, {"lines", lines[op]}};
     doc["summary"] = {{"graphs", checked}, {"matched", matched}, {"sizes", r.sizes}};
     out << doc.dump(2) << "\n";
   } else {
@@ -209,17 +229,22 @@ int lowerCheckCommand(const LowerCheckRequest& r, std::ostream& out, std::ostrea
         for (const OutputMatch& o : g.outputs) bitwise += o.status == "bitwise", worst = std::max(worst, o.maxAbsDiff);
         out << " (" << g.outputs.size() << " outputs: " << bitwise << " bitwise, max |diff| " << number(worst) << ")";
       }
-      out << "  [lower " << seconds(g.lowerSeconds) << ", verify " << seconds(g.verifySeconds) << ", jit " << seconds(g.jitSeconds) << "]\n";
+      out << "  [lower " << seconds(g.lowerSeconds) << ", verify " << seconds(g.verifySeconds) << ", jit "
+          << seconds(g.jitSeconds) << "]\n";
       if (!g.reference.empty()) out << "    compared with " << g.reference << "\n";
-      if (!g.opsetReason.empty()) out << "    " << (g.opset == "core_aten" ? "Core ATen: " : "") << g.opsetReason << "\n";
-      if (!g.error.empty() && (g.issues.empty() || g.stage == "unsupported value")) out << "    " << g.error.substr(0, 2000) << (g.error.back() == '\n' ? "" : "\n");
+      if (!g.opsetReason.empty())
+        out << "    " << (g.opset == "core_aten" ? "Core ATen: " : "") << g.opsetReason << "\n";
+      if (!g.error.empty() && (g.issues.empty() || g.stage == "unsupported value"))
+        out << "    " << g.error.substr(0, 2000) << (g.error.back() == '\n' ? "" : "\n");
       for (const OutputMatch& o : g.outputs)
-        if (o.status != "bitwise" && o.status != "close") out << "    output " << o.position << ": " << o.status << ", max |diff| " << number(o.maxAbsDiff) << "\n";
+        if (o.status != "bitwise" && o.status != "close")
+          out << "    output " << o.position << ": " << o.status << ", max |diff| " << number(o.maxAbsDiff) << "\n";
       printIssues(g.issues, out);
     }
     int missing = 0;
     for (const auto& [op, c] : coverage) missing += c.second > 0;
-    out << "\n" << matched << " of " << checked << " graphs matched" << (r.sizes.empty() ? "" : " at " + r.sizes)
+    out << "\n"
+        << matched << " of " << checked << " graphs matched" << (r.sizes.empty() ? "" : " at " + r.sizes)
         << "; operators: " << coverage.size() << ", " << missing << " not lowered\n";
     for (const auto& [op, c] : coverage)
       if (c.second > 0) {

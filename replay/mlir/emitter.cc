@@ -50,10 +50,14 @@ Value Value::list(std::vector<Value> items) {
 std::string mlirString(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\', out += c;
-    else if (c == '\n') out += "\\n";
-    else if (static_cast<unsigned char>(c) < 0x20) out += ' ';
-    else out += c;
+    if (c == '"' || c == '\\')
+      out += '\\', out += c;
+    else if (c == '\n')
+      out += "\\n";
+    else if (static_cast<unsigned char>(c) < 0x20)
+      out += ' ';
+    else
+      out += c;
   }
   return out + "\"";
 }
@@ -119,7 +123,7 @@ std::string hexFloat(double v, DType t) {
     std::snprintf(buf, sizeof buf, "0x%08X", bits);
   } else if (t == DType::BF16) {
     std::snprintf(buf, sizeof buf, "0x%04X", bits >> 16);  // inf/nan keep their top bits
-  } else {  // f16: inf and nan only
+  } else {                                                 // f16: inf and nan only
     std::snprintf(buf, sizeof buf, "0x%04X", std::isnan(v) ? 0x7E00u : (v > 0 ? 0x7C00u : 0xFC00u));
   }
   return buf;
@@ -147,7 +151,8 @@ std::string Scalars::constant(double v, DType t) {
 }
 
 std::string Scalars::cast(const std::string& v, DType from, DType to) {
-  if (from == to || (std::string(elementType(from)) == elementType(to) && from != DType::U8 && to != DType::U8)) return v;
+  if (from == to || (std::string(elementType(from)) == elementType(to) && from != DType::U8 && to != DType::U8))
+    return v;
   std::string name = e.fresh("cv");
   std::string f = elementType(from), t = elementType(to);
   if (to == DType::Bool) {
@@ -160,7 +165,8 @@ std::string Scalars::cast(const std::string& v, DType from, DType to) {
       std::string mid = cast(v, from, DType::F32);
       return cast(mid, DType::F32, to);
     }
-    e.line(name + " = " + (bitWidth(to) > bitWidth(from) ? "arith.extf " : "arith.truncf ") + v + " : " + f + " to " + t);
+    e.line(name + " = " + (bitWidth(to) > bitWidth(from) ? "arith.extf " : "arith.truncf ") + v + " : " + f + " to " +
+           t);
   } else if (isFloat(to)) {
     e.line(name + " = " + (isUnsigned(from) ? "arith.uitofp " : "arith.sitofp ") + v + " : " + f + " to " + t);
   } else if (isFloat(from)) {
@@ -189,7 +195,8 @@ std::string Scalars::unary(const std::string& name, const std::string& a, DType 
 
 std::string Scalars::cmp(const std::string& predicate, const std::string& a, const std::string& b, DType t) {
   std::string out = e.fresh();
-  e.line(out + " = " + (isFloat(t) ? "arith.cmpf " : "arith.cmpi ") + predicate + ", " + a + ", " + b + " : " + elementType(t));
+  e.line(out + " = " + (isFloat(t) ? "arith.cmpf " : "arith.cmpi ") + predicate + ", " + a + ", " + b + " : " +
+         elementType(t));
   return out;
 }
 
@@ -247,7 +254,9 @@ std::string Emitter::indexOp(const std::string& op, const std::string& a, const 
   return assign("ix", op + " " + a + ", " + b + " : index");
 }
 
-std::string Emitter::toIndex(const std::string& i64) { return assign("idx", "arith.index_cast " + i64 + " : i64 to index"); }
+std::string Emitter::toIndex(const std::string& i64) {
+  return assign("idx", "arith.index_cast " + i64 + " : i64 to index");
+}
 
 std::string Emitter::fromIndex(const std::string& index, DType to) {
   return scalars().cast(assign("n", "arith.index_cast " + index + " : index to i64"), DType::I64, to);
@@ -289,40 +298,35 @@ class SizeOps {
 
   std::string spell(const SizeExpr& n, const Strings& a) {
     switch (n.kind) {
-      case SizeKind::Integer:
-        return e_.index(n.value);
+      case SizeKind::Integer: return e_.index(n.value);
       case SizeKind::Symbol: {
         auto it = symbols_.find(n.name);
         if (it == symbols_.end()) throw Unsupported("the symbol " + n.name + " has no value here (not an input size)");
         return it->second;
       }
-      case SizeKind::Add:
-        return bin("arith.addi", a[0], a[1]);
-      case SizeKind::Sub:
-        return bin("arith.subi", a[0], a[1]);
-      case SizeKind::Mul:
-        return bin("arith.muli", a[0], a[1]);
-      case SizeKind::Neg:
-        return bin("arith.subi", e_.index(0), a[0]);
-      case SizeKind::FloorDiv:
-        return bin("arith.floordivsi", a[0], a[1]);
-      case SizeKind::CeilDiv:
-        return bin("arith.ceildivsi", a[0], a[1]);
-      case SizeKind::TruncDiv:
-        return bin("arith.divsi", a[0], a[1]);
+      case SizeKind::Add: return bin("arith.addi", a[0], a[1]);
+      case SizeKind::Sub: return bin("arith.subi", a[0], a[1]);
+      case SizeKind::Mul: return bin("arith.muli", a[0], a[1]);
+      case SizeKind::Neg: return bin("arith.subi", e_.index(0), a[0]);
+      case SizeKind::FloorDiv: return bin("arith.floordivsi", a[0], a[1]);
+      case SizeKind::CeilDiv: return bin("arith.ceildivsi", a[0], a[1]);
+      case SizeKind::TruncDiv: return bin("arith.divsi", a[0], a[1]);
       case SizeKind::Mod:  // floor modulo, a - (a // b) * b: remsi would keep a's sign
         return bin("arith.subi", a[0], bin("arith.muli", bin("arith.floordivsi", a[0], a[1]), a[1]));
-      case SizeKind::Pow:
-        return power(n, a[0]);
+      case SizeKind::Pow: return power(n, a[0]);
       case SizeKind::Max:
       case SizeKind::Min: {
         std::string v = a[0];
         for (size_t i = 1; i < a.size(); ++i) v = bin(n.kind == SizeKind::Max ? "arith.maxsi" : "arith.minsi", v, a[i]);
         return v;
       }
-      case SizeKind::Eq: case SizeKind::Ne: case SizeKind::Lt: case SizeKind::Le: case SizeKind::Gt: case SizeKind::Ge:
-      case SizeKind::Where:
-        throw Unsupported("a comparison in a size is not lowered");
+      case SizeKind::Eq:
+      case SizeKind::Ne:
+      case SizeKind::Lt:
+      case SizeKind::Le:
+      case SizeKind::Gt:
+      case SizeKind::Ge:
+      case SizeKind::Where: throw Unsupported("a comparison in a size is not lowered");
     }
     throw Unsupported("a size expression node of unknown kind");
   }
@@ -375,7 +379,8 @@ std::string Emitter::fill(const TensorType& t, double v) {
   Scalars s = scalars();
   std::string c = s.constant(v, t.dtype);
   std::string name = fresh("f");
-  line(name + " = linalg.fill ins(" + c + " : " + elementType(t.dtype) + ") outs(" + e + " : " + t.str() + ") -> " + t.str());
+  line(name + " = linalg.fill ins(" + c + " : " + elementType(t.dtype) + ") outs(" + e + " : " + t.str() + ") -> " +
+       t.str());
   return name;
 }
 
@@ -386,8 +391,9 @@ std::string Emitter::cast(const Value& tensor, const TensorType& to) {
   return name;
 }
 
-std::string Emitter::generic(const TensorType& out, const std::vector<std::string>& outMap, const std::vector<GenericInput>& ins,
-                             const std::vector<std::string>& iterators, const std::function<std::string(std::vector<std::string>&)>& body,
+std::string Emitter::generic(const TensorType& out, const std::vector<std::string>& outMap,
+                             const std::vector<GenericInput>& ins, const std::vector<std::string>& iterators,
+                             const std::function<std::string(std::vector<std::string>&)>& body,
                              const std::string& init) {
   std::string dest = init.empty() ? empty(out) : init;
   std::string maps, insText, insTypes, iters;
@@ -421,7 +427,8 @@ std::string Emitter::generic(const TensorType& out, const std::vector<std::strin
 }
 
 Value Emitter::elementwise(const TensorType& out, const std::vector<Value>& operands, DType compute,
-                           const std::function<std::string(Scalars&, std::vector<std::string>&)>& body, bool boolResult) {
+                           const std::function<std::string(Scalars&, std::vector<std::string>&)>& body,
+                           bool boolResult) {
   std::vector<GenericInput> ins;
   std::vector<int> slot;  // operand -> block argument index, or -1 for a scalar
   for (const Value& v : operands) {
@@ -432,16 +439,19 @@ Value Emitter::elementwise(const TensorType& out, const std::vector<Value>& oper
     slot.push_back(static_cast<int>(ins.size()));
     ins.push_back({v.ssa, v.type, broadcastMap(v.type, out)});
   }
-  std::string ssa = generic(out, loopDims(out.rank()), ins, Strings(out.rank(), "parallel"), [&](std::vector<std::string>& args) {
-    Scalars s = scalars();
-    std::vector<std::string> values;
-    for (size_t i = 0; i < operands.size(); ++i) {
-      if (slot[i] < 0) values.push_back(s.of(operands[i], compute));
-      else values.push_back(s.cast(args[slot[i]], operands[i].type.dtype, compute));
-    }
-    std::string r = body(s, values);
-    return s.cast(r, boolResult ? DType::Bool : compute, out.dtype);
-  });
+  std::string ssa =
+      generic(out, loopDims(out.rank()), ins, Strings(out.rank(), "parallel"), [&](std::vector<std::string>& args) {
+        Scalars s = scalars();
+        std::vector<std::string> values;
+        for (size_t i = 0; i < operands.size(); ++i) {
+          if (slot[i] < 0)
+            values.push_back(s.of(operands[i], compute));
+          else
+            values.push_back(s.cast(args[slot[i]], operands[i].type.dtype, compute));
+        }
+        std::string r = body(s, values);
+        return s.cast(r, boolResult ? DType::Bool : compute, out.dtype);
+      });
   return Value::tensor(ssa, out);
 }
 

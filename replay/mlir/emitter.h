@@ -24,10 +24,10 @@ struct Unsupported : std::runtime_error {
 struct Value {
   enum class Kind { None, Tensor, Int, Float, Bool, List, Text };
   Kind kind = Kind::None;
-  std::string ssa;  // tensors and non-constant scalars
-  TensorType type;  // tensors
-  double number = 0;  // constant scalars (ssa empty)
-  std::string text;   // Text: a dtype, device, layout, memory format or string argument
+  std::string ssa;           // tensors and non-constant scalars
+  TensorType type;           // tensors
+  double number = 0;         // constant scalars (ssa empty)
+  std::string text;          // Text: a dtype, device, layout, memory format or string argument
   std::vector<Value> items;  // List
 
   static Value tensor(std::string ssa, TensorType type);
@@ -48,8 +48,8 @@ struct Scalars {
   Emitter& e;
   std::string constant(double v, DType t);  // inf and nan as MLIR's hex floats
   std::string cast(const std::string& v, DType from, DType to);
-  std::string op(const std::string& name, const std::string& a, const std::string& b, DType t);  // "arith.addf"
-  std::string unary(const std::string& name, const std::string& a, DType t);                    // "math.exp"
+  std::string op(const std::string& name, const std::string& a, const std::string& b, DType t);        // "arith.addf"
+  std::string unary(const std::string& name, const std::string& a, DType t);                           // "math.exp"
   std::string cmp(const std::string& predicate, const std::string& a, const std::string& b, DType t);  // "olt" / "slt"
   std::string select(const std::string& c, const std::string& a, const std::string& b, DType t);
   // The value of a Value scalar (constant or SSA) as element type t.
@@ -69,10 +69,10 @@ struct GenericInput {
 class Emitter {
  public:
   std::string fresh(const std::string& hint = "v");
-  void line(const std::string& text);  // an op, indented, with the current location
-  void open(const std::string& text);  // a line that opens a region: `... {`
-  void close(const std::string& text); // `} ...`, closing it
-  void label(const std::string& text); // a block header inside the open region: `^bb0(%a: f32):`
+  void line(const std::string& text);   // an op, indented, with the current location
+  void open(const std::string& text);   // a line that opens a region: `... {`
+  void close(const std::string& text);  // `} ...`, closing it
+  void label(const std::string& text);  // a block header inside the open region: `^bb0(%a: f32):`
   void setLocation(std::string loc) { loc_ = std::move(loc); }
   // What rollback() returns to: the text so far, the open regions and the SSA values cached for
   // reuse (a value defined in dropped text must not be reused).
@@ -91,15 +91,15 @@ class Emitter {
   Scalars scalars() { return Scalars{*this}; }
 
   std::string assign(const std::string& hint, const std::string& rhs);  // `%hintN = rhs`, returns %hintN
-  std::string index(int64_t v);  // arith.constant : index (cached at function level)
+  std::string index(int64_t v);     // arith.constant : index (cached at function level)
   std::string loopIndex(size_t d);  // linalg.index d, inside a linalg region
   std::string indexOp(const std::string& op, const std::string& a, const std::string& b);  // "arith.addi" on index
-  std::string toIndex(const std::string& i64);                        // an i64 as an index
+  std::string toIndex(const std::string& i64);                                             // an i64 as an index
   std::string fromIndex(const std::string& index, DType to = DType::I64);  // an index as a number of type `to`
   std::string indexCmp(const std::string& predicate, const std::string& a, const std::string& b);  // "slt": an i1
   // The size of dim `d` of a tensor: a constant, or the symbolic expression's value.
   std::string dimSize(const TensorType& t, size_t d);
-  std::string sizeOf(const Dim& dim);  // index
+  std::string sizeOf(const Dim& dim);                // index
   std::string symbolValue(const std::string& expr);  // index value of an expression over bound symbols
   void bindSymbol(const std::string& symbol, const std::string& indexSsa);
   bool bound(const std::string& symbol) const { return symbols_.count(symbol) > 0; }
@@ -111,9 +111,9 @@ class Emitter {
 
   // linalg.generic over `loops` dims writing `out` (a fresh empty tensor, or `init` when given
   // for a reduction); body gets the block arguments (inputs then output) and returns the yield.
-  std::string generic(const TensorType& out, const std::vector<std::string>& outMap, const std::vector<GenericInput>& ins,
-                      const std::vector<std::string>& iterators, const std::function<std::string(std::vector<std::string>&)>& body,
-                      const std::string& init = "");
+  std::string generic(const TensorType& out, const std::vector<std::string>& outMap,
+                      const std::vector<GenericInput>& ins, const std::vector<std::string>& iterators,
+                      const std::function<std::string(std::vector<std::string>&)>& body, const std::string& init = "");
   // v copied into `out`'s type: broadcast as elementwise() does and converted to out's dtype.
   Value copyInto(const Value& v, const TensorType& out);
   Value convert(const Value& v, DType to) { return v.type.dtype == to ? v : copyInto(v, v.type.withDtype(to)); }
@@ -122,7 +122,8 @@ class Emitter {
   // converted to `compute` in the body, scalars too; the body's value (of type compute, or i1
   // when boolResult) is converted to out's dtype.
   Value elementwise(const TensorType& out, const std::vector<Value>& operands, DType compute,
-                    const std::function<std::string(Scalars&, std::vector<std::string>&)>& body, bool boolResult = false);
+                    const std::function<std::string(Scalars&, std::vector<std::string>&)>& body,
+                    bool boolResult = false);
 
  private:
   std::string text_;
@@ -139,9 +140,10 @@ std::string mapText(size_t loops, const std::vector<std::string>& results);  // 
 Strings loopDims(size_t n, size_t from = 0);
 // t read in the loops of `space`, right-aligned as PyTorch broadcasts: a static size-1 dim where
 // the space's is not 1 is read at 0. Throws Unsupported when t has the higher rank.
-Strings broadcastMap(const TensorType& t, const TensorType& space);  // d<from>, d<from+1>, ...: an identity map's results
-std::string join(const Strings& items);     // "a, b, c"
-std::string mlirString(const std::string& s);  // an MLIR string literal
+Strings broadcastMap(const TensorType& t,
+                     const TensorType& space);   // d<from>, d<from+1>, ...: an identity map's results
+std::string join(const Strings& items);          // "a, b, c"
+std::string mlirString(const std::string& s);    // an MLIR string literal
 std::string hexBytes(const std::string& bytes);  // "0A1B..": raw bytes as MLIR's dense hex literals spell them
 
 }  // namespace dynrep::replay::lowering

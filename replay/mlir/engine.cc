@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <optional>
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -76,9 +76,10 @@ void registerOnce() {
 std::unique_ptr<mlir::MLIRContext> makeContext() {
   registerOnce();
   mlir::DialectRegistry registry;
-  registry.insert<mlir::func::FuncDialect, mlir::arith::ArithDialect, mlir::math::MathDialect, mlir::linalg::LinalgDialect,
-                  mlir::tensor::TensorDialect, mlir::scf::SCFDialect, mlir::cf::ControlFlowDialect, mlir::memref::MemRefDialect,
-                  mlir::bufferization::BufferizationDialect, mlir::affine::AffineDialect, mlir::LLVM::LLVMDialect>();
+  registry.insert<mlir::func::FuncDialect, mlir::arith::ArithDialect, mlir::math::MathDialect,
+                  mlir::linalg::LinalgDialect, mlir::tensor::TensorDialect, mlir::scf::SCFDialect,
+                  mlir::cf::ControlFlowDialect, mlir::memref::MemRefDialect, mlir::bufferization::BufferizationDialect,
+                  mlir::affine::AffineDialect, mlir::LLVM::LLVMDialect>();
   mlir::arith::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
   mlir::linalg::registerBufferizableOpInterfaceExternalModels(registry);
@@ -103,8 +104,10 @@ class Diagnostics {
   explicit Diagnostics(mlir::MLIRContext* context)
       : handler_(context, [this](mlir::Diagnostic& d) {
           llvm::raw_string_ostream os(text_);
-          os << d.getLocation() << ": " << (d.getSeverity() == mlir::DiagnosticSeverity::Error ? "error: " : "note: ") << d.str() << "\n";
-          for (mlir::Diagnostic& note : d.getNotes()) os << "  " << note.getLocation() << ": note: " << note.str() << "\n";
+          os << d.getLocation() << ": " << (d.getSeverity() == mlir::DiagnosticSeverity::Error ? "error: " : "note: ")
+             << d.str() << "\n";
+          for (mlir::Diagnostic& note : d.getNotes())
+            os << "  " << note.getLocation() << ": note: " << note.str() << "\n";
           return mlir::success();
         }) {}
   const std::string& text() const { return text_; }
@@ -118,7 +121,8 @@ mlir::OwningOpRef<mlir::ModuleOp> parse(mlir::MLIRContext* context, const std::s
   mlir::ParserConfig config(context);
   mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceString<mlir::ModuleOp>(text, config, "lowered.mlir");
   if (!module) throw std::runtime_error("MLIR does not parse the lowered module:\n" + diagnostics.text());
-  if (mlir::failed(mlir::verify(*module))) throw std::runtime_error("MLIR's verifier rejects the lowered module:\n" + diagnostics.text());
+  if (mlir::failed(mlir::verify(*module)))
+    throw std::runtime_error("MLIR's verifier rejects the lowered module:\n" + diagnostics.text());
   return module;
 }
 
@@ -143,7 +147,8 @@ const char* llvmPipeline() {
   return "builtin.module(inline,symbol-dce,"
          "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
          "buffer-deallocation-pipeline,convert-bufferization-to-memref,func.func(convert-linalg-to-loops),"
-         "convert-math-to-funcs,convert-scf-to-cf,expand-strided-metadata,lower-affine,arith-expand,finalize-memref-to-llvm,convert-math-to-llvm,"
+         "convert-math-to-funcs,convert-scf-to-cf,expand-strided-metadata,lower-affine,arith-expand,finalize-memref-to-"
+         "llvm,convert-math-to-llvm,"
          "convert-math-to-libm,convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,"
          "reconcile-unrealized-casts)";
 }
@@ -246,7 +251,8 @@ size_t rankOf(const std::string& type) {  // tensor<?x4xf32> -> 2
 std::optional<DType> elementOf(const std::string& type) {  // tensor<?x4xf32> -> f32
   std::string body = type.substr(type.find('<') + 1, type.rfind('>') - type.find('<') - 1);
   std::string e = body.substr(body.rfind('x') == std::string::npos ? 0 : body.rfind('x') + 1);
-  for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32, DType::I16, DType::I8, DType::Bool})
+  for (DType t :
+       {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32, DType::I16, DType::I8, DType::Bool})
     if (e == elementType(t)) return t;
   return std::nullopt;
 }
@@ -290,7 +296,8 @@ std::vector<HostValue> Jit::call(const std::string& function, const std::vector<
       words.push_back(in.integer);
     }
   }
-  for (const auto& [i, isBool] : plan) args.push_back(isBool ? static_cast<void*>(&bools[i]) : static_cast<void*>(&words[i]));
+  for (const auto& [i, isBool] : plan)
+    args.push_back(isBool ? static_cast<void*>(&bools[i]) : static_cast<void*>(&words[i]));
   // Result layout: 8-byte aligned words, an i1 one byte (padded when followed by words).
   size_t bytes = 0;
   std::vector<size_t> offsets;
@@ -338,7 +345,8 @@ std::vector<HostValue> Jit::call(const std::string& function, const std::vector<
       if (!dtype) throw std::runtime_error("result type " + t + " is not read back");
       std::vector<int64_t> shape(w + 3, w + 3 + rank);
       v = HostValue::tensor(*dtype, shape);
-      const uint8_t* base = reinterpret_cast<const uint8_t*>(static_cast<intptr_t>(w[1])) + w[2] * static_cast<int64_t>(byteSize(*dtype));
+      const uint8_t* base =
+          reinterpret_cast<const uint8_t*>(static_cast<intptr_t>(w[1])) + w[2] * static_cast<int64_t>(byteSize(*dtype));
       size_t elem = byteSize(*dtype), n = v.numel();
       std::vector<int64_t> index(rank, 0);
       for (size_t i = 0; i < n; ++i) {  // strided copy: a result may be a view of a buffer

@@ -49,8 +49,8 @@ std::string functionName(const std::string& event) {
 std::string moduleOpening(const LoweredGraph& g, const LowerOptions& options, const std::string& signature,
                           const std::string& resultTypes) {
   std::string compile = options.compileId.empty() ? "" : ", dynrep.compile = " + mlirString(options.compileId);
-  return "module attributes {dynrep.graph = " + mlirString(g.event) + compile + "} {\n" +
-         "  func.func @" + g.function + "(" + signature + ") -> (" + resultTypes + ") {\n";
+  return "module attributes {dynrep.graph = " + mlirString(g.event) + compile + "} {\n" + "  func.func @" + g.function +
+         "(" + signature + ") -> (" + resultTypes + ") {\n";
 }
 
 }  // namespace dynrep::replay::lowering

@@ -12,9 +12,12 @@ namespace {
 float halfToFloat(uint16_t h) {
   uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1F, mant = h & 0x3FF;
   float v;
-  if (exp == 0) v = std::ldexp(static_cast<float>(mant), -24);
-  else if (exp == 31) v = mant ? NAN : INFINITY;
-  else v = std::ldexp(static_cast<float>(mant | 0x400), static_cast<int>(exp) - 25);
+  if (exp == 0)
+    v = std::ldexp(static_cast<float>(mant), -24);
+  else if (exp == 31)
+    v = mant ? NAN : INFINITY;
+  else
+    v = std::ldexp(static_cast<float>(mant | 0x400), static_cast<int>(exp) - 25);
   return sign ? -v : v;
 }
 
@@ -38,13 +41,44 @@ HostValue HostValue::tensor(DType dtype, std::vector<int64_t> shape) {
 double HostValue::element(size_t i) const {
   const uint8_t* p = data.data() + i * byteSize(dtype);
   switch (dtype) {
-    case DType::F64: { double x; std::memcpy(&x, p, 8); return x; }
-    case DType::F32: { float x; std::memcpy(&x, p, 4); return x; }
-    case DType::F16: { uint16_t x; std::memcpy(&x, p, 2); return halfToFloat(x); }
-    case DType::BF16: { uint16_t x; std::memcpy(&x, p, 2); uint32_t b = static_cast<uint32_t>(x) << 16; float f; std::memcpy(&f, &b, 4); return f; }
-    case DType::I64: { int64_t x; std::memcpy(&x, p, 8); return static_cast<double>(x); }
-    case DType::I32: { int32_t x; std::memcpy(&x, p, 4); return x; }
-    case DType::I16: { int16_t x; std::memcpy(&x, p, 2); return x; }
+    case DType::F64: {
+      double x;
+      std::memcpy(&x, p, 8);
+      return x;
+    }
+    case DType::F32: {
+      float x;
+      std::memcpy(&x, p, 4);
+      return x;
+    }
+    case DType::F16: {
+      uint16_t x;
+      std::memcpy(&x, p, 2);
+      return halfToFloat(x);
+    }
+    case DType::BF16: {
+      uint16_t x;
+      std::memcpy(&x, p, 2);
+      uint32_t b = static_cast<uint32_t>(x) << 16;
+      float f;
+      std::memcpy(&f, &b, 4);
+      return f;
+    }
+    case DType::I64: {
+      int64_t x;
+      std::memcpy(&x, p, 8);
+      return static_cast<double>(x);
+    }
+    case DType::I32: {
+      int32_t x;
+      std::memcpy(&x, p, 4);
+      return x;
+    }
+    case DType::I16: {
+      int16_t x;
+      std::memcpy(&x, p, 2);
+      return x;
+    }
     case DType::I8: return static_cast<int8_t>(*p);
     case DType::U8: return *p;
     case DType::Bool: return *p != 0;
@@ -69,8 +103,10 @@ Comparison compare(const HostValue& got, const HostValue& want, double rtol, dou
   Comparison c;
   if (got.kind != want.kind) return {"shape differs", 0};
   if (got.kind != HostValue::Kind::Tensor) {
-    bool same = got.integer == want.integer && (got.real == want.real || (std::isnan(got.real) && std::isnan(want.real)));
-    return {same ? "bitwise" : "differs", std::fabs(got.real - want.real + static_cast<double>(got.integer - want.integer))};
+    bool same =
+        got.integer == want.integer && (got.real == want.real || (std::isnan(got.real) && std::isnan(want.real)));
+    return {same ? "bitwise" : "differs",
+            std::fabs(got.real - want.real + static_cast<double>(got.integer - want.integer))};
   }
   if (got.shape != want.shape || got.dtype != want.dtype) return {"shape differs", 0};
   if (got.data == want.data) return {"bitwise", 0};

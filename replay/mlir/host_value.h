@@ -20,9 +20,9 @@ struct HostValue {
   double real = 0;
 
   size_t numel() const;
-  double element(size_t i) const;  // as double (float16/bfloat16 widened)
+  double element(size_t i) const;                                    // as double (float16/bfloat16 widened)
   static HostValue tensor(DType dtype, std::vector<int64_t> shape);  // zero-filled
-  std::string describe() const;     // float32[2, 8]
+  std::string describe() const;                                      // float32[2, 8]
 };
 
 // Float tensors match when |a - b| <= atol + rtol * |b| everywhere (nan matches nan). In

@@ -28,7 +28,8 @@ json graphDocument(const std::string& reluTarget) {
     "nodes": [
       {"name": "x", "op": "placeholder", "outputs": [{"dtype": "float32", "shape": ["s0", 4]}]},
       {"name": "y", "op": "placeholder", "outputs": [{"dtype": "float32", "shape": [4]}]},
-      {"name": "r", "op": "call_function", "target": ")IR" + reluTarget + R"IR(", "args": [{"ref": "x"}], "kwargs": {},
+      {"name": "r", "op": "call_function", "target": ")IR" +
+                     reluTarget + R"IR(", "args": [{"ref": "x"}], "kwargs": {},
        "outputs": [{"dtype": "float32", "shape": ["s0", 4]}],
        "location": {"file": "model.py", "line": 7, "code": "torch.relu(x)"}},
       {"name": "a", "op": "call_function", "target": "aten::add.Tensor", "args": [{"ref": "r"}, {"ref": "y"}], "kwargs": {},

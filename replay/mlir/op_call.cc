@@ -16,19 +16,22 @@ const Value& OpCall::arg(size_t i) const {
 
 const Value& OpCall::tensor(size_t i) const {
   const Value& v = arg(i);
-  if (!v.isTensor()) throw Unsupported("argument '" + (i < names.size() ? names[i] : std::to_string(i)) + "' is not a tensor");
+  if (!v.isTensor())
+    throw Unsupported("argument '" + (i < names.size() ? names[i] : std::to_string(i)) + "' is not a tensor");
   return v;
 }
 
 int64_t OpCall::integer(size_t i) const {
   const Value& v = arg(i);
-  if (!v.isConst()) throw Unsupported("argument '" + (i < names.size() ? names[i] : std::to_string(i)) + "' is not a constant");
+  if (!v.isConst())
+    throw Unsupported("argument '" + (i < names.size() ? names[i] : std::to_string(i)) + "' is not a constant");
   return static_cast<int64_t>(v.number);
 }
 
 double OpCall::real(size_t i) const {
   const Value& v = arg(i);
-  if (!v.isConst()) throw Unsupported("argument '" + (i < names.size() ? names[i] : std::to_string(i)) + "' is not a constant number");
+  if (!v.isConst())
+    throw Unsupported("argument '" + (i < names.size() ? names[i] : std::to_string(i)) + "' is not a constant number");
   return v.number;
 }
 
@@ -47,7 +50,8 @@ std::vector<int64_t> OpCall::ints(size_t i) const {
   if (v.isConst()) {  // int[2] stride=1 means [1, 1]
     size_t n = 1;
     const std::string& type = i < types.size() ? types[i] : "";
-    if (size_t open = type.find('['); open != std::string::npos && type[open + 1] != ']') n = std::stoul(type.substr(open + 1));
+    if (size_t open = type.find('['); open != std::string::npos && type[open + 1] != ']')
+      n = std::stoul(type.substr(open + 1));
     return std::vector<int64_t>(n, static_cast<int64_t>(v.number));
   }
   if (v.isNone()) return out;
@@ -61,7 +65,8 @@ const TensorType& OpCall::out(size_t i) const {
 
 int64_t OpCall::dim(int64_t d, size_t rank) {
   int64_t r = static_cast<int64_t>(rank == 0 ? 1 : rank);
-  if (d < -r || d >= r) throw Unsupported("dimension " + std::to_string(d) + " out of range for rank " + std::to_string(rank));
+  if (d < -r || d >= r)
+    throw Unsupported("dimension " + std::to_string(d) + " out of range for rank " + std::to_string(rank));
   return d < 0 ? d + r : d;
 }
 

@@ -20,7 +20,7 @@ struct OpCall {
   std::vector<std::string> names;  // schema argument names
   std::vector<std::string> types;  // schema argument types: Tensor, int[2], Scalar, ...
   std::vector<Value> args;
-  std::vector<TensorType> outs;    // the IR's type of each output (tensors)
+  std::vector<TensorType> outs;  // the IR's type of each output (tensors)
 
   size_t index(const std::string& name) const;  // schema position, or throws Unsupported
   const Value& arg(size_t i) const;

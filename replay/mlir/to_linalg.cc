@@ -30,7 +30,8 @@ Value parseDefault(const std::string& text, const std::string& type) {
     std::vector<Value> items;
     std::stringstream in(text.substr(1, text.size() - 2));
     for (std::string item; std::getline(in, item, ',');)
-      if (item.find_first_not_of(' ') != std::string::npos) items.push_back(parseDefault(item.substr(item.find_first_not_of(' ')), ""));
+      if (item.find_first_not_of(' ') != std::string::npos)
+        items.push_back(parseDefault(item.substr(item.find_first_not_of(' ')), ""));
     return Value::list(std::move(items));
   }
   char* end = nullptr;
@@ -89,8 +90,10 @@ class GraphLowering {
     t.dtype = *dtype;
     for (const Dimension& d : meta.shape) {
       Dim dim;
-      if (d.isStatic()) dim.size = d.size;
-      else dim.expr = d.expr;
+      if (d.isStatic())
+        dim.size = d.size;
+      else
+        dim.expr = d.expr;
       t.dims.push_back(dim);
     }
     return t;
@@ -139,7 +142,8 @@ class GraphLowering {
       }
       out_.inputs.push_back(port);
       signature += std::string(signature.empty() ? "" : ", ") + arg + ": " + port.type;
-      if (port.type.rfind("tensor", 0) == 0 && opt_.dialect != Dialect::Torch) signature += " {bufferization.writable = false}";
+      if (port.type.rfind("tensor", 0) == 0 && opt_.dialect != Dialect::Torch)
+        signature += " {bufferization.writable = false}";
     }
     if (opt_.dialect != Dialect::Torch) randomArguments(&signature, n);
     return signature;
@@ -188,7 +192,8 @@ class GraphLowering {
           e_.line(have + " = tensor.dim " + v.ssa + ", " + e_.index(static_cast<int64_t>(d)) + " : " + v.type.str());
           std::string ok = e_.fresh("ok");
           e_.line(ok + " = arith.cmpi eq, " + have + ", " + want + " : index");
-          e_.line("cf.assert " + ok + ", " + mlirString("input " + port.name + " dim " + std::to_string(d) + " must be " + dim.expr));
+          e_.line("cf.assert " + ok + ", " +
+                  mlirString("input " + port.name + " dim " + std::to_string(d) + " must be " + dim.expr));
         } catch (const Unsupported& u) {
           Node fake;
           fake.name = port.name, fake.op = Node::Op::Placeholder, fake.opName = "placeholder";
@@ -202,8 +207,9 @@ class GraphLowering {
       auto check = [&](const char* pred, int64_t bound, const std::string& what) {
         std::string ok = e_.fresh("ok");
         e_.line(ok + " = arith.cmpi " + pred + ", " + value + ", " + e_.index(bound) + " : index");
-        e_.line("cf.assert " + ok + ", " + mlirString(symbol + " " + what + " (the compile's range is [" + std::to_string(range.first) +
-                                                  ", " + std::to_string(range.second) + "])"));
+        e_.line("cf.assert " + ok + ", " +
+                mlirString(symbol + " " + what + " (the compile's range is [" + std::to_string(range.first) + ", " +
+                           std::to_string(range.second) + "])"));
       };
       if (range.first > 0) check("sge", range.first, ">= " + std::to_string(range.first));
       if (range.second < (int64_t{1} << 62)) check("sle", range.second, "<= " + std::to_string(range.second));
@@ -213,22 +219,24 @@ class GraphLowering {
   Value resolve(const Argument& arg, const std::string& type) {
     using K = Argument::Kind;
     switch (arg.kind) {
-      case K::None:
-        return Value();
-      case K::Bool:
-        return Value::boolean(arg.boolean);
+      case K::None: return Value();
+      case K::Bool: return Value::boolean(arg.boolean);
       case K::Int:
         if (type.rfind("float", 0) == 0) return Value::real(static_cast<double>(arg.integer));
         return Value::integer(arg.integer);
-      case K::Float:
-        return Value::real(arg.real);
-      case K::String: case K::DType: case K::Layout: case K::MemoryFormat: case K::Device: {
+      case K::Float: return Value::real(arg.real);
+      case K::String:
+      case K::DType:
+      case K::Layout:
+      case K::MemoryFormat:
+      case K::Device: {
         Value v;
         v.kind = Value::Kind::Text;
         v.text = arg.text;
         return v;
       }
-      case K::List: case K::Tuple: {
+      case K::List:
+      case K::Tuple: {
         std::vector<Value> items;
         for (const Argument& item : arg.items) items.push_back(resolve(item, elementOf(type)));
         return Value::list(std::move(items));
@@ -238,10 +246,14 @@ class GraphLowering {
         if (it == values_.end()) throw Unsupported("uses " + arg.text + ", which was not lowered");
         return it->second;
       }
-      case K::Sym:
-        return Value::scalar(Value::Kind::Int, e_.fromIndex(e_.symbolValue(arg.text)));
-      case K::Slice: case K::Ellipsis: case K::Complex: case K::Callable: case K::Repr: case K::Expr: case K::Enum:
-        break;
+      case K::Sym: return Value::scalar(Value::Kind::Int, e_.fromIndex(e_.symbolValue(arg.text)));
+      case K::Slice:
+      case K::Ellipsis:
+      case K::Complex:
+      case K::Callable:
+      case K::Repr:
+      case K::Expr:
+      case K::Enum: break;
     }
     throw Unsupported("a " + arg.key() + " argument is not lowered");
   }
@@ -281,10 +293,14 @@ class GraphLowering {
       c.names.push_back(name);
       c.types.push_back(type);
       auto kwarg = node.kwargs.find(name);
-      if (i < args.size() && !param.kwargOnly) c.args.push_back(resolve(args[i], type));
-      else if (kwarg != node.kwargs.end()) c.args.push_back(resolve(kwarg->second, type));
-      else if (param.defaultValue) c.args.push_back(parseDefault(*param.defaultValue, type));
-      else throw Unsupported("argument '" + name + "' has no value and no default");
+      if (i < args.size() && !param.kwargOnly)
+        c.args.push_back(resolve(args[i], type));
+      else if (kwarg != node.kwargs.end())
+        c.args.push_back(resolve(kwarg->second, type));
+      else if (param.defaultValue)
+        c.args.push_back(parseDefault(*param.defaultValue, type));
+      else
+        throw Unsupported("argument '" + name + "' has no value and no default");
     }
     for (const ValueMeta& meta : node.outputs) c.outs.push_back(meta.isTensor() ? tensorType(meta) : TensorType{});
     return c;
@@ -341,7 +357,8 @@ class GraphLowering {
       const Value& cond = c.arg(0);
       if (cond.isTensor()) throw Unsupported("an assert on a tensor's value");
       if (cond.isConst() && cond.number != 0) return true;
-      std::string message = c.args.size() > 1 && c.arg(1).kind == Value::Kind::Text ? c.arg(1).text : "assertion failed";
+      std::string message =
+          c.args.size() > 1 && c.arg(1).kind == Value::Kind::Text ? c.arg(1).text : "assertion failed";
       e_.line("cf.assert " + s.of(cond, DType::Bool) + ", " + mlirString(message));
       return true;
     }
@@ -350,8 +367,10 @@ class GraphLowering {
     for (size_t i : {size_t{1}, size_t{2}}) {
       if (c.none(i)) continue;
       int64_t bound = c.integer(i);
-      std::string ok = s.cmp(i == 1 ? "sge" : "sle", size, s.constant(static_cast<double>(bound), DType::I64), DType::I64);
-      e_.line("cf.assert " + ok + ", " + mlirString(node.name + ": the size must be " + (i == 1 ? ">= " : "<= ") + std::to_string(bound)));
+      std::string ok =
+          s.cmp(i == 1 ? "sge" : "sle", size, s.constant(static_cast<double>(bound), DType::I64), DType::I64);
+      e_.line("cf.assert " + ok + ", " +
+              mlirString(node.name + ": the size must be " + (i == 1 ? ">= " : "<= ") + std::to_string(bound)));
     }
     return true;
   }
@@ -377,13 +396,16 @@ class GraphLowering {
     std::string fn = "unsupported." + node.name;
     std::string results, names;
     for (size_t i = 0; i < types.size(); ++i) results += (i ? ", " : "") + types[i];
-    declarations_.push_back("func.func private @" + mlirString(fn) + "() -> (" + results + ") attributes {dynrep.op = " + mlirString(target) + "}");
+    declarations_.push_back("func.func private @" + mlirString(fn) + "() -> (" + results +
+                            ") attributes {dynrep.op = " + mlirString(target) + "}");
     std::vector<Value> items;
     std::string base = e_.fresh("u");
-    e_.line(base + (types.size() > 1 ? ":" + std::to_string(types.size()) : "") + " = func.call @" + mlirString(fn) + "() : () -> (" + results + ")");
+    e_.line(base + (types.size() > 1 ? ":" + std::to_string(types.size()) : "") + " = func.call @" + mlirString(fn) +
+            "() : () -> (" + results + ")");
     for (size_t i = 0; i < types.size(); ++i) {
       std::string ssa = types.size() > 1 ? base + "#" + std::to_string(i) : base;
-      items.push_back(tensorTypes[i].dims.empty() && types[i] == "i64" ? Value::scalar(Value::Kind::Int, ssa) : Value::tensor(ssa, tensorTypes[i]));
+      items.push_back(tensorTypes[i].dims.empty() && types[i] == "i64" ? Value::scalar(Value::Kind::Int, ssa)
+                                                                       : Value::tensor(ssa, tensorTypes[i]));
     }
     values_[node.name] = items.size() == 1 ? items[0] : Value::list(items);
   }
@@ -395,26 +417,39 @@ class GraphLowering {
     for (size_t i = 0; i < c.args.size(); ++i) {
       const Value& v = c.args[i];
       if (v.isNone()) continue;
-      if (k >= fn.argTypes.size()) throw Unsupported("the library's " + c.target + " takes " + std::to_string(fn.argTypes.size()) + " arguments; the node passes more");
+      if (k >= fn.argTypes.size())
+        throw Unsupported("the library's " + c.target + " takes " + std::to_string(fn.argTypes.size()) +
+                          " arguments; the node passes more");
       const std::string& want = fn.argTypes[k++];
       if (v.isTensor()) {
         operands.push_back(want == v.type.str() ? v.ssa : e_.fresh("lc"));
-        if (want != v.type.str()) e_.line(operands.back() + " = tensor.cast " + v.ssa + " : " + v.type.str() + " to " + want);
+        if (want != v.type.str())
+          e_.line(operands.back() + " = tensor.cast " + v.ssa + " : " + v.type.str() + " to " + want);
       } else if (v.isScalar()) {
-        DType t = want == "f64" ? DType::F64 : want == "f32" ? DType::F32 : want == "i1" ? DType::Bool : want == "i32" ? DType::I32 : DType::I64;
+        DType t = want == "f64"   ? DType::F64
+                  : want == "f32" ? DType::F32
+                  : want == "i1"  ? DType::Bool
+                  : want == "i32" ? DType::I32
+                                  : DType::I64;
         operands.push_back(e_.scalars().of(v, t));
       } else {
         throw Unsupported("argument '" + c.names[i] + "' cannot be passed to a library function");
       }
       types.push_back(want);
     }
-    if (k != fn.argTypes.size()) throw Unsupported("the library's " + c.target + " takes " + std::to_string(fn.argTypes.size()) + " arguments; the node passes " + std::to_string(k));
-    if (fn.resultTypes.size() != c.outs.size()) throw Unsupported("the library's " + c.target + " returns " + std::to_string(fn.resultTypes.size()) + " values; the node has " + std::to_string(c.outs.size()));
+    if (k != fn.argTypes.size())
+      throw Unsupported("the library's " + c.target + " takes " + std::to_string(fn.argTypes.size()) +
+                        " arguments; the node passes " + std::to_string(k));
+    if (fn.resultTypes.size() != c.outs.size())
+      throw Unsupported("the library's " + c.target + " returns " + std::to_string(fn.resultTypes.size()) +
+                        " values; the node has " + std::to_string(c.outs.size()));
     std::string base = e_.fresh("lib");
     std::string argList, typeList, resultList;
-    for (size_t i = 0; i < operands.size(); ++i) argList += (i ? ", " : "") + operands[i], typeList += (i ? ", " : "") + types[i];
+    for (size_t i = 0; i < operands.size(); ++i)
+      argList += (i ? ", " : "") + operands[i], typeList += (i ? ", " : "") + types[i];
     for (size_t i = 0; i < fn.resultTypes.size(); ++i) resultList += (i ? ", " : "") + fn.resultTypes[i];
-    e_.line(base + (fn.resultTypes.size() > 1 ? ":" + std::to_string(fn.resultTypes.size()) : "") + " = func.call @" + mlirString(c.target) + "(" + argList + ") : (" + typeList + ") -> (" + resultList + ")");
+    e_.line(base + (fn.resultTypes.size() > 1 ? ":" + std::to_string(fn.resultTypes.size()) : "") + " = func.call @" +
+            mlirString(c.target) + "(" + argList + ") : (" + typeList + ") -> (" + resultList + ")");
     std::vector<Value> items;
     for (size_t i = 0; i < fn.resultTypes.size(); ++i) {
       std::string ssa = fn.resultTypes.size() > 1 ? base + "#" + std::to_string(i) : base;
@@ -434,7 +469,8 @@ class GraphLowering {
     if (name == "getitem") {
       Value seq = resolve(args.at(0), "");
       Value idx = resolve(args.at(1), "int");
-      if (seq.kind != Value::Kind::List || !idx.isConst()) throw Unsupported("getitem on a " + std::string(seq.isTensor() ? "tensor" : "value") + " is not lowered");
+      if (seq.kind != Value::Kind::List || !idx.isConst())
+        throw Unsupported("getitem on a " + std::string(seq.isTensor() ? "tensor" : "value") + " is not lowered");
       int64_t i = static_cast<int64_t>(idx.number);
       if (i < 0) i += static_cast<int64_t>(seq.items.size());
       if (i < 0 || i >= static_cast<int64_t>(seq.items.size())) throw Unsupported("getitem index out of range");
@@ -443,16 +479,19 @@ class GraphLowering {
     if (target == "torch.sym_float" || target == "torch.sym_int" || name == "neg") {
       Value a = resolve(args.at(0), "");
       bool toFloat = target == "torch.sym_float" || (name == "neg" && a.kind == Value::Kind::Float);
-      if (a.isConst()) return toFloat ? Value::real(name == "neg" ? -a.number : a.number)
-                                      : Value::integer(static_cast<int64_t>(name == "neg" ? -a.number : a.number));
+      if (a.isConst())
+        return toFloat ? Value::real(name == "neg" ? -a.number : a.number)
+                       : Value::integer(static_cast<int64_t>(name == "neg" ? -a.number : a.number));
       Scalars s = e_.scalars();
       DType t = toFloat ? DType::F64 : DType::I64;
       std::string v = s.of(a, t);
       if (name == "neg") v = s.op(toFloat ? "arith.subf" : "arith.subi", s.constant(0, t), v, t);
       return Value::scalar(toFloat ? Value::Kind::Float : Value::Kind::Int, v);
     }
-    static const std::set<std::string> kBinary = {"add", "sub", "mul", "truediv", "floordiv", "mod", "eq", "ne", "lt", "le", "gt", "ge"};
-    if (!kBinary.count(name) || args.size() != 2) throw Unsupported("the Python function " + target + " is not lowered");
+    static const std::set<std::string> kBinary = {"add", "sub", "mul", "truediv", "floordiv", "mod",
+                                                  "eq",  "ne",  "lt",  "le",      "gt",       "ge"};
+    if (!kBinary.count(name) || args.size() != 2)
+      throw Unsupported("the Python function " + target + " is not lowered");
     Value a = resolve(args[0], ""), b = resolve(args[1], "");
     if (!a.isScalar() || !b.isScalar()) throw Unsupported(target + " on non-scalars");
     bool real = a.kind == Value::Kind::Float || b.kind == Value::Kind::Float || name == "truediv";
@@ -463,21 +502,35 @@ class GraphLowering {
       if (name == "sub") return real ? Value::real(x - y) : Value::integer(static_cast<int64_t>(x - y));
       if (name == "mul") return real ? Value::real(x * y) : Value::integer(static_cast<int64_t>(x * y));
       if (name == "truediv") return Value::real(x / y);
-      if (name == "floordiv") return real ? Value::real(std::floor(x / y)) : Value::integer(static_cast<int64_t>(std::floor(x / y)));
-      if (name == "mod") return real ? Value::real(x - y * std::floor(x / y)) : Value::integer(static_cast<int64_t>(x - y * std::floor(x / y)));
-      bool r = name == "eq" ? x == y : name == "ne" ? x != y : name == "lt" ? x < y : name == "le" ? x <= y : name == "gt" ? x > y : x >= y;
+      if (name == "floordiv")
+        return real ? Value::real(std::floor(x / y)) : Value::integer(static_cast<int64_t>(std::floor(x / y)));
+      if (name == "mod")
+        return real ? Value::real(x - y * std::floor(x / y))
+                    : Value::integer(static_cast<int64_t>(x - y * std::floor(x / y)));
+      bool r = name == "eq"   ? x == y
+               : name == "ne" ? x != y
+               : name == "lt" ? x < y
+               : name == "le" ? x <= y
+               : name == "gt" ? x > y
+                              : x >= y;
       return Value::boolean(r);
     }
     Scalars s = e_.scalars();
     DType t = real ? DType::F64 : DType::I64;
     std::string x = s.of(a, t), y = s.of(b, t);
     if (compare) {
-      std::string pred = real ? (name == "eq" ? "oeq" : name == "ne" ? "une" : "o" + name) : (name == "eq" || name == "ne" ? name : "s" + name);
+      std::string pred = real ? (name == "eq"   ? "oeq"
+                                 : name == "ne" ? "une"
+                                                : "o" + name)
+                              : (name == "eq" || name == "ne" ? name : "s" + name);
       return Value::scalar(Value::Kind::Bool, s.cmp(pred, x, y, t));
     }
-    const char* op = name == "add" ? (real ? "arith.addf" : "arith.addi") : name == "sub" ? (real ? "arith.subf" : "arith.subi")
-                   : name == "mul" ? (real ? "arith.mulf" : "arith.muli") : name == "truediv" ? "arith.divf"
-                   : name == "floordiv" ? (real ? nullptr : "arith.floordivsi") : (real ? "arith.remf" : "arith.remsi");
+    const char* op = name == "add"        ? (real ? "arith.addf" : "arith.addi")
+                     : name == "sub"      ? (real ? "arith.subf" : "arith.subi")
+                     : name == "mul"      ? (real ? "arith.mulf" : "arith.muli")
+                     : name == "truediv"  ? "arith.divf"
+                     : name == "floordiv" ? (real ? nullptr : "arith.floordivsi")
+                                          : (real ? "arith.remf" : "arith.remsi");
     if (!op) throw Unsupported("floor division of floats is not lowered");
     return Value::scalar(real ? Value::Kind::Float : Value::Kind::Int, s.op(op, x, y, t));
   }
@@ -493,7 +546,8 @@ class GraphLowering {
       TensorType t = tensorType(*entry.tensor);
       auto bytes = opt_.constants.find(target);
       if (bytes == opt_.constants.end())
-        throw Unsupported("graph constant " + target + ": its data was not stored (" + (entry.skipped.empty() ? "no blob" : entry.skipped) + ")");
+        throw Unsupported("graph constant " + target + ": its data was not stored (" +
+                          (entry.skipped.empty() ? "no blob" : entry.skipped) + ")");
       for (const Dim& d : t.dims)
         if (!d.isStatic()) throw Unsupported("graph constant " + target + " has a symbolic shape");
       std::string name = e_.assign("cst", "arith.constant dense<\"0x" + hexBytes(bytes->second) + "\"> : " + t.str());
@@ -542,7 +596,7 @@ class GraphLowering {
   Emitter e_;
   LoweredGraph out_;
   std::map<std::string, Value> values_;
-  std::set<std::string> drawn_;  // nodes drawing random numbers: their outputs are arguments
+  std::set<std::string> drawn_;          // nodes drawing random numbers: their outputs are arguments
   std::map<std::string, bool> boundAt_;  // "arg/dim" that bound a symbol
   std::vector<std::string> declarations_;
   std::string resultTypes_;
@@ -552,7 +606,8 @@ class GraphLowering {
 
 Result<LoweredGraph> lowerGraph(const Graph& ir, const LowerOptions& options) {
   if (ir.format < 2)
-    return Status::notSupported("graph IR format 1 (parsed from printed text, without schemas); capture the job again to lower it");
+    return Status::notSupported(
+        "graph IR format 1 (parsed from printed text, without schemas); capture the job again to lower it");
   try {
     if (options.dialect == Dialect::Torch) return lowerTorchDialect(ir, options);
     return GraphLowering(ir, options).run();

@@ -15,11 +15,11 @@ struct DTypeInfo {
 };
 
 constexpr DTypeInfo kDTypes[] = {
-    {DType::F64, "float64", "f64", "f64", 64, 7},     {DType::F32, "float32", "f32", "f32", 32, 6},
-    {DType::F16, "float16", "f16", "f16", 16, 5},     {DType::BF16, "bfloat16", "bf16", "bf16", 16, 15},
-    {DType::I64, "int64", "i64", "si64", 64, 4},      {DType::I32, "int32", "i32", "si32", 32, 3},
-    {DType::I16, "int16", "i16", "si16", 16, 2},      {DType::I8, "int8", "i8", "si8", 8, 1},
-    {DType::U8, "uint8", "i8", "ui8", 8, 0},          {DType::Bool, "bool", "i1", "i1", 1, 11},
+    {DType::F64, "float64", "f64", "f64", 64, 7}, {DType::F32, "float32", "f32", "f32", 32, 6},
+    {DType::F16, "float16", "f16", "f16", 16, 5}, {DType::BF16, "bfloat16", "bf16", "bf16", 16, 15},
+    {DType::I64, "int64", "i64", "si64", 64, 4},  {DType::I32, "int32", "i32", "si32", 32, 3},
+    {DType::I16, "int16", "i16", "si16", 16, 2},  {DType::I8, "int8", "i8", "si8", 8, 1},
+    {DType::U8, "uint8", "i8", "ui8", 8, 0},      {DType::Bool, "bool", "i1", "i1", 1, 11},
 };
 
 const DTypeInfo& info(DType t) {
@@ -77,7 +77,8 @@ DType promote(DType a, DType b) {
 
 std::string TensorType::shapeText() const {
   std::string out;
-  for (size_t i = 0; i < dims.size(); ++i) out += (i ? "x" : "") + (dims[i].isStatic() ? std::to_string(dims[i].size) : "?");
+  for (size_t i = 0; i < dims.size(); ++i)
+    out += (i ? "x" : "") + (dims[i].isStatic() ? std::to_string(dims[i].size) : "?");
   return out;
 }
 

@@ -12,8 +12,8 @@ namespace dynrep::replay::lowering {
 enum class DType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, Bool };
 
 std::optional<DType> parseDType(const std::string& torchName);  // "float32" -> F32
-const char* dtypeName(DType t);                                  // F32 -> "float32"
-const char* elementType(DType t);                                // F32 -> "f32", Bool -> "i1", U8 -> "i8"
+const char* dtypeName(DType t);                                 // F32 -> "float32"
+const char* elementType(DType t);                               // F32 -> "f32", Bool -> "i1", U8 -> "i8"
 const char* torchElementType(DType t);  // the torch dialect's: I64 -> "si64", U8 -> "ui8", F32 -> "f32"
 int scalarTypeCode(DType t);            // c10::ScalarType's number, as torch-mlir passes dtypes: F32 -> 6
 bool isFloat(DType t);
@@ -35,8 +35,8 @@ struct TensorType {
   DType dtype = DType::F32;
   std::vector<Dim> dims;
   size_t rank() const { return dims.size(); }
-  std::string str() const;          // tensor<?x4xf32>
-  std::string shapeText() const;    // ?x4 (empty for rank 0)
+  std::string str() const;        // tensor<?x4xf32>
+  std::string shapeText() const;  // ?x4 (empty for rank 0)
   TensorType withDtype(DType t) const;
 };
 

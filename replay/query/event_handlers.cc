@@ -124,8 +124,10 @@ void onGraphIr(const Event& e, Compile& c) {
 
 void onCoreAtenGraphIr(const Event& e, Compile& c) {
   if (!e.md.object()) return;
-  if (e.record.payloadKey.empty()) c.coreAtenErrors[e.md.text("graph")] = e.md.text("error");
-  else c.coreAtenIrs[e.md.text("graph")] = e.record.payloadKey;
+  if (e.record.payloadKey.empty())
+    c.coreAtenErrors[e.md.text("graph")] = e.md.text("error");
+  else
+    c.coreAtenIrs[e.md.text("graph")] = e.record.payloadKey;
 }
 
 void onSymbols(const Event& e, Compile& c) { c.symbolsKey = e.record.payloadKey; }
@@ -138,8 +140,7 @@ void onDroppedGuard(const Event& e, Compile& c) {
   Metadata& md = e.md;
   if (!md.object()) return;
   c.dropped.push_back({md.get<std::string>("kind", "?"), md.get<std::string>("source", "?"),
-                       md.get<std::string>("value", ""), md.get<std::string>("line", ""),
-                       md.get<bool>("risky", true)});
+                       md.get<std::string>("value", ""), md.get<std::string>("line", ""), md.get<bool>("risky", true)});
 }
 
 // capture's user frames: {file, line, function, code}, or null when none is known.
@@ -211,9 +212,16 @@ ConstraintFacts constraintFacts(const json& j) {
 }
 
 CompileFailure failureFacts(Metadata& md) {
-  CompileFailure f{md.text("type"), texts(md.array("chain")), md.text("kind"), md.text("expr"),
-                   texts(md.array("symbols")), md.get<bool>("integer", false), md.text("gb_type"),
-                   captureFrame(md.raw().value("user_frame", json())), md.text("message"), {}};
+  CompileFailure f{md.text("type"),
+                   texts(md.array("chain")),
+                   md.text("kind"),
+                   md.text("expr"),
+                   texts(md.array("symbols")),
+                   md.get<bool>("integer", false),
+                   md.text("gb_type"),
+                   captureFrame(md.raw().value("user_frame", json())),
+                   md.text("message"),
+                   {}};
   for (const json& k : md.array("constraints"))
     if (k.is_object()) f.constraints.push_back(constraintFacts(k));
   return f;
@@ -240,11 +248,15 @@ std::map<std::string, std::string> valueMap(const json& j) {
 void onRuntimeFailure(const Event& e, Compile& c) {
   Metadata& md = e.md;
   if (!md.object()) return;
-  RuntimeFailure f{md.text("graph"), md.get<int64_t>("call", 0), md.text("type"), md.text("message"),
-                   valueMap(md.raw().value("values", json())), {}};
+  RuntimeFailure f{md.text("graph"),
+                   md.get<int64_t>("call", 0),
+                   md.text("type"),
+                   md.text("message"),
+                   valueMap(md.raw().value("values", json())),
+                   {}};
   for (const json& a : md.array("asserts"))
-    f.asserts.push_back({field(a, "expr", ""), texts(a.value("symbols", json::array())),
-                         captureFrame(a.value("user_frame", json()))});
+    f.asserts.push_back(
+        {field(a, "expr", ""), texts(a.value("symbols", json::array())), captureFrame(a.value("user_frame", json()))});
   for (const auto& [symbol, value] : f.values) c.symbolValues.try_emplace(symbol, value, "failure");
   c.runtimeFailures.push_back(std::move(f));
 }

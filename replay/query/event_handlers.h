@@ -16,7 +16,7 @@ namespace dynrep::replay {
 
 // One trace event as a handler sees it.
 struct Event {
-  const Job& job;                               // reads payload blobs
+  const Job& job;  // reads payload blobs
   const capture::TraceEvent& record;
   Metadata& md;                                 // handlers that ignore metadata never touch it
   const std::map<int64_t, std::string>& files;  // file names PyTorch interned so far

@@ -48,7 +48,8 @@ std::string text(const json& object, const char* key, const std::string& where, 
 
 int64_t integer(const json& v, const std::string& where) {
   if (v.is_number_unsigned()) {
-    if (v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) bad(where, "integer out of range");
+    if (v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      bad(where, "integer out of range");
     return static_cast<int64_t>(v.get<uint64_t>());
   }
   if (!v.is_number_integer()) bad(where, "expected an integer, found " + typeName(v));
@@ -91,7 +92,8 @@ Argument argument(const json& a, const std::string& where) {
     for (size_t i = 0; i < a.size(); ++i) out.items.push_back(argument(a[i], where + "[" + std::to_string(i) + "]"));
     return out;
   }
-  if (a.size() != 1) bad(where, "expected a node name or a constant, found an object with " + std::to_string(a.size()) + " keys");
+  if (a.size() != 1)
+    bad(where, "expected a node name or a constant, found an object with " + std::to_string(a.size()) + " keys");
   const std::string& key = a.begin().key();
   const json& v = a.begin().value();
   std::string at = where + "." + key;
@@ -122,8 +124,10 @@ Argument argument(const json& a, const std::string& where) {
 
 Dimension dimension(const json& d, const std::string& where) {
   Dimension out;
-  if (d.is_string()) out.expr = d.get<std::string>();
-  else out.size = integer(d, where);
+  if (d.is_string())
+    out.expr = d.get<std::string>();
+  else
+    out.size = integer(d, where);
   return out;
 }
 
@@ -138,7 +142,8 @@ TensorMeta tensorMeta(const json& entry, const std::string& where) {
   TensorMeta t;
   t.dtype = text(entry, "dtype", where, true);
   if (const json* shape = member(entry, "shape")) t.shape = dimensions(*shape, where + ".shape");
-  if (const json* stride = member(entry, "stride"); stride && !stride->is_null()) t.stride = dimensions(*stride, where + ".stride");
+  if (const json* stride = member(entry, "stride"); stride && !stride->is_null())
+    t.stride = dimensions(*stride, where + ".stride");
   t.device = text(entry, "device", where);
   if (const json* g = member(entry, "requires_grad"); g && !g->is_null()) {
     if (!g->is_boolean()) bad(where + ".requires_grad", "expected a boolean, found " + typeName(*g));
@@ -157,7 +162,8 @@ ValueMeta valueMeta(const json& entry, const std::string& where) {
     if (!sym->is_string()) bad(where + ".sym", "expected a string, found " + typeName(*sym));
     return m.kind = K::Symbolic, m.sym = sym->get<std::string>(), m.symType = text(entry, "type", where), m;
   }
-  if (const json* value = member(entry, "value")) return m.kind = K::Plain, m.value = argument(*value, where + ".value"), m;
+  if (const json* value = member(entry, "value"))
+    return m.kind = K::Plain, m.value = argument(*value, where + ".value"), m;
   if (member(entry, "unsupported")) return m.kind = K::Unsupported, m.text = text(entry, "unsupported", where), m;
   if (member(entry, "unparsed")) return m.kind = K::Unparsed, m.text = text(entry, "unparsed", where), m;
   bad(where, "expected a tensor, a symbolic or plain value, or an unsupported type");
@@ -166,7 +172,8 @@ ValueMeta valueMeta(const json& entry, const std::string& where) {
 Feed feed(const json& f, const std::string& where) {
   object(f, where);
   Feed out;
-  if (const json* i = member(f, "sample_input")) return out.kind = Feed::Kind::SampleInput, out.index = index(*i, where + ".sample_input"), out;
+  if (const json* i = member(f, "sample_input"))
+    return out.kind = Feed::Kind::SampleInput, out.index = index(*i, where + ".sample_input"), out;
   if (const json* i = member(f, "forward_output"))
     return out.kind = Feed::Kind::ForwardOutput, out.index = index(*i, where + ".forward_output"), out;
   if (const json* i = member(f, "tangent")) {
@@ -179,8 +186,9 @@ Feed feed(const json& f, const std::string& where) {
 
 Node::Op opKind(const std::string& op, int format, const std::string& where) {
   static const std::map<std::string, Node::Op> kOps = {
-      {"placeholder", Node::Op::Placeholder}, {"call_function", Node::Op::CallFunction}, {"call_method", Node::Op::CallMethod},
-      {"call_module", Node::Op::CallModule},  {"get_attr", Node::Op::GetAttr},           {"output", Node::Op::Output}};
+      {"placeholder", Node::Op::Placeholder}, {"call_function", Node::Op::CallFunction},
+      {"call_method", Node::Op::CallMethod},  {"call_module", Node::Op::CallModule},
+      {"get_attr", Node::Op::GetAttr},        {"output", Node::Op::Output}};
   if (auto it = kOps.find(op); it != kOps.end()) return it->second;
   if (op == "expr" && format == 1) return Node::Op::Expr;
   bad(where + ": op", "unknown node kind '" + op + "'");
@@ -200,7 +208,8 @@ Node node(const json& n, size_t position, int format) {
   if (call && out.target.empty()) bad(where, "a " + out.opName + " node with no target");
   if (const json* args = member(n, "args")) {
     array(*args, where + ": args");
-    for (size_t i = 0; i < args->size(); ++i) out.args.push_back(argument((*args)[i], where + ": args[" + std::to_string(i) + "]"));
+    for (size_t i = 0; i < args->size(); ++i)
+      out.args.push_back(argument((*args)[i], where + ": args[" + std::to_string(i) + "]"));
   }
   if (const json* kwargs = member(n, "kwargs")) {
     object(*kwargs, where + ": kwargs");
@@ -208,7 +217,8 @@ Node node(const json& n, size_t position, int format) {
   }
   if (const json* outputs = member(n, "outputs")) {
     array(*outputs, where + ": outputs");
-    for (size_t i = 0; i < outputs->size(); ++i) out.outputs.push_back(valueMeta((*outputs)[i], where + ": outputs[" + std::to_string(i) + "]"));
+    for (size_t i = 0; i < outputs->size(); ++i)
+      out.outputs.push_back(valueMeta((*outputs)[i], where + ": outputs[" + std::to_string(i) + "]"));
   }
   out.stackTrace = text(n, "stack_trace", where);
   if (const json* l = member(n, "location"); l && !l->is_null()) {
@@ -230,7 +240,8 @@ Node node(const json& n, size_t position, int format) {
   if (const json* input = member(n, "input"); input && !input->is_null()) {
     std::string at = where + ": input";
     object(*input, at);
-    out.input = InputRole{text(*input, "role", at), text(*input, "name", at), text(*input, "symbol", at), text(*input, "source", at)};
+    out.input = InputRole{text(*input, "role", at), text(*input, "name", at), text(*input, "symbol", at),
+                          text(*input, "source", at)};
   }
   if (const json* f = member(n, "feed"); f && !f->is_null()) out.feed = feed(*f, where + ": feed");
   return out;
@@ -268,8 +279,10 @@ Schema schema(const json& s, const std::string& where) {
 Constant constant(const json& c, const std::string& where) {
   object(c, where);
   Constant out;
-  if (member(c, "dtype")) out.tensor = tensorMeta(c, where);
-  else out.unsupported = member(c, "unsupported") ? text(c, "unsupported", where) : "not a tensor";
+  if (member(c, "dtype"))
+    out.tensor = tensorMeta(c, where);
+  else
+    out.unsupported = member(c, "unsupported") ? text(c, "unsupported", where) : "not a tensor";
   out.blob = text(c, "blob", where);
   if (const json* b = member(c, "bytes")) out.bytes = static_cast<uint64_t>(integer(*b, where + ".bytes"));
   if (const json* s = member(c, "skipped")) out.skipped = s->is_string() ? s->get<std::string>() : s->dump();
@@ -326,7 +339,8 @@ Graph graph(const json& doc) {
   }
   if (const json* constants = member(doc, "constants")) {
     object(*constants, "graph ir: constants");
-    for (const auto& [target, c] : constants->items()) g.constants[target] = constant(c, "graph ir: constants." + target);
+    for (const auto& [target, c] : constants->items())
+      g.constants[target] = constant(c, "graph ir: constants." + target);
   }
   if (const json* results = member(doc, "results")) {
     array(*results, "graph ir: results");
@@ -346,7 +360,8 @@ SampleValue sampleValue(const json& v, const std::string& where) {
     out.dtype = text(v, "dtype", where, true);
     out.device = text(v, "device", where);
     if (const json* shape = member(v, "shape")) out.shape = dimensions(*shape, where + ".shape");
-    if (const json* stride = member(v, "stride"); stride && !stride->is_null()) out.stride = dimensions(*stride, where + ".stride");
+    if (const json* stride = member(v, "stride"); stride && !stride->is_null())
+      out.stride = dimensions(*stride, where + ".stride");
     out.blob = text(v, "blob", where);
     if (const json* b = member(v, "bytes")) out.bytes = static_cast<uint64_t>(index(*b, where + ".bytes"));
     if (const json* s = member(v, "skipped")) out.skipped = s->is_string() ? s->get<std::string>() : s->dump();
@@ -372,7 +387,9 @@ SampleValue sampleValue(const json& v, const std::string& where) {
 // Compact, as nlohmann's dump() writes the IR's JSON: {"ref":"x"}, [1,2].
 void spell(const Argument& a, std::string* out) {
   using K = Argument::Kind;
-  auto keyed = [&](const char* key, const std::string& value) { *out += "{\"" + std::string(key) + "\":" + json(value).dump() + "}"; };
+  auto keyed = [&](const char* key, const std::string& value) {
+    *out += "{\"" + std::string(key) + "\":" + json(value).dump() + "}";
+  };
   auto items = [&](const char* open, const char* close) {
     *out += open;
     for (size_t i = 0; i < a.items.size(); ++i) *out += i ? "," : "", spell(a.items[i], out);
@@ -383,7 +400,10 @@ void spell(const Argument& a, std::string* out) {
     case K::Bool: *out += a.boolean ? "true" : "false"; return;
     case K::Int: *out += std::to_string(a.integer); return;
     case K::Float:
-      *out += std::isfinite(a.real) ? json(a.real).dump() : std::isnan(a.real) ? "{\"float\":\"nan\"}" : a.real > 0 ? "{\"float\":\"inf\"}" : "{\"float\":\"-inf\"}";
+      *out += std::isfinite(a.real) ? json(a.real).dump()
+              : std::isnan(a.real)  ? "{\"float\":\"nan\"}"
+              : a.real > 0          ? "{\"float\":\"inf\"}"
+                                    : "{\"float\":\"-inf\"}";
       return;
     case K::String: *out += json(a.text).dump(); return;
     case K::List: items("[", "]"); return;
@@ -468,13 +488,15 @@ Result<Graph> parseGraph(const nlohmann::json& document) {
 
 Result<Graph> parseGraph(const std::string& text) {
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return Status::corruption("graph ir: not readable JSON (" + std::to_string(text.size()) + " bytes)");
+  if (doc.is_discarded())
+    return Status::corruption("graph ir: not readable JSON (" + std::to_string(text.size()) + " bytes)");
   return parseGraph(doc);
 }
 
 Result<Sample> parseSample(const std::string& metadataJson) {
   json doc = json::parse(metadataJson, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return Status::corruption("sample: not readable JSON (" + std::to_string(metadataJson.size()) + " bytes)");
+  if (doc.is_discarded())
+    return Status::corruption("sample: not readable JSON (" + std::to_string(metadataJson.size()) + " bytes)");
   try {
     object(doc, "sample");
     Sample s;
@@ -505,7 +527,9 @@ Result<std::vector<SymbolEntry>> readSymbols(const Job& job, const Compile& comp
     SymbolEntry e;
     e.symbol = row["symbol"].get<std::string>();
     e.unbacked = row.contains("unbacked") && row["unbacked"].is_boolean() && row["unbacked"].get<bool>();
-    auto bound = [](const json& b) { return b.is_number_integer() ? std::optional<int64_t>(b.get<int64_t>()) : std::nullopt; };
+    auto bound = [](const json& b) {
+      return b.is_number_integer() ? std::optional<int64_t>(b.get<int64_t>()) : std::nullopt;
+    };
     if (row.contains("range") && row["range"].is_array() && row["range"].size() == 2)
       e.ranged = true, e.low = bound(row["range"][0]), e.high = bound(row["range"][1]);
     if (row.contains("source") && row["source"].is_string()) e.source = row["source"].get<std::string>();

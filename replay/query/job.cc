@@ -23,7 +23,8 @@ Result<Job> Job::load(const StoreReader& reader) {
   };
   for (size_t i = 0; i < reader.recordCount(); ++i) {
     uint16_t kind = reader.recordKind(i);
-    if (kind != uint16_t(capture::RecordKind::TraceEvent) && kind != uint16_t(capture::RecordKind::CodeObject)) continue;
+    if (kind != uint16_t(capture::RecordKind::TraceEvent) && kind != uint16_t(capture::RecordKind::CodeObject))
+      continue;
     Result<std::string_view> payload = reader.recordPayload(i);
     if (!payload.isOk()) return payload.status();
     if (kind == uint16_t(capture::RecordKind::CodeObject)) {
@@ -36,8 +37,8 @@ Result<Job> Job::load(const StoreReader& reader) {
     DYNREP_RETURN_IF_ERROR(capture::decode(*payload, &e));
     Metadata md(e.metadataJson);
     // An interned file name, ["file.py", index]: it belongs to no compile, only to later stacks.
-    if (const nlohmann::json& f = md.raw(); e.name == "str" && f.is_array() && f.size() == 2 &&
-                                            f[0].is_string() && f[1].is_number_integer()) {
+    if (const nlohmann::json& f = md.raw();
+        e.name == "str" && f.is_array() && f.size() == 2 && f[0].is_string() && f[1].is_number_integer()) {
       files[f[1].get<int64_t>()] = f[0].get<std::string>();
       continue;
     }

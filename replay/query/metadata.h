@@ -18,8 +18,7 @@ namespace dynrep::replay {
 // missing: PyTorch writes it for fields it has no value for.
 class Metadata {
  public:
-  explicit Metadata(const std::string& text)
-      : j_(nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false)) {}
+  explicit Metadata(const std::string& text) : j_(nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false)) {}
 
   const nlohmann::json& raw() const { return j_; }
   bool odd() const { return odd_; }

@@ -57,7 +57,8 @@ class Parser {
     return true;
   }
   void expect(const std::string& token) {
-    if (!eat(token)) fail("expected '" + token + "'" + (pos_ < text_.size() ? " at '" + text_.substr(pos_) + "'" : " at the end"));
+    if (!eat(token))
+      fail("expected '" + token + "'" + (pos_ < text_.size() ? " at '" + text_.substr(pos_) + "'" : " at the end"));
   }
   // One level deeper for as long as the guard lives.
   struct Depth {
@@ -80,19 +81,27 @@ class Parser {
   SizeExpr sum() {
     SizeExpr e = term();
     for (;;) {
-      if (eat("+")) e = node(Kind::Add, {std::move(e), term()});
-      else if (eat("-")) e = node(Kind::Sub, {std::move(e), term()});
-      else return e;
+      if (eat("+"))
+        e = node(Kind::Add, {std::move(e), term()});
+      else if (eat("-"))
+        e = node(Kind::Sub, {std::move(e), term()});
+      else
+        return e;
     }
   }
   SizeExpr term() {
     SizeExpr e = unary();
     for (;;) {
-      if (eat("//")) e = node(Kind::FloorDiv, {std::move(e), unary()});
-      else if (eat("*")) e = node(Kind::Mul, {std::move(e), unary()});
-      else if (eat("%")) e = node(Kind::Mod, {std::move(e), unary()});
-      else if (peek("/")) fail("true division '/' is not an integer size");
-      else return e;
+      if (eat("//"))
+        e = node(Kind::FloorDiv, {std::move(e), unary()});
+      else if (eat("*"))
+        e = node(Kind::Mul, {std::move(e), unary()});
+      else if (eat("%"))
+        e = node(Kind::Mod, {std::move(e), unary()});
+      else if (peek("/"))
+        fail("true division '/' is not an integer size");
+      else
+        return e;
     }
   }
   SizeExpr unary() {
@@ -130,7 +139,8 @@ class Parser {
     std::string name = text_.substr(start, pos_ - start);
     if (name.empty()) fail(pos_ < text_.size() ? "unexpected '" + text_.substr(pos_) + "'" : "unexpected end");
     if (eat("(")) return call(name);
-    if (name == "oo" || name == "int_oo" || name == "zoo" || name == "nan") fail("the unbounded value " + name + " is not a size");
+    if (name == "oo" || name == "int_oo" || name == "zoo" || name == "nan")
+      fail("the unbounded value " + name + " is not a size");
     SizeExpr e;
     e.kind = Kind::Symbol;
     e.name = name;
@@ -144,7 +154,8 @@ class Parser {
     }
     expect(")");
     if (args.size() < least || args.size() > most)
-      fail(name + " takes " + std::to_string(least) + (least == most ? "" : " or more") + " arguments, not " + std::to_string(args.size()));
+      fail(name + " takes " + std::to_string(least) + (least == most ? "" : " or more") + " arguments, not " +
+           std::to_string(args.size()));
     return args;
   }
   // After `name(`: PyTorch's integer functions (torch/utils/_sympy/functions.py) and sympy's.
@@ -177,7 +188,10 @@ class Parser {
       if (name == "RoundToInt") fail("unsupported function RoundToInt of IntTrueDiv (rounds half to even)");
       std::vector<SizeExpr> a = arguments("IntTrueDiv", 2, 2);
       expect(")");
-      return node(name == "CeilToInt" ? Kind::CeilDiv : name == "FloorToInt" ? Kind::FloorDiv : Kind::TruncDiv, std::move(a));
+      return node(name == "CeilToInt"    ? Kind::CeilDiv
+                  : name == "FloorToInt" ? Kind::FloorDiv
+                                         : Kind::TruncDiv,
+                  std::move(a));
     }
     if (name == "Identity") return std::move(arguments(name, 1, 1)[0]);
     if (name == "IntTrueDiv") fail("IntTrueDiv is a float: read only inside CeilToInt, FloorToInt or TruncToInt");
@@ -250,54 +264,40 @@ namespace {
 int64_t valueOf(const SizeExpr& e, const std::map<std::string, int64_t>& symbols) {
   auto arg = [&](size_t i) { return valueOf(e.args.at(i), symbols); };
   switch (e.kind) {
-    case Kind::Integer:
-      return e.value;
+    case Kind::Integer: return e.value;
     case Kind::Symbol: {
       auto it = symbols.find(e.name);
-      if (it == symbols.end()) throw std::runtime_error("no value for symbol " + e.name + " (give one with --sizes " + e.name + "=N)");
+      if (it == symbols.end())
+        throw std::runtime_error("no value for symbol " + e.name + " (give one with --sizes " + e.name + "=N)");
       return it->second;
     }
-    case Kind::Add:
-      return add(arg(0), arg(1));
-    case Kind::Sub:
-      return sub(arg(0), arg(1));
-    case Kind::Mul:
-      return mul(arg(0), arg(1));
-    case Kind::Neg:
-      return sub(0, arg(0));
-    case Kind::FloorDiv:
-      return floorDiv(arg(0), arg(1));
-    case Kind::CeilDiv:
-      return ceilDiv(arg(0), arg(1));
+    case Kind::Add: return add(arg(0), arg(1));
+    case Kind::Sub: return sub(arg(0), arg(1));
+    case Kind::Mul: return mul(arg(0), arg(1));
+    case Kind::Neg: return sub(0, arg(0));
+    case Kind::FloorDiv: return floorDiv(arg(0), arg(1));
+    case Kind::CeilDiv: return ceilDiv(arg(0), arg(1));
     case Kind::TruncDiv: {
       int64_t a = arg(0), b = arg(1);
       if (b == 0) throw std::runtime_error("division by zero");
       return b == -1 ? sub(0, a) : a / b;
     }
-    case Kind::Mod:
-      return floorMod(arg(0), arg(1));
-    case Kind::Pow:
-      return power(arg(0), arg(1));
+    case Kind::Mod: return floorMod(arg(0), arg(1));
+    case Kind::Pow: return power(arg(0), arg(1));
     case Kind::Max:
     case Kind::Min: {
       int64_t out = arg(0);
-      for (size_t i = 1; i < e.args.size(); ++i) out = e.kind == Kind::Max ? std::max(out, arg(i)) : std::min(out, arg(i));
+      for (size_t i = 1; i < e.args.size(); ++i)
+        out = e.kind == Kind::Max ? std::max(out, arg(i)) : std::min(out, arg(i));
       return out;
     }
-    case Kind::Eq:
-      return arg(0) == arg(1);
-    case Kind::Ne:
-      return arg(0) != arg(1);
-    case Kind::Lt:
-      return arg(0) < arg(1);
-    case Kind::Le:
-      return arg(0) <= arg(1);
-    case Kind::Gt:
-      return arg(0) > arg(1);
-    case Kind::Ge:
-      return arg(0) >= arg(1);
-    case Kind::Where:
-      return arg(0) != 0 ? arg(1) : arg(2);  // only the branch taken: the other may divide by zero
+    case Kind::Eq: return arg(0) == arg(1);
+    case Kind::Ne: return arg(0) != arg(1);
+    case Kind::Lt: return arg(0) < arg(1);
+    case Kind::Le: return arg(0) <= arg(1);
+    case Kind::Gt: return arg(0) > arg(1);
+    case Kind::Ge: return arg(0) >= arg(1);
+    case Kind::Where: return arg(0) != 0 ? arg(1) : arg(2);  // only the branch taken: the other may divide by zero
   }
   throw std::logic_error("size expression: unknown node kind");
 }
@@ -329,18 +329,26 @@ std::string spellSize(const SizeExpr& e, const SizeSpelling& spell) {
 
 int bindingPower(Kind kind) {
   switch (kind) {
-    case Kind::Eq: case Kind::Ne: case Kind::Lt: case Kind::Le: case Kind::Gt: case Kind::Ge:
-      return 1;
-    case Kind::Add: case Kind::Sub:
-      return 2;
-    case Kind::Mul: case Kind::FloorDiv: case Kind::Mod:
-      return 3;
-    case Kind::Neg:
-      return 4;
-    case Kind::Pow:
-      return 5;
-    case Kind::Integer: case Kind::Symbol: case Kind::CeilDiv: case Kind::TruncDiv: case Kind::Max: case Kind::Min: case Kind::Where:
-      return 6;
+    case Kind::Eq:
+    case Kind::Ne:
+    case Kind::Lt:
+    case Kind::Le:
+    case Kind::Gt:
+    case Kind::Ge: return 1;
+    case Kind::Add:
+    case Kind::Sub: return 2;
+    case Kind::Mul:
+    case Kind::FloorDiv:
+    case Kind::Mod: return 3;
+    case Kind::Neg: return 4;
+    case Kind::Pow: return 5;
+    case Kind::Integer:
+    case Kind::Symbol:
+    case Kind::CeilDiv:
+    case Kind::TruncDiv:
+    case Kind::Max:
+    case Kind::Min:
+    case Kind::Where: return 6;
   }
   return 6;
 }

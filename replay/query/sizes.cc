@@ -9,7 +9,8 @@ Result<int64_t> evaluate(const std::string& expression, const Symbols& symbols) 
   Result<SizeExpr> tree = parseSizeExpr(expression);
   if (!tree.isOk()) return tree.status();
   Result<int64_t> value = evaluate(*tree, symbols);
-  if (!value.isOk()) return Status::invalidArgument("size expression '" + expression + "': " + value.status().message());
+  if (!value.isOk())
+    return Status::invalidArgument("size expression '" + expression + "': " + value.status().message());
   return value;
 }
 
@@ -20,7 +21,8 @@ Result<Symbols> parseSizes(const std::string& text) {
     size_t end = text.find(',', start);
     std::string item = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
     size_t eq = item.find('=');
-    if (eq == std::string::npos || eq == 0) return Status::invalidArgument("--sizes entry '" + item + "' is not SYMBOL=N");
+    if (eq == std::string::npos || eq == 0)
+      return Status::invalidArgument("--sizes entry '" + item + "' is not SYMBOL=N");
     try {
       out[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
     } catch (const std::exception&) {

@@ -16,9 +16,9 @@ namespace {
 
 struct Case {
   const char* text;
-  const char* sizes;   // parseSizes' form
+  const char* sizes;  // parseSizes' form
   int64_t value;
-  const char* error;   // when set, evaluate throws with this in its message
+  const char* error;  // when set, evaluate throws with this in its message
 };
 
 // Regenerate with tests/sizes/sympy_table.py, which computes each value with sympy.
@@ -139,10 +139,24 @@ std::string prefix(const std::string& text) {
   if (!tree.isOk()) return "error: " + tree.status().message();
   return spellSize(*tree, [](const SizeExpr& n, const std::vector<std::string>& a) {
     using K = SizeExpr::Kind;
-    static const std::map<K, const char*> kNames = {
-        {K::Add, "add"}, {K::Sub, "sub"}, {K::Mul, "mul"}, {K::Neg, "neg"}, {K::FloorDiv, "floordiv"}, {K::CeilDiv, "ceildiv"},
-        {K::TruncDiv, "truncdiv"}, {K::Mod, "mod"}, {K::Pow, "pow"}, {K::Max, "max"}, {K::Min, "min"}, {K::Eq, "eq"},
-        {K::Ne, "ne"}, {K::Lt, "lt"}, {K::Le, "le"}, {K::Gt, "gt"}, {K::Ge, "ge"}, {K::Where, "where"}};
+    static const std::map<K, const char*> kNames = {{K::Add, "add"},
+                                                    {K::Sub, "sub"},
+                                                    {K::Mul, "mul"},
+                                                    {K::Neg, "neg"},
+                                                    {K::FloorDiv, "floordiv"},
+                                                    {K::CeilDiv, "ceildiv"},
+                                                    {K::TruncDiv, "truncdiv"},
+                                                    {K::Mod, "mod"},
+                                                    {K::Pow, "pow"},
+                                                    {K::Max, "max"},
+                                                    {K::Min, "min"},
+                                                    {K::Eq, "eq"},
+                                                    {K::Ne, "ne"},
+                                                    {K::Lt, "lt"},
+                                                    {K::Le, "le"},
+                                                    {K::Gt, "gt"},
+                                                    {K::Ge, "ge"},
+                                                    {K::Where, "where"}};
     if (n.kind == K::Integer) return std::to_string(n.value);
     if (n.kind == K::Symbol) return n.name;
     std::string out = std::string(kNames.at(n.kind)) + "(";
@@ -198,9 +212,10 @@ TEST(Sizes, BadInputIsAnErrorResultNotAnException) {
   std::string notTensors = dir.file("not-tensors");
   std::ofstream(notTensors) << "hello\n";
   std::string shortFile = dir.file("short");
-  std::ofstream(shortFile) << "dynrep-tensors 1\n"
-                           << R"({"inputs": [{"dtype": "float32", "shape": [2], "offset": 0, "bytes": 8}], "outputs": []})" << "\n"
-                           << "abc";
+  std::ofstream(shortFile)
+      << "dynrep-tensors 1\n"
+      << R"({"inputs": [{"dtype": "float32", "shape": [2], "offset": 0, "bytes": 8}], "outputs": []})" << "\n"
+      << "abc";
   struct Case {
     const char* what;
     std::function<Status()> call;
@@ -208,20 +223,22 @@ TEST(Sizes, BadInputIsAnErrorResultNotAnException) {
     std::string message;
   };
   const Case cases[] = {
-      {"a size without a value", [] { return parseSizes("s0").status(); }, Status::Code::InvalidArgument, "--sizes entry 's0' is not SYMBOL=N"},
+      {"a size without a value", [] { return parseSizes("s0").status(); }, Status::Code::InvalidArgument,
+       "--sizes entry 's0' is not SYMBOL=N"},
       {"a size that is no integer", [] { return parseSizes("s0=x").status(); }, Status::Code::InvalidArgument,
        "--sizes entry 's0=x': not an integer"},
       {"a symbol with no value", [] { return evaluate("s2 + 1", Symbols{}).status(); }, Status::Code::InvalidArgument,
        "size expression 's2 + 1': no value for symbol s2 (give one with --sizes s2=N)"},
-      {"a malformed expression", [] { return evaluate("s0 +", Symbols{{"s0", 1}}).status(); }, Status::Code::InvalidArgument, "s0 +"},
+      {"a malformed expression", [] { return evaluate("s0 +", Symbols{{"s0", 1}}).status(); },
+       Status::Code::InvalidArgument, "s0 +"},
       {"no such tensor file", [&] { return readTensorFile(dir.file("absent")).status(); }, Status::Code::Corruption,
        dir.file("absent") + " is not a tensor file (dynrep-tensors 1)"},
       {"not a tensor file", [&] { return readTensorFile(notTensors).status(); }, Status::Code::Corruption,
        notTensors + " is not a tensor file (dynrep-tensors 1)"},
-      {"a tensor file shorter than its header", [&] { return readTensorFile(shortFile).status(); }, Status::Code::Corruption,
-       shortFile + ": a tensor file shorter than its header says"},
-      {"an unwritable tensor file", [&] { return writeTensorFile(dir.file("absent/dir/file"), TensorFile{}); }, Status::Code::IOError,
-       "cannot write " + dir.file("absent/dir/file")},
+      {"a tensor file shorter than its header", [&] { return readTensorFile(shortFile).status(); },
+       Status::Code::Corruption, shortFile + ": a tensor file shorter than its header says"},
+      {"an unwritable tensor file", [&] { return writeTensorFile(dir.file("absent/dir/file"), TensorFile{}); },
+       Status::Code::IOError, "cannot write " + dir.file("absent/dir/file")},
   };
   for (const Case& c : cases) {
     Status s;

@@ -63,8 +63,11 @@ std::vector<RawValue> read(const json& entries, const std::string& data) {
 
 Status writeTensorFile(const std::string& path, const TensorFile& file) {
   uint64_t offset = 0;
-  json header = {{"inputs", describe(file.inputs, &offset)}, {"outputs", describe(file.outputs, &offset)}, {"random", json::array()}};
-  for (const auto& [node, values] : file.random) header["random"].push_back({{"node", node}, {"values", describe(values, &offset)}});
+  json header = {{"inputs", describe(file.inputs, &offset)},
+                 {"outputs", describe(file.outputs, &offset)},
+                 {"random", json::array()}};
+  for (const auto& [node, values] : file.random)
+    header["random"].push_back({{"node", node}, {"values", describe(values, &offset)}});
   std::ofstream out(path, std::ios::binary);
   out << kMagic << "\n" << header.dump() << "\n";
   std::vector<const std::vector<RawValue>*> all = {&file.inputs, &file.outputs};
@@ -87,7 +90,8 @@ Result<TensorFile> readTensorFile(const std::string& path) {
   try {
     file.inputs = read(h.value("inputs", json::array()), data);
     file.outputs = read(h.value("outputs", json::array()), data);
-    for (const json& r : h.value("random", json::array())) file.random.emplace_back(r.value("node", ""), read(r.value("values", json::array()), data));
+    for (const json& r : h.value("random", json::array()))
+      file.random.emplace_back(r.value("node", ""), read(r.value("values", json::array()), data));
   } catch (const std::exception& e) {  // a field of another type, or data shorter than the header says
     return Status::corruption(path + ": " + e.what());
   }

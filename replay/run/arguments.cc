@@ -85,10 +85,18 @@ c10::IValue makeList(const std::vector<c10::IValue>& items, const c10::TypePtr& 
 
 c10::ScalarType scalarType(const std::string& name) {
   static const std::unordered_map<std::string, c10::ScalarType> kTypes = {
-      {"float16", c10::kHalf},  {"bfloat16", c10::kBFloat16}, {"float32", c10::kFloat},
-      {"float64", c10::kDouble}, {"int8", c10::kChar},        {"int16", c10::kShort},
-      {"int32", c10::kInt},     {"int64", c10::kLong},        {"uint8", c10::kByte},
-      {"bool", c10::kBool},     {"complex64", c10::kComplexFloat}, {"complex128", c10::kComplexDouble},
+      {"float16", c10::kHalf},
+      {"bfloat16", c10::kBFloat16},
+      {"float32", c10::kFloat},
+      {"float64", c10::kDouble},
+      {"int8", c10::kChar},
+      {"int16", c10::kShort},
+      {"int32", c10::kInt},
+      {"int64", c10::kLong},
+      {"uint8", c10::kByte},
+      {"bool", c10::kBool},
+      {"complex64", c10::kComplexFloat},
+      {"complex128", c10::kComplexDouble},
   };
   auto it = kTypes.find(name);
   if (it == kTypes.end()) fail("unsupported dtype " + name);
@@ -154,12 +162,9 @@ Resolved constantValue(c10::IValue value) {
 
 c10::IValue Resolved::operator()(const std::vector<c10::IValue>& values) const {
   switch (kind_) {
-    case Kind::Constant:
-      return constant_;
-    case Kind::Slot:
-      return values[slot_];
-    case Kind::List:
-      break;
+    case Kind::Constant: return constant_;
+    case Kind::Slot: return values[slot_];
+    case Kind::List: break;
   }
   std::vector<c10::IValue> parts;
   parts.reserve(items_.size());

@@ -7,9 +7,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "dynrep/replay/query/graph_ir.h"
 #include <ATen/core/function_schema.h>
 #include <ATen/core/ivalue.h>
-#include "dynrep/replay/query/graph_ir.h"
 
 namespace dynrep::replay::run {
 

@@ -27,8 +27,8 @@ double number(const c10::IValue& v) {
 // The Python-level calls aten graphs make between operators: tuple indexing and symbolic
 // int arithmetic (callPython).
 bool isPythonOp(const std::string& target) {
-  static const char* kOps[] = {"getitem", "neg", "add", "sub", "mul", "truediv", "floordiv", "mod", "pow",
-                               "eq", "ne", "lt", "le", "gt", "ge"};
+  static const char* kOps[] = {"getitem", "neg", "add", "sub", "mul", "truediv", "floordiv", "mod",
+                               "pow",     "eq",  "ne",  "lt",  "le",  "gt",      "ge"};
   for (const char* prefix : {"operator.", "_operator."})
     if (target.rfind(prefix, 0) == 0)
       for (const char* op : kOps)
@@ -69,8 +69,9 @@ bool GraphProgram::prepare(const Node& node, Slots* slots) {
   step.node = &node;
   step.target = node.target;
   if (!node.is(Node::Op::CallFunction)) {
-    failure_ = describe(node, "a " + node.opName + " node: the runner runs aten graphs (AOTAutograd's), "
-                              "whose nodes are operator calls; load the Dynamo graph in Python");
+    failure_ = describe(node, "a " + node.opName +
+                                  " node: the runner runs aten graphs (AOTAutograd's), "
+                                  "whose nodes are operator calls; load the Dynamo graph in Python");
     return false;
   }
   if (step.target.rfind("higher_order::", 0) == 0) {
@@ -106,10 +107,11 @@ void GraphProgram::prepareOperator(const Node& node, Step* step, const Slots& sl
   step->op = c10::Dispatcher::singleton().findSchema({name, overload == "default" ? "" : overload});
   if (!step->op && preparePrimitive(node, step, slots)) return;
   if (!step->op) {
-    std::string why = step->target.rfind("aten::", 0) == 0 ? " (a different libtorch version?)"
-                      : step->target.rfind("prims::", 0) == 0
-                          ? " (a PyTorch primitive registered from Python, torch._prims, which the runner does not compute yet)"
-                          : " (a custom operator: load the library that registers it with --load LIB.so)";
+    std::string why =
+        step->target.rfind("aten::", 0) == 0 ? " (a different libtorch version?)"
+        : step->target.rfind("prims::", 0) == 0
+            ? " (a PyTorch primitive registered from Python, torch._prims, which the runner does not compute yet)"
+            : " (a custom operator: load the library that registers it with --load LIB.so)";
     failure_ = describe(node, "operator " + step->target + " is not registered in this process" + why);
     return;
   }
@@ -156,9 +158,12 @@ bool GraphProgram::preparePrimitive(const Node& node, Step* step, const Slots& s
   const std::vector<SchemaArgument>& params = schema->arguments;
   for (size_t i = 0; i < params.size(); ++i) {
     auto kwarg = node.kwargs.find(params[i].name);
-    if (i < node.args.size() && !params[i].kwargOnly) step->args.push_back(resolve(node.args[i], nullptr, slots));
-    else if (kwarg != node.kwargs.end()) step->args.push_back(resolve(kwarg->second, nullptr, slots));
-    else step->args.push_back(constantValue(c10::IValue()));
+    if (i < node.args.size() && !params[i].kwargOnly)
+      step->args.push_back(resolve(node.args[i], nullptr, slots));
+    else if (kwarg != node.kwargs.end())
+      step->args.push_back(resolve(kwarg->second, nullptr, slots));
+    else
+      step->args.push_back(constantValue(c10::IValue()));
   }
   step->kind = StepKind::Primitive;
   return true;
@@ -202,8 +207,9 @@ c10::IValue GraphProgram::callPython(const Step& step, const std::vector<c10::IV
   }
   if (name == "floordiv") return std::floor(number(a) / number(b));
   if (name == "mod" && ints) return a.toInt() - b.toInt() * (int64_t)std::floor(double(a.toInt()) / b.toInt());
-  if (name == "pow") return ints && b.toInt() >= 0 ? c10::IValue((int64_t)std::llround(std::pow(a.toInt(), b.toInt())))
-                                                   : c10::IValue(std::pow(number(a), number(b)));
+  if (name == "pow")
+    return ints && b.toInt() >= 0 ? c10::IValue((int64_t)std::llround(std::pow(a.toInt(), b.toInt())))
+                                  : c10::IValue(std::pow(number(a), number(b)));
   if (name == "eq") return number(a) == number(b);
   if (name == "ne") return number(a) != number(b);
   if (name == "lt") return number(a) < number(b);
@@ -213,8 +219,9 @@ c10::IValue GraphProgram::callPython(const Step& step, const std::vector<c10::IV
   throw std::runtime_error("the Python function " + t + " is not run here");
 }
 
-std::optional<std::vector<c10::IValue>> GraphProgram::run(const std::vector<c10::IValue>& inputs, NodeFailure* failure,
-                                                          std::vector<std::pair<std::string, c10::IValue>>* random) const {
+std::optional<std::vector<c10::IValue>>
+GraphProgram::run(const std::vector<c10::IValue>& inputs, NodeFailure* failure,
+                  std::vector<std::pair<std::string, c10::IValue>>* random) const {
   std::vector<c10::IValue> values(slotCount_);
   for (size_t i = 0; i < inputSlots_.size() && i < inputs.size(); ++i) values[inputSlots_[i]] = inputs[i];
   for (const auto& [slot, value] : constantSlots_) values[slot] = value;

@@ -32,7 +32,9 @@ c10::IValue broadcastInDim(const std::vector<c10::IValue>& a) {
 }
 
 // prims.fma(a, b, c): a * b + c.
-c10::IValue fma(const std::vector<c10::IValue>& a) { return a.at(0).toTensor() * a.at(1).toTensor() + a.at(2).toTensor(); }
+c10::IValue fma(const std::vector<c10::IValue>& a) {
+  return a.at(0).toTensor() * a.at(1).toTensor() + a.at(2).toTensor();
+}
 
 // An int[] argument, however the runner resolved it (a list, or a tuple of ints).
 std::vector<int64_t> intList(const c10::IValue& v) {
@@ -47,7 +49,9 @@ std::vector<int64_t> intList(const c10::IValue& v) {
 c10::IValue inductorSeeds(const std::vector<c10::IValue>& a) {
   return at::randint(INT64_MAX, {a.at(0).toInt()}, at::TensorOptions().dtype(at::kLong));
 }
-c10::IValue inductorLookupSeed(const std::vector<c10::IValue>& a) { return a.at(0).toTensor()[a.at(1).toInt()].clone(); }
+c10::IValue inductorLookupSeed(const std::vector<c10::IValue>& a) {
+  return a.at(0).toTensor()[a.at(1).toInt()].clone();
+}
 c10::IValue inductorRandom(const std::vector<c10::IValue>& a) {
   std::vector<int64_t> size = intList(a.at(0));
   at::TensorOptions options = at::TensorOptions().dtype(at::kFloat);

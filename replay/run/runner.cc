@@ -36,7 +36,8 @@ class Run {
       const SampleValue& sample = forward->inputs[index];
       const ValueMeta* meta = node->meta();
       if (!meta) continue;
-      if (meta->kind == ValueMeta::Kind::Symbolic && sample.kind == SampleValue::Kind::Scalar && sample.value.kind == Argument::Kind::Int)
+      if (meta->kind == ValueMeta::Kind::Symbolic && sample.kind == SampleValue::Kind::Scalar &&
+          sample.value.kind == Argument::Kind::Int)
         symbols_.emplace(meta->sym, sample.value.integer);
       if (meta->isTensor() && sample.kind == SampleValue::Kind::Tensor)
         for (size_t d = 0; d < meta->tensor.shape.size() && d < sample.shape.size(); ++d)
@@ -80,8 +81,8 @@ class Run {
   // A value the capture described but did not store (over the sample cap): seeded random
   // values of its description, drawn as graphs/samples.py draws them in Python (a CPU generator
   // seeded with seed + the input's position; float32 normals of the recorded mean and standard
-  // deviation cast to the dtype; integers in the recorded range), so the libtorch runner, a repro script and lower-check's
-  // MLIR run see the same inputs. `entry` is the sample's description, null where there is none.
+  // deviation cast to the dtype; integers in the recorded range), so the libtorch runner, a repro script and
+  // lower-check's MLIR run see the same inputs. `entry` is the sample's description, null where there is none.
   at::Tensor filled(const Node& node, const SampleValue* entry, size_t position) {
     const ValueMeta& meta = describedInput(node);
     if (!meta.isTensor()) throw RunError("input " + node.name + " is a symbolic size that no sample gives");
@@ -89,7 +90,9 @@ class Run {
     std::string dtypeName = entry && !entry->dtype.empty() ? entry->dtype : meta.tensor.dtype;
     at::ScalarType dtype = scalarType(dtypeName.empty() ? "float32" : dtypeName);
     at::Generator generator = at::detail::createCPUGenerator(opt_.seed + position);
-    auto number = [&](auto SampleValue::*field, auto fallback) { return entry ? (entry->*field).value_or(fallback) : fallback; };
+    auto number = [&](auto SampleValue::* field, auto fallback) {
+      return entry ? (entry->*field).value_or(fallback) : fallback;
+    };
     at::Tensor t;
     if (at::isFloatingType(dtype)) {
       t = at::randn(shape, generator, at::TensorOptions().dtype(at::kFloat));
@@ -126,7 +129,8 @@ class Run {
     size_t i = 0;
     for (const Node* node : ir.placeholders()) {
       const ValueMeta* meta = node->meta();
-      const std::vector<Dimension>* stride = meta && meta->isTensor() && meta->tensor.stride ? &*meta->tensor.stride : nullptr;
+      const std::vector<Dimension>* stride =
+          meta && meta->isTensor() && meta->tensor.stride ? &*meta->tensor.stride : nullptr;
       const FedValue& feed = feeds.at(i++);
       bool weight = node->input && node->input->isWeight();
       if (feed.kind == FedValue::Kind::ForwardOutput) {
@@ -135,14 +139,17 @@ class Run {
         values.push_back(randomInput(*node));
       } else if (feed.kind == FedValue::Kind::Stored && feed.entry->described()) {
         values.push_back(filled(*node, feed.entry, i - 1));
-      } else if (feed.kind == FedValue::Kind::Missing && opt_.inputs == InputSource::Random) {  // a weight, no sample at all
+      } else if (feed.kind == FedValue::Kind::Missing &&
+                 opt_.inputs == InputSource::Random) {  // a weight, no sample at all
         values.push_back(filled(*node, nullptr, i - 1));
       } else if (feed.kind == FedValue::Kind::Missing) {
         throw RunError(feed.missing + "; use --inputs random");
       } else if (feed.kind == FedValue::Kind::Zeros) {  // a gradient that never flowed
-        values.push_back(stored_.restride(at::zeros_like(forward().at(feed.index).toTensor(), at::MemoryFormat::Contiguous), stride));
+        values.push_back(stored_.restride(
+            at::zeros_like(forward().at(feed.index).toTensor(), at::MemoryFormat::Contiguous), stride));
       } else {
-        values.push_back(feed.entry->stored() ? c10::IValue(stored_.blob(*feed.entry, stride)) : stored_.valueOf(*feed.entry));
+        values.push_back(feed.entry->stored() ? c10::IValue(stored_.blob(*feed.entry, stride))
+                                              : stored_.valueOf(*feed.entry));
       }
     }
     return values;
@@ -160,17 +167,20 @@ class Run {
     return *out;
   }
 
-  void check(const std::vector<c10::IValue>& got, const std::vector<std::pair<int, at::Tensor>>& want, RunReport* report) const {
+  void check(const std::vector<c10::IValue>& got, const std::vector<std::pair<int, at::Tensor>>& want,
+             RunReport* report) const {
     for (const auto& [position, stored] : want) {
       OutputCheck check{position, "", 0};
       const c10::IValue& value = got.at(position);
-      if (!value.isTensor() || value.toTensor().sizes() != stored.sizes() || value.toTensor().scalar_type() != stored.scalar_type()) {
+      if (!value.isTensor() || value.toTensor().sizes() != stored.sizes() ||
+          value.toTensor().scalar_type() != stored.scalar_type()) {
         check.status = "shape differs";
       } else {
         at::Tensor g = value.toTensor();
         if (g.numel() == 0 || at::equal(g, stored)) {
           check.status = "bitwise";
-        } else if (at::isFloatingType(g.scalar_type()) && at::allclose(g, stored, opt_.rtol, opt_.atol, /*equal_nan=*/true)) {
+        } else if (at::isFloatingType(g.scalar_type()) &&
+                   at::allclose(g, stored, opt_.rtol, opt_.atol, /*equal_nan=*/true)) {
           check.status = "close";
           check.maxAbsDiff = (g.to(at::kDouble) - stored.to(at::kDouble)).abs().max().item<double>();
         } else {
@@ -188,13 +198,16 @@ class Run {
     report->graph = ev;
     Graph graphIr = stored_.ir(ev);
     symbols_ = {};
-    bindSymbols(ev == "aot_backward_graph" && stored_.has("aot_forward_graph") ? stored_.ir("aot_forward_graph") : graphIr);
+    bindSymbols(ev == "aot_backward_graph" && stored_.has("aot_forward_graph") ? stored_.ir("aot_forward_graph")
+                                                                               : graphIr);
     for (const auto& [name, value] : opt_.sizes) {
       if (!symbols_.count(name) && !inputsMention(graphIr, name)) {
         std::string known;
-        for (const auto& [symbol, hint] : symbols_) known += (known.empty() ? "" : ", ") + symbol + "=" + std::to_string(hint);
-        throw RunError(name + " is not a dynamic size of " + ev +
-                       (known.empty() ? " (its sizes are all static)" : " (its dynamic sizes, as captured: " + known + ")"));
+        for (const auto& [symbol, hint] : symbols_)
+          known += (known.empty() ? "" : ", ") + symbol + "=" + std::to_string(hint);
+        throw RunError(
+            name + " is not a dynamic size of " + ev +
+            (known.empty() ? " (its sizes are all static)" : " (its dynamic sizes, as captured: " + known + ")"));
       }
       symbols_[name] = value;
     }
@@ -262,8 +275,9 @@ class Run {
       r.kind = "tensor";
       r.dtype = c10::toString(t.scalar_type());
       std::string name = r.dtype;  // PyTorch's C++ names (Float, Long) -> Python's (float32, int64)
-      static const std::map<std::string, std::string> kNames = {{"Float", "float32"}, {"Double", "float64"}, {"Half", "float16"},
-          {"BFloat16", "bfloat16"}, {"Long", "int64"}, {"Int", "int32"}, {"Short", "int16"}, {"Char", "int8"}, {"Byte", "uint8"}, {"Bool", "bool"}};
+      static const std::map<std::string, std::string> kNames = {
+          {"Float", "float32"}, {"Double", "float64"}, {"Half", "float16"}, {"BFloat16", "bfloat16"}, {"Long", "int64"},
+          {"Int", "int32"},     {"Short", "int16"},    {"Char", "int8"},    {"Byte", "uint8"},        {"Bool", "bool"}};
       auto it = kNames.find(name);
       r.dtype = it == kNames.end() ? name : it->second;
       r.shape = t.sizes().vec();
@@ -308,7 +322,7 @@ class Run {
   StoredValues stored_;
   const RunOptions& opt_;
   Symbols symbols_;
-  std::vector<std::string> filled_;  // inputs not stored, filled at random
+  std::vector<std::string> filled_;                          // inputs not stored, filled at random
   std::vector<std::pair<std::string, c10::IValue>> random_;  // what random nodes drew in the first run
 };
 
@@ -323,7 +337,8 @@ bool RunReport::ok() const {
 RunReport runGraph(const Job& job, const std::string& compileId, const RunOptions& options) {
   RunReport report;
   report.compileId = compileId;
-  report.inputs = options.inputs == InputSource::Samples ? "samples" : "random (seed " + std::to_string(options.seed) + ")";
+  report.inputs =
+      options.inputs == InputSource::Samples ? "samples" : "random (seed " + std::to_string(options.seed) + ")";
   const Compile* compile = job.find(compileId);
   if (!compile) {
     report.error = "no compile " + compileId + " in this store";

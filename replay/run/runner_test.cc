@@ -23,7 +23,8 @@ TEST(Runner, StoredGraphsReproduceTheirSamples) {
     EXPECT_TRUE(r.ok()) << graph << ": " << r.error << (r.failure ? r.failure->message : "");
     ASSERT_FALSE(r.outputs.empty()) << graph;
     for (const OutputCheck& o : r.outputs)
-      EXPECT_TRUE(o.status == "bitwise" || o.status == "close") << graph << " output " << o.position << ": " << o.status;
+      EXPECT_TRUE(o.status == "bitwise" || o.status == "close")
+          << graph << " output " << o.position << ": " << o.status;
   }
 }
 

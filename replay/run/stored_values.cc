@@ -27,7 +27,8 @@ std::string StoredValues::event(const std::string& graph) const {
     if (compile_.graphIrs.count(e)) return e;
   std::string have;
   for (const auto& [name, key] : compile_.graphIrs) have += (have.empty() ? "" : ", ") + name;
-  throw RunError("compile " + compile_.id.str() + " has no " + graph + " graph (it has: " + (have.empty() ? "none" : have) + ")");
+  throw RunError("compile " + compile_.id.str() + " has no " + graph +
+                 " graph (it has: " + (have.empty() ? "none" : have) + ")");
 }
 
 at::Tensor StoredValues::blob(const SampleValue& entry, const std::vector<Dimension>* stride) const {

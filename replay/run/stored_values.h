@@ -29,7 +29,7 @@ class StoredValues {
   bool has(const std::string& event) const { return compile_.graphIrs.count(event) > 0; }
   // `forward` -> the event that holds it (aot_forward_graph or aot_inference_graph), ...
   std::string event(const std::string& graph) const;
-  Graph ir(const std::string& event) const;  // format 2 or RunError
+  Graph ir(const std::string& event) const;                                            // format 2 or RunError
   const Sample* sample(const std::string& pass) const { return samples_.pass(pass); }  // "forward"/"backward", or null
   const CompileSamples& samples() const { return samples_; }
 

@@ -84,7 +84,10 @@ void dumpInput(const char* why) {
 void onDeath() { dumpInput("sanitizer report"); }
 
 void onSignal(int sig) {
-  dumpInput(sig == SIGABRT ? "abort" : sig == SIGSEGV ? "segmentation fault" : sig == SIGBUS ? "bus error" : "fatal signal");
+  dumpInput(sig == SIGABRT   ? "abort"
+            : sig == SIGSEGV ? "segmentation fault"
+            : sig == SIGBUS  ? "bus error"
+                             : "fatal signal");
   ::signal(sig, SIG_DFL);
   ::raise(sig);
 }
@@ -222,7 +225,6 @@ std::vector<std::string> gCorpus;
 // ---------------------------------------------------------------------------------------
 // Seed files.
 
-
 bool readFile(const std::string& path, std::string* out) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
@@ -320,8 +322,12 @@ DYNREP_FUZZ_EXPORT void operator delete[](void* p) noexcept { std::free(p); }
 DYNREP_FUZZ_EXPORT void operator delete(void* p, size_t) noexcept { std::free(p); }
 DYNREP_FUZZ_EXPORT void operator delete[](void* p, size_t) noexcept { std::free(p); }
 // The nothrow forms too (std::stable_sort's buffer): a sanitizer's own would pair with our free.
-DYNREP_FUZZ_EXPORT void* operator new(size_t size, const std::nothrow_t&) noexcept { return std::malloc(size ? size : 1); }
-DYNREP_FUZZ_EXPORT void* operator new[](size_t size, const std::nothrow_t&) noexcept { return std::malloc(size ? size : 1); }
+DYNREP_FUZZ_EXPORT void* operator new(size_t size, const std::nothrow_t&) noexcept {
+  return std::malloc(size ? size : 1);
+}
+DYNREP_FUZZ_EXPORT void* operator new[](size_t size, const std::nothrow_t&) noexcept {
+  return std::malloc(size ? size : 1);
+}
 DYNREP_FUZZ_EXPORT void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
 DYNREP_FUZZ_EXPORT void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
@@ -342,16 +348,26 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--seconds") seconds = std::atof(value());
-    else if (a == "--runs") runs = std::strtoull(value(), nullptr, 0);
-    else if (a == "--seed") seed = std::strtoull(value(), nullptr, 0);
-    else if (a == "--timeout") timeout = std::atoi(value());
-    else if (a == "--malloc-limit-mb") mallocLimitMb = std::strtoull(value(), nullptr, 0);
-    else if (a == "--crash-dir") std::snprintf(gCrashDir, sizeof gCrashDir, "%s", value());
-    else if (a == "--write-seeds") writeSeedsDir = value();
-    else if (a == "-h" || a == "--help") return usage();
-    else if (a.size() > 1 && a[0] == '-') return usage();
-    else seedArgs.push_back(a);
+    if (a == "--seconds")
+      seconds = std::atof(value());
+    else if (a == "--runs")
+      runs = std::strtoull(value(), nullptr, 0);
+    else if (a == "--seed")
+      seed = std::strtoull(value(), nullptr, 0);
+    else if (a == "--timeout")
+      timeout = std::atoi(value());
+    else if (a == "--malloc-limit-mb")
+      mallocLimitMb = std::strtoull(value(), nullptr, 0);
+    else if (a == "--crash-dir")
+      std::snprintf(gCrashDir, sizeof gCrashDir, "%s", value());
+    else if (a == "--write-seeds")
+      writeSeedsDir = value();
+    else if (a == "-h" || a == "--help")
+      return usage();
+    else if (a.size() > 1 && a[0] == '-')
+      return usage();
+    else
+      seedArgs.push_back(a);
   }
   bool timed = seconds >= 0 || runs == 0;
   if (seconds < 0) seconds = runs ? 0 : 10;
@@ -364,7 +380,8 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> seeds = dynrep::fuzz::makeSeedStores(seed);
   if (!writeSeedsDir.empty()) {
     std::filesystem::create_directories(writeSeedsDir);
-    for (const auto& [name, bytes] : seeds) std::ofstream(writeSeedsDir + "/" + name + ".dynrep", std::ios::binary) << bytes;
+    for (const auto& [name, bytes] : seeds)
+      std::ofstream(writeSeedsDir + "/" + name + ".dynrep", std::ios::binary) << bytes;
   }
   size_t generated = seeds.size();
   for (const std::string& a : seedArgs) loadSeeds(a, &seeds);
@@ -418,8 +435,8 @@ int main(int argc, char** argv) {
   }
   double elapsed = double(nowMs() - start) / 1000.0;
   std::printf("reader_fuzz_driver: seed %llu: %llu executions in %.1f s (%.0f/s); %zu seeds (%zu generated)\n",
-              (unsigned long long)seed, (unsigned long long)execs, elapsed,
-              elapsed > 0 ? double(execs) / elapsed : 0.0, gCorpus.size(), generated);
+              (unsigned long long)seed, (unsigned long long)execs, elapsed, elapsed > 0 ? double(execs) / elapsed : 0.0,
+              gCorpus.size(), generated);
   std::printf("reader_fuzz_driver: inputs digest %016llx\n", (unsigned long long)digest);
   return 0;
 }

@@ -29,10 +29,10 @@ namespace format = dynrep::format;
 
 constexpr uint8_t kInteresting8[] = {0x00, 0x01, 0x7F, 0x80, 0xFF, 0x10, 0x40};
 constexpr uint16_t kInteresting16[] = {0, 1, 2, 15, 16, 17, 0x7FFF, 0x8000, 0xFFFF};
-constexpr uint32_t kInteresting32[] = {0,          1,          2,          15,         16,        27,
-                                       28,         29,         63,         64,         4096,      0xFFFF,
-                                       0x10000,    1u << 29,   1u << 30,   (1u << 30) + 1, 0x7FFFFFFF,
-                                       0x80000000, 0xFFFFFFF0, 0xFFFFFFFE, 0xFFFFFFFF};
+constexpr uint32_t kInteresting32[] = {
+    0,          1,          2,          15,         16,        27,       28,       29,
+    63,         64,         4096,       0xFFFF,     0x10000,   1u << 29, 1u << 30, (1u << 30) + 1,
+    0x7FFFFFFF, 0x80000000, 0xFFFFFFF0, 0xFFFFFFFE, 0xFFFFFFFF};
 constexpr uint64_t kInteresting64[] = {0,
                                        1,
                                        16,
@@ -376,18 +376,26 @@ void mutateIndex(Rng& rng, Model& m, uint64_t fileSize) {
       break;
     case 10:  // drop or duplicate table rows
       if (rng.oneIn(2)) {
-        if (nb && rng.oneIn(2)) index.blobs.erase(index.blobs.begin() + rng.below(nb));
-        else if (nc && rng.oneIn(2)) index.chunks.erase(index.chunks.begin() + rng.below(nc));
-        else if (nr) index.records.erase(index.records.begin() + rng.below(nr));
+        if (nb && rng.oneIn(2))
+          index.blobs.erase(index.blobs.begin() + rng.below(nb));
+        else if (nc && rng.oneIn(2))
+          index.chunks.erase(index.chunks.begin() + rng.below(nc));
+        else if (nr)
+          index.records.erase(index.records.begin() + rng.below(nr));
       } else {
-        if (nb && rng.oneIn(2)) index.blobs.insert(index.blobs.begin() + rng.below(nb), index.blobs[rng.below(nb)]);
-        else if (nc && rng.oneIn(2)) index.chunks.push_back(index.chunks[rng.below(nc)]);
-        else if (nr) index.records.push_back(index.records[rng.below(nr)]);
+        if (nb && rng.oneIn(2))
+          index.blobs.insert(index.blobs.begin() + rng.below(nb), index.blobs[rng.below(nb)]);
+        else if (nc && rng.oneIn(2))
+          index.chunks.push_back(index.chunks[rng.below(nc)]);
+        else if (nr)
+          index.records.push_back(index.records[rng.below(nr)]);
       }
       break;
     case 11:  // blobs whose chunk ranges overlap or reorder
-      if (nb >= 2) std::swap(index.blobs[rng.below(nb)].firstChunk, index.blobs[rng.below(nb)].firstChunk);
-      else if (nc >= 2) std::swap(index.chunks[rng.below(nc)], index.chunks[rng.below(nc)]);
+      if (nb >= 2)
+        std::swap(index.blobs[rng.below(nb)].firstChunk, index.blobs[rng.below(nb)].firstChunk);
+      else if (nc >= 2)
+        std::swap(index.chunks[rng.below(nc)], index.chunks[rng.below(nc)]);
       break;
   }
   f.payload = format::encodeIndex(index);
@@ -409,8 +417,9 @@ void mutateTypedRecord(Rng& rng, Model& m) {
     case 0:
     case 1:
       if (p.size() >= 9) {
-        uint64_t sizes[] = {0, 1, 255, p.size(), 1ull << 20, 1ull << 28, 1ull << 31, 1ull << 32, 1ull << 40,
-                            0x7FFFFFFFFFFFFFFFull, ~0ull};
+        uint64_t sizes[] = {0,          1,          255,        p.size(),   1ull << 20,
+                            1ull << 28, 1ull << 31, 1ull << 32, 1ull << 40, 0x7FFFFFFFFFFFFFFFull,
+                            ~0ull};
         putLE(bytesOf(p) + 1 + rng.below(p.size() - 8), rng.pick(sizes), 8);
       }
       break;
@@ -474,9 +483,7 @@ void mutateFrames(Rng& rng, Model& m, const std::vector<Donor>& donors) {
 
 void mutateTrailer(Rng& rng, Model& m, uint64_t fileSize) {
   switch (rng.below(4)) {
-    case 0:
-      m.hasTrailer = !m.hasTrailer;
-      return;
+    case 0: m.hasTrailer = !m.hasTrailer; return;
     case 1: {  // a trailer that points at another frame, e.g. a record
       int i = pickFrame(rng, m, 0);
       if (i < 0) return;
@@ -504,9 +511,9 @@ void mutateHeader(Rng& rng, Model& m) {
   if (m.head.size() < format::kHeaderSize) return;
   uint8_t* h = bytesOf(m.head);
   switch (rng.below(5)) {
-    case 0: format::putU16(h + 8, uint16_t(fieldValue(rng, format::getU16(h + 8), 2, 4))); break;  // major
+    case 0: format::putU16(h + 8, uint16_t(fieldValue(rng, format::getU16(h + 8), 2, 4))); break;    // major
     case 1: format::putU16(h + 10, uint16_t(fieldValue(rng, format::getU16(h + 10), 2, 4))); break;  // minor
-    case 2: format::putU32(h + 12, uint32_t(1u << rng.below(32))); break;  // reserved flags
+    case 2: format::putU32(h + 12, uint32_t(1u << rng.below(32))); break;                            // reserved flags
     case 3:  // writer version: full 32 bytes, no terminator, or odd bytes
       for (size_t i = 16; i < 48; ++i) h[i] = rng.oneIn(2) ? uint8_t(rng.next()) : uint8_t('v');
       break;
@@ -593,7 +600,8 @@ void fill(dynrep::StoreWriter& w, Rng& rng, bool manyBlobs) {
 
   std::vector<std::pair<std::string, std::string>> blobs;  // name, bytes
   std::string code;
-  for (int i = 0; code.size() < 1500; ++i) code += "def kernel_" + std::to_string(i) + "(x): return x * " + std::to_string(i) + "\n";
+  for (int i = 0; code.size() < 1500; ++i)
+    code += "def kernel_" + std::to_string(i) + "(x): return x * " + std::to_string(i) + "\n";
   blobs.emplace_back("inductor/kernels.py", code);
   blobs.emplace_back("cache/small.bin", "hello");
   if (manyBlobs) {

@@ -16,8 +16,8 @@ extern "C" {
 // byte-level steps, LLVMFuzzerMutate).
 size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size, unsigned int seed);
 // Frames of data2 spliced into data1 when both parse as stores; bytes spliced otherwise.
-size_t LLVMFuzzerCustomCrossOver(const uint8_t* data1, size_t size1, const uint8_t* data2, size_t size2,
-                                 uint8_t* out, size_t max_out_size, unsigned int seed);
+size_t LLVMFuzzerCustomCrossOver(const uint8_t* data1, size_t size1, const uint8_t* data2, size_t size2, uint8_t* out,
+                                 size_t max_out_size, unsigned int seed);
 // Byte-level mutation, layout-blind: libFuzzer's own under -fsanitize=fuzzer; reader_fuzz_driver
 // and the tests define their own.
 size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
@@ -39,7 +39,9 @@ class Rng {
   uint64_t below(uint64_t n) { return next() % n; }
   bool oneIn(uint64_t n) { return below(n) == 0; }
   template <typename T, size_t N>
-  T pick(const T (&values)[N]) { return values[below(N)]; }
+  T pick(const T (&values)[N]) {
+    return values[below(N)];
+  }
 
  private:
   uint64_t state_;

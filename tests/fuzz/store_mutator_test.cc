@@ -102,8 +102,8 @@ TEST_F(StoreMutatorTest, EveryFamilyGivesStoresTheReaderRejectsOrReads) {
       }
     }
     SCOPED_TRACE(mutationName(kind));
-    std::printf("%-14s %4zu changed: %4zu rejected, %4zu flagged, %4zu clean\n", mutationName(kind), changed,
-                counts[0], counts[1], counts[2]);
+    std::printf("%-14s %4zu changed: %4zu rejected, %4zu flagged, %4zu clean\n", mutationName(kind), changed, counts[0],
+                counts[1], counts[2]);
     EXPECT_GT(changed, kSeedsPerStore) << "the family seldom changes a store";
     EXPECT_GT(counts[1] + counts[2], 0u) << "no mutant gets past the reader's open checks";
     EXPECT_GT(counts[0] + counts[1], 0u) << "the reader notices none of the family's damage";

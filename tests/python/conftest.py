@@ -54,8 +54,13 @@ def gpt2_recompile_break(tmp_path_factory) -> tuple[Path, Path]:
     folder = tmp_path_factory.mktemp("gpt2")
     store, trace_dir = folder / "gpt2.dynrep", folder / "torch_trace"
     job = Path(__file__).parent / "jobs" / "gpt2_recompile_break.py"
-    subprocess.run([sys.executable, str(job), str(store)], env={**os.environ, "TORCH_TRACE": str(trace_dir)},
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, str(job), str(store)],
+        env={**os.environ, "TORCH_TRACE": str(trace_dir)},
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     return store, next(trace_dir.glob("dedicated_log_torch_trace_*.log"))
 
 
@@ -82,8 +87,9 @@ def inspect():
     """Runs replay-inspect with the given arguments; returns the CompletedProcess."""
 
     def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([inspect_executable(), *args], capture_output=True, text=True, errors="replace", cwd=cwd,
-                              timeout=60)
+        return subprocess.run(
+            [inspect_executable(), *args], capture_output=True, text=True, errors="replace", cwd=cwd, timeout=60
+        )
 
     return run
 

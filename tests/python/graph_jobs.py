@@ -81,8 +81,9 @@ def hf_gpt2_training_step(dropout: bool = True) -> None:
 def hf_bert() -> None:
     from transformers import BertConfig, BertModel
 
-    config = BertConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128,
-                        vocab_size=500)
+    config = BertConfig(
+        num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128, vocab_size=500
+    )
     compiled = torch.compile(BertModel(config).eval(), backend="aot_eager")
     with torch.no_grad():
         compiled(torch.randint(0, 500, (2, 16)), attention_mask=torch.ones(2, 16, dtype=torch.long))
@@ -128,9 +129,16 @@ def bf16_convnet() -> None:
 
 # Every job a graph test reads, by one name across the test files.
 JOBS: dict[str, Callable[[], None]] = {
-    "mlp": mlp, "gpt": gpt, "convnet": convnet_training_step, "graph_break": graph_break, "hf_bert": hf_bert,
-    "hf_gpt2_train": hf_gpt2_training_step, "hf_gpt2_train_no_dropout": lambda: hf_gpt2_training_step(dropout=False),
-    "inductor": inductor_mlp, "custom_op": custom_op, "bf16_convnet": bf16_convnet,
+    "mlp": mlp,
+    "gpt": gpt,
+    "convnet": convnet_training_step,
+    "graph_break": graph_break,
+    "hf_bert": hf_bert,
+    "hf_gpt2_train": hf_gpt2_training_step,
+    "hf_gpt2_train_no_dropout": lambda: hf_gpt2_training_step(dropout=False),
+    "inductor": inductor_mlp,
+    "custom_op": custom_op,
+    "bf16_convnet": bf16_convnet,
 }
 
 
@@ -157,8 +165,12 @@ class GraphStores:
     a test reads it: test files that read the same job share its store, and a tier that reads
     fewer jobs captures fewer."""
 
-    def __init__(self, directory: Callable[[str], Path], jobs: dict[str, Callable[[], None]] | None = None,
-                 capture: Callable[[Path, Callable[[], None]], None] = capture_on_one_thread) -> None:
+    def __init__(
+        self,
+        directory: Callable[[str], Path],
+        jobs: dict[str, Callable[[], None]] | None = None,
+        capture: Callable[[Path, Callable[[], None]], None] = capture_on_one_thread,
+    ) -> None:
         self._directory, self._jobs, self._capture = directory, jobs or JOBS, capture
         self._stores: dict[str, Path] = {}
 

@@ -21,54 +21,276 @@ from pathlib import Path
 KEPT, RECHECKED, COMPILED = "kept", "rechecked", "compiled"
 
 CASES: dict[str, tuple[tuple[str, ...], str, bool, str, str]] = {
-    "enum_member": (("ID_MATCH",), RECHECKED, True, "class Kind(enum.Enum):\n    A = 1\n    B = 2\nKIND = Kind.B if CHANGED else Kind.A", "x * (2.0 if KIND is Kind.A else 3.0)"),
-    "function_default": (("CLOSURE_MATCH", "EQUALS_MATCH"), RECHECKED, True, "def post(v, p=3.0 if CHANGED else 2.0):\n    return v * p", "post(x)"),
-    "function_kwdefault": (("CLOSURE_MATCH", "EQUALS_MATCH"), RECHECKED, True, "def post(v, *, p=3.0 if CHANGED else 2.0):\n    return v * p", "post(x)"),
-    "function_closure": (("CLOSURE_MATCH", "EQUALS_MATCH"), RECHECKED, False, "def make(c):\n    def inner(v):\n        return v * c\n    return inner\nSCALED = make(3.0 if CHANGED else 2.0)", "SCALED(x)"),
-    "function_default_object": (("CLOSURE_MATCH",), COMPILED, False, "class Mode:\n    pass\nA, B = Mode(), Mode()\ndef post(v, m=B if CHANGED else A):\n    return v * (2.0 if m is A else 3.0)", "post(x)"),
-    "global_function": (("CLOSURE_MATCH",), RECHECKED, True, "def double(v):\n    return v * 2.0\ndef triple(v):\n    return v * 3.0\nACT = triple if CHANGED else double", "ACT(x)"),
-    "builtin_shadowed": (("BUILTIN_MATCH",), RECHECKED, True, "if CHANGED:\n    def abs(v):\n        return v * 3.0", "abs(x) * 2.0"),
-    "builtin_unshadowed": (("CLOSURE_MATCH",), RECHECKED, True, "if not CHANGED:\n    def abs(v):\n        return v * 3.0", "abs(x) * 2.0"),
-    "module_attribute_function": (("ID_MATCH",), RECHECKED, True, "import helpers_a\nif CHANGED:\n    helpers_a.act = torch.sigmoid", "helpers_a.act(x)"),
-    "module_attribute_constant": (("MODULE_MATCH", "EQUALS_MATCH"), RECHECKED, True, "import helpers_a\nif CHANGED:\n    helpers_a.SCALE = 3.0", "x * helpers_a.SCALE"),
-    "module_swapped": (("MODULE_MATCH",), RECHECKED, True, "import helpers_a, helpers_b\nOPS = helpers_b if CHANGED else helpers_a", "OPS.ops(x)"),
-    "class_swapped": (("CLASS_MATCH",), RECHECKED, True, "ACT_CLASS = torch.nn.Tanh if CHANGED else torch.nn.ReLU", "ACT_CLASS()(x) * 2.0"),
+    "enum_member": (
+        ("ID_MATCH",),
+        RECHECKED,
+        True,
+        "class Kind(enum.Enum):\n    A = 1\n    B = 2\nKIND = Kind.B if CHANGED else Kind.A",
+        "x * (2.0 if KIND is Kind.A else 3.0)",
+    ),
+    "function_default": (
+        ("CLOSURE_MATCH", "EQUALS_MATCH"),
+        RECHECKED,
+        True,
+        "def post(v, p=3.0 if CHANGED else 2.0):\n    return v * p",
+        "post(x)",
+    ),
+    "function_kwdefault": (
+        ("CLOSURE_MATCH", "EQUALS_MATCH"),
+        RECHECKED,
+        True,
+        "def post(v, *, p=3.0 if CHANGED else 2.0):\n    return v * p",
+        "post(x)",
+    ),
+    "function_closure": (
+        ("CLOSURE_MATCH", "EQUALS_MATCH"),
+        RECHECKED,
+        False,
+        "def make(c):\n    def inner(v):\n        return v * c\n    return inner\nSCALED = make(3.0 if CHANGED else 2.0)",
+        "SCALED(x)",
+    ),
+    "function_default_object": (
+        ("CLOSURE_MATCH",),
+        COMPILED,
+        False,
+        "class Mode:\n    pass\nA, B = Mode(), Mode()\ndef post(v, m=B if CHANGED else A):\n    return v * (2.0 if m is A else 3.0)",
+        "post(x)",
+    ),
+    "global_function": (
+        ("CLOSURE_MATCH",),
+        RECHECKED,
+        True,
+        "def double(v):\n    return v * 2.0\ndef triple(v):\n    return v * 3.0\nACT = triple if CHANGED else double",
+        "ACT(x)",
+    ),
+    "builtin_shadowed": (
+        ("BUILTIN_MATCH",),
+        RECHECKED,
+        True,
+        "if CHANGED:\n    def abs(v):\n        return v * 3.0",
+        "abs(x) * 2.0",
+    ),
+    "builtin_unshadowed": (
+        ("CLOSURE_MATCH",),
+        RECHECKED,
+        True,
+        "if not CHANGED:\n    def abs(v):\n        return v * 3.0",
+        "abs(x) * 2.0",
+    ),
+    "module_attribute_function": (
+        ("ID_MATCH",),
+        RECHECKED,
+        True,
+        "import helpers_a\nif CHANGED:\n    helpers_a.act = torch.sigmoid",
+        "helpers_a.act(x)",
+    ),
+    "module_attribute_constant": (
+        ("MODULE_MATCH", "EQUALS_MATCH"),
+        RECHECKED,
+        True,
+        "import helpers_a\nif CHANGED:\n    helpers_a.SCALE = 3.0",
+        "x * helpers_a.SCALE",
+    ),
+    "module_swapped": (
+        ("MODULE_MATCH",),
+        RECHECKED,
+        True,
+        "import helpers_a, helpers_b\nOPS = helpers_b if CHANGED else helpers_a",
+        "OPS.ops(x)",
+    ),
+    "class_swapped": (
+        ("CLASS_MATCH",),
+        RECHECKED,
+        True,
+        "ACT_CLASS = torch.nn.Tanh if CHANGED else torch.nn.ReLU",
+        "ACT_CLASS()(x) * 2.0",
+    ),
     # type(obj): a CLASS_MATCH PyTorch 2.13 cannot save; capture saves the frame without it and replay re-checks it.
-    "class_of_object": (("CLASS_MATCH", "TYPE_MATCH"), RECHECKED, False, "class A:\n    pass\nclass B:\n    pass\nOBJ = B() if CHANGED else A()", "x * (3.0 if type(OBJ) is B else 2.0)"),
+    "class_of_object": (
+        ("CLASS_MATCH", "TYPE_MATCH"),
+        RECHECKED,
+        False,
+        "class A:\n    pass\nclass B:\n    pass\nOBJ = B() if CHANGED else A()",
+        "x * (3.0 if type(OBJ) is B else 2.0)",
+    ),
     # copy.deepcopy guards the object's identity only as its memo key: described by its state.
-    "deepcopy_object": (("ID_MATCH", "CLASS_MATCH", "EQUALS_MATCH"), RECHECKED, False, "import copy\nclass Cfg:\n    def __init__(self, scale):\n        self.scale = scale\nCFG = Cfg(3.0 if CHANGED else 2.0)", "x * copy.deepcopy(CFG).scale"),
+    "deepcopy_object": (
+        ("ID_MATCH", "CLASS_MATCH", "EQUALS_MATCH"),
+        RECHECKED,
+        False,
+        "import copy\nclass Cfg:\n    def __init__(self, scale):\n        self.scale = scale\nCFG = Cfg(3.0 if CHANGED else 2.0)",
+        "x * copy.deepcopy(CFG).scale",
+    ),
     # id() in user code: the identity is a value, which no other process has: the frame compiles.
     "identity_value": (("ID_MATCH",), COMPILED, False, "class Tag:\n    pass\nTAG = Tag()", "x * (id(TAG) % 5 + 1)"),
-    "class_method_swapped": (("TYPE_MATCH", "NOT_PRESENT_IN_GENERIC_DICT"), KEPT, True, "class Net:\n    def act(self, v):\n        return v * 2.0\nif CHANGED:\n    Net.act = lambda self, v: v * 3.0\nNET = Net()", "NET.act(x)"),
-    "class_attribute": (("TYPE_MATCH", "EQUALS_MATCH"), KEPT, True, "class Cfg:\n    scale = 2.0\nif CHANGED:\n    Cfg.scale = 3.0\nCFG = Cfg()", "x * CFG.scale"),
-    "instance_method": (("TYPE_MATCH",), KEPT, False, "class M:\n    def act(self, v):\n        return v * 2.0\nOBJ = M()\nif CHANGED:\n    OBJ.act = types.MethodType(lambda self, v: v * 3.0, OBJ)", "OBJ.act(x)"),
-    "instance_attribute": (("TYPE_MATCH", "EQUALS_MATCH"), KEPT, False, "class Box:\n    pass\nBOX = Box()\nBOX.scale = 3.0 if CHANGED else 2.0", "x * BOX.scale"),
-    "object_identity": (("DUPLICATE_INPUT",), RECHECKED, True, "class Mode:\n    pass\nA, B = Mode(), Mode()\nCURRENT = B if CHANGED else A", "x * (2.0 if CURRENT is A else 3.0)"),
+    "class_method_swapped": (
+        ("TYPE_MATCH", "NOT_PRESENT_IN_GENERIC_DICT"),
+        KEPT,
+        True,
+        "class Net:\n    def act(self, v):\n        return v * 2.0\nif CHANGED:\n    Net.act = lambda self, v: v * 3.0\nNET = Net()",
+        "NET.act(x)",
+    ),
+    "class_attribute": (
+        ("TYPE_MATCH", "EQUALS_MATCH"),
+        KEPT,
+        True,
+        "class Cfg:\n    scale = 2.0\nif CHANGED:\n    Cfg.scale = 3.0\nCFG = Cfg()",
+        "x * CFG.scale",
+    ),
+    "instance_method": (
+        ("TYPE_MATCH",),
+        KEPT,
+        False,
+        "class M:\n    def act(self, v):\n        return v * 2.0\nOBJ = M()\nif CHANGED:\n    OBJ.act = types.MethodType(lambda self, v: v * 3.0, OBJ)",
+        "OBJ.act(x)",
+    ),
+    "instance_attribute": (
+        ("TYPE_MATCH", "EQUALS_MATCH"),
+        KEPT,
+        False,
+        "class Box:\n    pass\nBOX = Box()\nBOX.scale = 3.0 if CHANGED else 2.0",
+        "x * BOX.scale",
+    ),
+    "object_identity": (
+        ("DUPLICATE_INPUT",),
+        RECHECKED,
+        True,
+        "class Mode:\n    pass\nA, B = Mode(), Mode()\nCURRENT = B if CHANGED else A",
+        "x * (2.0 if CURRENT is A else 3.0)",
+    ),
     # PyTorch 2.13 keys saved frames by function name and first line: these two share a key.
     "same_key_a": ((), KEPT, False, "SCALE = 2.0", "x * SCALE"),
     "same_key_b": ((), KEPT, False, "SCALE = 3.0", "x * SCALE"),
     "global_float": (("EQUALS_MATCH", "CONSTANT_MATCH"), KEPT, False, "SCALE = 3.0 if CHANGED else 2.0", "x * SCALE"),
     "global_bool": (("BOOL_MATCH",), KEPT, False, "FLAG = CHANGED", "x * (3.0 if FLAG else 2.0)"),
-    "global_none": (("NONE_MATCH",), KEPT, False, "OPT = 3.0 if CHANGED else None", "x * (2.0 if OPT is None else OPT)"),
-    "global_list": (("SEQUENCE_LENGTH", "EQUALS_MATCH"), KEPT, False, "OPT = None if CHANGED else [2.0]", "x * (3.0 if OPT is None else OPT[0])"),
-    "global_string": (("EQUALS_MATCH",), KEPT, False, "MODE = 'b' if CHANGED else 'a'", "x * (2.0 if MODE == 'a' else 3.0)"),
-    "global_tuple": (("SEQUENCE_LENGTH",), KEPT, False, "SCALES = (1.0, 2.0, 3.0) if CHANGED else (1.0, 2.0)", "x * len(SCALES)"),
-    "global_enum_list": (("SEQUENCE_LENGTH", "ID_MATCH"), RECHECKED, True, "class Kind(enum.Enum):\n    A = 1\n    B = 2\nKINDS = [Kind.B if CHANGED else Kind.A]", "x * (2.0 if KINDS[0] is Kind.A else 3.0)"),
-    "dict_keys": (("DICT_KEYS_MATCH",), KEPT, False, "D = {'a': 1.0, 'b': 1.0} if CHANGED else {'a': 2.0}", "x * sum(D[k] for k in D)"),
-    "dict_contains": (("DICT_CONTAINS",), KEPT, False, "D = {} if CHANGED else {'scale': 2.0}", "x * (D['scale'] if 'scale' in D else 3.0)"),
-    "dict_not_contains": (("DICT_NOT_CONTAINS",), KEPT, False, "D = {'scale': 3.0} if CHANGED else {}", "x * (D['scale'] if 'scale' in D else 2.0)"),
-    "set_contains": (("SET_CONTAINS",), KEPT, False, "S = {'b'} if CHANGED else {'a'}", "x * (2.0 if 'a' in S else 3.0)"),
-    "set_not_contains": (("SET_NOT_CONTAINS",), KEPT, False, "S = {'a'} if CHANGED else {'b'}", "x * (3.0 if 'a' in S else 2.0)"),
-    "has_attribute": (("HASATTR",), KEPT, False, "class O:\n    pass\nOBJ = O()\nif CHANGED:\n    OBJ.scale = 3.0", "x * (OBJ.scale if hasattr(OBJ, 'scale') else 2.0)"),
-    "partial_argument": (("EQUALS_MATCH",), KEPT, False, "P = functools.partial(torch.mul, other=3.0 if CHANGED else 2.0)", "P(x)"),
+    "global_none": (
+        ("NONE_MATCH",),
+        KEPT,
+        False,
+        "OPT = 3.0 if CHANGED else None",
+        "x * (2.0 if OPT is None else OPT)",
+    ),
+    "global_list": (
+        ("SEQUENCE_LENGTH", "EQUALS_MATCH"),
+        KEPT,
+        False,
+        "OPT = None if CHANGED else [2.0]",
+        "x * (3.0 if OPT is None else OPT[0])",
+    ),
+    "global_string": (
+        ("EQUALS_MATCH",),
+        KEPT,
+        False,
+        "MODE = 'b' if CHANGED else 'a'",
+        "x * (2.0 if MODE == 'a' else 3.0)",
+    ),
+    "global_tuple": (
+        ("SEQUENCE_LENGTH",),
+        KEPT,
+        False,
+        "SCALES = (1.0, 2.0, 3.0) if CHANGED else (1.0, 2.0)",
+        "x * len(SCALES)",
+    ),
+    "global_enum_list": (
+        ("SEQUENCE_LENGTH", "ID_MATCH"),
+        RECHECKED,
+        True,
+        "class Kind(enum.Enum):\n    A = 1\n    B = 2\nKINDS = [Kind.B if CHANGED else Kind.A]",
+        "x * (2.0 if KINDS[0] is Kind.A else 3.0)",
+    ),
+    "dict_keys": (
+        ("DICT_KEYS_MATCH",),
+        KEPT,
+        False,
+        "D = {'a': 1.0, 'b': 1.0} if CHANGED else {'a': 2.0}",
+        "x * sum(D[k] for k in D)",
+    ),
+    "dict_contains": (
+        ("DICT_CONTAINS",),
+        KEPT,
+        False,
+        "D = {} if CHANGED else {'scale': 2.0}",
+        "x * (D['scale'] if 'scale' in D else 3.0)",
+    ),
+    "dict_not_contains": (
+        ("DICT_NOT_CONTAINS",),
+        KEPT,
+        False,
+        "D = {'scale': 3.0} if CHANGED else {}",
+        "x * (D['scale'] if 'scale' in D else 2.0)",
+    ),
+    "set_contains": (
+        ("SET_CONTAINS",),
+        KEPT,
+        False,
+        "S = {'b'} if CHANGED else {'a'}",
+        "x * (2.0 if 'a' in S else 3.0)",
+    ),
+    "set_not_contains": (
+        ("SET_NOT_CONTAINS",),
+        KEPT,
+        False,
+        "S = {'a'} if CHANGED else {'b'}",
+        "x * (3.0 if 'a' in S else 2.0)",
+    ),
+    "has_attribute": (
+        ("HASATTR",),
+        KEPT,
+        False,
+        "class O:\n    pass\nOBJ = O()\nif CHANGED:\n    OBJ.scale = 3.0",
+        "x * (OBJ.scale if hasattr(OBJ, 'scale') else 2.0)",
+    ),
+    "partial_argument": (
+        ("EQUALS_MATCH",),
+        KEPT,
+        False,
+        "P = functools.partial(torch.mul, other=3.0 if CHANGED else 2.0)",
+        "P(x)",
+    ),
     "global_tensor": (("TENSOR_MATCH",), KEPT, False, "W = torch.full((8,), 3.0 if CHANGED else 2.0)", "x * W"),
-    "grad_mode": (("GLOBAL_STATE", "GRAD_MODE"), KEPT, False, "X_REQUIRES_GRAD = True\nCONTEXT = lambda: torch.set_grad_enabled(CHANGED)", "x * 2.0"),
-    "default_dtype": (("GLOBAL_STATE",), KEPT, False, "CONTEXT = lambda: setting(torch.get_default_dtype, torch.set_default_dtype, torch.float64 if CHANGED else torch.float32)", "x + torch.ones(8)"),
-    "deterministic": (("GLOBAL_STATE", "DETERMINISTIC_ALGORITHMS"), KEPT, False, "CONTEXT = lambda: setting(torch.are_deterministic_algorithms_enabled, torch.use_deterministic_algorithms, CHANGED)", "x * (3.0 if torch.are_deterministic_algorithms_enabled() else 2.0)"),
-    "constant_subclass": (("CONSTANT_SUBCLASS_MATCH",), KEPT, False, "class Scale(float):\n    pass\nS = Scale(3.0 if CHANGED else 2.0)", "x * S"),
-    "module_hooks": (("EMPTY_NN_MODULE_HOOKS_DICT",), RECHECKED, True, "LIN = torch.nn.Identity()\nif CHANGED:\n    LIN.register_forward_hook(lambda m, i, o: o * 1.5)", "LIN(x) * 2.0"),
+    "grad_mode": (
+        ("GLOBAL_STATE", "GRAD_MODE"),
+        KEPT,
+        False,
+        "X_REQUIRES_GRAD = True\nCONTEXT = lambda: torch.set_grad_enabled(CHANGED)",
+        "x * 2.0",
+    ),
+    "default_dtype": (
+        ("GLOBAL_STATE",),
+        KEPT,
+        False,
+        "CONTEXT = lambda: setting(torch.get_default_dtype, torch.set_default_dtype, torch.float64 if CHANGED else torch.float32)",
+        "x + torch.ones(8)",
+    ),
+    "deterministic": (
+        ("GLOBAL_STATE", "DETERMINISTIC_ALGORITHMS"),
+        KEPT,
+        False,
+        "CONTEXT = lambda: setting(torch.are_deterministic_algorithms_enabled, torch.use_deterministic_algorithms, CHANGED)",
+        "x * (3.0 if torch.are_deterministic_algorithms_enabled() else 2.0)",
+    ),
+    "constant_subclass": (
+        ("CONSTANT_SUBCLASS_MATCH",),
+        KEPT,
+        False,
+        "class Scale(float):\n    pass\nS = Scale(3.0 if CHANGED else 2.0)",
+        "x * S",
+    ),
+    "module_hooks": (
+        ("EMPTY_NN_MODULE_HOOKS_DICT",),
+        RECHECKED,
+        True,
+        "LIN = torch.nn.Identity()\nif CHANGED:\n    LIN.register_forward_hook(lambda m, i, o: o * 1.5)",
+        "LIN(x) * 2.0",
+    ),
     # A lazy (copy-on-write) clone: 2.14 on guards what torch._C._is_cow_tensor said.
-    "cow_tensor": (("COW_TENSOR_MATCH",), COMPILED, False, "W = torch.ones(8)\nif CHANGED:\n    W = torch._lazy_clone(W)", "x * (3.0 if torch._C._is_cow_tensor(W) else 2.0)"),
+    "cow_tensor": (
+        ("COW_TENSOR_MATCH",),
+        COMPILED,
+        False,
+        "W = torch.ones(8)\nif CHANGED:\n    W = torch._lazy_clone(W)",
+        "x * (3.0 if torch._C._is_cow_tensor(W) else 2.0)",
+    ),
 }
 
 # Rows whose guard kind a release adds: name -> the first release line that has it.
@@ -94,6 +316,7 @@ def cases_for(release: str) -> dict[str, tuple[tuple[str, ...], str, bool, str, 
             needs_checks = False
         rows[name] = (kinds, disposition, needs_checks, setup, body)
     return rows
+
 
 # Guard kinds no case makes Dynamo emit, and why (each is still in the guard table).
 UNEXERCISED = {
@@ -157,7 +380,9 @@ def guard_table_markdown(table: dict[str, tuple[str, str, str]]) -> str:
     for name, (kinds, *_) in CASES.items():
         for kind in kinds:
             cases.setdefault(kind, []).append(f"`{name}`")
-    rows = [f"| `{kind}` | {'all' if since == '2.13' else since + ' on'} | {disposition} | {why} | "
-            f"{', '.join(cases.get(kind, [])) or 'none: ' + UNEXERCISED[kind]} |"
-            for kind, (disposition, why, since) in table.items()]
+    rows = [
+        f"| `{kind}` | {'all' if since == '2.13' else since + ' on'} | {disposition} | {why} | "
+        f"{', '.join(cases.get(kind, [])) or 'none: ' + UNEXERCISED[kind]} |"
+        for kind, (disposition, why, since) in table.items()
+    ]
     return "\n".join(["| kind | releases | replay | why | differential cases |", "|---|---|---|---|---|", *rows]) + "\n"

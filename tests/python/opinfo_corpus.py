@@ -34,8 +34,15 @@ from dynamo_replay import mlir
 from dynamo_replay.errors import GraphError
 from dynamo_replay.graphs.stored import read_compile
 
-DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
-          "bfloat16": torch.bfloat16, "int32": torch.int32, "int64": torch.int64, "bool": torch.bool}
+DTYPES = {
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "bool": torch.bool,
+}
 SCAN = 12  # samples looked at per case to find those that reach its operators
 DEFAULT_CAP = 4  # samples compiled per case
 
@@ -91,6 +98,7 @@ def seed_of(key: str) -> int:
 
 
 # -- samples ------------------------------------------------------------------------------
+
 
 def _tensors_out(value: Any) -> tuple[Any, list[torch.Tensor]]:
     """(structure with each tensor replaced by its index, the tensors)."""
@@ -170,6 +178,7 @@ def _first_samples(info: Any, dtype: str, count: int, seed: int) -> list[Any]:
 
 # -- mapping ------------------------------------------------------------------------------
 
+
 def _name_tier(info: Any, op: str) -> int:
     """0: the OpInfo is named after the operator (leading underscores ignored), 1: its last
     dotted part is ("nn.functional.gelu"), 2: neither."""
@@ -209,6 +218,7 @@ def opinfo_map(progress: Callable[[str], None] | None = None) -> dict[str, list[
 
 # -- cases --------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Case:
     opinfo: str
@@ -226,8 +236,12 @@ def cases_for(mapping: dict[str, list[str]], dynamic: tuple[bool, ...] = (False,
     for op, keys in mapping.items():
         for key in keys:
             by_opinfo.setdefault(key, []).append(op)
-    return [Case(key, dtype, dyn, tuple(sorted(ops))) for key, ops in sorted(by_opinfo.items())
-            for dtype in dtypes_of(opinfos()[key]) for dyn in dynamic]
+    return [
+        Case(key, dtype, dyn, tuple(sorted(ops)))
+        for key, ops in sorted(by_opinfo.items())
+        for dtype in dtypes_of(opinfos()[key])
+        for dyn in dynamic
+    ]
 
 
 def choose_samples(case: Case, cap: int) -> tuple[list[tuple[int, Any]], list[dict[str, Any]]]:
@@ -253,7 +267,9 @@ def choose_samples(case: Case, cap: int) -> tuple[list[tuple[int, Any]], list[di
             skipped.append({"sample": index, "status": "skipped", "reason": f"fails in eager: {_reason(e)}"})
             continue
         if not _only_tensors(out):
-            skipped.append({"sample": index, "status": "skipped", "reason": f"non-tensor output ({type(out).__name__})"})
+            skipped.append(
+                {"sample": index, "status": "skipped", "reason": f"non-tensor output ({type(out).__name__})"}
+            )
             continue
         usable.append(index)
         for op in (traced_ops(info.op, sample) or set()) & set(case.targets):
@@ -275,6 +291,7 @@ def _reason(e: BaseException) -> str:
 
 
 # -- running a case ---------------------------------------------------------------------
+
 
 def run_case(case: Case, directory: Path, cap: int = DEFAULT_CAP) -> dict[str, Any]:
     """Captures the case's samples into directory/job.dynrep, one compile each, lower-checks the
@@ -318,26 +335,39 @@ def run_case(case: Case, directory: Path, cap: int = DEFAULT_CAP) -> dict[str, A
         for g in _final_attempts(report["graphs"]):
             if g["compile"] not in held:
                 held[g["compile"]] = _graph_ops(store, g["compile"], g["graph"])
-            graphs.append({"sample": frames.get(int(g["compile"].split("/")[0])), "compile": g["compile"],
-                           "graph": g["graph"], "stage": g["stage"], "matched": bool(g["matched"]),
-                           "error": g.get("error", ""), "issues": [_issue(i) for i in g.get("issues", [])],
-                           "outputs": [o for o in g.get("outputs", []) if o.get("status") not in ("bitwise", "close")],
-                           # "core_aten" when lower-check fell back to the graph's Core ATen decomposition
-                           "opset": g.get("opset", "aten"), "opset_reason": g.get("opset_reason", ""),
-                           "core_ops": sorted(held[g["compile"]] & set(core_ops())),
-                           "symbolic": _symbolic(store, g["compile"])})
+            graphs.append(
+                {
+                    "sample": frames.get(int(g["compile"].split("/")[0])),
+                    "compile": g["compile"],
+                    "graph": g["graph"],
+                    "stage": g["stage"],
+                    "matched": bool(g["matched"]),
+                    "error": g.get("error", ""),
+                    "issues": [_issue(i) for i in g.get("issues", [])],
+                    "outputs": [o for o in g.get("outputs", []) if o.get("status") not in ("bitwise", "close")],
+                    # "core_aten" when lower-check fell back to the graph's Core ATen decomposition
+                    "opset": g.get("opset", "aten"),
+                    "opset_reason": g.get("opset_reason", ""),
+                    "core_ops": sorted(held[g["compile"]] & set(core_ops())),
+                    "symbolic": _symbolic(store, g["compile"]),
+                }
+            )
         _stored.cache_clear()  # the store's sample bytes are not needed again
         for r in records:  # a sample that compiled to no graph (nothing for aot_eager to do)
             if r["status"] == "compiled" and not any(g["sample"] == r["sample"] for g in graphs):
                 r.update(status="no graph", reason="the compile produced no aten graph")
-    return {"case": {"opinfo": case.opinfo, "dtype": case.dtype, "dynamic": case.dynamic, "targets": list(case.targets)},
-            "samples": sorted(records, key=lambda r: (r["sample"] is None, r["sample"] or 0)), "graphs": graphs,
-            "seconds": {"capture": round(captured - start, 3), "total": round(time.perf_counter() - start, 3)}}
+    return {
+        "case": {"opinfo": case.opinfo, "dtype": case.dtype, "dynamic": case.dynamic, "targets": list(case.targets)},
+        "samples": sorted(records, key=lambda r: (r["sample"] is None, r["sample"] or 0)),
+        "graphs": graphs,
+        "seconds": {"capture": round(captured - start, 3), "total": round(time.perf_counter() - start, 3)},
+    }
 
 
 def _final_attempts(graphs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A compile Dynamo restarted is stored once per attempt ("0/0", "0/0_1"): the last one is
     what ran."""
+
     def attempt(g: dict[str, Any]) -> tuple[str, int]:
         compile_id, _, n = g["compile"].partition("_")
         return compile_id, int(n or 0)

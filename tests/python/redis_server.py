@@ -21,8 +21,11 @@ def start_redis(port: int, folder: Path, *options: str) -> subprocess.Popen:
     """redis-server on a loopback port, answering by the time this returns."""
     binary = shutil.which("redis-server")
     assert binary, "redis-server is missing: `make test` installs Debian's redis-server"
-    process = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(folder),
-                                *options], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(folder), *options],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     client = redis.Redis(port=port)
     for _ in range(200):
         try:

@@ -77,7 +77,9 @@ def test_unreadable_store_is_refused_with_its_reason(data_dir: Path, inspect, na
         ("truncated-trailer", 6, "trailing bytes ignored"),
     ],
 )
-def test_truncated_store_opens_as_recovered_prefix(data_dir: Path, inspect, name: str, records_left: int, why: str) -> None:
+def test_truncated_store_opens_as_recovered_prefix(
+    data_dir: Path, inspect, name: str, records_left: int, why: str
+) -> None:
     path = data_dir / "malformed" / f"{name}.dynrep"
     with dr.Store.open(path) as store:
         info = store.info()

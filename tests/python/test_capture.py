@@ -64,13 +64,21 @@ def test_mlp_aten_graph_guards_and_code(store_path: Path, inspect) -> None:
     assert ir["format"] == 2 and ir["origin"] == "graph"  # read from the graph module, not parsed from text
     addmms = [n for n in ir["nodes"] if n.get("target") == "aten::addmm.default"]
     assert [n["outputs"][0]["shape"] for n in addmms] == [[8, 32], [8, 4]]
-    assert addmms[0]["outputs"][0] | {"shape": None} == {"dtype": "float32", "shape": None, "stride": [32, 1],
-                                                         "device": "cpu", "requires_grad": False}
+    assert addmms[0]["outputs"][0] | {"shape": None} == {
+        "dtype": "float32",
+        "shape": None,
+        "stride": [32, 1],
+        "device": "cpu",
+        "requires_grad": False,
+    }
     assert all(arg.keys() == {"ref"} for arg in addmms[0]["args"])
     # Each node keeps the user line it came from and the module that ran it.
     assert addmms[0]["location"] | {"file": Path(addmms[0]["location"]["file"]).name} == {
-        "file": "models.py", "line": line_of(MLP.forward, "self.fc1(x)"), "function": "forward",
-        "code": "return self.fc2(torch.relu(self.fc1(x)))"}
+        "file": "models.py",
+        "line": line_of(MLP.forward, "self.fc1(x)"),
+        "function": "forward",
+        "code": "return self.fc2(torch.relu(self.fc1(x)))",
+    }
     assert [s["path"] for s in addmms[0]["scope"]] == ["fc1"] and [s["path"] for s in addmms[1]["scope"]] == ["fc2"]
     relu = next(n for n in ir["nodes"] if n.get("target") == "aten::relu.default")
     assert relu["args"] == [{"ref": addmms[0]["name"]}]
@@ -82,7 +90,8 @@ def test_mlp_aten_graph_guards_and_code(store_path: Path, inspect) -> None:
     assert [n["target"] for n in dynamo_ir["nodes"] if n["op"] == "call_function"].count("torch._C._nn.linear") == 2
     placeholders = [n for n in ir["nodes"] if n["op"] == "placeholder"]
     assert {"dtype": "float32", "shape": [8, 16], "stride": [16, 1], "device": "cpu", "requires_grad": False} in [
-        p["outputs"][0] for p in placeholders]
+        p["outputs"][0] for p in placeholders
+    ]
     # Each input says what it is in the job: the user's x, or a parameter by its qualified name.
     assert {"role": "user_input", "source": "L['x']"} in [p["input"] for p in placeholders]
     assert "fc1.weight" in [p["input"].get("name") for p in placeholders]
@@ -173,9 +182,11 @@ def test_training_step_has_a_backward_graph(store_path: Path, inspect) -> None:
     backward = graphs["aot_backward_graph"]
     assert "torch.ops.aten.threshold_backward.default" in backward  # relu's gradient
     assert "torch.ops.aten.mse_loss_backward.default" in backward
-    backward_ir = next(show(inspect, store_path, c["compile_id"], "--graph")["graph_ir"]["aot_backward_graph"]
-                       for c in ls(inspect, store_path)["compiles"]
-                       if "aot_backward_graph" in show(inspect, store_path, c["compile_id"], "--graph")["graph_ir"])
+    backward_ir = next(
+        show(inspect, store_path, c["compile_id"], "--graph")["graph_ir"]["aot_backward_graph"]
+        for c in ls(inspect, store_path)["compiles"]
+        if "aot_backward_graph" in show(inspect, store_path, c["compile_id"], "--graph")["graph_ir"]
+    )
     assert "aten::threshold_backward.default" in backward_ir["schemas"]
     assert {n.get("target") for n in backward_ir["nodes"]} >= {"aten::mse_loss_backward.default", "aten::mm.default"}
 
@@ -213,7 +224,9 @@ def test_recompile_ladder_reasons_through_the_cli(tmp_path: Path, inspect) -> No
     store = tmp_path / "ladder.dynrep"
     result = subprocess.run(
         [sys.executable, "-m", "dynamo_replay", "capture", "-o", str(store), str(JOBS / "recompile_ladder.py"), "3"],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 3, result.stderr  # the job's own status passes through
     assert "ladder done" in result.stdout
@@ -243,8 +256,12 @@ def test_recompile_ladder_reasons_through_the_cli(tmp_path: Path, inspect) -> No
     listing = ls(inspect, store)
     assert [c["calls"] for c in listing["compiles"]] == [1, 2, 1]
     (function,) = listing["functions"]
-    assert (function["function"], function["compiles"], function["calls"], function["fell_through"]) == \
-        ("scale_and_shift", 3, 4, 2)
+    assert (function["function"], function["compiles"], function["calls"], function["fell_through"]) == (
+        "scale_and_shift",
+        3,
+        4,
+        2,
+    )
     (manifest,) = dr.Store.open(store).records(dr.Manifest)
     assert manifest.command_line[0].endswith("recompile_ladder.py")
     assert manifest.environment["torch.version"] == torch.__version__
@@ -289,8 +306,11 @@ def test_symbols_made_after_dynamo_take_their_graph_node_line(store_path: Path, 
     table = {entry["symbol"]: entry for entry in shown["symbols"]}
     assert table["u0"]["range"] == [0, 3]
     (check,) = shown["shape_guards"]
-    assert (check["kind"], check["symbols"], check["user_frame"]["line"]) == \
-        ("runtime_assert", ["u0"], line_of(count_and_check, "torch._check"))
+    assert (check["kind"], check["symbols"], check["user_frame"]["line"]) == (
+        "runtime_assert",
+        ["u0"],
+        line_of(count_and_check, "torch._check"),
+    )
 
 
 def test_graph_break_is_recorded_with_its_user_line(store_path: Path, inspect) -> None:
@@ -355,17 +375,19 @@ def test_data_dependent_error_still_leaves_a_finished_store(store_path: Path) ->
             return x + 1
         return x - 1
 
-    with pytest.raises(Exception) as excinfo:
-        with dr.capture(store_path):
-            torch.compile(branchy, backend="eager", fullgraph=True)(torch.ones(3))
+    with pytest.raises(Exception) as excinfo, dr.capture(store_path):
+        torch.compile(branchy, backend="eager", fullgraph=True)(torch.ones(3))
     store = dr.Store.open(store_path)
     assert store.info().state == "finished"
     # The failure's facts apart from the message: the expression, its symbol, the user line.
-    (failure,) = [json.loads(e.metadata_json) for e in store.records(dr.TraceEvent)
-                  if e.name == "dynamo_replay.compile_failure"]
+    (failure,) = [
+        json.loads(e.metadata_json) for e in store.records(dr.TraceEvent) if e.name == "dynamo_replay.compile_failure"
+    ]
     assert failure["expr"] and failure["symbols"] and failure["type"] == type(excinfo.value).__qualname__
-    assert (failure["user_frame"]["line"], failure["user_frame"]["code"]) == \
-        (line_of(branchy, "if x.sum()"), "if x.sum().item() > 0:  # Dynamo cannot trace a branch on data with fullgraph=True")
+    assert (failure["user_frame"]["line"], failure["user_frame"]["code"]) == (
+        line_of(branchy, "if x.sum()"),
+        "if x.sum().item() > 0:  # Dynamo cannot trace a branch on data with fullgraph=True",
+    )
     errors = [e for e in store.records(dr.TraceEvent) if e.name == "dynamo_replay.error"]
     assert len(errors) == 1
     assert json.loads(errors[0].metadata_json)["type"] == type(excinfo.value).__qualname__
@@ -373,8 +395,9 @@ def test_data_dependent_error_still_leaves_a_finished_store(store_path: Path) ->
 
 
 @pytest.mark.parametrize("precompile", [False, True])
-def test_inductor_compile_keeps_its_code_and_pytorch_cache_artifacts(store_path: Path, inspect, tmp_path: Path,
-                                                                    monkeypatch, request, precompile: bool) -> None:
+def test_inductor_compile_keeps_its_code_and_pytorch_cache_artifacts(
+    store_path: Path, inspect, tmp_path: Path, monkeypatch, request, precompile: bool
+) -> None:
     # One small Inductor graph (it runs g++): its generated code and PyTorch's Mega-Cache
     # bytes, which replay will load, must be in the store.
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor-cache"))

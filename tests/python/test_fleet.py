@@ -37,8 +37,13 @@ def server(tmp_path: Path):
 def start(url: str, out: Path, cache: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAMO_REPLAY", "TORCHINDUCTOR_"))}
     environment.update(TORCHINDUCTOR_CACHE_DIR=str(out) + "-inductor", DYNAMO_REPLAY_CACHE=str(cache), **(env or {}))
-    return subprocess.Popen([sys.executable, str(JOB), url, str(out), *extra], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=environment)
+    return subprocess.Popen(
+        [sys.executable, str(JOB), url, str(out), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment,
+    )
 
 
 def finish(process: subprocess.Popen[str]) -> tuple[dict, str]:
@@ -128,22 +133,32 @@ def test_a_host_with_another_config_sees_no_match_and_fleet_show_names_the_facto
     url = f"redis://127.0.0.1:{server}/0?name=job"
     first, _ = run_job(url, tmp_path / "a", tmp_path / "cache-a")
     other = {"TORCHINDUCTOR_MAX_AUTOTUNE_POINTWISE": "1"}
-    show = subprocess.run([sys.executable, "-m", "dynamo_replay", "fleet", "show", url], capture_output=True, text=True,
-                          env={**os.environ, **other}, timeout=300)
+    show = subprocess.run(
+        [sys.executable, "-m", "dynamo_replay", "fleet", "show", url],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **other},
+        timeout=300,
+    )
     assert show.returncode == 1
     assert f"entry {first['entry']}" in show.stdout
     assert "config.inductor.max_autotune_pointwise: entry False, this host True" in show.stdout
-    listing = subprocess.run([sys.executable, "-m", "dynamo_replay", "fleet", "ls", url], capture_output=True,
-                             text=True, timeout=300)
+    listing = subprocess.run(
+        [sys.executable, "-m", "dynamo_replay", "fleet", "ls", url], capture_output=True, text=True, timeout=300
+    )
     assert first["entry"] in listing.stdout and "(this host)" in listing.stdout
     second, _ = run_job(url, tmp_path / "b", tmp_path / "cache-b", env=other)
     assert second["mode"] == "capture" and second["entry"] != first["entry"]
     fleet = [sys.executable, "-m", "dynamo_replay", "fleet"]
-    removed = subprocess.run([*fleet, "rm", url, "--entry", first["entry"]], capture_output=True, text=True, timeout=300)
+    removed = subprocess.run(
+        [*fleet, "rm", url, "--entry", first["entry"]], capture_output=True, text=True, timeout=300
+    )
     assert removed.returncode == 0 and "removed 1 entries" in removed.stdout
     listing = subprocess.run([*fleet, "ls", url], capture_output=True, text=True, timeout=300).stdout
     assert first["entry"] not in listing and second["entry"] in listing and "total: 1 entries" in listing
-    assert subprocess.run([*fleet, "rm", url], capture_output=True, text=True, timeout=300).stdout.startswith("removed 1")
+    assert subprocess.run([*fleet, "rm", url], capture_output=True, text=True, timeout=300).stdout.startswith(
+        "removed 1"
+    )
 
 
 UPLOAD = """
@@ -168,8 +183,9 @@ def test_a_writer_killed_mid_upload_leaves_no_visible_entry(server: int, tmp_pat
     assert all(0 < client.ttl(chunk) <= 3600 for chunk in chunks)  # the uncommitted chunks expire
 
 
-def test_with_a_key_an_entry_signed_otherwise_is_refused_before_loading_and_recaptured(server: int,
-                                                                                       tmp_path: Path) -> None:
+def test_with_a_key_an_entry_signed_otherwise_is_refused_before_loading_and_recaptured(
+    server: int, tmp_path: Path
+) -> None:
     url = f"redis://127.0.0.1:{server}/0?name=job"
     first, _ = run_job(url, tmp_path / "a", tmp_path / "cache-a", env={"DYNAMO_REPLAY_KEY": "key-one"})
     second, stderr = run_job(url, tmp_path / "b", tmp_path / "cache-b", env={"DYNAMO_REPLAY_KEY": "key-two"})

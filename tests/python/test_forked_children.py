@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import tiers
 
 import dynamo_replay as dr
+import tiers
 
 sys.path.insert(0, str(Path(__file__).parent))
 from redis_server import free_port, start_redis  # noqa: E402
@@ -28,8 +28,12 @@ JOB = Path(__file__).parent / "jobs" / "forked_job.py"
 # store, {url} a fleet URL on a fresh redis-server (its second line replays the first's entry).
 CASES = [
     ("capture_block", ["{job}", "capture", "{work}/capture_block.dynrep"], {}, "stored"),
-    ("capture_command", ["-m", "dynamo_replay", "capture", "-o", "{work}/capture_command.dynrep", "{job}", "none", "-"],
-     {}, "stored"),
+    (
+        "capture_command",
+        ["-m", "dynamo_replay", "capture", "-o", "{work}/capture_command.dynrep", "{job}", "none", "-"],
+        {},
+        "stored",
+    ),
     ("replay_block", ["{job}", "replay", "{work}/capture_block.dynrep"], {}, "replayed"),
     ("DYNAMO_REPLAY", ["{job}", "none", "-"], {"DYNAMO_REPLAY": "{work}/capture_command.dynrep"}, "replayed"),
     ("fleet_capturing", ["{job}", "replay", "{url}"], {}, "captured"),
@@ -56,11 +60,16 @@ def runs(request, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[s
                 continue
             out = work / name
             env = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAMO_REPLAY", "TORCHINDUCTOR_"))}
-            env.update({k: v.format(**fill) for k, v in extra.items()}, TORCHINDUCTOR_CACHE_DIR=f"{out}-inductor",
-                       DYNAMO_REPLAY_CACHE=str(work / "fleet-cache"))
+            env.update(
+                {k: v.format(**fill) for k, v in extra.items()},
+                TORCHINDUCTOR_CACHE_DIR=f"{out}-inductor",
+                DYNAMO_REPLAY_CACHE=str(work / "fleet-cache"),
+            )
             args = [a.format(**fill) for a in argv] + [str(out)]
-            done[name] = (subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=600, env=env),
-                          out)
+            done[name] = (
+                subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=600, env=env),
+                out,
+            )
     finally:
         server.kill()
         server.wait()

@@ -28,8 +28,15 @@ AOT_GRAPHS = ("aot_forward_graph", "aot_inference_graph", "aot_backward_graph")
 
 
 # This file's job names -> graph_jobs.JOBS'.
-JOBS = {"mlp": "mlp", "gpt": "gpt", "convnet": "convnet", "graph_break": "graph_break",
-        "hf_gpt2_train": "hf_gpt2_train", "hf_bert": "hf_bert", "inductor": "inductor"}
+JOBS = {
+    "mlp": "mlp",
+    "gpt": "gpt",
+    "convnet": "convnet",
+    "graph_break": "graph_break",
+    "hf_gpt2_train": "hf_gpt2_train",
+    "hf_bert": "hf_bert",
+    "inductor": "inductor",
+}
 
 # Bitwise equal needs the same float sums in the same order on both sides: graph_jobs captures
 # on one intra-op thread, and replay-run gets one too. (Two full runs on a loaded machine saw the
@@ -44,8 +51,9 @@ def stores(graph_stores) -> Mapping[str, Path]:
 
 
 def run(*args: str) -> tuple[int, dict]:
-    done = subprocess.run([runner_executable(), *args, "--json"], capture_output=True, text=True, timeout=120,
-                          env=ONE_THREAD)
+    done = subprocess.run(
+        [runner_executable(), *args, "--json"], capture_output=True, text=True, timeout=120, env=ONE_THREAD
+    )
     assert done.stdout, done.stderr
     return done.returncode, json.loads(done.stdout)
 
@@ -86,7 +94,9 @@ def test_every_aten_graph_reproduces_the_stored_outputs_bitwise(stores: dict[str
     assert ran >= (4 if job == "hf_gpt2_train" else 1)
 
 
-def test_the_gpt_graph_runs_at_other_sizes_and_agrees_with_the_python_rebuild(stores: dict[str, Path], tmp_path: Path) -> None:
+def test_the_gpt_graph_runs_at_other_sizes_and_agrees_with_the_python_rebuild(
+    stores: dict[str, Path], tmp_path: Path
+) -> None:
     compile_id = "0/1"  # the second size made batch and sequence dynamic
     code, report = run(str(stores["gpt"]), compile_id)
     assert code == 0, report
@@ -109,8 +119,12 @@ def test_the_gpt_graph_runs_at_other_sizes_and_agrees_with_the_python_rebuild(st
 
 
 def test_a_wrong_size_name_lists_the_graph_s_dynamic_sizes(stores: dict[str, Path]) -> None:
-    done = subprocess.run([runner_executable(), str(stores["gpt"]), "0/1", "--inputs", "random", "--sizes", "q9=3"],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [runner_executable(), str(stores["gpt"]), "0/1", "--inputs", "random", "--sizes", "q9=3"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2
     assert "q9 is not a dynamic size of aot_inference_graph (its dynamic sizes, as captured: s" in done.stderr
 
@@ -163,4 +177,7 @@ def test_an_operator_the_runner_cannot_call_is_named_with_its_user_line(tmp_path
     failure = report["failure"]
     assert failure["op"] == "dynrep_test::scale.default"
     assert "not registered in this process" in failure["message"] and "--load" in failure["message"]
-    assert failure["location"].startswith(f"{script}:") and "torch.ops.dynrep_test.scale(self.proj(x), 3.0)" in failure["location"]
+    assert (
+        failure["location"].startswith(f"{script}:")
+        and "torch.ops.dynrep_test.scale(self.proj(x), 3.0)" in failure["location"]
+    )

@@ -14,8 +14,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -28,8 +29,12 @@ from dynamo_replay.graphs import FLOAT_TOLERANCE, compile_ids  # noqa: E402
 from models import MLP, ConvNet, TinyGPT  # noqa: E402
 
 JOBS = Path(__file__).parent / "jobs"
-GRAPHS = {"dynamo": "dynamo_output_graph", "forward": "aot_forward_graph", "inference": "aot_inference_graph",
-          "backward": "aot_backward_graph"}
+GRAPHS = {
+    "dynamo": "dynamo_output_graph",
+    "forward": "aot_forward_graph",
+    "inference": "aot_inference_graph",
+    "backward": "aot_backward_graph",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -91,6 +96,7 @@ def result_position(module: torch.fx.GraphModule, result: dict[str, int]) -> int
 
 # --- fixtures: stores shared by several tests -----------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def mlp_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, MLP, torch.Tensor, torch.Tensor]:
     store = tmp_path_factory.mktemp("mlp") / "job.dynrep"
@@ -121,6 +127,7 @@ def gpt_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, TinyGPT, li
 
 # --- load_graph on real jobs ----------------------------------------------------------------
 
+
 def test_mlp_inference_graphs_reproduce_and_keep_user_lines(mlp_job) -> None:
     store, model, x, out = mlp_job
     graphs = every_graph(store)
@@ -136,8 +143,12 @@ def test_mlp_inference_graphs_reproduce_and_keep_user_lines(mlp_job) -> None:
     assert (last[1], int(last[2]), last[3]) == (models.__file__, user_line, "forward")
     assert last[4] == "return self.fc2(torch.relu(self.fc1(x)))"
     entry = next(n for n in inference.ir["nodes"] if n["name"] == addmm.name)
-    assert entry["location"] == {"file": models.__file__, "line": user_line, "function": "forward",
-                                 "code": "return self.fc2(torch.relu(self.fc1(x)))"}
+    assert entry["location"] == {
+        "file": models.__file__,
+        "line": user_line,
+        "function": "forward",
+        "code": "return self.fc2(torch.relu(self.fc1(x)))",
+    }
     assert entry["scope"] == [{"path": "fc1", "class": "torch.nn.modules.linear.Linear"}]
     # The inputs are the model's parameters, by name, and the user's x.
     weight = position_of(inference, role="parameter", name="fc1.weight")
@@ -152,7 +163,9 @@ def test_gpt_dynamic_graph_reproduces_and_has_its_symbols(gpt_job) -> None:
     graphs = every_graph(store)
     assert sorted(graphs) == [(c, g) for c in ("0/0", "0/1") for g in ("aot_inference_graph", "dynamo_output_graph")]
     with dr.Store.open(store) as s:
-        (event,) = [e for e in s.records(dr.TraceEvent) if e.name == "dynamo_replay.symbols" and e.compile_id == (0, 1, 0)]
+        (event,) = [
+            e for e in s.records(dr.TraceEvent) if e.name == "dynamo_replay.symbols" and e.compile_id == (0, 1, 0)
+        ]
         table = json.loads(s.get_blob(event.payload_key))
     by_source = {entry["source"]: entry for entry in table}
     assert set(by_source) == {"L['idx'].size()[0]", "L['idx'].size()[1]"}
@@ -254,8 +267,11 @@ def test_training_step_backward_reproduces_the_gradients(store_path: Path) -> No
     capture_job(store_path, lambda: torch.compile(step, backend="aot_eager")(torch.randn(8, 16), torch.randn(8, 4)))
     graphs = every_graph(store_path)
     (compile_id,) = {c for c, g in graphs if g == "aot_backward_graph"}
-    assert {g for c, g in graphs if c == compile_id} == {"dynamo_output_graph", "aot_forward_graph",
-                                                         "aot_backward_graph"}
+    assert {g for c, g in graphs if c == compile_id} == {
+        "dynamo_output_graph",
+        "aot_forward_graph",
+        "aot_backward_graph",
+    }
     forward, backward = graphs[(compile_id, "aot_forward_graph")], graphs[(compile_id, "aot_backward_graph")]
     outputs, _ = run_graph(backward)
     for name in ("fc1.weight", "fc1.bias", "fc2.weight"):
@@ -275,8 +291,11 @@ def test_graph_break_each_graph_reproduces(store_path: Path) -> None:
     compiles = sorted({c for c, _ in graphs})
     assert len(compiles) == 2, graphs.keys()
     for compile_id in compiles:
-        assert {g for c, g in graphs if c == compile_id} == {"dynamo_output_graph", "aot_forward_graph",
-                                                             "aot_backward_graph"}
+        assert {g for c, g in graphs if c == compile_id} == {
+            "dynamo_output_graph",
+            "aot_forward_graph",
+            "aot_backward_graph",
+        }
     # The first graph's backward gives the gradient x got.
     first = graphs[(compiles[0], "aot_backward_graph")]
     assert torch.equal(run_graph(first)[0][0], x.grad)
@@ -304,13 +323,22 @@ def test_inductor_forward_reproduces_within_float_tolerance(store_path: Path) ->
 
 # --- the graph command: a standalone script ---------------------------------------------------
 
+
 def run_alone(script: Path) -> subprocess.CompletedProcess[str]:
     """Runs a repro script in a fresh interpreter, in its own directory, as if dynamo_replay
     were not installed: it cannot be imported, and torch does not call its entry point."""
-    blocker = ("import runpy, sys; sys.modules['dynamo_replay'] = None; sys.argv = [sys.argv[1]]; "
-               "runpy.run_path(sys.argv[0], run_name='__main__')")
-    return subprocess.run([sys.executable, "-c", blocker, script.name], cwd=script.parent, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    blocker = (
+        "import runpy, sys; sys.modules['dynamo_replay'] = None; sys.argv = [sys.argv[1]]; "
+        "runpy.run_path(sys.argv[0], run_name='__main__')"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", blocker, script.name],
+        cwd=script.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"},
+    )
 
 
 def test_repro_script_runs_without_model_store_or_dynamo_replay(gpt_job, mlp_job, tmp_path: Path, capsys) -> None:
@@ -319,8 +347,15 @@ def test_repro_script_runs_without_model_store_or_dynamo_replay(gpt_job, mlp_job
     written.mkdir()
     assert main(["graph", str(store), "0/1", "-o", str(written / "repro.py"), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report == {"script": str(written / "repro.py"), "data": str(written / "repro.pt"), "compile": "0/1",
-                      "graph": "aot_inference_graph", "inputs": 32, "outputs": 1, "compared_outputs": 1}
+    assert report == {
+        "script": str(written / "repro.py"),
+        "data": str(written / "repro.pt"),
+        "compile": "0/1",
+        "graph": "aot_inference_graph",
+        "inputs": 32,
+        "outputs": 1,
+        "compared_outputs": 1,
+    }
     elsewhere = Path(tempfile.mkdtemp(dir=tmp_path))  # no store, no model beside it
     for name in ("repro.py", "repro.pt"):
         shutil.move(written / name, elsewhere / name)
@@ -335,8 +370,10 @@ def test_repro_script_runs_without_model_store_or_dynamo_replay(gpt_job, mlp_job
     torch.save(data, elsewhere / "repro.pt")
     done = run_alone(elsewhere / "repro.py")
     assert done.returncode == 1
-    assert done.stdout.splitlines() == ["mismatch: 1 of 1 stored outputs differ (rtol=0.0001, atol=1e-05)",
-                                        "  output 0: values differ (max abs difference 1)"]
+    assert done.stdout.splitlines() == [
+        "mismatch: 1 of 1 stored outputs differ (rtol=0.0001, atol=1e-05)",
+        "  output 0: values differ (max abs difference 1)",
+    ]
 
     # Without -o the script goes to stdout, its (small) data inside it.
     store, _, _, _ = mlp_job
@@ -351,9 +388,16 @@ def format_1_store(path: Path) -> Path:
     ir = {"format": 1, "graph": "aot_inference_graph", "nodes": [{"name": "arg0_1", "op": "placeholder"}]}
     with dr.Store.create(path) as store:
         key = store.put_blob(json.dumps(ir).encode())
-        store.put(dr.TraceEvent(name="dynamo_replay.graph_ir", compile_id=(0, 0, 0),
-                                metadata_json=json.dumps({"graph": "aot_inference_graph", "nodes": 1}),
-                                payload_key=key, payload_size=len(json.dumps(ir)), time=0.0))
+        store.put(
+            dr.TraceEvent(
+                name="dynamo_replay.graph_ir",
+                compile_id=(0, 0, 0),
+                metadata_json=json.dumps({"graph": "aot_inference_graph", "nodes": 1}),
+                payload_key=key,
+                payload_size=len(json.dumps(ir)),
+                time=0.0,
+            )
+        )
     return path
 
 
@@ -365,12 +409,19 @@ def test_graph_command_names_what_is_missing(mlp_job, tmp_path: Path, capsys) ->
     capsys.readouterr()  # what capture said
     cases = [
         ([str(store), "7/0"], f"error: {store}: no graphs for compile 7/0 (compiles with graphs: 0/0)"),
-        ([str(store), "0/0", "--graph", "backward"],
-         f"error: {store}: compile 0/0 has no backward graph (it has: aot_inference_graph, dynamo_output_graph)"),
-        ([str(no_samples), "0/0"], f"error: {no_samples}: compile 0/0 has no stored sample (captured with samples "
-                                   "off, or the graph never ran)"),
-        ([str(format_1_store(tmp_path / "old.dynrep")), "0/0"],
-         f"error: {tmp_path / 'old.dynrep'}: this graph was stored as graph IR format 1"),
+        (
+            [str(store), "0/0", "--graph", "backward"],
+            f"error: {store}: compile 0/0 has no backward graph (it has: aot_inference_graph, dynamo_output_graph)",
+        ),
+        (
+            [str(no_samples), "0/0"],
+            f"error: {no_samples}: compile 0/0 has no stored sample (captured with samples "
+            "off, or the graph never ran)",
+        ),
+        (
+            [str(format_1_store(tmp_path / "old.dynrep")), "0/0"],
+            f"error: {tmp_path / 'old.dynrep'}: this graph was stored as graph IR format 1",
+        ),
         ([str(tmp_path / "absent.dynrep"), "0/0"], f"error: {tmp_path / 'absent.dynrep'}: no such file"),
     ]
     for args, message in cases:
@@ -382,16 +433,25 @@ def test_graph_command_names_what_is_missing(mlp_job, tmp_path: Path, capsys) ->
 
 # --- capture does not change what PyTorch compiles ------------------------------------------
 
+
 def test_capture_leaves_inductor_cache_keys_and_code_unchanged(tmp_path: Path) -> None:
     """The same small Inductor job, each run in a fresh process with an empty cache: without
     capture, captured without precompile, and captured with it (the default)."""
-    runs = {"plain": ["plain"], "no-precompile": ["capture", str(tmp_path / "a.dynrep"), "--no-precompile"],
-            "precompile": ["capture", str(tmp_path / "b.dynrep")]}
+    runs = {
+        "plain": ["plain"],
+        "no-precompile": ["capture", str(tmp_path / "a.dynrep"), "--no-precompile"],
+        "precompile": ["capture", str(tmp_path / "b.dynrep")],
+    }
     processes = {}
     for name, args in runs.items():
         env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / f"cache-{name}")}
-        processes[name] = subprocess.Popen([sys.executable, str(JOBS / "cache_keys.py"), *args], env=env,
-                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        processes[name] = subprocess.Popen(
+            [sys.executable, str(JOBS / "cache_keys.py"), *args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     found = {}
     for name, process in processes.items():
         out, err = process.communicate(timeout=300)

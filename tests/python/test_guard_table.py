@@ -20,14 +20,23 @@ import sys
 from pathlib import Path
 
 import pytest
+
 import tiers
 
 torch = pytest.importorskip("torch")
 
 from dynamo_replay._torch import guards as _torch_guards  # noqa: E402
 from dynamo_replay._torch import releases  # noqa: E402
-from guard_cases import (COMPILED, KEPT, KEPT_BY_PYTORCH_FROM, RECHECKED, UNEXERCISED, cases_for,  # noqa: E402
-                         guard_table_markdown, write_cases)
+from guard_cases import (  # noqa: E402
+    COMPILED,
+    KEPT,
+    KEPT_BY_PYTORCH_FROM,
+    RECHECKED,
+    UNEXERCISED,
+    cases_for,
+    guard_table_markdown,
+    write_cases,
+)
 
 CASES = cases_for(releases.CURRENT.line)  # the rows of this release, each as it reads here
 
@@ -60,8 +69,13 @@ class Runs:
 
     def _run(self, name: str, command: list[str], root: Path, **extra: str) -> None:
         out = root / f"{name}.json"
-        result = subprocess.run([sys.executable, *command, str(RUNNER), str(self.cases), str(out)],
-                                capture_output=True, text=True, timeout=900, env=_env(root / f"{name}-cache", **extra))
+        result = subprocess.run(
+            [sys.executable, *command, str(RUNNER), str(self.cases), str(out)],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env=_env(root / f"{name}-cache", **extra),
+        )
         assert result.returncode == 0, result.stderr[-3000:]
         self.results[name] = json.loads(out.read_text())
         self.stderr[name] = result.stderr
@@ -89,7 +103,8 @@ def test_every_row_has_a_case_or_says_why_not() -> None:
     exercised = {kind for kinds, *_ in CASES.values() for kind in kinds}
     assert set(_torch_guards.GUARD_TABLE) - exercised - set(UNEXERCISED) == set()
     assert set(_torch_guards.guard_table_every_release()) <= set(_torch_guards.GUARD_TABLE) | set(UNEXERCISED) | {
-        kind for kinds, *_ in cases_for("9.9").values() for kind in kinds}
+        kind for kinds, *_ in cases_for("9.9").values() for kind in kinds
+    }
     assert not exercised & set(UNEXERCISED)
 
 
@@ -154,14 +169,19 @@ def test_a_shared_package_key_is_named_and_compiles(runs: Runs) -> None:
     assert runs.results["unchanged"]["same_key_a"]["compiled"] != runs.results["unchanged"]["same_key_b"]["compiled"]
 
 
-@pytest.mark.parametrize("case, cause", [
-    ("enum_member", "G['KIND'] was enum case_enum_member.Kind.A at capture, is enum case_enum_member.Kind.B now"),
-    ("function_default", "defaults constant 2.0 at capture, is function case_function_default.post code"),
-    ("builtin_shadowed", "['abs'] was callable builtins.abs at capture, is function case_builtin_shadowed.abs"),
-    ("object_identity", "`G['CURRENT'] is G['A']` held at capture and does not now"),
-    ("module_attribute_constant", "captured `EQUALS_MATCH: G['helpers_a'].SCALE == 2.0`, now `EQUALS_MATCH: "
-                                  "G['helpers_a'].SCALE == 3.0`"),
-])
+@pytest.mark.parametrize(
+    "case, cause",
+    [
+        ("enum_member", "G['KIND'] was enum case_enum_member.Kind.A at capture, is enum case_enum_member.Kind.B now"),
+        ("function_default", "defaults constant 2.0 at capture, is function case_function_default.post code"),
+        ("builtin_shadowed", "['abs'] was callable builtins.abs at capture, is function case_builtin_shadowed.abs"),
+        ("object_identity", "`G['CURRENT'] is G['A']` held at capture and does not now"),
+        (
+            "module_attribute_constant",
+            "captured `EQUALS_MATCH: G['helpers_a'].SCALE == 2.0`, now `EQUALS_MATCH: G['helpers_a'].SCALE == 3.0`",
+        ),
+    ],
+)
 def test_the_summary_names_what_differs(runs: Runs, case: str, cause: str) -> None:
     compiled_here = runs.stderr["changed"].split("compiled here:")[-1]
     line = next((line for line in compiled_here.splitlines() if f"case_{case}.py" in line), "")

@@ -87,7 +87,9 @@ def test_colour_only_when_asked(data_dir: Path, inspect) -> None:
     assert "\033[32mfinished\033[0m" in inspect("--color=always", "info", sample).stdout
 
 
-@pytest.mark.parametrize("args", [[], ["frobnicate", "x"], ["info"], ["ls", "--bogus", "x"], ["--color=pink", "info", "x"]])
+@pytest.mark.parametrize(
+    "args", [[], ["frobnicate", "x"], ["info"], ["ls", "--bogus", "x"], ["--color=pink", "info", "x"]]
+)
 def test_bad_usage_exits_2(inspect, args: list[str]) -> None:
     result = inspect(*args)
     assert result.returncode == 2

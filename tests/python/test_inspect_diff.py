@@ -53,14 +53,22 @@ def stores(tmp_path_factory) -> dict[str, Path]:
         "n16": capture(d / "n16.dynrep", scale_and_shift, (torch.randn(16), 2.0)),
         # 0/0 for 4 elements, 0/1 once the size changes (dynamic), 0/2 once the float changes,
         # 0/3 once a size of 1 breaks the dynamic range's 0/1 rule.
-        "ladder": capture(d / "ladder.dynrep", scale_and_shift, *[(torch.randn(n), 2.0) for n in (4, 8, 16)],
-                          (torch.randn(16), 3.0), (torch.randn(1), 3.0)),
+        "ladder": capture(
+            d / "ladder.dynrep",
+            scale_and_shift,
+            *[(torch.randn(n), 2.0) for n in (4, 8, 16)],
+            (torch.randn(16), 3.0),
+            (torch.randn(1), 3.0),
+        ),
         "narrow": capture(d / "narrow.dynrep", Switch(False), (torch.randn(2, 8),)),
         "wide": capture(d / "wide.dynrep", Switch(True), (torch.randn(2, 8),)),
     }
     # A setting changed inside the capture (after the manifest), then one for the whole capture.
     torch._dynamo.reset()
-    with dr.capture(d / "not-static.dynrep", precompile=False), torch._dynamo.config.patch(assume_static_by_default=False):
+    with (
+        dr.capture(d / "not-static.dynrep", precompile=False),
+        torch._dynamo.config.patch(assume_static_by_default=False),
+    ):
         torch.compile(scale_and_shift, backend="aot_eager")(torch.randn(8), 2.0)
     out["not-static"] = d / "not-static.dynrep"
     torch._dynamo.reset()
@@ -96,7 +104,10 @@ def test_two_stores_name_the_size_guard_and_the_shapes(stores, inspect) -> None:
     assert {"what": "output 0", "a": "float32[8]", "b": "float32[16]"} in graphs["aot_inference_graph"]["outputs"]
     assert graphs["dynamo_output_graph"]["operators"] == []  # same operators, other shapes
     assert report["environment"]["changes"] == report["settings"]["changes"] == []
-    assert "scale_and_shift 0/0 (test_inspect_diff.py:21) compiled again because: L['x'].size()[0] was 8, now 16." in report["answer"]
+    assert (
+        "scale_and_shift 0/0 (test_inspect_diff.py:21) compiled again because: L['x'].size()[0] was 8, now 16."
+        in report["answer"]
+    )
     text = inspect("diff", str(stores["n8"]), str(stores["n16"]))
     assert text.returncode == 1
     assert text.stdout.startswith(f"In {stores['n16']}, scale_and_shift 0/0")  # the answer leads
@@ -114,15 +125,21 @@ def test_the_same_job_twice_does_not_differ(stores, inspect) -> None:
 def test_a_restart_in_a_new_process_differs_only_where_the_job_did(tmp_path: Path, inspect) -> None:
     """Two processes: object addresses and Dynamo's global numbering differ, nothing else."""
     job = tmp_path / "job.py"
-    job.write_text(textwrap.dedent("""
+    job.write_text(
+        textwrap.dedent("""
         import sys, torch, dynamo_replay as dr
         model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
         with dr.capture(sys.argv[1], precompile=False), torch.no_grad():
             torch.compile(model, backend="aot_eager")(torch.randn(int(sys.argv[2]), 4))
-    """))
+    """)
+    )
     for name in ("a", "b"):
-        subprocess.run([sys.executable, str(job), str(tmp_path / f"{name}.dynrep"), "3"], check=True,
-                       capture_output=True, timeout=120)
+        subprocess.run(
+            [sys.executable, str(job), str(tmp_path / f"{name}.dynrep"), "3"],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
     same = inspect("diff", str(tmp_path / "a.dynrep"), str(tmp_path / "b.dynrep"))
     assert same.returncode == 0, same.stdout
     assert "command line (not compared)" in same.stdout  # it names the store, so it always differs
@@ -138,7 +155,9 @@ def test_two_compiles_of_a_ladder(stores, inspect) -> None:
     assert any("expected 4, actual 8" in r for r in pair["pytorch_reasons"])
     dynamo = next(g for g in pair["graphs"] if g["graph"] == "dynamo_output_graph")
     assert {"what": "L['x']", "a": "float32[4]", "b": "float32[s77]"} in dynamo["inputs"]
-    assert report["answer"].startswith("0/1 compiled again because: L['x'].size()[0] was 4, now dynamic (s77 [2, int_oo])")
+    assert report["answer"].startswith(
+        "0/1 compiled again because: L['x'].size()[0] was 4, now dynamic (s77 [2, int_oo])"
+    )
     assert "PyTorch's reason: 0/0: tensor 'x' size mismatch at index 0. expected 4, actual 8" in report["answer"]
 
     # One compile id: against the compile it replaced. The float went from a constant to a symbol.
@@ -155,8 +174,10 @@ def test_two_compiles_of_a_ladder(stores, inspect) -> None:
     [pair] = report["pairs"]
     assert detail(pair, "L['x'].size()[0]") == ("dynamic", "1")
     assert [g["code"] for g in pair["guards"]["removed"]] == ["2 <= L['x'].size()[0]"]
-    assert report["answer"].startswith("0/3 compiled again because: L['x'].size()[0] was dynamic (s77 [2, int_oo]), now 1. "
-                                       "PyTorch's reason: 0/2: 2 <= x.size()[0]")
+    assert report["answer"].startswith(
+        "0/3 compiled again because: L['x'].size()[0] was dynamic (s77 [2, int_oo]), now 1. "
+        "PyTorch's reason: 0/2: 2 <= x.size()[0]"
+    )
 
 
 def test_a_setting_changed_at_compile_time(stores, inspect) -> None:
@@ -174,8 +195,10 @@ def test_a_setting_for_the_whole_capture(stores, inspect) -> None:
     assert code == 1
     assert {"what": "config.dynamo.capture_scalar_outputs", "a": "False", "b": "True"} in report["settings"]["changes"]
     assert report["pairs"][0]["settings"] == []  # named once, at the job level
-    assert report["answer"].startswith(f"{stores['scalars']} was captured in another setting or environment: "
-                                       "setting config.dynamo.capture_scalar_outputs was False, now True")
+    assert report["answer"].startswith(
+        f"{stores['scalars']} was captured in another setting or environment: "
+        "setting config.dynamo.capture_scalar_outputs was False, now True"
+    )
 
 
 def test_module_scope_and_attribute_guard(stores, inspect) -> None:
@@ -183,8 +206,10 @@ def test_module_scope_and_attribute_guard(stores, inspect) -> None:
     assert code == 1
     [pair] = report["pairs"]
     assert detail(pair, "L['self'].wide") == ("False", "True")  # FALSE_MATCH, then TRUE_MATCH
-    assert "compiled again because: L['self'].wide was False, now True; " \
-           "15 guards on L['self']._modules['narrow_fc'] are gone" in report["answer"]
+    assert (
+        "compiled again because: L['self'].wide was False, now True; "
+        "15 guards on L['self']._modules['narrow_fc'] are gone" in report["answer"]
+    )
     dynamo = next(g for g in pair["graphs"] if g["graph"] == "dynamo_output_graph")
     scopes = {s["what"]: (s["a"], s["b"]) for s in dynamo["scopes"]}
     assert scopes["narrow_fc (Linear)"] == ("present", None)
@@ -212,7 +237,9 @@ def test_gpt2_at_two_sequence_lengths(tmp_path: Path, inspect) -> None:
     code, report = diff_json(inspect, *paths)
     assert code == 1
     [pair] = report["pairs"]
-    sizes = [(d["what"], d["a"], d["b"]) for g in pair["guards"]["changed"] for d in g["details"] if ".size()[" in d["what"]]
+    sizes = [
+        (d["what"], d["a"], d["b"]) for g in pair["guards"]["changed"] for d in g["details"] if ".size()[" in d["what"]
+    ]
     assert len(sizes) == 1 and sizes[0][0].endswith(".size()[1]") and sizes[0][1:] == ("8", "16"), sizes
     # Process-specific names (Dynamo's installed globals, addresses) are not differences.
     assert pair["guards"]["added"] == pair["guards"]["removed"] == []
@@ -223,6 +250,7 @@ def test_gpt2_at_two_sequence_lengths(tmp_path: Path, inspect) -> None:
 
 
 # --- bad input: exit 2 and a message naming what is wrong ---
+
 
 def test_missing_store(stores, inspect, tmp_path: Path) -> None:
     result = inspect("diff", str(stores["n8"]), str(tmp_path / "nope.dynrep"))
@@ -291,13 +319,20 @@ def test_environment_fingerprints_differ(tmp_path: Path, inspect) -> None:
     """Stores written on two machines: the manifests' fingerprints name what moved."""
     for name, torch_version, flags in (("here", "2.13.0", "x86_64,avx2"), ("there", "2.14.0", "x86_64,avx2,avx512")):
         store = Store.create(tmp_path / f"{name}.dynrep", overwrite=True)
-        store.put(Manifest(tool="dynamo-replay test", command_line=["job.py"],
-                           environment={"torch.version": torch_version, "cpu.flags": flags, "config.dynamo.x": "1"}))
+        store.put(
+            Manifest(
+                tool="dynamo-replay test",
+                command_line=["job.py"],
+                environment={"torch.version": torch_version, "cpu.flags": flags, "config.dynamo.x": "1"},
+            )
+        )
         store.close()
     code, report = diff_json(inspect, tmp_path / "here.dynrep", tmp_path / "there.dynrep")
     assert code == 1 and report["pairs"] == [] and report["settings"]["changes"] == []
     # config.* entries of the fingerprint are settings; the rest is the environment.
     assert (report["environment"]["entries"], report["settings"]["entries"]) == (2, 1)
-    assert report["environment"]["changes"] == [{"what": "cpu.flags", "a": "x86_64,avx2", "b": "x86_64,avx2,avx512"},
-                                                {"what": "torch.version", "a": "2.13.0", "b": "2.14.0"}]
+    assert report["environment"]["changes"] == [
+        {"what": "cpu.flags", "a": "x86_64,avx2", "b": "x86_64,avx2,avx512"},
+        {"what": "torch.version", "a": "2.13.0", "b": "2.14.0"},
+    ]
     assert "torch.version was 2.13.0, now 2.14.0" in report["answer"]

@@ -36,8 +36,12 @@ def tlparse_executable() -> str:
 def tlparse(log: Path, out: Path) -> dict:
     """Runs tlparse --strict (any unparsable line, bad JSON or payload MD5 mismatch fails it);
     returns its compile_directory.json."""
-    done = subprocess.run([tlparse_executable(), str(log), "-o", str(out), "--overwrite", "--no-browser", "--strict"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [tlparse_executable(), str(log), "-o", str(out), "--overwrite", "--no-browser", "--strict"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads((out / "compile_directory.json").read_text())
 
@@ -151,10 +155,16 @@ def test_capture_events_are_artifacts_unless_left_out(gpt2, inspect, tmp_path):
 def test_a_damaged_event_is_left_out_with_a_warning(inspect, tmp_path):
     store = Store.create(str(tmp_path / "damaged.dynrep"), level=3, overwrite=True)
     graph = store.put_blob(b"def forward(self, x):\n    return x + '<&>'\n")
-    for name, metadata, key in (("dynamo_output_graph", "{}", graph), ("compilation_metrics", "{not json", ""),
-                                ("artifact", json.dumps({"name": "gone", "encoding": "string"}), "ab" * 16)):
-        store.put(TraceEvent(name=name, compile_id=(0, 0, 0), metadata_json=metadata, payload_key=key,
-                             payload_size=1, time=1.7e9))
+    for name, metadata, key in (
+        ("dynamo_output_graph", "{}", graph),
+        ("compilation_metrics", "{not json", ""),
+        ("artifact", json.dumps({"name": "gone", "encoding": "string"}), "ab" * 16),
+    ):
+        store.put(
+            TraceEvent(
+                name=name, compile_id=(0, 0, 0), metadata_json=metadata, payload_key=key, payload_size=1, time=1.7e9
+            )
+        )
     store.close()
     done = inspect("export", "--torch-trace", str(tmp_path / "out"), str(tmp_path / "damaged.dynrep"))
     assert done.returncode == 1
@@ -231,8 +241,11 @@ def test_perfetto_trace_has_every_compile_with_its_phases(gpt2, inspect, tmp_pat
         if c["compile_id"].endswith("_1") or c["status"] == "ok" and not c["graph_breaks"]:
             assert {"backend_compile", "build_guards"} <= phases, (c["compile_id"], phases)
     # Real times: the first compile's "dynamo" span starts when PyTorch logged its begin.
-    first_begin = next(json.loads(p) for m, p in log_events(pytorch_log)
-                       if m.startswith('{"chromium_event"') and '"name": "dynamo"' in p)
+    first_begin = next(
+        json.loads(p)
+        for m, p in log_events(pytorch_log)
+        if m.startswith('{"chromium_event"') and '"name": "dynamo"' in p
+    )
     starts = [e["ts"] for e in events if e["name"] == "dynamo" and (e["pid"], e["tid"]) == (1, 1)]
     assert first_begin["ts"] in starts, (first_begin["ts"], starts)
 
@@ -244,8 +257,16 @@ def test_perfetto_from_old_and_damaged_stores(inspect, tmp_path):
     for ph, ts in (("B", 1.0e15), ("B", 1.0e15 + 10), ("E", 1.0e15 + 20), ("E", 1.0e15 + 30)):
         name = "outer" if ts in (1.0e15, 1.0e15 + 30) else "never_begun" if ph == "E" else "inner"
         key = store.put_blob(json.dumps({"name": name, "ts": ts, "ph": ph, "args": {}, "pid": 0, "tid": 0}).encode())
-        store.put(TraceEvent(name="chromium_event", compile_id=(0, 0, 0), metadata_json="{}", payload_key=key,
-                             payload_size=1, time=1.0e9))
+        store.put(
+            TraceEvent(
+                name="chromium_event",
+                compile_id=(0, 0, 0),
+                metadata_json="{}",
+                payload_key=key,
+                payload_size=1,
+                time=1.0e9,
+            )
+        )
     store.close()
     events = check_trace_event_format(perfetto(inspect, tmp_path / "half.dynrep", tmp_path / "half.json"))
     by_name = {e["name"]: e for e in events}

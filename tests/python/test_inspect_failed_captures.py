@@ -14,19 +14,41 @@ import dynamo_replay as dr
 torch = pytest.importorskip("torch")
 
 SHOW_SECTIONS = ([], ["--guards"], ["--code"], ["--graph"], ["--shapes"])
-EVENT_NAMES = ("str", "dynamo_start", "compilation_metrics", "dynamo_cpp_guards_str", "dynamo_output_graph", "artifact",
-               "dynamo_error", "create_symbol", "guard_added", "dynamo_replay.guards", "dynamo_replay.graph_ir",
-               "dynamo_replay.sample", "dynamo_replay.dropped_guard", "dynamo_replay.not_packaged",
-               "dynamo_replay.summary", "dynamo_replay.error")
-ODD_METADATA = ("null", "7", '"text"', "[1, [2], {}]", '{"line": "x", "co_firstlineno": "y", "name": 3, "stack": 5, '
-                '"user_stack": {"a": 1}, "guard_count": -1, "fail_type": 4, "shape": 2, "risky": "yes", "graph": [], '
-                '"inputs": 5, "outputs": {"a": 1}, "kind": [], "reason": {}}',
-                '{"co_firstlineno": 1e300, "guard_count": 1.5, "stack": [{"line": -1e300, "filename": 1e300}], '
-                '"user_stack": [{"line": 1e300}], "risky": 1e300, "inputs": [{"bytes": 1e300}]}',
-                "not json at all")
+EVENT_NAMES = (
+    "str",
+    "dynamo_start",
+    "compilation_metrics",
+    "dynamo_cpp_guards_str",
+    "dynamo_output_graph",
+    "artifact",
+    "dynamo_error",
+    "create_symbol",
+    "guard_added",
+    "dynamo_replay.guards",
+    "dynamo_replay.graph_ir",
+    "dynamo_replay.sample",
+    "dynamo_replay.dropped_guard",
+    "dynamo_replay.not_packaged",
+    "dynamo_replay.summary",
+    "dynamo_replay.error",
+)
+ODD_METADATA = (
+    "null",
+    "7",
+    '"text"',
+    "[1, [2], {}]",
+    '{"line": "x", "co_firstlineno": "y", "name": 3, "stack": 5, '
+    '"user_stack": {"a": 1}, "guard_count": -1, "fail_type": 4, "shape": 2, "risky": "yes", "graph": [], '
+    '"inputs": 5, "outputs": {"a": 1}, "kind": [], "reason": {}}',
+    '{"co_firstlineno": 1e300, "guard_count": 1.5, "stack": [{"line": -1e300, "filename": 1e300}], '
+    '"user_stack": [{"line": 1e300}], "risky": 1e300, "inputs": [{"bytes": 1e300}]}',
+    "not json at all",
+)
 # Artifacts the report reads by name; their payload (not UTF-8, not JSON) is what is odd.
-ODD_ARTIFACTS = [("artifact", json.dumps({"name": name})) for name in
-                 ("precompile_cache_bypass", "recompile_reasons", "dynamo_graph_break_reason")]
+ODD_ARTIFACTS = [
+    ("artifact", json.dumps({"name": name}))
+    for name in ("precompile_cache_bypass", "recompile_reasons", "dynamo_graph_break_reason")
+]
 
 
 def _every_report(inspect, store: Path) -> dict[str, str]:
@@ -41,7 +63,9 @@ def _every_report(inspect, store: Path) -> dict[str, str]:
     runs += [["show", str(store), cid, *section] for cid in compiles for section in SHOW_SECTIONS]
     for command in runs:
         for json_flag in ([], ["--json"]):
-            args = [*command, *json_flag] if command[0] == "show" else [command[0], *json_flag, *command[1:], str(store)]
+            args = (
+                [*command, *json_flag] if command[0] == "show" else [command[0], *json_flag, *command[1:], str(store)]
+            )
             result = inspect(*args)
             assert result.returncode == 0, (args, result.stderr)
             assert "terminate" not in result.stderr and "Aborted" not in result.stderr
@@ -87,8 +111,16 @@ def _store_of_events(path: Path, events: list[tuple[str, str]], compile_id=(0, 0
         store.put(dr.Manifest(tool="test", environment={"torch.version": "0.0-test"}))
         key = store.put_blob(payload)
         for name, metadata in events:
-            store.put(dr.TraceEvent(name=name, compile_id=compile_id, metadata_json=metadata, payload_key=key,
-                                    payload_size=len(payload), time=0.0))
+            store.put(
+                dr.TraceEvent(
+                    name=name,
+                    compile_id=compile_id,
+                    metadata_json=metadata,
+                    payload_key=key,
+                    payload_size=len(payload),
+                    time=0.0,
+                )
+            )
 
 
 def test_events_with_unexpected_metadata_types(store_path: Path, inspect) -> None:
@@ -96,8 +128,15 @@ def test_events_with_unexpected_metadata_types(store_path: Path, inspect) -> Non
     assert inspect("verify", str(store_path)).returncode == 0
     outputs = _every_report(inspect, store_path)
     shown = outputs[f"show {store_path} 0/0"]
-    for name in ("compilation_metrics", "dynamo_start", "dynamo_replay.dropped_guard", "dynamo_replay.not_packaged",
-                 "dynamo_replay.sample", "create_symbol", "artifact"):
+    for name in (
+        "compilation_metrics",
+        "dynamo_start",
+        "dynamo_replay.dropped_guard",
+        "dynamo_replay.not_packaged",
+        "dynamo_replay.sample",
+        "create_symbol",
+        "artifact",
+    ):
         assert f"{name} x" in shown.split("(unreadable metadata: ", 1)[1].split(")")[0], name
     assert "(unreadable metadata: " in outputs[f"ls {store_path}"]
     unreadable = json.loads(outputs[f"show {store_path} 0/0 --json"])["unreadable_events"]
@@ -105,14 +144,21 @@ def test_events_with_unexpected_metadata_types(store_path: Path, inspect) -> Non
     assert "dynamo_cpp_guards_str" not in unreadable  # its metadata is not read: nothing to be odd
 
 
-@pytest.mark.parametrize("metadata", ODD_METADATA, ids=["null", "number", "string", "array", "odd-fields", "huge-numbers", "not-json"])
+@pytest.mark.parametrize(
+    "metadata", ODD_METADATA, ids=["null", "number", "string", "array", "odd-fields", "huge-numbers", "not-json"]
+)
 def test_one_unreadable_event_leaves_the_rest_of_the_report(store_path: Path, inspect, metadata: str) -> None:
-    _store_of_events(store_path, [
-        ("compilation_metrics", json.dumps({"co_name": "forward", "co_filename": "model.py", "co_firstlineno": 12,
-                                            "guard_count": 3})),
-        ("dynamo_replay.dropped_guard", metadata),
-        ("dynamo_replay.not_packaged", json.dumps({"frame": "forward (model.py:12)", "reason": "a property"})),
-    ])
+    _store_of_events(
+        store_path,
+        [
+            (
+                "compilation_metrics",
+                json.dumps({"co_name": "forward", "co_filename": "model.py", "co_firstlineno": 12, "guard_count": 3}),
+            ),
+            ("dynamo_replay.dropped_guard", metadata),
+            ("dynamo_replay.not_packaged", json.dumps({"frame": "forward (model.py:12)", "reason": "a property"})),
+        ],
+    )
     shown = inspect("show", str(store_path), "0/0")
     assert shown.returncode == 0, shown.stderr
     assert "compile 0/0: forward at model.py:12" in shown.stdout and "guards:  3" in shown.stdout
@@ -121,17 +167,37 @@ def test_one_unreadable_event_leaves_the_rest_of_the_report(store_path: Path, in
 
 
 def test_dropped_guards_and_frames_not_saved_are_shown(tmp_path: Path, store_path: Path, inspect) -> None:
-    dropped = {"kind": "CLOSURE_MATCH", "source": "G['act']", "frame": "forward (model.py:12)",
-               "value": "function model.relu code 1a2b", "risky": True, "line": "model.py:14: return act(x)"}
-    pinned = {"kind": "ID_MATCH", "source": "G['torch'].nn.functional", "frame": "forward (model.py:12)",
-              "value": "module torch.nn.functional", "risky": False, "line": "model.py:15: F.gelu(x)"}
-    _store_of_events(store_path, [
-        ("compilation_metrics", json.dumps({"co_name": "forward", "co_filename": "model.py", "co_firstlineno": 12})),
-        ("dynamo_replay.dropped_guard", json.dumps(dropped)),
-        ("dynamo_replay.dropped_guard", json.dumps(pinned)),
-        ("dynamo_replay.not_packaged", json.dumps({"frame": "forward (model.py:12)",
-                                                   "reason": "loss_function is a property\nof the model"})),
-    ])
+    dropped = {
+        "kind": "CLOSURE_MATCH",
+        "source": "G['act']",
+        "frame": "forward (model.py:12)",
+        "value": "function model.relu code 1a2b",
+        "risky": True,
+        "line": "model.py:14: return act(x)",
+    }
+    pinned = {
+        "kind": "ID_MATCH",
+        "source": "G['torch'].nn.functional",
+        "frame": "forward (model.py:12)",
+        "value": "module torch.nn.functional",
+        "risky": False,
+        "line": "model.py:15: F.gelu(x)",
+    }
+    _store_of_events(
+        store_path,
+        [
+            (
+                "compilation_metrics",
+                json.dumps({"co_name": "forward", "co_filename": "model.py", "co_firstlineno": 12}),
+            ),
+            ("dynamo_replay.dropped_guard", json.dumps(dropped)),
+            ("dynamo_replay.dropped_guard", json.dumps(pinned)),
+            (
+                "dynamo_replay.not_packaged",
+                json.dumps({"frame": "forward (model.py:12)", "reason": "loss_function is a property\nof the model"}),
+            ),
+        ],
+    )
     listing = inspect("ls", str(store_path)).stdout
     assert "not saved for replay without Dynamo: 0/0 forward: loss_function is a property\n" in listing
     guards = inspect("show", str(store_path), "0/0", "--guards").stdout
@@ -148,8 +214,9 @@ def test_dropped_guards_and_frames_not_saved_are_shown(tmp_path: Path, store_pat
     shown = json.loads(inspect("show", "--json", str(store_path), "0/0", "--guards").stdout)
     assert shown["not_saved"] == "loss_function is a property\nof the model"
     assert shown["unreadable_events"] == {}
-    assert shown["dropped_guards"] == [{k: g[k] for k in ("kind", "source", "value", "line", "risky")}
-                                       for g in (dropped, pinned)]
+    assert shown["dropped_guards"] == [
+        {k: g[k] for k in ("kind", "source", "value", "line", "risky")} for g in (dropped, pinned)
+    ]
     row = json.loads(inspect("ls", "--json", str(store_path)).stdout)["compiles"][0]
     assert (row["not_saved"], row["dropped_guards"]) == ("loss_function is a property\nof the model", 2)
 
@@ -159,10 +226,21 @@ def test_pytorchs_own_precompile_bypass_reads_as_not_saved(store_path: Path, ins
         store.put(dr.Manifest(tool="test", environment={}))
         key = store.put_blob(json.dumps({"_reason": "a guard on a local class"}).encode())
         for name, metadata, payload in (
-                ("compilation_metrics", {"co_name": "step", "co_filename": "job.py", "co_firstlineno": 3}, ""),
-                ("artifact", {"name": "precompile_cache_bypass", "encoding": "json"}, key)):
-            store.put(dr.TraceEvent(name=name, compile_id=(0, 0, 0), metadata_json=json.dumps(metadata),
-                                    payload_key=payload, payload_size=0, time=0.0))
+            ("compilation_metrics", {"co_name": "step", "co_filename": "job.py", "co_firstlineno": 3}, ""),
+            ("artifact", {"name": "precompile_cache_bypass", "encoding": "json"}, key),
+        ):
+            store.put(
+                dr.TraceEvent(
+                    name=name,
+                    compile_id=(0, 0, 0),
+                    metadata_json=json.dumps(metadata),
+                    payload_key=payload,
+                    payload_size=0,
+                    time=0.0,
+                )
+            )
     listing = inspect("ls", str(store_path))
     assert "not saved for replay without Dynamo: 0/0 step: a guard on a local class" in listing.stdout
-    assert json.loads(inspect("show", "--json", str(store_path), "0/0").stdout)["not_saved"] == "a guard on a local class"
+    assert (
+        json.loads(inspect("show", "--json", str(store_path), "0/0").stdout)["not_saved"] == "a guard on a local class"
+    )

@@ -31,8 +31,11 @@ class Node:
         for c in self.children:
             if isinstance(c, str):
                 continue
-            if ((tag is None or c.tag == tag) and (cls is None or cls in (c.attrs.get("class") or "").split())
-                    and all(c.attrs.get(k.replace("_", "-")) == v for k, v in attrs.items())):
+            if (
+                (tag is None or c.tag == tag)
+                and (cls is None or cls in (c.attrs.get("class") or "").split())
+                and all(c.attrs.get(k.replace("_", "-")) == v for k, v in attrs.items())
+            ):
                 found.append(c)
             found.extend(c.find_all(tag, cls, **attrs))
         return found
@@ -73,9 +76,21 @@ def chromium() -> str:
 
 def rendered(page: Path) -> Node:
     """The DOM Chromium builds from the page, headless, as a tree."""
-    done = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                           "--user-data-dir=" + str(page.parent / "chromium-profile"), "--dump-dom",
-                           page.resolve().as_uri()], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--user-data-dir=" + str(page.parent / "chromium-profile"),
+            "--dump-dom",
+            page.resolve().as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0 and "<body" in done.stdout, done.stderr[-2000:]
     builder = TreeBuilder()
     builder.feed(done.stdout)
@@ -117,7 +132,9 @@ def gpt2(gpt2_recompile_break) -> Path:
 def test_report_shows_each_compile_with_guards_graphs_symbols_and_timeline(gpt2, inspect, tmp_path):
     dom = report(inspect, gpt2, tmp_path / "report.html")
     listed = json.loads(inspect("ls", "--json", str(gpt2)).stdout)["compiles"]
-    assert {s.attrs["data-compile"] for s in dom.find_all("section", cls="compile")} == {c["compile_id"] for c in listed}
+    assert {s.attrs["data-compile"] for s in dom.find_all("section", cls="compile")} == {
+        c["compile_id"] for c in listed
+    }
     [table] = dom.find_all("table", id="compile-table")
     assert [(r[0], r[3], r[4]) for r in table.rows()] == [(c["compile_id"], c["status"], c["reason"]) for c in listed]
     for c in listed:
@@ -136,16 +153,21 @@ def test_report_shows_each_compile_with_guards_graphs_symbols_and_timeline(gpt2,
         if symbols:
             [symbol_table] = part.find_all("table", cls="symbol-table")
             assert [(r[0], r[2]) for r in symbol_table.rows()] == [
-                (s["symbol"], "[{}, {}]".format(*s["range"])) for s in symbols]
+                (s["symbol"], "[{}, {}]".format(*s["range"])) for s in symbols
+            ]
     # The recompiled model's frame went dynamic: its sizes are symbols with a source.
-    assert any(r[3].startswith("L['args'][0].size()") for r in section(dom, "0/1").find_all(
-        "table", cls="symbol-table")[0].rows())
+    assert any(
+        r[3].startswith("L['args'][0].size()")
+        for r in section(dom, "0/1").find_all("table", cls="symbol-table")[0].rows()
+    )
     # One timeline row per compile of a frame, each bar titled with its name and length.
     [chart] = dom.find_all("svg", id="timeline-chart")
     bars = chart.find_all("rect", cls="compile-bar")
     assert len(bars) == len({c["compile_id"].split("_")[0] for c in listed})
     assert all(re.fullmatch(r"compile \d+/\d+ \S+: \d+\.\d{3} s", b.text()) for b in bars)
-    assert {"bytecode_tracing", "backend_compile"} <= {b.text().split(":")[0] for b in chart.find_all("rect", cls="phase-bar")}
+    assert {"bytecode_tracing", "backend_compile"} <= {
+        b.text().split(":")[0] for b in chart.find_all("rect", cls="phase-bar")
+    }
 
 
 def test_report_carries_the_why_answer(gpt2, inspect, tmp_path):
@@ -191,7 +213,9 @@ def test_report_header_is_the_stores_manifest(inspect, tmp_path):
     assert facts["torch"] == manifest.environment["torch.version"]
     assert facts["command line"] == " ".join(manifest.command_line)
     listed = json.loads(inspect("ls", "--json", str(store)).stdout)["compiles"]
-    assert facts["compiles"].startswith(f"{len({c['compile_id'].split('/')[0] for c in listed})} frames, {len(listed)} compiles")
+    assert facts["compiles"].startswith(
+        f"{len({c['compile_id'].split('/')[0] for c in listed})} frames, {len(listed)} compiles"
+    )
 
 
 def test_text_from_the_store_stays_text(inspect, tmp_path):
@@ -201,16 +225,42 @@ def test_text_from_the_store_stays_text(inspect, tmp_path):
     events = (
         ("dynamo_start", {"stack": []}, ""),
         ("dynamo_output_graph", {}, graph),
-        ("compilation_metrics", {"co_name": hostile, "co_filename": hostile, "co_firstlineno": 3,
-                                 "entire_frame_compile_time_s": 0.5, "start_time": 1.7e9, "fail_type": hostile,
-                                 "fail_reason": hostile}, ""),
-        ("dynamo_replay.symbol_origin", {"symbol": hostile, "unbacked": True, "phase": "dynamo", "op": hostile,
-                                         "user_frame": {"file": hostile, "line": 1, "function": hostile,
-                                                        "code": hostile}}, ""),
+        (
+            "compilation_metrics",
+            {
+                "co_name": hostile,
+                "co_filename": hostile,
+                "co_firstlineno": 3,
+                "entire_frame_compile_time_s": 0.5,
+                "start_time": 1.7e9,
+                "fail_type": hostile,
+                "fail_reason": hostile,
+            },
+            "",
+        ),
+        (
+            "dynamo_replay.symbol_origin",
+            {
+                "symbol": hostile,
+                "unbacked": True,
+                "phase": "dynamo",
+                "op": hostile,
+                "user_frame": {"file": hostile, "line": 1, "function": hostile, "code": hostile},
+            },
+            "",
+        ),
     )
     for name, metadata, key in events:
-        store.put(TraceEvent(name=name, compile_id=(0, 0, 0), metadata_json=json.dumps(metadata), payload_key=key,
-                             payload_size=1, time=1.7e9))
+        store.put(
+            TraceEvent(
+                name=name,
+                compile_id=(0, 0, 0),
+                metadata_json=json.dumps(metadata),
+                payload_key=key,
+                payload_size=1,
+                time=1.7e9,
+            )
+        )
     store.close()
     dom = report(inspect, tmp_path / "hostile.dynrep", tmp_path / "report.html")
     assert not dom.find_all("script") and not dom.find_all("img")

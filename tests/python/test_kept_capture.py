@@ -20,8 +20,12 @@ from dynamo_replay.tools import runner_executable
 
 # How far a stored float32 output may be from a rerun on another CPU (see the tests below).
 FLOAT32_NOISE = 1e-6
-GRAPHS = {"dynamo_output_graph": "dynamo", "aot_forward_graph": "forward", "aot_backward_graph": "backward",
-          "aot_inference_graph": "inference"}
+GRAPHS = {
+    "dynamo_output_graph": "dynamo",
+    "aot_forward_graph": "forward",
+    "aot_backward_graph": "backward",
+    "aot_inference_graph": "inference",
+}
 
 
 @pytest.fixture
@@ -79,20 +83,28 @@ def test_the_runner_runs_every_aten_graph(kept: Path) -> None:
     for compile_id, event in stored_graphs(kept):
         if event == "dynamo_output_graph":
             continue
-        done = subprocess.run([runner_executable(), str(kept), compile_id, "--graph", event, "--json"],
-                              capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [runner_executable(), str(kept), compile_id, "--graph", event, "--json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         report = json.loads(done.stdout)
         if "has no stored sample" in report.get("error", ""):  # never ran inside capture
             continue
         assert done.returncode == 0 and report["ok"], report
-        assert report["outputs"] and all(o["status"] == "bitwise" or o["max_abs_diff"] <= FLOAT32_NOISE
-                                         for o in report["outputs"]), report
+        assert report["outputs"] and all(
+            o["status"] == "bitwise" or o["max_abs_diff"] <= FLOAT32_NOISE for o in report["outputs"]
+        ), report
 
 
 def test_its_dynamic_compile_has_a_symbol_table(kept: Path) -> None:
     with dr.Store.open(kept) as s:
-        tables = {compile_text(e.compile_id): json.loads(s.get_blob(e.payload_key))
-                  for e in s.records(dr.TraceEvent) if e.name == schema.EVENT_SYMBOLS}
+        tables = {
+            compile_text(e.compile_id): json.loads(s.get_blob(e.payload_key))
+            for e in s.records(dr.TraceEvent)
+            if e.name == schema.EVENT_SYMBOLS
+        }
     (batch,) = [entry for entry in tables["0/1"] if entry.get("source") == "L['x'].size()[0]"]
     assert re.fullmatch(r"s\d+", batch["symbol"]) and batch["hint"] == 6 and batch["range"][0] == 2
 
@@ -111,7 +123,12 @@ def test_its_failed_compile_keeps_the_expression_and_the_symbol_origin(kept: Pat
     (cause,) = recompile["causes"]
     assert cause["text"] == "0/0: tensor 'x' size mismatch at index 0. expected 4, actual 6"
     assert (cause["entry"], cause["source"], cause["expected"], cause["seen"], cause["from"]) == (
-        "0/0", "L['x'].size()[0]", "4", "6", "compared")
+        "0/0",
+        "L['x'].size()[0]",
+        "4",
+        "6",
+        "compared",
+    )
     calls = {cid: md["calls"] for name, cid, md in events if name == schema.EVENT_HITS}
     assert calls["0/0"] == 1 and calls["0/1"] == 1
 
@@ -122,7 +139,9 @@ def test_its_run_time_failure_and_constraint_violation_are_whole(kept: Path) -> 
         events = [(e.name, json.loads(e.metadata_json)) for e in s.records(dr.TraceEvent)]
     (failure,) = [md for name, md in events if name == schema.EVENT_RUNTIME_FAILURE]
     assert failure["values"] == {"u0": 5} and failure["asserts"][0]["expr"] == "Eq(Mod(u0, 2), 0)"
-    (violation,) = [md for name, md in events if name == schema.EVENT_COMPILE_FAILURE and md["kind"] == "constraint_violation"]
+    (violation,) = [
+        md for name, md in events if name == schema.EVENT_COMPILE_FAILURE and md["kind"] == "constraint_violation"
+    ]
     (marked,) = violation["constraints"]
     assert (marked["source"], marked["specialized"]) == ("L['x'].size()[0]", 8)
     assert marked["user_frame"]["code"] == "if x.size(0) == 8:  # specializes the size marked dynamic"

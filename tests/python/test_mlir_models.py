@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 import torch
@@ -39,8 +39,9 @@ def _gpt2_train() -> None:
 def _bert() -> None:
     from transformers import BertConfig, BertModel
 
-    net = BertModel(BertConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128,
-                               vocab_size=500)).eval()
+    net = BertModel(
+        BertConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128, vocab_size=500)
+    ).eval()
     with torch.no_grad():
         torch.compile(net, backend="inductor")(torch.randint(0, 500, (2, 16)))
 
@@ -48,18 +49,28 @@ def _bert() -> None:
 def _t5() -> None:
     from transformers import T5Config, T5ForConditionalGeneration
 
-    net = T5ForConditionalGeneration(T5Config(d_model=64, d_ff=128, num_layers=2, num_decoder_layers=2, num_heads=4,
-                                              vocab_size=500)).eval()
+    net = T5ForConditionalGeneration(
+        T5Config(d_model=64, d_ff=128, num_layers=2, num_decoder_layers=2, num_heads=4, vocab_size=500)
+    ).eval()
     with torch.no_grad():
-        torch.compile(net, backend="aot_eager")(input_ids=torch.randint(0, 500, (2, 8)),
-                                                 decoder_input_ids=torch.randint(0, 500, (2, 4)))
+        torch.compile(net, backend="aot_eager")(
+            input_ids=torch.randint(0, 500, (2, 8)), decoder_input_ids=torch.randint(0, 500, (2, 4))
+        )
 
 
 def _llama_train() -> None:
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    net = LlamaForCausalLM(LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                                       num_key_value_heads=2, vocab_size=500))  # grouped-query attention, rotary
+    net = LlamaForCausalLM(
+        LlamaConfig(
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            vocab_size=500,
+        )
+    )  # grouped-query attention, rotary
     ids = torch.randint(0, 500, (2, 9))
     torch.compile(net, backend="aot_eager")(ids, labels=ids).loss.backward()
 
@@ -67,18 +78,26 @@ def _llama_train() -> None:
 def _vit() -> None:
     from transformers import ViTConfig, ViTModel
 
-    net = ViTModel(ViTConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128,
-                             image_size=32, patch_size=8)).eval()
+    net = ViTModel(
+        ViTConfig(
+            num_hidden_layers=2,
+            hidden_size=64,
+            num_attention_heads=4,
+            intermediate_size=128,
+            image_size=32,
+            patch_size=8,
+        )
+    ).eval()
     with torch.no_grad():
         torch.compile(net, backend="aot_eager", dynamic=True)(torch.randn(2, 3, 32, 32))
 
 
 MODELS: dict[str, Callable[[], None]] = {
     "gpt2_train": _gpt2_train,  # dropout in training, sdpa backward, loss
-    "bert": _bert,              # Inductor, the default backend
-    "t5": _t5,                  # encoder-decoder, relative position buckets
+    "bert": _bert,  # Inductor, the default backend
+    "t5": _t5,  # encoder-decoder, relative position buckets
     "llama_train": _llama_train,  # GQA, RMSNorm, rotary, slice_scatter in the backward
-    "vit": _vit,                # convolution patches, dynamic batch
+    "vit": _vit,  # convolution patches, dynamic batch
 }
 
 
@@ -97,8 +116,8 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> GraphStores:
 # (model, PyTorch release line) -> why its graphs lower but do not match within lower-check's bound.
 NOT_MATCHED = {
     ("vit", "2.15"): "2.15's ViT inference graph lowers and runs, but its last hidden state differs from "
-                     "replay-run's by up to 2e-4 on the filled random parameters, outside rtol 1e-3 / atol 1e-5 "
-                     "(it matches on 2.13); which operator's order of summation changed is not found yet",
+    "replay-run's by up to 2e-4 on the filled random parameters, outside rtol 1e-3 / atol 1e-5 "
+    "(it matches on 2.13); which operator's order of summation changed is not found yet",
 }
 
 
@@ -110,8 +129,11 @@ def _model_case(model: str) -> object:
 @pytest.mark.parametrize("model", [_model_case(m) for m in MODELS])
 def test_every_graph_of_a_real_model_lowers_and_matches(stores: GraphStores, model: str) -> None:
     report = mlir.lower_check(stores[model])
-    failed = [(g["compile"], g["graph"], g["stage"], g["error"][:300], [i["op"] for i in g["issues"]][:5])
-              for g in report["graphs"] if not g["matched"]]
+    failed = [
+        (g["compile"], g["graph"], g["stage"], g["error"][:300], [i["op"] for i in g["issues"]][:5])
+        for g in report["graphs"]
+        if not g["matched"]
+    ]
     assert not failed, failed
     assert report["graphs"] and all(g["outputs"] for g in report["graphs"])
     # The parameters were over the cap: the reference is replay-run on the values it filled.
@@ -122,7 +144,9 @@ def test_dropout_masks_are_inputs_and_the_rest_matches_exactly(stores: GraphStor
     graphs = mlir.lower_check(stores["gpt2_train"])["graphs"]
     forward = next(g for g in graphs if g["graph"] == "aot_forward_graph" and "draws random numbers" in g["reference"])
     assert forward["matched"] and any(o["status"] == "bitwise" for o in forward["outputs"])
-    done = subprocess.run([mlir._tool(), "mlir", str(stores["gpt2_train"]), forward["compile"]], capture_output=True, text=True)
+    done = subprocess.run(
+        [mlir._tool(), "mlir", str(stores["gpt2_train"]), forward["compile"]], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     signature = next(line for line in done.stdout.splitlines() if "func.func @forward" in line)
     assert signature.count("tensor<2x8x64xi1>") >= 2  # each dropout's mask is an argument
@@ -134,8 +158,11 @@ def test_replay_run_and_the_repro_script_fill_what_was_not_stored_alike(stores: 
     run = json.loads(done.stdout)
     assert run["filled"] and run["ok"], run  # parameters filled, and a second run gave the same bits
     script = tmp_path / "repro.py"
-    made = subprocess.run([sys.executable, "-m", "dynamo_replay", "graph", str(stores["bert"]), "0/0", "-o", str(script)],
-                          capture_output=True, text=True)
+    made = subprocess.run(
+        [sys.executable, "-m", "dynamo_replay", "graph", str(stores["bert"]), "0/0", "-o", str(script)],
+        capture_output=True,
+        text=True,
+    )
     assert made.returncode == 0, made.stderr
     assert "over the capture's sample cap" in script.read_text()
     ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)

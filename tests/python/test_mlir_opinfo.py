@@ -15,7 +15,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import opinfo_corpus as corpus  # noqa: E402
 
-pytestmark = [pytest.mark.skipif(shutil.which("mlir-opt-19") is None, reason="MLIR 19 is not installed (make test installs it)")]
+pytestmark = [
+    pytest.mark.skipif(shutil.which("mlir-opt-19") is None, reason="MLIR 19 is not installed (make test installs it)")
+]
 
 SEED = 23  # picks each case's dtype and static/dynamic
 CAP = corpus.DEFAULT_CAP  # 36 cases: about 40 s on 2 cores
@@ -63,8 +65,13 @@ CANDIDATES = [
 # failing graph's reason contains, why). A line whose case starts to match fails the test
 # (strict xfail): take the line out.
 KNOWN = {
-    ("sort", "bool"): ("differs", ("sort without stable=True: PyTorch's indices among equal keys are unspecified, "
-                                  "the lowering's are in stable order, and a bool tensor is nearly all ties")),
+    ("sort", "bool"): (
+        "differs",
+        (
+            "sort without stable=True: PyTorch's indices among equal keys are unspecified, "
+            "the lowering's are in stable order, and a bool tensor is nearly all ties"
+        ),
+    ),
 }
 
 
@@ -81,7 +88,9 @@ def _cases() -> list:
         case = corpus.Case(key, dtype, dynamic, (target,))
         known = KNOWN.get((key, dtype)) or KNOWN.get((key, None))
         marks = [pytest.mark.xfail(raises=KnownFailure, strict=True, reason=known[1])] if known else []
-        params.append(pytest.param(case, id=f"{family}-{key}-{dtype}-{'dynamic' if dynamic else 'static'}", marks=marks))
+        params.append(
+            pytest.param(case, id=f"{family}-{key}-{dtype}-{'dynamic' if dynamic else 'static'}", marks=marks)
+        )
     return params
 
 

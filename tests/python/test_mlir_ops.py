@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import torch
@@ -30,14 +31,17 @@ def _sort(x: torch.Tensor) -> torch.Tensor:
 
 
 def _scatter_reduce(x: torch.Tensor, index: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
-    return (x.scatter_reduce(1, index, src, reduce="amax", include_self=False)
-            + x.scatter_reduce(1, index, src, reduce="mean") + x.scatter_reduce(1, index, src, reduce="prod"))
+    return (
+        x.scatter_reduce(1, index, src, reduce="amax", include_self=False)
+        + x.scatter_reduce(1, index, src, reduce="mean")
+        + x.scatter_reduce(1, index, src, reduce="prod")
+    )
 
 
 def _sort_input(rows: int, cols: int) -> torch.Tensor:
     x = torch.randn(rows, cols)
     x[1, 2] = float("nan")  # NaN sorts last ascending, first descending
-    x[2, 3] = x[2, 4]       # ties keep their order (stable)
+    x[2, 3] = x[2, 4]  # ties keep their order (stable)
     return x
 
 
@@ -52,11 +56,18 @@ DIRECT: dict[str, tuple[Callable[..., Any], Callable[[], tuple]]] = {
 
 # name: (function, an op the decomposed module must hold, its FileCheck lines).
 THROUGH_CORE_ATEN: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], str]] = {
-    "hardswish": (torch.nn.functional.hardswish,
-                  "CHECK: func.func @inference\nCHECK: arith.addf\nCHECK: arith.maximumf\nCHECK: arith.minimumf\nCHECK: arith.mulf\n"),
-    "logit": (lambda x: torch.logit(x, eps=1e-3),
-              "CHECK: func.func @inference\nCHECK: arith.cmpf olt\nCHECK: arith.cmpf ogt\nCHECK: math.log\n"),
-    "diag_embed": (torch.diag_embed, "CHECK: func.func @inference\nCHECK: tensor.reshape\nCHECK: linalg.index\nCHECK: arith.cmpi eq\n"),
+    "hardswish": (
+        torch.nn.functional.hardswish,
+        "CHECK: func.func @inference\nCHECK: arith.addf\nCHECK: arith.maximumf\nCHECK: arith.minimumf\nCHECK: arith.mulf\n",
+    ),
+    "logit": (
+        lambda x: torch.logit(x, eps=1e-3),
+        "CHECK: func.func @inference\nCHECK: arith.cmpf olt\nCHECK: arith.cmpf ogt\nCHECK: math.log\n",
+    ),
+    "diag_embed": (
+        torch.diag_embed,
+        "CHECK: func.func @inference\nCHECK: tensor.reshape\nCHECK: linalg.index\nCHECK: arith.cmpi eq\n",
+    ),
 }
 
 
@@ -76,7 +87,13 @@ def test_operator_matches_at_captured_and_other_dynamic_sizes(name: str, tmp_pat
     assert report["graphs"] and all(g["matched"] for g in report["graphs"]), report["graphs"]
     stored = read_compile(store, "0/0")
     _, ir = stored.ir("forward")
-    sizes = {d for n in ir["nodes"] if n["op"] == "placeholder" for d in (n["outputs"][0].get("shape") or []) if isinstance(d, str)}
+    sizes = {
+        d
+        for n in ir["nodes"]
+        if n["op"] == "placeholder"
+        for d in (n["outputs"][0].get("shape") or [])
+        if isinstance(d, str)
+    }
     hints = {s["symbol"]: s["hint"] for s in stored.symbols if s["symbol"] in sizes and isinstance(s.get("hint"), int)}
     assert hints, "captured with dynamic=True: the input sizes are symbols"
     for grow in (1, 3):  # two other sizes: every symbol larger by `grow`
@@ -98,7 +115,9 @@ def test_operator_without_a_lowering_goes_through_core_aten(name: str, tmp_path:
     assert done.returncode == 0 and "lowered its Core ATen decomposition" in done.stderr, done.stderr
     assert subprocess.run([MLIR_OPT, str(out)], capture_output=True).returncode == 0
     (tmp_path / "checks.txt").write_text(checks)
-    checked = subprocess.run([FILECHECK, str(tmp_path / "checks.txt"), "--input-file", str(out)], capture_output=True, text=True)
+    checked = subprocess.run(
+        [FILECHECK, str(tmp_path / "checks.txt"), "--input-file", str(out)], capture_output=True, text=True
+    )
     assert checked.returncode == 0, checked.stderr
 
 

@@ -56,12 +56,24 @@ def test_no_private_touchpoint_outside_the_door():
 def test_the_scan_sees_a_touchpoint(tmp_path):
     """The test above can fail: each form it looks for is found in a file that has it."""
     sample = tmp_path / "sample.py"
-    lines = ["import sys", "import torch._dynamo", "from torch._guards import TracingContext",
-             "x = torch._dynamo.config.verbose", "f = sys._getframe(1)", "y = f.f_locals", "s = 'torch._check(n)'"]
+    lines = [
+        "import sys",
+        "import torch._dynamo",
+        "from torch._guards import TracingContext",
+        "x = torch._dynamo.config.verbose",
+        "f = sys._getframe(1)",
+        "y = f.f_locals",
+        "s = 'torch._check(n)'",
+    ]
     sample.write_text("\n".join(lines) + "\n")
     hits = [h.split(": ", 1)[1] for h in touchpoints(sample, tmp_path)]
-    assert set(hits) >= {"import torch._dynamo", "from torch._guards import", "torch._dynamo.config.verbose",
-                         "sys._getframe", "f.f_locals"}
+    assert set(hits) >= {
+        "import torch._dynamo",
+        "from torch._guards import",
+        "torch._dynamo.config.verbose",
+        "sys._getframe",
+        "f.f_locals",
+    }
     assert not any("torch._check" in h for h in hits)
 
 
@@ -80,28 +92,38 @@ def fresh_capture(tmp_path_factory) -> dict[str, list[dict]]:
 
 # Each reader of PyTorch's frames in dynamo_replay._torch, and the fact of a capture it provides.
 FRAME_READERS = {
-    "graph_ir.graph_being_logged (the graph module and its scope while PyTorch logs it)":
-        lambda ev: any(m.get("format") == 2 for m in ev[schema.EVENT_GRAPH_IR]),
-    "tensor_samples.compiled_graph_globals (the compiled graph globals of the compile)":
-        lambda ev: len(ev.get(schema.EVENT_SAMPLE, [])) > 0 and any(m["calls"] > 0 for m in ev[schema.EVENT_HITS]),
-    "shapes.creation_context (the operator and node that made a symbol)":
-        lambda ev: any(m["unbacked"] and m["op"] and m["node"] for m in ev[schema.EVENT_SYMBOL_ORIGIN]),
-    "shapes.guard_context (a runtime assert's kind)":
-        lambda ev: any(m["kind"] == "runtime_assert" for m in ev[schema.EVENT_SHAPE_GUARD]),
-    "shapes.recompiling_frame (the call's values at a recompile)":
-        lambda ev: any((c["expected"], c["seen"]) == ("4", "6") for m in ev[schema.EVENT_RECOMPILE] for c in m["causes"]),
-    "shapes.compiling_frame_locals and calling_user_frame (the caller's names)":
-        lambda ev: any(m["arguments"].get("L['x']") == "marked" for m in ev[schema.EVENT_CALL_SITE]),
-    "shapes.live_partial_graph and _failing_graph (a failed compile's partial graph)":
-        lambda ev: any(m["from"] == "partial_graph" and 0 <= m["values"].get("u0", -1) <= 8
-                       for m in ev.get(schema.EVENT_SYMBOL_VALUES, [])),
-    "shapes.symbol_values_at_failure (values where compiled code raised)":
-        lambda ev: any(m["values"] == {"u0": 5} and m["asserts"][0]["expr"] == "Eq(Mod(u0, 2), 0)"
-                       for m in ev.get(schema.EVENT_RUNTIME_FAILURE, [])),
-    "shapes.constraint_facts (a constraint violation's marked dimensions)":
-        lambda ev: any(k["specialized"] == 8 for m in ev[schema.EVENT_COMPILE_FAILURE] for k in m.get("constraints", [])),
-    "shapes.failure_facts (a graph break's type from its exception)":
-        lambda ev: any(m["gb_type"] for m in ev.get(schema.EVENT_GRAPH_BREAK, [])),
+    "graph_ir.graph_being_logged (the graph module and its scope while PyTorch logs it)": lambda ev: any(
+        m.get("format") == 2 for m in ev[schema.EVENT_GRAPH_IR]
+    ),
+    "tensor_samples.compiled_graph_globals (the compiled graph globals of the compile)": lambda ev: (
+        len(ev.get(schema.EVENT_SAMPLE, [])) > 0 and any(m["calls"] > 0 for m in ev[schema.EVENT_HITS])
+    ),
+    "shapes.creation_context (the operator and node that made a symbol)": lambda ev: any(
+        m["unbacked"] and m["op"] and m["node"] for m in ev[schema.EVENT_SYMBOL_ORIGIN]
+    ),
+    "shapes.guard_context (a runtime assert's kind)": lambda ev: any(
+        m["kind"] == "runtime_assert" for m in ev[schema.EVENT_SHAPE_GUARD]
+    ),
+    "shapes.recompiling_frame (the call's values at a recompile)": lambda ev: any(
+        (c["expected"], c["seen"]) == ("4", "6") for m in ev[schema.EVENT_RECOMPILE] for c in m["causes"]
+    ),
+    "shapes.compiling_frame_locals and calling_user_frame (the caller's names)": lambda ev: any(
+        m["arguments"].get("L['x']") == "marked" for m in ev[schema.EVENT_CALL_SITE]
+    ),
+    "shapes.live_partial_graph and _failing_graph (a failed compile's partial graph)": lambda ev: any(
+        m["from"] == "partial_graph" and 0 <= m["values"].get("u0", -1) <= 8
+        for m in ev.get(schema.EVENT_SYMBOL_VALUES, [])
+    ),
+    "shapes.symbol_values_at_failure (values where compiled code raised)": lambda ev: any(
+        m["values"] == {"u0": 5} and m["asserts"][0]["expr"] == "Eq(Mod(u0, 2), 0)"
+        for m in ev.get(schema.EVENT_RUNTIME_FAILURE, [])
+    ),
+    "shapes.constraint_facts (a constraint violation's marked dimensions)": lambda ev: any(
+        k["specialized"] == 8 for m in ev[schema.EVENT_COMPILE_FAILURE] for k in m.get("constraints", [])
+    ),
+    "shapes.failure_facts (a graph break's type from its exception)": lambda ev: any(
+        m["gb_type"] for m in ev.get(schema.EVENT_GRAPH_BREAK, [])
+    ),
 }
 
 

@@ -121,8 +121,14 @@ def _store_with_keys(path: Path, keys: list[str], frames: list[str]) -> None:
 
     with Store.create(str(path), overwrite=True) as store:
         data = ReplayData(frames=frames, cache_keys=keys).to_json()
-        store.put(Artifact(name=schema.REPLAY_DATA_NAME, media_type=schema.REPLAY_DATA_MEDIA_TYPE,
-                           blob_key=store.put_blob(data), size=len(data)))
+        store.put(
+            Artifact(
+                name=schema.REPLAY_DATA_NAME,
+                media_type=schema.REPLAY_DATA_MEDIA_TYPE,
+                blob_key=store.put_blob(data),
+                size=len(data),
+            )
+        )
 
 
 # One line per side store against rank 0's: (side keys, side frames, rank 0 keys, rank 0 frames, kept).
@@ -133,11 +139,12 @@ SIDE_STORES = [
 ]
 
 
-@pytest.mark.parametrize("side_keys,side_frames,keys,frames,kept", SIDE_STORES,
-                         ids=["same", "graph differs", "frame differs"])
+@pytest.mark.parametrize(
+    "side_keys,side_frames,keys,frames,kept", SIDE_STORES, ids=["same", "graph differs", "frame differs"]
+)
 def test_a_side_store_is_kept_only_while_it_holds_what_rank_0s_lacks(
-        tmp_path: Path, side_keys: list[str], side_frames: list[str], keys: list[str], frames: list[str],
-        kept: bool) -> None:
+    tmp_path: Path, side_keys: list[str], side_frames: list[str], keys: list[str], frames: list[str], kept: bool
+) -> None:
     main = tmp_path / "job.dynrep"
     _store_with_keys(main, keys, frames)
     _store_with_keys(Path(ranks.side_store(str(main), 1)), side_keys, side_frames)

@@ -42,7 +42,7 @@ def test_this_torch_is_in_the_matrix() -> None:
     """The suite runs on supported releases only (make test TORCH=...)."""
     import torch
 
-    assert releases.CURRENT is not None and releases.VERSION == torch.__version__
+    assert releases.CURRENT is not None and torch.__version__ == releases.VERSION
     assert torch.__version__.startswith(releases.CURRENT.tested), "the suite runs on the version the matrix tests"
 
 
@@ -94,8 +94,11 @@ def redis_url(tmp_path: Path):
 
 # One line per way to turn dynamo-replay on: (context manager, store, the warning's words).
 UNKNOWN_RELEASE = {
-    "capture": ("capture", "file", "CaptureWarning dynamo-replay: PyTorch 2.16.0 is not a release dynamo-replay "
-                                   "supports"),
+    "capture": (
+        "capture",
+        "file",
+        "CaptureWarning dynamo-replay: PyTorch 2.16.0 is not a release dynamo-replay supports",
+    ),
     "replay": ("replay", "kept store", "ReplayWarning dynamo-replay: "),
     "fleet replay": ("replay", "redis", "ReplayWarning dynamo-replay: fleet "),
     "fleet capture": ("capture", "redis", "CaptureWarning dynamo-replay: PyTorch 2.16.0 is not a release"),
@@ -103,18 +106,23 @@ UNKNOWN_RELEASE = {
 
 
 @pytest.mark.parametrize("case", UNKNOWN_RELEASE)
-def test_an_unknown_release_runs_the_job_as_usual_with_one_warning(tmp_path: Path, case: str, data_dir: Path,
-                                                                   request) -> None:
+def test_an_unknown_release_runs_the_job_as_usual_with_one_warning(
+    tmp_path: Path, case: str, data_dir: Path, request
+) -> None:
     what, where, warning = UNKNOWN_RELEASE[case]
-    store = {"file": lambda: tmp_path / "job.dynrep", "kept store": lambda: data_dir / "capture-1.5" / "every-record.dynrep",
-             "redis": lambda: request.getfixturevalue("redis_url")}[where]()
+    store = {
+        "file": lambda: tmp_path / "job.dynrep",
+        "kept store": lambda: data_dir / "capture-1.5" / "every-record.dynrep",
+        "redis": lambda: request.getfixturevalue("redis_url"),
+    }[where]()
     script = tmp_path / "job.py"
     script.write_text(_JOB.format(what=what))
     # Without PyTorch's plugin autoload, which imports dynamo-replay inside `import torch`.
     env = {k: v for k, v in os.environ.items() if not k.startswith("DYNAMO_REPLAY")}
     env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
-    done = subprocess.run([sys.executable, str(script), str(store)], capture_output=True, text=True, timeout=120,
-                          env=env)
+    done = subprocess.run(
+        [sys.executable, str(script), str(store)], capture_output=True, text=True, timeout=120, env=env
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     lines = [line for line in done.stdout.splitlines() if line.endswith("Warning") or "Warning " in line]
     assert len(lines) == 1, done.stdout

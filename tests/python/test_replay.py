@@ -48,18 +48,36 @@ class Captured:
         self.root, self.workload = root, workload
         self.store = root / f"{workload}.dynrep"
         extra = {"DYNAMO_REPLAY_KEY": KEY} if workload == "graph_break" else {}
-        result = run("-m", "dynamo_replay", "capture", *options, "-o", str(self.store), str(JOB), workload,
-                     str(root / "capture"), env=job_env(root / "capture-cache", compiler=True, **extra))
+        result = run(
+            "-m",
+            "dynamo_replay",
+            "capture",
+            *options,
+            "-o",
+            str(self.store),
+            str(JOB),
+            workload,
+            str(root / "capture"),
+            env=job_env(root / "capture-cache", compiler=True, **extra),
+        )
         assert result.returncode == 0, result.stderr[-3000:]
         self.stderr = result.stderr
         self.outputs = torch.load(root / "capture" / "outputs.pt")
 
-    def replay(self, name: str, *options: str, compiler: bool = False, new_shape: bool = False,
-               **extra: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    def replay(
+        self, name: str, *options: str, compiler: bool = False, new_shape: bool = False, **extra: str
+    ) -> tuple[subprocess.CompletedProcess[str], Path]:
         out = self.root / name
         job_args = [str(JOB), self.workload, str(out)] + (["--new-shape"] if new_shape else [])
-        result = run("-m", "dynamo_replay", "replay", *options, str(self.store), *job_args,
-                     env=job_env(self.root / f"{name}-cache", compiler=compiler, **extra))
+        result = run(
+            "-m",
+            "dynamo_replay",
+            "replay",
+            *options,
+            str(self.store),
+            *job_args,
+            env=job_env(self.root / f"{name}-cache", compiler=compiler, **extra),
+        )
         return result, out
 
 
@@ -108,8 +126,10 @@ def test_replay_compiles_nothing_and_matches_bitwise(captured, workload: str) ->
 # refused at replay: its guards hold the optimizer by identity, which has no faithful description.
 NOT_SAVED = {
     "train": {},
-    "hf_train": {"loss_function": "loss_function is a property",
-                 "__init__": "generated code (<string>, such as a dataclass's __init__)"},
+    "hf_train": {
+        "loss_function": "loss_function is a property",
+        "__init__": "generated code (<string>, such as a dataclass's __init__)",
+    },
 }
 
 
@@ -190,9 +210,11 @@ def test_isa_probe_is_reused_only_on_the_same_cpu_flags(captured, tmp_path: Path
     assert result.returncode == 0, result.stderr[-3000:]
     assert "CPU ISA probe reused" in result.stderr and compiler_report(out)["isa_checks"] == []
     out = tmp_path / "faked"
-    code = ("import sys\nfrom dynamo_replay import fingerprint, __main__ as cli\n"
-            "fingerprint.cpu_isa_flags = lambda: 'x86_64,avx2,avx512,amx_tile'\n"
-            f"sys.exit(cli.main(['replay', {str(job.store)!r}, {str(JOB)!r}, 'gpt', {str(out)!r}]))")
+    code = (
+        "import sys\nfrom dynamo_replay import fingerprint, __main__ as cli\n"
+        "fingerprint.cpu_isa_flags = lambda: 'x86_64,avx2,avx512,amx_tile'\n"
+        f"sys.exit(cli.main(['replay', {str(job.store)!r}, {str(JOB)!r}, 'gpt', {str(out)!r}]))"
+    )
     result = run("-c", code, env=job_env(tmp_path / "faked-cache", compiler=True))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "cpu.flags: captured" in result.stderr and "now x86_64,avx2,avx512,amx_tile" in result.stderr
@@ -227,7 +249,9 @@ def test_strict_refuses_to_compile_and_names_the_guard(captured) -> None:
 def test_environment_variable_replays_an_unmodified_job(captured, tmp_path: Path) -> None:
     job = captured("gpt")
     out = tmp_path / "out"
-    result = run(str(JOB), "gpt", str(out), env=job_env(tmp_path / "cache", compiler=False, DYNAMO_REPLAY=str(job.store)))
+    result = run(
+        str(JOB), "gpt", str(out), env=job_env(tmp_path / "cache", compiler=False, DYNAMO_REPLAY=str(job.store))
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert compiler_report(out)["compile_starts"] == []
     assert_bitwise_equal(job.outputs, torch.load(out / "outputs.pt"))
@@ -248,7 +272,10 @@ def test_wrong_key_is_refused_before_loading(captured) -> None:
     job = captured("graph_break")
     result, out = job.replay("wrong-key", "--strict", DYNAMO_REPLAY_KEY="not-the-key")
     assert result.returncode != 0
-    assert result.stderr.startswith("dynamo-replay: ") and "not loaded: the store's signature does not verify" in result.stderr
+    assert (
+        result.stderr.startswith("dynamo-replay: ")
+        and "not loaded: the store's signature does not verify" in result.stderr
+    )
     assert "Traceback" not in result.stderr
     assert not (out / "outputs.pt").exists()
 
@@ -256,16 +283,21 @@ def test_wrong_key_is_refused_before_loading(captured) -> None:
 def test_changed_source_is_refused(tmp_path: Path) -> None:
     script = tmp_path / "job.py"
     script.write_text(
-        "import torch\n"
-        "def double(x):\n"
-        "    return x * 2\n"
-        "print(torch.compile(double)(torch.ones(3)).tolist())\n"
+        "import torch\ndef double(x):\n    return x * 2\nprint(torch.compile(double)(torch.ones(3)).tolist())\n"
     )
     store = tmp_path / "job.dynrep"
     env = job_env(tmp_path / "cache", compiler=True)
     assert run("-m", "dynamo_replay", "capture", "-o", str(store), str(script), env=env).returncode == 0
     script.write_text(script.read_text().replace("x * 2", "x + x"))
-    result = run("-m", "dynamo_replay", "replay", "--strict", str(store), str(script), env=job_env(tmp_path / "c2", compiler=False))
+    result = run(
+        "-m",
+        "dynamo_replay",
+        "replay",
+        "--strict",
+        str(store),
+        str(script),
+        env=job_env(tmp_path / "c2", compiler=False),
+    )
     assert result.returncode != 0
     assert f"source of double ({script}:2-3) changed since capture" in result.stderr
 
@@ -295,13 +327,28 @@ def test_frame_whose_guards_cannot_be_saved_compiles_at_replay_with_its_graphs_f
     script = tmp_path / "job.py"
     script.write_text(LOCAL_CLASS_JOB)
     store = tmp_path / "job.dynrep"
-    captured = run("-m", "dynamo_replay", "capture", "-o", str(store), str(script),
-                   str(tmp_path / "b.pt"), env=job_env(tmp_path / "c1", compiler=True))
+    captured = run(
+        "-m",
+        "dynamo_replay",
+        "capture",
+        "-o",
+        str(store),
+        str(script),
+        str(tmp_path / "b.pt"),
+        env=job_env(tmp_path / "c1", compiler=True),
+    )
     assert captured.returncode == 0, captured.stderr[-3000:]
     assert "not saved for replay without Dynamo, compiles at replay: <lambda> (" in captured.stderr
     assert "its guards check an object whose class is defined inside a function" in captured.stderr
-    replayed = run("-m", "dynamo_replay", "replay", str(store), str(script), str(tmp_path / "c.pt"),
-                   env=job_env(tmp_path / "c2", compiler=False))
+    replayed = run(
+        "-m",
+        "dynamo_replay",
+        "replay",
+        str(store),
+        str(script),
+        str(tmp_path / "c.pt"),
+        env=job_env(tmp_path / "c2", compiler=False),
+    )
     assert replayed.returncode == 0, replayed.stderr[-3000:]
     assert torch.equal(torch.load(tmp_path / "c.pt"), torch.arange(4.0) * 3.0)
     assert "compiled here: 1 frames" in replayed.stderr
@@ -358,17 +405,41 @@ def test_decorated_forward_replays_and_a_frame_whose_guards_do_not_load_compiles
     script = tmp_path / "job.py"
     script.write_text(DECORATED_JOB)
     store = tmp_path / "job.dynrep"
-    captured = run("-m", "dynamo_replay", "capture", "-o", str(store), str(script), str(tmp_path / "a.pt"),
-                   env=job_env(tmp_path / "c1", compiler=True))
+    captured = run(
+        "-m",
+        "dynamo_replay",
+        "capture",
+        "-o",
+        str(store),
+        str(script),
+        str(tmp_path / "a.pt"),
+        env=job_env(tmp_path / "c1", compiler=True),
+    )
     assert captured.returncode == 0, captured.stderr[-3000:]
     expected = torch.load(tmp_path / "a.pt")
-    replayed = run("-m", "dynamo_replay", "replay", "--strict", str(store), str(script), str(tmp_path / "b.pt"),
-                   env=job_env(tmp_path / "c2", compiler=False))
+    replayed = run(
+        "-m",
+        "dynamo_replay",
+        "replay",
+        "--strict",
+        str(store),
+        str(script),
+        str(tmp_path / "b.pt"),
+        env=job_env(tmp_path / "c2", compiler=False),
+    )
     assert replayed.returncode == 0, replayed.stderr[-3000:]
     assert "compiled here: 0 frames" in replayed.stderr
     assert torch.equal(torch.load(tmp_path / "b.pt"), expected)
-    unfilled = run("-m", "dynamo_replay", "replay", str(store), str(script), str(tmp_path / "c.pt"), "unfilled",
-                   env=job_env(tmp_path / "c3", compiler=False))
+    unfilled = run(
+        "-m",
+        "dynamo_replay",
+        "replay",
+        str(store),
+        str(script),
+        str(tmp_path / "c.pt"),
+        "unfilled",
+        env=job_env(tmp_path / "c3", compiler=False),
+    )
     assert unfilled.returncode == 0, unfilled.stderr[-3000:]
     assert torch.equal(torch.load(tmp_path / "c.pt"), expected)
     if (tmp_path / "c.pt.missing").read_text() == "0":  # this PyTorch saved the wrapped function itself (2.15)
@@ -377,10 +448,22 @@ def test_decorated_forward_replays_and_a_frame_whose_guards_do_not_load_compiles
     assert "compiled here: 1 frames" in unfilled.stderr
     assert "wrapper (" in unfilled.stderr and "its saved guards do not load" in unfilled.stderr
     assert "'_Missing' object has no attribute '__defaults__'" in unfilled.stderr
-    strict = run("-m", "dynamo_replay", "replay", "--strict", str(store), str(script), str(tmp_path / "d.pt"), "unfilled",
-                 env=job_env(tmp_path / "c4", compiler=False))
+    strict = run(
+        "-m",
+        "dynamo_replay",
+        "replay",
+        "--strict",
+        str(store),
+        str(script),
+        str(tmp_path / "d.pt"),
+        "unfilled",
+        env=job_env(tmp_path / "c4", compiler=False),
+    )
     assert strict.returncode != 0 and not (tmp_path / "d.pt").exists()
-    assert "dynamo-replay: strict replay: a saved frame of" in strict.stderr and "its saved guards do not load" in strict.stderr
+    assert (
+        "dynamo-replay: strict replay: a saved frame of" in strict.stderr
+        and "its saved guards do not load" in strict.stderr
+    )
 
 
 SWAPPED_JOB = Path(__file__).parent / "jobs" / "swapped_job.py"
@@ -390,8 +473,16 @@ SWAPPED_JOB = Path(__file__).parent / "jobs" / "swapped_job.py"
 def swapped_store(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("swapped")
     store = root / "swapped.dynrep"
-    result = run("-m", "dynamo_replay", "capture", "-o", str(store), str(SWAPPED_JOB), str(root / "out.pt"),
-                 env=job_env(root / "cache", compiler=True))
+    result = run(
+        "-m",
+        "dynamo_replay",
+        "capture",
+        "-o",
+        str(store),
+        str(SWAPPED_JOB),
+        str(root / "out.pt"),
+        env=job_env(root / "cache", compiler=True),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "replay re-checks the" in result.stderr  # one line, not a warning per guard
     assert "is dropped with caching_precompile" not in result.stderr
@@ -411,11 +502,19 @@ SWAPS = {
 
 
 @pytest.mark.parametrize("swap", SWAPS)
-def test_changed_global_method_module_attribute_or_closure_gives_the_right_answer(swapped_store: Path, swap: str,
-                                                                                     tmp_path: Path) -> None:
+def test_changed_global_method_module_attribute_or_closure_gives_the_right_answer(
+    swapped_store: Path, swap: str, tmp_path: Path
+) -> None:
     out = tmp_path / "out.pt"
-    result = run("-m", "dynamo_replay", "replay", str(swapped_store), str(SWAPPED_JOB), str(out),
-                 env=job_env(tmp_path / "cache", compiler=True, SWAP=swap))
+    result = run(
+        "-m",
+        "dynamo_replay",
+        "replay",
+        str(swapped_store),
+        str(SWAPPED_JOB),
+        str(out),
+        env=job_env(tmp_path / "cache", compiler=True, SWAP=swap),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     compiled, eager = torch.load(out)
     assert torch.equal(compiled, eager)
@@ -427,8 +526,14 @@ def test_without_the_re_check_the_swapped_global_gives_a_wrong_answer(swapped_st
     answer for a swapped global function."""
     out = tmp_path / "out.pt"
     checks_off = Path(__file__).parent / "jobs" / "replay_checks_off.py"
-    result = run(str(checks_off), "replay", str(swapped_store), str(SWAPPED_JOB), str(out),
-                 env=job_env(tmp_path / "cache", compiler=True, SWAP="global_function"))
+    result = run(
+        str(checks_off),
+        "replay",
+        str(swapped_store),
+        str(SWAPPED_JOB),
+        str(out),
+        env=job_env(tmp_path / "cache", compiler=True, SWAP="global_function"),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     compiled, eager = torch.load(out)
     assert not torch.equal(compiled, eager)

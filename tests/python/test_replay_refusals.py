@@ -15,15 +15,21 @@ import pytest
 import dynamo_replay as dr
 from dynamo_replay import signing
 from dynamo_replay.replay_data import ReplayData
-from dynamo_replay.schema import (KERNEL_MEDIA_TYPE, MEGA_CACHE_MEDIA_TYPE, MEGA_CACHE_NAME, REPLAY_DATA_MEDIA_TYPE,
-                                  REPLAY_DATA_NAME, SIGNATURE_MEDIA_TYPE, SIGNATURE_NAME)
+from dynamo_replay.schema import (
+    KERNEL_MEDIA_TYPE,
+    MEGA_CACHE_MEDIA_TYPE,
+    MEGA_CACHE_NAME,
+    REPLAY_DATA_MEDIA_TYPE,
+    REPLAY_DATA_NAME,
+    SIGNATURE_MEDIA_TYPE,
+    SIGNATURE_NAME,
+)
 
 
 def refusal(path: Path, **options) -> str:
     """The warning non-strict replay gives; also checks strict raises the same message."""
-    with pytest.raises(dr.ReplayRefusedError) as strict:
-        with dr.replay(path, strict=True, **options):
-            pytest.fail("strict replay entered a refused store")
+    with pytest.raises(dr.ReplayRefusedError) as strict, dr.replay(path, strict=True, **options):
+        pytest.fail("strict replay entered a refused store")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with dr.replay(path, **options) as session:
@@ -34,8 +40,9 @@ def refusal(path: Path, **options) -> str:
     return str(strict.value)
 
 
-def write_store(path: Path, artifacts: dict[str, tuple[str, bytes]], *, key: bytes | None = None,
-                tamper: bytes | None = None) -> Path:
+def write_store(
+    path: Path, artifacts: dict[str, tuple[str, bytes]], *, key: bytes | None = None, tamper: bytes | None = None
+) -> Path:
     """A store shaped like a capture's; with `tamper`, the mega cache is replaced after signing."""
     with dr.Store.create(path) as store:
         store.put(dr.Manifest(tool="test", environment={"torch.version": "0.0-test"}))
@@ -46,14 +53,22 @@ def write_store(path: Path, artifacts: dict[str, tuple[str, bytes]], *, key: byt
             store.put(dr.Artifact(name=name, media_type=media_type, blob_key=store.put_blob(data), size=len(data)))
         if key is not None:
             signature = signing.sign(key, signed).encode()
-            store.put(dr.Artifact(name=SIGNATURE_NAME, media_type=SIGNATURE_MEDIA_TYPE,
-                                  blob_key=store.put_blob(signature), size=len(signature)))
+            store.put(
+                dr.Artifact(
+                    name=SIGNATURE_NAME,
+                    media_type=SIGNATURE_MEDIA_TYPE,
+                    blob_key=store.put_blob(signature),
+                    size=len(signature),
+                )
+            )
     return path
 
 
 # What every capture writes: PyTorch's cache bytes and the replay data (replay_data.py).
-MEGA = {MEGA_CACHE_NAME: (MEGA_CACHE_MEDIA_TYPE, b"not really a mega cache"),
-        REPLAY_DATA_NAME: (REPLAY_DATA_MEDIA_TYPE, ReplayData(environment={"torch.version": "0.0-test"}).to_json())}
+MEGA = {
+    MEGA_CACHE_NAME: (MEGA_CACHE_MEDIA_TYPE, b"not really a mega cache"),
+    REPLAY_DATA_NAME: (REPLAY_DATA_MEDIA_TYPE, ReplayData(environment={"torch.version": "0.0-test"}).to_json()),
+}
 
 
 def test_missing_file(tmp_path: Path) -> None:
@@ -61,7 +76,9 @@ def test_missing_file(tmp_path: Path) -> None:
     assert message.endswith("absent.dynrep: no such file")
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in (Path(__file__).parent.parent / "data" / "malformed").iterdir()))
+@pytest.mark.parametrize(
+    "name", sorted(p.name for p in (Path(__file__).parent.parent / "data" / "malformed").iterdir())
+)
 def test_malformed_store(data_dir: Path, name: str) -> None:
     message = refusal(data_dir / "malformed" / name)
     assert "not loaded" in message and name in message
@@ -71,12 +88,16 @@ def test_a_store_that_is_not_a_capture(data_dir: Path) -> None:
     assert "holds no PyTorch cache artifacts" in refusal(data_dir / "v1.0" / "sample.dynrep")
 
 
-@pytest.mark.parametrize("data, why", [
-    (None, "holds no replay data (dynamo_replay/replay.json): it was captured by an older dynamo-replay"),
-    (b"{not json", "the store's replay data cannot be read (JSONDecodeError"),
-    (b'{"version": 99}', "replay data version 99, this dynamo-replay reads 1"),
-    (b'{"version": 1}', "the store's replay data cannot be read (KeyError: 'environment')"),
-], ids=["missing", "not-json", "future-version", "truncated"])
+@pytest.mark.parametrize(
+    "data, why",
+    [
+        (None, "holds no replay data (dynamo_replay/replay.json): it was captured by an older dynamo-replay"),
+        (b"{not json", "the store's replay data cannot be read (JSONDecodeError"),
+        (b'{"version": 99}', "replay data version 99, this dynamo-replay reads 1"),
+        (b'{"version": 1}', "the store's replay data cannot be read (KeyError: 'environment')"),
+    ],
+    ids=["missing", "not-json", "future-version", "truncated"],
+)
 def test_replay_data_missing_or_unreadable(tmp_path: Path, data: bytes | None, why: str) -> None:
     artifacts = dict(MEGA)
     if data is None:

@@ -28,8 +28,8 @@ def cxx_graph_events() -> dict[str, tuple[str, ...]]:
     defining = [h for h in headers if re.search(r"graphEvents\(\)\s*\{", h.read_text())]
     assert len(defining) == 1, f"one header should define graphEvents(): {defining}"
     text = defining[0].read_text()
-    body = text[text.index("table = {"):]
-    body = body[:body.index("};")]
+    body = text[text.index("table = {") :]
+    body = body[: body.index("};")]
     rows = re.findall(r'\{"([^"]+)",\s*\{([^}]*)\}\}', body)
     return {name: tuple(re.findall(r'"([^"]+)"', events)) for name, events in rows}
 
@@ -75,8 +75,23 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_seeded_fill_gives_the_same_bits_in_cxx_and_python(store: Path, tmp_path: Path, seed: int) -> None:
     compile_id, event = next((c, g) for c, g in stored_graphs(store) if g.startswith("aot_"))
     dump = tmp_path / "run.pt"
-    done = subprocess.run([runner_executable(), str(store), compile_id, "--graph", event, "--seed", str(seed),
-                           "--dump", str(dump), "--json"], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            runner_executable(),
+            str(store),
+            compile_id,
+            "--graph",
+            event,
+            "--seed",
+            str(seed),
+            "--dump",
+            str(dump),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
     cxx_inputs, _ = torch.load(dump, weights_only=True)
@@ -86,8 +101,10 @@ def test_the_seeded_fill_gives_the_same_bits_in_cxx_and_python(store: Path, tmp_
     entries = [stored.samples["forward"]["inputs"][n["feed"]["sample_input"]] for n in placeholders]
     assert len(entries) == len(_inputs()) and all(samples.not_stored(e) for e in entries), entries
     assert len(report["filled"]) == len(entries), report
-    python_inputs = [samples.filled(entry, position, (node.get("outputs") or [{}])[0].get("stride"), seed)
-                     for position, (node, entry) in enumerate(zip(placeholders, entries))]
+    python_inputs = [
+        samples.filled(entry, position, (node.get("outputs") or [{}])[0].get("stride"), seed)
+        for position, (node, entry) in enumerate(zip(placeholders, entries))
+    ]
     if seed == 0:  # what the rebuild and the repro scripts use, through the feeds
         names: list[str] = []
         for made, rebuilt in zip(python_inputs, samples.example_inputs(stored, event, filled_names=names)):

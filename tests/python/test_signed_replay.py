@@ -15,8 +15,8 @@ import os
 import pickle
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -40,9 +40,13 @@ def _env(cache: Path, **extra: str) -> dict[str, str]:
 def signed(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("signed")
     store = root / "signed.dynrep"
-    result = subprocess.run([sys.executable, "-m", "dynamo_replay", "capture", "-o", str(store), str(JOB),
-                             str(root / "out.pt")], capture_output=True, text=True, timeout=600,
-                            env=_env(root / "cache", DYNAMO_REPLAY_KEY=KEY))
+    result = subprocess.run(
+        [sys.executable, "-m", "dynamo_replay", "capture", "-o", str(store), str(JOB), str(root / "out.pt")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=_env(root / "cache", DYNAMO_REPLAY_KEY=KEY),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return store
 
@@ -75,8 +79,13 @@ def artifact_edit(name: str, change: Callable[[bytes], bytes | None]) -> Edit:
         data = change(old.get_blob(record.blob_key))
         if data is None:
             return None
-        return dr.Artifact(name=record.name, media_type=record.media_type, blob_key=new.put_blob(data),
-                           size=len(data), attributes=dict(record.attributes))
+        return dr.Artifact(
+            name=record.name,
+            media_type=record.media_type,
+            blob_key=new.put_blob(data),
+            size=len(data),
+            attributes=dict(record.attributes),
+        )
 
     return edit
 
@@ -129,9 +138,8 @@ def nothing_unpickled(monkeypatch):
 def test_every_artifact_replay_reads_is_signed(signed: Path, tmp_path: Path, change: str, nothing_unpickled) -> None:
     name, change_bytes = ARTIFACT_CHANGES[change]
     altered = rewrite(signed, tmp_path / "altered.dynrep", artifact_edit(name, change_bytes))
-    with pytest.raises(dr.ReplayRefusedError) as refused:
-        with dr.replay(altered, key=KEY, strict=True):
-            pytest.fail("a rewritten store was used")
+    with pytest.raises(dr.ReplayRefusedError) as refused, dr.replay(altered, key=KEY, strict=True):
+        pytest.fail("a rewritten store was used")
     expected = "not signed" if name == schema.SIGNATURE_NAME else "signature does not verify"
     assert expected in str(refused.value)
 
@@ -169,12 +177,10 @@ def test_records_outside_the_signature_decide_nothing(signed: Path, tmp_path: Pa
 
 def test_without_a_key_the_store_is_taken_as_it_is(signed: Path, tmp_path: Path) -> None:
     """No key: the signature is not checked, and replay decides by the (altered) replay data."""
-    altered = rewrite(signed, tmp_path / "altered.dynrep",
-                      artifact_edit(schema.REPLAY_DATA_NAME, _other_environment))
+    altered = rewrite(signed, tmp_path / "altered.dynrep", artifact_edit(schema.REPLAY_DATA_NAME, _other_environment))
     assert json.loads(_decisions(altered, None))["environment"]["torch.version"] == "9.9"
-    with pytest.raises(dr.ReplayRefusedError) as refused:
-        with dr.replay(altered, strict=True):
-            pytest.fail("replay used a store captured by another torch")
+    with pytest.raises(dr.ReplayRefusedError) as refused, dr.replay(altered, strict=True):
+        pytest.fail("replay used a store captured by another torch")
     assert "torch.version: captured 9.9" in str(refused.value)
 
 
@@ -184,9 +190,13 @@ def test_the_attack_of_the_issue_is_refused_and_the_answer_stays_right(signed: P
     drop = RECORD_CHANGES["dropped-guard events removed"]
     altered = rewrite(signed, tmp_path / "altered.dynrep", drop)
     out = tmp_path / "out.pt"
-    result = subprocess.run([sys.executable, "-m", "dynamo_replay", "replay", str(altered), str(JOB), str(out)],
-                            capture_output=True, text=True, timeout=600,
-                            env=_env(tmp_path / "cache", DYNAMO_REPLAY_KEY=KEY, SWAP="global_function"))
+    result = subprocess.run(
+        [sys.executable, "-m", "dynamo_replay", "replay", str(altered), str(JOB), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=_env(tmp_path / "cache", DYNAMO_REPLAY_KEY=KEY, SWAP="global_function"),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     compiled, eager = torch.load(out)
     assert torch.equal(compiled, eager)

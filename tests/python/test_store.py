@@ -66,14 +66,21 @@ def test_large_blob_streams_in_chunks(store_path: Path) -> None:
 
 
 def test_typed_records_come_back_by_kind_in_put_order(store_path: Path) -> None:
-    manifest = dr.Manifest(tool="dynamo-replay test", created_at="2026-11-21T00:00:00Z",
-                           command_line=["python", "train.py", "--steps", "3"], environment={"torch": "2.13.0"})
+    manifest = dr.Manifest(
+        tool="dynamo-replay test",
+        created_at="2026-11-21T00:00:00Z",
+        command_line=["python", "train.py", "--steps", "3"],
+        environment={"torch": "2.13.0"},
+    )
     with dr.Store.create(store_path) as store:
         store.put(manifest)
         for i in range(3):
             key = store.put_blob(f"kernel {i}".encode())
-            store.put(dr.Artifact(name=f"k{i}.cpp", media_type="text/x-c++src", blob_key=key, size=8,
-                                  attributes={"graph": str(i)}))
+            store.put(
+                dr.Artifact(
+                    name=f"k{i}.cpp", media_type="text/x-c++src", blob_key=key, size=8, attributes={"graph": str(i)}
+                )
+            )
         store.put(dr.UnknownRecord(kind=4000, payload=b"from a newer version"))
     with dr.Store.open(store_path) as store:
         assert store.records(dr.Manifest) == [manifest]
@@ -87,10 +94,9 @@ def test_typed_records_come_back_by_kind_in_put_order(store_path: Path) -> None:
 
 
 def test_exception_inside_with_still_leaves_a_finished_store(store_path: Path) -> None:
-    with pytest.raises(RuntimeError, match="job failed"):
-        with dr.Store.create(store_path) as store:
-            key = store.put_blob(b"written before the error")
-            raise RuntimeError("job failed")
+    with pytest.raises(RuntimeError, match="job failed"), dr.Store.create(store_path) as store:
+        key = store.put_blob(b"written before the error")
+        raise RuntimeError("job failed")
     with dr.Store.open(store_path) as store:
         assert store.info().state == "finished"
         assert store.get_blob(key) == b"written before the error"

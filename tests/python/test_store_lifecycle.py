@@ -38,9 +38,13 @@ def clean_environment(inductor: Path, **extra: str) -> dict[str, str]:
 
 
 def start(store: str, report: Path, lengths: str, *flags: str, job: Path = JOB, **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, str(job), store, str(report), "--lengths", lengths, *flags],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=clean_environment(report.parent / "inductor", **env))
+    return subprocess.Popen(
+        [sys.executable, str(job), store, str(report), "--lengths", lengths, *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=clean_environment(report.parent / "inductor", **env),
+    )
 
 
 def finish(process: subprocess.Popen[str]) -> dict:
@@ -59,9 +63,13 @@ def serve(store: str, tmp: Path, lengths: str, *flags: str, job: Path = JOB, **e
 def start_check(store: str, *job: str, inductor: Path | None = None, **env: str) -> subprocess.Popen[str]:
     # A fleet URL has no folder beside it: its caller names one (a URL read as a path made "redis:/").
     inductor = inductor or Path(store).parent / "inductor"
-    return subprocess.Popen([sys.executable, "-m", "dynamo_replay", "check", "--json", store, *job],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=clean_environment(inductor, **env))
+    return subprocess.Popen(
+        [sys.executable, "-m", "dynamo_replay", "check", "--json", store, *job],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=clean_environment(inductor, **env),
+    )
 
 
 def check_said(process: subprocess.Popen[str]) -> tuple[int, dict]:
@@ -84,11 +92,23 @@ def copy_store(source: Path, target: Path, environment: dict[str, str] | None = 
                     raw = json.loads(data)
                     raw["environment"].update(environment)
                     data = json.dumps(raw).encode()
-                out.put(Artifact(name=record.name, media_type=record.media_type, blob_key=out.put_blob(data),
-                                 size=len(data), attributes=dict(record.attributes)))
+                out.put(
+                    Artifact(
+                        name=record.name,
+                        media_type=record.media_type,
+                        blob_key=out.put_blob(data),
+                        size=len(data),
+                        attributes=dict(record.attributes),
+                    )
+                )
                 continue
-            keys = [record.payload_key] if isinstance(record, TraceEvent) else \
-                [record.bytecode_key, record.disassembly_key] if isinstance(record, CodeObject) else []
+            keys = (
+                [record.payload_key]
+                if isinstance(record, TraceEvent)
+                else [record.bytecode_key, record.disassembly_key]
+                if isinstance(record, CodeObject)
+                else []
+            )
             for key in keys:
                 if key and key not in out:
                     out.put_blob(store.get_blob(key))
@@ -133,17 +153,38 @@ def generations_of(path: Path) -> list[int]:
 # cause, fake captured environment, environment of check and replay, edit the job, lengths, what both must name
 PREDICTIONS = [
     ("torch build", {"torch.git_version": "0123abc"}, {}, False, "8", "torch.git_version: captured 0123abc"),
-    ("CPU flags", {"cpu.flags": "x86_64,avx512,amx_tile"}, {}, False, "8", "cpu.flags: captured x86_64,avx512,amx_tile"),
-    ("config", {}, {"TORCHINDUCTOR_INPLACE_PADDING": "0"}, False, "8",
-     "config.inductor.inplace_padding: captured True, now False"),
+    (
+        "CPU flags",
+        {"cpu.flags": "x86_64,avx512,amx_tile"},
+        {},
+        False,
+        "8",
+        "cpu.flags: captured x86_64,avx512,amx_tile",
+    ),
+    (
+        "config",
+        {},
+        {"TORCHINDUCTOR_INPLACE_PADDING": "0"},
+        False,
+        "8",
+        "config.inductor.inplace_padding: captured True, now False",
+    ),
     ("source edit", {}, {}, True, "8", "changed since capture"),
     ("new shape", {}, {}, False, "16", "[1, 8]"),
 ]
 
 
 @pytest.mark.parametrize("cause, captured_env, env, edit, lengths, named", PREDICTIONS, ids=[p[0] for p in PREDICTIONS])
-def test_check_predicts_what_replay_does(captured: dict[str, Path], tmp_path: Path, cause: str, captured_env: dict,
-                                         env: dict, edit: bool, lengths: str, named: str) -> None:
+def test_check_predicts_what_replay_does(
+    captured: dict[str, Path],
+    tmp_path: Path,
+    cause: str,
+    captured_env: dict,
+    env: dict,
+    edit: bool,
+    lengths: str,
+    named: str,
+) -> None:
     job = captured["job"]
     store = tmp_path / "job.dynrep"
     copy_store(captured["8"], store, captured_env)
@@ -151,8 +192,9 @@ def test_check_predicts_what_replay_does(captured: dict[str, Path], tmp_path: Pa
     if edit:
         job.write_text(source.replace("* 2.0", "* 3.0"))
     try:  # the prediction and the replay side by side, on the same host
-        predicting = start_check(str(store), str(job), str(store), str(tmp_path / "report.json"), "--lengths", lengths,
-                                 **env)
+        predicting = start_check(
+            str(store), str(job), str(store), str(tmp_path / "report.json"), "--lengths", lengths, **env
+        )
         report = finish(start(str(store), tmp_path / "report.json", lengths, job=job, **env))
         code, said = check_said(predicting)
     finally:
@@ -172,7 +214,8 @@ def test_check_predicts_what_replay_does(captured: dict[str, Path], tmp_path: Pa
 
 
 def test_check_on_a_fleet_names_the_entry_this_host_takes_or_the_factor_that_differs(
-        captured: dict[str, Path], tmp_path: Path, server: int) -> None:
+    captured: dict[str, Path], tmp_path: Path, server: int
+) -> None:
     from dynamo_replay.fleet.entries import FleetEntries
     from dynamo_replay.fleet.session import comparable_environment, environment_digest, upload_store
     from dynamo_replay.fleet.url import parse_fleet_url
@@ -196,6 +239,7 @@ def test_check_on_a_fleet_names_the_entry_this_host_takes_or_the_factor_that_dif
 
 
 # --- updates ---------------------------------------------------------------------------------
+
 
 def test_an_update_killed_at_any_point_leaves_the_old_store_whole(captured: dict[str, Path], tmp_path: Path) -> None:
     store = tmp_path / "job.dynrep"
@@ -249,8 +293,10 @@ def test_two_concurrent_updates_lose_nothing(captured: dict[str, Path], tmp_path
     copy_store(captured["8"], store)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    both = [start(str(store), tmp_path / "a" / "report.json", "8,16", "--update", job=captured["job"]),
-            start(str(store), tmp_path / "b" / "report.json", "8,24", "--update", job=captured["job"])]
+    both = [
+        start(str(store), tmp_path / "a" / "report.json", "8,16", "--update", job=captured["job"]),
+        start(str(store), tmp_path / "b" / "report.json", "8,24", "--update", job=captured["job"]),
+    ]
     reports = [finish(process) for process in both]
     assert all(r["updated"].startswith("generation") for r in reports), [r["updated"] for r in reports]
     assert generations_of(store) == [0, 1, 2]
@@ -276,8 +322,10 @@ def test_eviction_drops_the_generation_unused_the_longest(captured: dict[str, Pa
 
 # --- the fleet --------------------------------------------------------------------------------
 
+
 def test_fleet_update_publishes_a_new_generation_and_gc_keeps_the_recently_used(
-        captured: dict[str, Path], tmp_path: Path, server: int) -> None:
+    captured: dict[str, Path], tmp_path: Path, server: int
+) -> None:
     url = f"redis://127.0.0.1:{server}/0?name=serve&wait=0"
     cache = {"DYNAMO_REPLAY_CACHE": str(tmp_path / "cache")}
     serve(url, tmp_path / "first", "8", **cache)  # captures the entry
@@ -285,8 +333,13 @@ def test_fleet_update_publishes_a_new_generation_and_gc_keeps_the_recently_used(
     assert report["loaded"] and "published as entry" in report["updated"], report["updated"]
     report = serve(url, tmp_path / "third", "8,16", **cache)
     assert report["loaded"] and report["compiled"] == []
-    listing = subprocess.run([sys.executable, "-m", "dynamo_replay", "fleet", "ls", url], capture_output=True,
-                             text=True, timeout=120, env=clean_environment(tmp_path / "inductor"))
+    listing = subprocess.run(
+        [sys.executable, "-m", "dynamo_replay", "fleet", "ls", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=clean_environment(tmp_path / "inductor"),
+    )
     assert listing.returncode == 0, listing.stderr
     (row,) = [line.split() for line in listing.stdout.splitlines()[1:] if line.split()[0] != "total:"]
     header = listing.stdout.splitlines()[0].split()
@@ -302,15 +355,29 @@ def test_fleet_update_publishes_a_new_generation_and_gc_keeps_the_recently_used(
     ids = [upload_store(other, "digest", captured[n]) for n in ("8", "16", "24")]
     other.record_use("digest", ids[0], 5)
     limit = max(m["size"] for m in other.manifests("digest"))
-    done = subprocess.run([sys.executable, "-m", "dynamo_replay", "fleet", "gc",
-                           f"redis://127.0.0.1:{server}/0?name=other", "--max-bytes", str(limit)],
-                          capture_output=True, text=True, timeout=120, env=clean_environment(tmp_path / "inductor"))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dynamo_replay",
+            "fleet",
+            "gc",
+            f"redis://127.0.0.1:{server}/0?name=other",
+            "--max-bytes",
+            str(limit),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=clean_environment(tmp_path / "inductor"),
+    )
     assert done.returncode == 0, done.stderr
     assert [m["id"] for m in other.manifests("digest")] == [ids[0]]
     assert len(FleetEntries(parse_fleet_url(url)).manifests(FleetEntries(parse_fleet_url(url)).digests()[0])) == 1
 
 
 # --- the serving job --------------------------------------------------------------------------
+
 
 def test_a_serving_job_with_update_compiles_each_new_length_once_across_restarts(tmp_path: Path) -> None:
     store = str(tmp_path / "gpt2.dynrep")

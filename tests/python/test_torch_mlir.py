@@ -20,7 +20,6 @@ from dynamo_replay.graphs.stored import stored_graphs
 from dynamo_replay.tools import mlir_executable
 
 
-
 def _missing() -> str:
     try:
         torch_mlir_check.require_torch_mlir()
@@ -33,8 +32,14 @@ def _missing() -> str:
 needs_torch_mlir = pytest.mark.skipif(bool(_missing()), reason=_missing() + " (make test installs it)")
 
 # This file's job names -> graph_jobs.JOBS'.
-JOBS = {"mlp": "mlp", "gpt": "gpt", "convnet": "convnet", "graph_break": "graph_break", "hf_bert": "hf_bert",
-        "hf_gpt2_train": "hf_gpt2_train_no_dropout"}
+JOBS = {
+    "mlp": "mlp",
+    "gpt": "gpt",
+    "convnet": "convnet",
+    "graph_break": "graph_break",
+    "hf_bert": "hf_bert",
+    "hf_gpt2_train": "hf_gpt2_train_no_dropout",
+}
 
 # job, compile, graph, the stage it reaches, what the error names there ("" when matched)
 CASES = [
@@ -50,7 +55,13 @@ CASES = [
     ("hf_bert", "0/0", "inference", "matched", ""),
     ("hf_gpt2_train", "1/0_1", "forward", "matched", ""),
     ("hf_gpt2_train", "1/0_1", "backward", "backend", "torch.aten.native_layer_norm_backward x5"),
-    ("hf_gpt2_train", "3/0", "forward", "backend", "'torch.prim.NumToTensor.Scalar'"),  # its nll_loss_forward decomposition
+    (
+        "hf_gpt2_train",
+        "3/0",
+        "forward",
+        "backend",
+        "'torch.prim.NumToTensor.Scalar'",
+    ),  # its nll_loss_forward decomposition
     ("hf_gpt2_train", "3/0", "backward", "matched", ""),
 ]
 GRAPH_EVENTS = {"forward": "aot_forward_graph", "backward": "aot_backward_graph", "inference": "aot_inference_graph"}
@@ -63,16 +74,22 @@ def stores(graph_stores) -> Mapping[str, Path]:
 
 @needs_torch_mlir
 def test_the_cases_are_every_aot_graph(stores: dict[str, Path]) -> None:
-    stored = {(job, compile_id, event) for job, path in stores.items() for compile_id, event in stored_graphs(path)
-              if event in GRAPH_EVENTS.values()}
+    stored = {
+        (job, compile_id, event)
+        for job, path in stores.items()
+        for compile_id, event in stored_graphs(path)
+        if event in GRAPH_EVENTS.values()
+    }
     assert stored == {(job, compile_id, GRAPH_EVENTS[graph]) for job, compile_id, graph, _, _ in CASES}
 
 
 @needs_torch_mlir
-@pytest.mark.parametrize(("job", "compile_id", "graph", "stage", "names"), CASES,
-                         ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in CASES])
-def test_torch_mlir_parses_lowers_runs_and_matches(stores: dict[str, Path], job: str, compile_id: str, graph: str,
-                                                   stage: str, names: str) -> None:
+@pytest.mark.parametrize(
+    ("job", "compile_id", "graph", "stage", "names"), CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in CASES]
+)
+def test_torch_mlir_parses_lowers_runs_and_matches(
+    stores: dict[str, Path], job: str, compile_id: str, graph: str, stage: str, names: str
+) -> None:
     result = torch_mlir_check.check(stores[job], compile_id, graph)
     assert (result.graph, result.stage) == (GRAPH_EVENTS[graph], stage), result.error
     assert names in result.error if names else result.error == ""

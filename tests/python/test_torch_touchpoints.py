@@ -26,7 +26,7 @@ def relu_like_too(x):
 
 
 def sigmoid_like(x):
-    return 1 / (1 + 2.718 ** -x)
+    return 1 / (1 + 2.718**-x)
 
 
 def test_functions_are_described_by_name_and_code() -> None:
@@ -39,9 +39,20 @@ def test_functions_are_described_by_name_and_code() -> None:
 def test_descriptions_do_not_depend_on_the_string_hash_seed() -> None:
     """A set constant's repr follows the hash seed; its description must not."""
     code = "import test_torch_touchpoints as t; from dynamo_replay import _torch; print(_torch.describe_value(t.relu_like))"
-    seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                           env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin", "PYTHONPATH": str(__import__("pathlib").Path(__file__).parent)}
-                           ).stdout for seed in ("1", "2")}
+    seen = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={
+                "PYTHONHASHSEED": seed,
+                "PATH": "/usr/bin",
+                "PYTHONPATH": str(__import__("pathlib").Path(__file__).parent),
+            },
+        ).stdout
+        for seed in ("1", "2")
+    }
     assert len(seen) == 1
 
 
@@ -90,11 +101,18 @@ ISA_ROWS = {
     "avx2 only": ({"avx2"}, [AVX2], True, ["avx2"]),
     "avx-512 without bf16": ({"avx2", "avx512"}, [AVX512, AVX2], True, ["avx512", "avx2"]),
     "avx-512 with bf16 (zen 4)": ({"avx2", "avx512", "avx512_bf16"}, [AVX512_BF16, AVX2], True, ["avx512", "avx2"]),
-    "vnni with bf16": ({"avx2", "avx512", "vnni", "avx512_bf16"}, [VNNI_BF16, AVX512_BF16, AVX2], True,
-                       ["avx512 avx512_vnni", "avx512", "avx2"]),
-    "amx with fp16 (sapphire rapids)": ({"avx2", "avx512", "vnni", "avx512_bf16", "amx_tile", "amx_fp16"},
-                                        [AMX_FP16, VNNI_BF16, AVX512_BF16, AVX2], True,
-                                        ["avx512 avx512_vnni amx_tile", "avx512 avx512_vnni", "avx512", "avx2"]),
+    "vnni with bf16": (
+        {"avx2", "avx512", "vnni", "avx512_bf16"},
+        [VNNI_BF16, AVX512_BF16, AVX2],
+        True,
+        ["avx512 avx512_vnni", "avx512", "avx2"],
+    ),
+    "amx with fp16 (sapphire rapids)": (
+        {"avx2", "avx512", "vnni", "avx512_bf16", "amx_tile", "amx_fp16"},
+        [AMX_FP16, VNNI_BF16, AVX512_BF16, AVX2],
+        True,
+        ["avx512 avx512_vnni amx_tile", "avx512 avx512_vnni", "avx512", "avx2"],
+    ),
     "recorded isa this cpu lacks": ({"avx2"}, [AVX512, AVX2], False, None),
     "record without the extras": ({"avx2"}, ["avx2"], False, None),
 }
@@ -138,8 +156,10 @@ def test_isa_probe_is_answered_from_the_record_on_any_cpu(faked_cpu, row: str) -
         if str(isa) in ("avx512", "avx512 avx512_vnni amx_tile"):  # the two that pass the extras to g++
             assert ("-mavx512bf16" in isa.build_arch_flags()) is entry.get("avx512_bf16", False)
             assert ("-mamx-fp16" in isa.build_arch_flags()) is entry.get("amx_fp16", False)
-    assert _torch.probed_vec_isas() == [{"isa": e["isa"], "avx512_bf16": e.get("avx512_bf16", False),
-                                         "amx_fp16": e.get("amx_fp16", False)} for e in recorded]
+    assert _torch.probed_vec_isas() == [
+        {"isa": e["isa"], "avx512_bf16": e.get("avx512_bf16", False), "amx_fp16": e.get("amx_fp16", False)}
+        for e in recorded
+    ]
 
 
 def test_recompile_causes_read_expected_and_seen() -> None:
@@ -169,7 +189,9 @@ def test_a_guard_capture_leaves_out_of_the_saved_frame_stays_in_force_in_the_cap
     from dynamo_replay._torch import guards as _torch_guards
 
     added = []
-    manager = types.SimpleNamespace(root=types.SimpleNamespace(add_lambda_guard=lambda check, parts, stack: added.append(check)))
+    manager = types.SimpleNamespace(
+        root=types.SimpleNamespace(add_lambda_guard=lambda check, parts, stack: added.append(check))
+    )
     scope = {"Cfg": dict}
     _torch_guards.pin_in_capture(manager, [(_torch_guards._LiveExpression("G['Cfg']", scope), dict)])
     (check,) = added

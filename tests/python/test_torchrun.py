@@ -24,15 +24,33 @@ JOB = Path(__file__).parent / "jobs" / "ranks" / "train_step.py"
 LAUNCH_TIMEOUT_S = 300
 
 
-def torchrun(out: Path, *job_args: str, tool: tuple[str, ...] = (), env: dict[str, str] | None = None,
-             ranks: int = 2, check: bool = True) -> subprocess.CompletedProcess[str]:
+def torchrun(
+    out: Path,
+    *job_args: str,
+    tool: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    ranks: int = 2,
+    check: bool = True,
+) -> subprocess.CompletedProcess[str]:
     """One launch: `torchrun [-m dynamo_replay TOOL...] train_step.py OUT ARGS`, in an
     environment without the caller's dynamo-replay settings and with an Inductor cache of its own."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAMO_REPLAY", "TORCHINDUCTOR_"))}
     environment.update(TORCHINDUCTOR_CACHE_DIR=f"{out}-inductor", DYNAMO_REPLAY_CACHE=f"{out}-cache", **(env or {}))
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks),
-               "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
-               *(["-m", "dynamo_replay", *tool] if tool else []), str(JOB), str(out), *job_args]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        str(ranks),
+        "--master-addr",
+        "127.0.0.1",
+        "--master-port",
+        str(free_port()),
+        *(["-m", "dynamo_replay", *tool] if tool else []),
+        str(JOB),
+        str(out),
+        *job_args,
+    ]
     done = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=LAUNCH_TIMEOUT_S)
     if check:
         assert done.returncode == 0, done.stderr[-4000:]
@@ -59,8 +77,9 @@ MODELS = [
 
 
 @pytest.mark.parametrize("args,replayed,plain_too", [m[1:] for m in MODELS], ids=[m[0] for m in MODELS])
-def test_capture_command_then_every_rank_replays(tmp_path: Path, args: tuple[str, ...], replayed: set[str],
-                                                 plain_too: bool) -> None:
+def test_capture_command_then_every_rank_replays(
+    tmp_path: Path, args: tuple[str, ...], replayed: set[str], plain_too: bool
+) -> None:
     store = tmp_path / "job.dynrep"
     torchrun(tmp_path / "capture", *args, tool=("capture", "-o", str(store)))
     plain = results(tmp_path / "capture")
@@ -145,11 +164,15 @@ def test_fleet_two_jobs_at_once_then_every_rank_replays(tmp_path: Path) -> None:
             assert job.returncode == 0, stderr[-4000:]
         first = [results(Path(job.args[-3])) for job in jobs]
         assert numbers(first[0]) == numbers(first[1])
-        listing = subprocess.run([sys.executable, "-m", "dynamo_replay", "fleet", "ls", url], capture_output=True,
-                                 text=True, timeout=60)
+        listing = subprocess.run(
+            [sys.executable, "-m", "dynamo_replay", "fleet", "ls", url], capture_output=True, text=True, timeout=60
+        )
         assert "total: 1 entries of job ddp" in listing.stdout, listing.stdout + listing.stderr
-        entry = next(line for line in listing.stdout.splitlines() if line[:1].isalnum() and "lease" not in line
-                     and "ENVIRONMENT" not in line and "total" not in line)
+        entry = next(
+            line
+            for line in listing.stdout.splitlines()
+            if line[:1].isalnum() and "lease" not in line and "ENVIRONMENT" not in line and "total" not in line
+        )
         assert entry.split()[3] == "2", entry  # the world size of the job that captured it
 
         torchrun(tmp_path / "second", "--model", "mlp", env=env)
@@ -164,6 +187,19 @@ def test_fleet_two_jobs_at_once_then_every_rank_replays(tmp_path: Path) -> None:
 def _start(out: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAMO_REPLAY", "TORCHINDUCTOR_"))}
     environment.update(TORCHINDUCTOR_CACHE_DIR=f"{out}-inductor", DYNAMO_REPLAY_CACHE=f"{out}-cache", **env)
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
-               "--master-port", str(free_port()), str(JOB), str(out), "--model", "mlp"]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc-per-node",
+        "2",
+        "--master-addr",
+        "127.0.0.1",
+        "--master-port",
+        str(free_port()),
+        str(JOB),
+        str(out),
+        "--model",
+        "mlp",
+    ]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=environment)

@@ -85,7 +85,9 @@ def test_fixed_variant_leaves_nothing_to_explain(program, answers):
 def test_text_gives_the_answer_first(why_stores, inspect, answers):
     text = inspect("why", str(why_stores["empty_selection"]["broken"])).stdout
     lines = [line for line in text.splitlines() if line.strip()]
-    assert lines[0].startswith("0/0 top_scores did not compile: PyTorch could not decide Eq(u0, 0) at empty_selection.py:")
+    assert lines[0].startswith(
+        "0/0 top_scores did not compile: PyTorch could not decide Eq(u0, 0) at empty_selection.py:"
+    )
     assert "if picked.numel() == 0:" in lines[1]
     assert lines[2].strip() == "fix, most likely first:" and "torch_check" in lines[3]
     assert "torch._check(picked.numel() != 0)" in lines[3]
@@ -121,26 +123,40 @@ def test_recompile_ladder_captured(tmp_path, inspect):
     torch._dynamo.reset()
     answer = _why(inspect, store)
     (function,) = answer["functions"]
-    assert function["summary"] == ("4 compiles of _step: scale changed, a float constant (1); x.size(0) went dynamic (1); "
-                                   "x.size(0) == 1 outside the dynamic range (1)")
+    assert function["summary"] == (
+        "4 compiles of _step: scale changed, a float constant (1); x.size(0) went dynamic (1); "
+        "x.size(0) == 1 outside the dynamic range (1)"
+    )
     details = [c["recompile"]["detail"] for c in answer["compiles"]]
     assert details[0] == "scale changed, a float constant (0.5, then 0.7)"
     assert details[1] == "x.size(0) went dynamic (8, then 16)"
-    assert [c["recompile"]["advice"][0]["kind"] for c in answer["compiles"]] == ["float_constant", "mark_dynamic",
-                                                                                  "mark_unbacked"]
+    assert [c["recompile"]["advice"][0]["kind"] for c in answer["compiles"]] == [
+        "float_constant",
+        "mark_dynamic",
+        "mark_unbacked",
+    ]
     text = inspect("why", str(store)).stdout
     assert text.startswith("test_why.py:") and function["summary"] in text.splitlines()[0]
 
 
 # --- synthetic stores ---
 
+
 def _store(path: Path, events: list[tuple[tuple[int, int, int], str, dict, bytes]]) -> Path:
     with dr.Store.create(path, overwrite=True) as store:
         store.put(dr.Manifest(tool="test", environment={"torch.version": "0.0-test"}))
         for compile_id, name, metadata, payload in events:
             key = store.put_blob(payload) if payload else ""
-            store.put(dr.TraceEvent(name=name, compile_id=compile_id, metadata_json=json.dumps(metadata),
-                                    payload_key=key, payload_size=len(payload), time=0.0))
+            store.put(
+                dr.TraceEvent(
+                    name=name,
+                    compile_id=compile_id,
+                    metadata_json=json.dumps(metadata),
+                    payload_key=key,
+                    payload_size=len(payload),
+                    time=0.0,
+                )
+            )
     return path
 
 
@@ -148,20 +164,35 @@ def _metrics(function: str, **more) -> dict:
     return {"co_name": function, "co_filename": "/job/step.py", "co_firstlineno": 4, "guard_count": 3, **more}
 
 
-STATUS = ("Consider annotating your code using torch._check*(). Could not guard on data-dependent expression "
-          "Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)\n\nCaused by: if n.numel() == 0:  # job/step.py:6 "
-          "in f (_dynamo/variables/tensor.py:2606 in evaluate_expr)\n\nUser Stack (most recent call last):\n"
-          '  File "/job/step.py", line 6, in f\n    if n.numel() == 0:\n')
+STATUS = (
+    "Consider annotating your code using torch._check*(). Could not guard on data-dependent expression "
+    "Eq(u0, 0) (unhinted: Eq(u0, 0)).  (Size-like symbols: u0)\n\nCaused by: if n.numel() == 0:  # job/step.py:6 "
+    "in f (_dynamo/variables/tensor.py:2606 in evaluate_expr)\n\nUser Stack (most recent call last):\n"
+    '  File "/job/step.py", line 6, in f\n    if n.numel() == 0:\n'
+)
 
 
 def test_store_without_capture_shape_events_is_read_from_pytorch_text(tmp_path, inspect):
     """A store from before capture recorded failures and origins: the status text and PyTorch's
     own create_unbacked_symbol event still give the expression, line, origin line and advice."""
-    store = _store(tmp_path / "old.dynrep", [
-        ((0, 0, 0), "create_unbacked_symbol", {"symbol": "u0", "vr": "[-int_oo, int_oo]", "user_stack": [
-            {"filename": "/job/step.py", "line": 5, "name": "f", "loc": "n = torch.nonzero(x > 0.5)"}]}, b""),
-        ((0, 0, 0), "compilation_metrics", _metrics("f", fail_type="UserError", fail_reason=STATUS), b""),
-    ])
+    store = _store(
+        tmp_path / "old.dynrep",
+        [
+            (
+                (0, 0, 0),
+                "create_unbacked_symbol",
+                {
+                    "symbol": "u0",
+                    "vr": "[-int_oo, int_oo]",
+                    "user_stack": [
+                        {"filename": "/job/step.py", "line": 5, "name": "f", "loc": "n = torch.nonzero(x > 0.5)"}
+                    ],
+                },
+                b"",
+            ),
+            ((0, 0, 0), "compilation_metrics", _metrics("f", fail_type="UserError", fail_reason=STATUS), b""),
+        ],
+    )
     (entry,) = _why(inspect, store)["compiles"]
     (problem,) = entry["problems"]
     assert problem["expr"] == "Eq(u0, 0)" and problem["user_frame"]["line"] == 6
@@ -188,14 +219,31 @@ def test_recompile_ladder_from_reason_texts(tmp_path, inspect):
     the one a previous recompile did not already explain, and the per-function summary."""
     events = [((0, 0, 0), "compilation_metrics", _metrics("step"), b"")]
     for n, reasons in enumerate(LADDER, 1):
-        events += [((0, n, 0), "artifact", {"name": "recompile_reasons", "encoding": "json"}, json.dumps(reasons.split("\n")).encode()),
-                   ((0, n, 0), "compilation_metrics", _metrics("step"), b"")]
-    events.append(((0, 2, 0), "dynamo_replay.symbols", {"count": 1},
-                   json.dumps([{"symbol": "s0", "unbacked": False, "range": [2, "int_oo"], "source": "L['x'].size()[0]"}]).encode()))
+        events += [
+            (
+                (0, n, 0),
+                "artifact",
+                {"name": "recompile_reasons", "encoding": "json"},
+                json.dumps(reasons.split("\n")).encode(),
+            ),
+            ((0, n, 0), "compilation_metrics", _metrics("step"), b""),
+        ]
+    events.append(
+        (
+            (0, 2, 0),
+            "dynamo_replay.symbols",
+            {"count": 1},
+            json.dumps(
+                [{"symbol": "s0", "unbacked": False, "range": [2, "int_oo"], "source": "L['x'].size()[0]"}]
+            ).encode(),
+        )
+    )
     answer = _why(inspect, _store(tmp_path / "ladder.dynrep", events))
     (function,) = answer["functions"]
-    assert function["summary"] == ("4 compiles of step: scale changed, a float constant (1); x.size(0) went dynamic (1); "
-                                   "x.size(0) == 1 outside the dynamic range (1)")
+    assert function["summary"] == (
+        "4 compiles of step: scale changed, a float constant (1); x.size(0) went dynamic (1); "
+        "x.size(0) == 1 outside the dynamic range (1)"
+    )
     kinds = [c["recompile"]["advice"][0]["kind"] for c in answer["compiles"]]
     assert kinds == ["float_constant", "mark_dynamic", "mark_unbacked"]
     assert all(c["recompile"]["from"] == "reason_text" for c in answer["compiles"])
@@ -208,21 +256,55 @@ def test_graph_break_and_failure_events_together(tmp_path, inspect):
     """Capture's own events come first: a failure event's expression and frame, origins with
     their op and phase, shape guards in order, the final range from the symbol table."""
     frame = {"file": "/job/step.py", "line": 9, "function": "f", "code": "for i in range(steps):"}
-    origin = {"symbol": "u0", "unbacked": True, "phase": "aot", "op": "aten._local_scalar_dense.default", "node": "item",
-              "source": "", "value": None, "attributed": "graph_node",
-              "user_frame": {"file": "/job/step.py", "line": 8, "function": "f", "code": "steps = valid.sum().item()"}}
-    store = _store(tmp_path / "events.dynrep", [
-        ((0, 0, 0), "dynamo_replay.symbol_origin", origin, b""),
-        ((0, 0, 0), "dynamo_replay.shape_guard", {"expr": "u0 >= 0", "kind": "runtime_assert", "symbols": ["u0"],
-                                                  "user_frame": origin["user_frame"]}, b""),
-        ((0, 0, 0), "dynamo_replay.shape_guard", {"expr": "u0 <= 8", "kind": "runtime_assert", "symbols": ["u0"],
-                                                  "user_frame": None}, b""),
-        ((0, 0, 0), "dynamo_replay.symbols", {"count": 1}, json.dumps([{"symbol": "u0", "unbacked": True, "range": [0, 8]}]).encode()),
-        ((0, 0, 0), "dynamo_replay.compile_failure", {"type": "UserError", "chain": ["UserError", "GuardOnDataDependentSymNode"],
-                                                      "expr": "u0", "symbols": ["u0"], "user_frame": frame,
-                                                      "message": "Could not extract specialized integer from data-dependent expression u0 (unhinted: u0)."}, b""),
-        ((0, 0, 0), "compilation_metrics", _metrics("f", fail_type="UserError", fail_reason="(text lost)"), b""),
-    ])
+    origin = {
+        "symbol": "u0",
+        "unbacked": True,
+        "phase": "aot",
+        "op": "aten._local_scalar_dense.default",
+        "node": "item",
+        "source": "",
+        "value": None,
+        "attributed": "graph_node",
+        "user_frame": {"file": "/job/step.py", "line": 8, "function": "f", "code": "steps = valid.sum().item()"},
+    }
+    store = _store(
+        tmp_path / "events.dynrep",
+        [
+            ((0, 0, 0), "dynamo_replay.symbol_origin", origin, b""),
+            (
+                (0, 0, 0),
+                "dynamo_replay.shape_guard",
+                {"expr": "u0 >= 0", "kind": "runtime_assert", "symbols": ["u0"], "user_frame": origin["user_frame"]},
+                b"",
+            ),
+            (
+                (0, 0, 0),
+                "dynamo_replay.shape_guard",
+                {"expr": "u0 <= 8", "kind": "runtime_assert", "symbols": ["u0"], "user_frame": None},
+                b"",
+            ),
+            (
+                (0, 0, 0),
+                "dynamo_replay.symbols",
+                {"count": 1},
+                json.dumps([{"symbol": "u0", "unbacked": True, "range": [0, 8]}]).encode(),
+            ),
+            (
+                (0, 0, 0),
+                "dynamo_replay.compile_failure",
+                {
+                    "type": "UserError",
+                    "chain": ["UserError", "GuardOnDataDependentSymNode"],
+                    "expr": "u0",
+                    "symbols": ["u0"],
+                    "user_frame": frame,
+                    "message": "Could not extract specialized integer from data-dependent expression u0 (unhinted: u0).",
+                },
+                b"",
+            ),
+            ((0, 0, 0), "compilation_metrics", _metrics("f", fail_type="UserError", fail_reason="(text lost)"), b""),
+        ],
+    )
     (problem,) = _why(inspect, store)["compiles"][0]["problems"]
     assert problem["integer"] and problem["advice"][0]["kind"] == "data_dependent_loop"
     assert "i < steps" in problem["advice"][0]["edit"]
@@ -232,17 +314,30 @@ def test_graph_break_and_failure_events_together(tmp_path, inspect):
 
 
 def test_odd_metadata_and_bad_arguments(tmp_path, inspect):
-    odd = [((0, 0, 0), name, metadata, b"\xff not utf-8") for name in
-           ("dynamo_replay.symbol_origin", "dynamo_replay.shape_guard", "dynamo_replay.compile_failure",
-            "dynamo_replay.recompile", "compilation_metrics", "artifact")
-           for metadata in ({"symbol": 3, "user_frame": 5, "causes": [1, {"entry": []}], "chain": "x"},
-                            {"name": "recompile_reasons"}, {"name": "dynamo_graph_break_reason"})]
+    odd = [
+        ((0, 0, 0), name, metadata, b"\xff not utf-8")
+        for name in (
+            "dynamo_replay.symbol_origin",
+            "dynamo_replay.shape_guard",
+            "dynamo_replay.compile_failure",
+            "dynamo_replay.recompile",
+            "compilation_metrics",
+            "artifact",
+        )
+        for metadata in (
+            {"symbol": 3, "user_frame": 5, "causes": [1, {"entry": []}], "chain": "x"},
+            {"name": "recompile_reasons"},
+            {"name": "dynamo_graph_break_reason"},
+        )
+    ]
     odd.append(((0, 1, 0), "dynamo_replay.recompile", {"causes": [{"entry": "0/0", "guard": None, "text": 7}]}, b""))
     # Megabyte texts (a status, a graph-break reason, a guard) with no line breaks in them.
     huge = "Could not guard on data-dependent expression " + "u0 + " * 200_000 + "1 (unhinted: x)"
     odd.append(((1, 0, 0), "compilation_metrics", _metrics("g", fail_type="UserError", fail_reason=huge), b""))
     odd.append(((1, 0, 0), "artifact", {"name": "dynamo_graph_break_reason"}, ("Graph Break Reason: " + huge).encode()))
-    odd.append(((1, 1, 0), "dynamo_replay.recompile", {"causes": [{"entry": "1/0", "guard": "2 <= " + "x" * 10**6}]}, b""))
+    odd.append(
+        ((1, 1, 0), "dynamo_replay.recompile", {"causes": [{"entry": "1/0", "guard": "2 <= " + "x" * 10**6}]}, b"")
+    )
     store = _store(tmp_path / "odd.dynrep", odd)
     for args in ([], ["--json"], ["0/1"], ["--symbol", "u0"]):
         result = inspect("why", str(store), *args)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
 import tiers
 
 JOBS = Path(__file__).resolve().parent / "jobs" / "failures"
@@ -28,13 +29,13 @@ JOBS = Path(__file__).resolve().parent / "jobs" / "failures"
 class Case:
     script: str
     args: tuple[str, ...]
-    kind: str                 # the first problem's failure_kind, or "recompile"
-    advice: str               # the first advice's kind
-    expr: str = ""            # the failing expression, as PyTorch prints it
+    kind: str  # the first problem's failure_kind, or "recompile"
+    advice: str  # the first advice's kind
+    expr: str = ""  # the failing expression, as PyTorch prints it
     values: dict = field(default_factory=dict)  # symbol -> its value on the run
-    edit: str = ""            # a substring of the first advice's edit
-    verify: str = ""          # "fixed", "not fixed" or "refused" (why --verify); "" not run
-    survives: bool = False    # the job ends well (a graph break or a recompile); else it dies of the failure
+    edit: str = ""  # a substring of the first advice's edit
+    verify: str = ""  # "fixed", "not fixed" or "refused" (why --verify); "" not run
+    survives: bool = False  # the job ends well (a graph break or a recompile); else it dies of the failure
     also: tuple[str, ...] = ()  # advice kinds that must follow the first
 
     @property
@@ -44,8 +45,17 @@ class Case:
 
 CASES = [
     # run-time asserts that real data broke (the job dies of them)
-    Case("pairs_view", ("aot_eager",), "runtime_assert", "make_valid_for_all", "Eq(Mod(u0, 2), 0)", {"u0": 9},
-         "on this run u0 was 9", verify="not fixed", also=("check_where_made",)),
+    Case(
+        "pairs_view",
+        ("aot_eager",),
+        "runtime_assert",
+        "make_valid_for_all",
+        "Eq(Mod(u0, 2), 0)",
+        {"u0": 9},
+        "on this run u0 was 9",
+        verify="not fixed",
+        also=("check_where_made",),
+    ),
     Case("pairs_view", ("eager",), "runtime_assert", "make_valid_for_all", "Eq(Mod(u0, 2), 0)", {"u0": 9}),
     Case("pairs_view", ("inductor",), "runtime_assert", "make_valid_for_all", "Eq(Mod(u0, 2), 0)", {"u0": 9}),
     Case("killed_pairs", (), "runtime_assert", "make_valid_for_all", "Eq(Mod(u0, 2), 0)", {"u0": 9}),
@@ -54,24 +64,56 @@ CASES = [
     Case("unique_groups", (), "runtime_assert", "make_valid_for_all", "Eq(Mod(u0, 4), 0)", {"u0": 7}),
     Case("item_bound", (), "runtime_assert", "make_valid_for_all", "u0 <= 8", {"u0": 12}, "`n <= 8` is False"),
     # constraint violations: a dimension marked dynamic that the code does not allow
-    Case("marked_branch", (), "constraint_violation", "maybe_mark_dynamic", edit="maybe_mark_dynamic(x, 0)",
-         verify="fixed"),
-    Case("marked_broadcast", (), "constraint_violation", "maybe_mark_dynamic", edit="maybe_mark_dynamic(batch, 0)",
-         verify="fixed"),
-    Case("marked_range", (), "constraint_violation", "dim_range", edit="mark_dynamic(x, 0, min=6, max=16)",
-         verify="fixed"),
+    Case(
+        "marked_branch",
+        (),
+        "constraint_violation",
+        "maybe_mark_dynamic",
+        edit="maybe_mark_dynamic(x, 0)",
+        verify="fixed",
+    ),
+    Case(
+        "marked_broadcast",
+        (),
+        "constraint_violation",
+        "maybe_mark_dynamic",
+        edit="maybe_mark_dynamic(batch, 0)",
+        verify="fixed",
+    ),
+    Case(
+        "marked_range",
+        (),
+        "constraint_violation",
+        "dim_range",
+        edit="mark_dynamic(x, 0, min=6, max=16)",
+        verify="fixed",
+    ),
     # a data-dependent branch: the value on the run says which side happened
-    Case("empty_or_not", ("0.5",), "data_dependent", "torch_check", "Eq(u0, 0)", {"u0": 3},
-         "torch._check(picked.numel() != 0)`: on this run u0 was 3", verify="fixed"),
+    Case(
+        "empty_or_not",
+        ("0.5",),
+        "data_dependent",
+        "torch_check",
+        "Eq(u0, 0)",
+        {"u0": 3},
+        "torch._check(picked.numel() != 0)`: on this run u0 was 3",
+        verify="fixed",
+    ),
     Case("empty_or_not", ("0.95",), "data_dependent", "torch_cond", "Eq(u0, 0)", {"u0": 0}),
     Case("killed_branch", (), "data_dependent", "torch_check", "Eq(u0, 0)", {"u0": 3}),
     Case("tensor_branch", (), "graph_break", "torch_cond", verify="refused"),
     Case("item_break", (), "graph_break", "capture_scalar_outputs", verify="fixed", survives=True),
     # recompiles named from the graph's inputs compared with the call, in the caller's names
-    Case("batch_in_dict", (), "recompile", "mark_dynamic", edit="mark_dynamic(inputs['x'], 0)", verify="fixed",
-         survives=True),
-    Case("llama_longer", (), "recompile", "mark_dynamic", edit="mark_dynamic(ids, 1)", verify="fixed",
-         survives=True),
+    Case(
+        "batch_in_dict",
+        (),
+        "recompile",
+        "mark_dynamic",
+        edit="mark_dynamic(inputs['x'], 0)",
+        verify="fixed",
+        survives=True,
+    ),
+    Case("llama_longer", (), "recompile", "mark_dynamic", edit="mark_dynamic(ids, 1)", verify="fixed", survives=True),
     # kinds with no pattern are explained generically: the line (never "unknown") and PyTorch's text
     Case("recompile_limit", (), "recompile_limit", ""),
     Case("shape_mismatch", (), "fake_tensor_error", ""),
@@ -86,9 +128,23 @@ def marker_line(script: str, tag: str) -> int:
 
 def _capture(case: Case, directory: Path) -> dict:
     store = directory / f"{case.id}.dynrep"
-    done = subprocess.run([sys.executable, "-m", "dynamo_replay", "capture", "-o", str(store),
-                           str(JOBS / f"{case.script}.py"), *case.args], cwd=directory, capture_output=True,
-                          text=True, timeout=600, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dynamo_replay",
+            "capture",
+            "-o",
+            str(store),
+            str(JOBS / f"{case.script}.py"),
+            *case.args,
+        ],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
     return {"store": store, "returncode": done.returncode, "stderr": done.stderr}
 
 
@@ -142,12 +198,18 @@ def test_why_names_the_failure(case, captured):
         assert "RuntimeError" in run["stderr"] or case.script == "killed_pairs"  # that job exits on the spot
         listed = json.loads(_inspect("ls", "--json", str(run["store"])).stdout)
         assert [c["runtime_failures"] for c in listed["compiles"]] == [1]
-        assert re.search(rf"{entry['compile_id']} +{entry['function']} .* run failed ", _inspect("ls", str(run["store"])).stdout)
+        assert re.search(
+            rf"{entry['compile_id']} +{entry['function']} .* run failed ", _inspect("ls", str(run["store"])).stdout
+        )
 
 
 def _verify(store: Path, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dynamo_replay", "why", "--verify", "--json", str(store), *extra],
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "dynamo_replay", "why", "--verify", "--json", str(store), *extra],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -179,8 +241,12 @@ def test_verify_refuses_a_changed_script(tmp_path):
     script = tmp_path / "job.py"
     shutil.copy(JOBS / "marked_branch.py", script)
     store = tmp_path / "job.dynrep"
-    subprocess.run([sys.executable, "-m", "dynamo_replay", "capture", "-o", str(store), str(script)], cwd=tmp_path,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "dynamo_replay", "capture", "-o", str(store), str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=300,
+    )
     script.write_text(script.read_text().replace("y + 1", "y + 2"))
     done = _verify(store)
     assert done.returncode == 2 and f"{script} changed since the capture" in done.stderr
@@ -206,8 +272,12 @@ def test_every_failure_kind_has_a_row():
     docs/why.md's table, and the table names nothing capture does not."""
     from dynamo_replay._torch import shapes as _torch_shapes
 
-    kinds = {kind for _, kind in _torch_shapes._KINDS} | {"data_dependent_int", "other", "runtime_assert",
-                                                          "runtime_error"}
+    kinds = {kind for _, kind in _torch_shapes._KINDS} | {
+        "data_dependent_int",
+        "other",
+        "runtime_assert",
+        "runtime_error",
+    }
     assert _table_kinds("Failure kinds") == kinds
 
 
@@ -232,18 +302,32 @@ def _failed_call(events) -> None:
 # without the write): (what happens, the events it puts, whether the job may die of it).
 WRITTEN_AT_ONCE = [
     ("compiled code fails", _failed_call, ["dynamo_replay.runtime_failure"], True),
-    ("a compile fails", lambda events: events.logged("compilation_metrics", (0, 0, 0),
-                                                     {"fail_type": "UserError", "fail_reason": "Eq(u0, 0)"}, None),
-     ["dynamo_replay.compile_failure"], True),
-    ("a compile ends", lambda events: events.logged("compilation_metrics", (0, 0, 0), {"fail_type": None}, None),
-     [], False),
-    ("a guard is added", lambda events: events.logged("guard_added_fast", (0, 0, 0), {"expr": "s0 > 1"}, None),
-     ["dynamo_replay.shape_guard"], False),
+    (
+        "a compile fails",
+        lambda events: events.logged(
+            "compilation_metrics", (0, 0, 0), {"fail_type": "UserError", "fail_reason": "Eq(u0, 0)"}, None
+        ),
+        ["dynamo_replay.compile_failure"],
+        True,
+    ),
+    (
+        "a compile ends",
+        lambda events: events.logged("compilation_metrics", (0, 0, 0), {"fail_type": None}, None),
+        [],
+        False,
+    ),
+    (
+        "a guard is added",
+        lambda events: events.logged("guard_added_fast", (0, 0, 0), {"expr": "s0 > 1"}, None),
+        ["dynamo_replay.shape_guard"],
+        False,
+    ),
 ]
 
 
-@pytest.mark.parametrize("happen, puts, written", [row[1:] for row in WRITTEN_AT_ONCE],
-                         ids=[row[0] for row in WRITTEN_AT_ONCE])
+@pytest.mark.parametrize(
+    "happen, puts, written", [row[1:] for row in WRITTEN_AT_ONCE], ids=[row[0] for row in WRITTEN_AT_ONCE]
+)
 def test_a_failure_the_job_may_die_of_is_written_before_the_job_goes_on(happen, puts, written) -> None:
     from dynamo_replay.capture.shape_events import ShapeEvents
 

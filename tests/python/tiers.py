@@ -95,8 +95,11 @@ def is_slow(nodeid: str) -> bool | None:
 def unmatched(nodeids: list[str]) -> list[str]:
     """The lines whose file was collected but that match none of its tests."""
     files = {nodeid.split("::")[0] for nodeid in nodeids}
-    return [line for line in SLOW + FAST
-            if line.split("::")[0] in files and not any(_matches(nodeid, line) for nodeid in nodeids)]
+    return [
+        line
+        for line in SLOW + FAST
+        if line.split("::")[0] in files and not any(_matches(nodeid, line) for nodeid in nodeids)
+    ]
 
 
 def _matches(nodeid: str, line: str) -> bool:

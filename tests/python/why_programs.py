@@ -35,12 +35,19 @@ def _store_paths(directory: Path, program: str) -> dict[str, Path]:
 
 
 def _capture_in_child(directory: Path, programs: list[str]) -> None:
-    child = subprocess.run([sys.executable, __file__, str(directory), *programs], capture_output=True, text=True,
-                           errors="replace", timeout=300, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    child = subprocess.run(
+        [sys.executable, __file__, str(directory), *programs],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=300,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
     failed = [p for p in programs if not (directory / p / RUNS).exists()]
     if child.returncode != 0 or failed:
-        raise RuntimeError(f"capturing why-program {failed[:1]} failed (exit {child.returncode}):\n"
-                           f"{child.stderr[-4000:]}")
+        raise RuntimeError(
+            f"capturing why-program {failed[:1]} failed (exit {child.returncode}):\n{child.stderr[-4000:]}"
+        )
 
 
 def why_stores(directory: Path, programs: tuple[str, ...] = PROGRAMS) -> dict[str, dict[str, Path]]:
@@ -61,8 +68,9 @@ def inspect_all(stores: dict[str, dict[str, Path]], command: str) -> dict[str, d
     for program, variants in stores.items():
         out[program] = {}
         for variant, path in variants.items():
-            result = subprocess.run([inspect_executable(), command, "--json", str(path)], capture_output=True,
-                                    text=True, timeout=60)
+            result = subprocess.run(
+                [inspect_executable(), command, "--json", str(path)], capture_output=True, text=True, timeout=60
+            )
             assert result.returncode == 0, result.stderr
             out[program][variant] = json.loads(result.stdout)
     return out

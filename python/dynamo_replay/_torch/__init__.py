@@ -29,18 +29,51 @@ from dynamo_replay._torch.graphs import decompose_to_core_aten, graph_snapshot
 from dynamo_replay._torch.guards import DroppedGuard, quiet_dropped_guards, record_dropped_guards
 from dynamo_replay._torch.inductor import _clear_isa_caches, probed_vec_isas, reuse_vec_isa_probe
 from dynamo_replay._torch.precompile import PrecompileSafety, StableAutogradCacheKeys, quiet_missing_backend
-from dynamo_replay._torch.settings import (PRECOMPILE_SETTINGS, apply_settings, current_compile_id,
-                                           forget_earlier_cache_artifacts, fx_builtin_import, import_compiler,
-                                           module_globals, skip_unique_ids, tensor_bytes, tracing_shape_env,
-                                           unique_ids_used)
+from dynamo_replay._torch.settings import (
+    PRECOMPILE_SETTINGS,
+    apply_settings,
+    current_compile_id,
+    forget_earlier_cache_artifacts,
+    fx_builtin_import,
+    import_compiler,
+    module_globals,
+    skip_unique_ids,
+    tensor_bytes,
+    tracing_shape_env,
+    unique_ids_used,
+)
 from dynamo_replay.descriptions import describe_value
 
 __all__ = [
     # The rooms, by name (_torch.releases.CURRENT, _torch.shapes...).
-    "graphs", "guards", "inductor", "ranks", "releases", "settings", "shapes",
-    "DroppedGuard", "PRECOMPILE_SETTINGS", "PrecompileSafety", "StableAutogradCacheKeys", "apply_settings",
-    "current_compile_id", "decompose_to_core_aten", "describe_value", "forget_earlier_cache_artifacts",
-    "fx_builtin_import", "graph_snapshot", "import_compiler", "module_globals", "probed_vec_isas",
-    "quiet_dropped_guards", "quiet_missing_backend", "record_dropped_guards", "reuse_vec_isa_probe",
-    "skip_unique_ids", "tensor_bytes", "tracing_shape_env", "unique_ids_used", "_clear_isa_caches",
+    "graphs",
+    "guards",
+    "inductor",
+    "ranks",
+    "releases",
+    "settings",
+    "shapes",
+    "DroppedGuard",
+    "PRECOMPILE_SETTINGS",
+    "PrecompileSafety",
+    "StableAutogradCacheKeys",
+    "apply_settings",
+    "current_compile_id",
+    "decompose_to_core_aten",
+    "describe_value",
+    "forget_earlier_cache_artifacts",
+    "fx_builtin_import",
+    "graph_snapshot",
+    "import_compiler",
+    "module_globals",
+    "probed_vec_isas",
+    "quiet_dropped_guards",
+    "quiet_missing_backend",
+    "record_dropped_guards",
+    "reuse_vec_isa_probe",
+    "skip_unique_ids",
+    "tensor_bytes",
+    "tracing_shape_env",
+    "unique_ids_used",
+    "_clear_isa_caches",
 ]

@@ -63,7 +63,12 @@ def decompose_to_core_aten(module: Any, extra: dict[Any, Any] | None = None) -> 
 
     table = dict(core_aten_decompositions())
     for op, decomposition in decomposition_table.items():
-        if isinstance(op, torch._ops.OpOverload) and op not in table and torch.Tag.core not in op.tags and op.namespace == "aten":
+        if (
+            isinstance(op, torch._ops.OpOverload)
+            and op not in table
+            and torch.Tag.core not in op.tags
+            and op.namespace == "aten"
+        ):
             table[op] = decomposition
     for op, decomposition in (extra or {}).items():
         table.setdefault(op, decomposition)

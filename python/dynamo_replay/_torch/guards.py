@@ -33,10 +33,17 @@ import logging
 import re
 import sys
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from dynamo_replay._torch import releases
-from dynamo_replay.descriptions import describe_like, describe_state, describe_value, identity_used_as_key, pinned_module
+from dynamo_replay.descriptions import (
+    describe_like,
+    describe_state,
+    describe_value,
+    identity_used_as_key,
+    pinned_module,
+)
 from dynamo_replay.schema import frame_name
 
 # What happens to each guard kind (GuardBuilder's methods) under replay: 2.13's kinds here, and
@@ -52,8 +59,11 @@ _GUARD_TABLE_2_13: dict[str, tuple[str, str]] = {
     "TENSOR_MATCH": (KEPT, "dtype, device, sizes, strides, requires_grad and dispatch keys are saved by value"),
     "SHAPE_ENV": (KEPT, "symbolic-shape guards are saved as expressions over the inputs"),
     "DUPLICATE_INPUT": (KEPT, "saved as a pair of sources"),
-    "TYPE_MATCH": (KEPT, "the class is saved by reference; replay also checks a user class's contents "
-                         "(methods and constants), which identity cannot carry"),
+    "TYPE_MATCH": (
+        KEPT,
+        "the class is saved by reference; replay also checks a user class's contents "
+        "(methods and constants), which identity cannot carry",
+    ),
     "FAKE_SCRIPT_TYPE_MATCH": (KEPT, "the script class is saved by name"),
     "EQUALS_MATCH": (KEPT, "the expected value is saved; replay checks it was not re-read from a live object"),
     "CONSTANT_MATCH": (KEPT, "as EQUALS_MATCH (None and bool become NONE_MATCH / BOOL_MATCH)"),
@@ -73,9 +83,12 @@ _GUARD_TABLE_2_13: dict[str, tuple[str, str]] = {
     "TUPLE_ITERATOR_LEN": (KEPT, "the length is saved"),
     "RANGE_ITERATOR_MATCH": (KEPT, "start, stop, step and length are saved"),
     "COUNT_ITERATOR_MATCH": (KEPT, "the count's state is saved"),
-    "EMPTY_NN_MODULE_HOOKS_DICT": (RECHECKED, "PyTorch skips module hook guards (skip_nn_module_hook_guards); "
-                                              "capture records each guarded module's hooks, replay compares them "
-                                              "at install"),
+    "EMPTY_NN_MODULE_HOOKS_DICT": (
+        RECHECKED,
+        "PyTorch skips module hook guards (skip_nn_module_hook_guards); "
+        "capture records each guarded module's hooks, replay compares them "
+        "at install",
+    ),
     "DISPATCH_KEY_SET_MATCH": (KEPT, "the key set is saved"),
     "TENSOR_SUBCLASS_METADATA_MATCH": (KEPT, "the metadata is saved by value"),
     "DTENSOR_SPEC_MATCH": (KEPT, "the spec is saved by value"),
@@ -89,26 +102,41 @@ _GUARD_TABLE_2_13: dict[str, tuple[str, str]] = {
     "FUNCTORCH_STACK_MATCH": (KEPT, "the functorch layers are saved"),
     "DUAL_LEVEL": (KEPT, "the forward-AD level is saved"),
     "FSDP_TRAINING_STATE": (KEPT, "the state is saved by value"),
-    "ID_MATCH": (RECHECKED, "identity cannot travel; the value's description can, where it is faithful: "
-                            "modules, functions, classes, enum members, constants and containers of them; an "
-                            "object copy.deepcopy guarded (it uses the identity only as its memo's key) by its "
-                            "class and state"),
-    "FUNCTION_MATCH": (RECHECKED, "PyTorch cannot save it: capture leaves it out of the saved frame and records "
-                                  "the function by module, name, code, defaults, keyword defaults and closure"),
+    "ID_MATCH": (
+        RECHECKED,
+        "identity cannot travel; the value's description can, where it is faithful: "
+        "modules, functions, classes, enum members, constants and containers of them; an "
+        "object copy.deepcopy guarded (it uses the identity only as its memo's key) by its "
+        "class and state",
+    ),
+    "FUNCTION_MATCH": (
+        RECHECKED,
+        "PyTorch cannot save it: capture leaves it out of the saved frame and records "
+        "the function by module, name, code, defaults, keyword defaults and closure",
+    ),
     "CLOSURE_MATCH": (RECHECKED, "as FUNCTION_MATCH (PyTorch's precompile drops it itself)"),
-    "CLASS_MATCH": (RECHECKED, "PyTorch cannot save it: capture leaves it out of the saved frame and records the "
-                               "class by module, name and contents"),
-    "MODULE_MATCH": (RECHECKED, "PyTorch cannot save it: capture leaves it out of the saved frame and records the "
-                                "module by name"),
+    "CLASS_MATCH": (
+        RECHECKED,
+        "PyTorch cannot save it: capture leaves it out of the saved frame and records the "
+        "class by module, name and contents",
+    ),
+    "MODULE_MATCH": (
+        RECHECKED,
+        "PyTorch cannot save it: capture leaves it out of the saved frame and records the module by name",
+    ),
     "BUILTIN_MATCH": (RECHECKED, "a builtin by name, and that the frame's globals do not shadow it"),
-    "NN_MODULE": (COMPILED, "dropped by PyTorch's precompile, and an nn.Module instance has no faithful "
-                            "description: its frame compiles"),
+    "NN_MODULE": (
+        COMPILED,
+        "dropped by PyTorch's precompile, and an nn.Module instance has no faithful description: its frame compiles",
+    ),
     "WEAKREF_ALIVE": (COMPILED, "an object's lifetime in the captured process says nothing about this one"),
     "DICT_VERSION": (COMPILED, "a dict's version counter is per process"),
 }
 # The running release's table.
-GUARD_TABLE: dict[str, tuple[str, str]] = {**_GUARD_TABLE_2_13,
-                                           **(releases.CURRENT.guard_kinds if releases.CURRENT else {})}
+GUARD_TABLE: dict[str, tuple[str, str]] = {
+    **_GUARD_TABLE_2_13,
+    **(releases.CURRENT.guard_kinds if releases.CURRENT else {}),
+}
 
 
 def guard_table_every_release() -> dict[str, tuple[str, str, str]]:
@@ -118,6 +146,7 @@ def guard_table_every_release() -> dict[str, tuple[str, str, str]]:
         for kind, row in release.guard_kinds.items():
             table.setdefault(kind, (*row, release.line))
     return table
+
 
 # Kinds of the entries capture adds to PyTorch's dropped guards: a user class's contents (its
 # identity guard cannot say what its methods are) and a module's hooks (PyTorch does not guard them).
@@ -137,6 +166,7 @@ def code_key(code: types.CodeType) -> str:
 
 
 # --- sources: Dynamo's names for guarded values, read in another process ------------------------
+
 
 def readable_source(source: str, resolve_builtins: bool = True) -> str:
     """The expression that reads a guarded value in a frame's scope. With resolve_builtins, a
@@ -166,8 +196,12 @@ def checked_on_every_call(guard: DroppedGuard) -> bool:
     """Whether replay adds this dropped guard to the frame's guards. Builtins and module hooks
     are checked once, at install: PyTorch itself does not check hooks added after a compile,
     and a check per call of every module's hooks would cost more than the guards it keeps."""
-    return guard.risky and guard.value is not None and guard.kind != MODULE_HOOKS \
+    return (
+        guard.risky
+        and guard.value is not None
+        and guard.kind != MODULE_HOOKS
         and not _BUILTIN_SOURCE.match(guard.source)
+    )
 
 
 def _in_frame(guard: DroppedGuard) -> bool:
@@ -199,6 +233,7 @@ def _holder_is_pinned(expression: str, scope: dict[str, Any]) -> bool:
 
 # --- capture: the guards precompile drops ----------------------------------------------------
 
+
 @dataclasses.dataclass(frozen=True)
 class DroppedGuard:
     """A guard PyTorch's caching precompile left out of a saved frame."""
@@ -212,9 +247,14 @@ class DroppedGuard:
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> DroppedGuard:
-        return DroppedGuard(kind=str(data["kind"]), source=str(data["source"]), frame=str(data.get("frame", "?")),
-                            value=data.get("value") or None, risky=bool(data.get("risky", True)),
-                            line=str(data.get("line", "")))
+        return DroppedGuard(
+            kind=str(data["kind"]),
+            source=str(data["source"]),
+            frame=str(data.get("frame", "?")),
+            value=data.get("value") or None,
+            risky=bool(data.get("risky", True)),
+            line=str(data.get("line", "")),
+        )
 
 
 class _DroppedGuardFilter(logging.Filter):
@@ -277,8 +317,9 @@ def _dropped_guard(kind: str, source: str) -> DroppedGuard:
     # Not risky: held by torch or the standard library, or a global Dynamo installs with the
     # saved frame itself (an import it needs).
     risky = not (scope is not None and _holder_is_pinned(source, scope)) and not _DYNAMO_GLOBAL.match(source)
-    return DroppedGuard(kind=kind, source=source, frame=code_key(code) if code else "?", value=value, risky=risky,
-                        line=line)
+    return DroppedGuard(
+        kind=kind, source=source, frame=code_key(code) if code else "?", value=value, risky=risky, line=line
+    )
 
 
 # Guard kinds PyTorch 2.13's serializer refuses (CheckFunctionManager.UNSUPPORTED_SERIALIZATION_
@@ -327,6 +368,7 @@ def pin_in_capture(manager: Any, pins: list[tuple[_LiveExpression, Any]]) -> Non
     """Keeps each guard UnsaveableGuardDrop left out in force in the capture process: the
     source must still hold the very object it held at compile time."""
     for live, value in pins:
+
         def check(f_locals: Any, live: _LiveExpression = live, value: Any = value) -> bool:
             try:
                 return live.value(f_locals) is value
@@ -364,6 +406,7 @@ def add_log_filter(logger_name: str, log_filter: logging.Filter) -> Callable[[],
 
 # --- replay: dropped guards checked again ------------------------------------------------------
 
+
 def recheck_at_install(guard: DroppedGuard, local_scope: dict[str, Any], global_scope: dict[str, Any]) -> str | None:
     """Why a saved frame must not be used because of this dropped guard, or None. On user code
     (risky): a value the capture could not describe faithfully fails closed; a global that
@@ -371,11 +414,19 @@ def recheck_at_install(guard: DroppedGuard, local_scope: dict[str, Any], global_
     to the call-time check. On what torch or the standard library holds (pinned by the
     fingerprint): compared where it was described and can be read, never failing closed."""
     if guard.value is None:
-        return f"{guard.source} ({guard.kind}) has no description that another process can compare" \
-            if guard.risky else None
+        return (
+            f"{guard.source} ({guard.kind}) has no description that another process can compare"
+            if guard.risky
+            else None
+        )
     try:
-        now = describe_like(guard.value, eval(readable_source(guard.source, _in_frame(guard)),  # noqa: S307 - a Dynamo source
-                                  _eval_scope(local_scope, global_scope)))
+        now = describe_like(
+            guard.value,
+            eval(
+                readable_source(guard.source, _in_frame(guard)),  # noqa: S307 - a Dynamo source
+                _eval_scope(local_scope, global_scope),
+            ),
+        )
     except Exception as error:
         if not guard.risky or "L[" in guard.source:
             return None  # pinned, or an argument: checked on each call
@@ -421,8 +472,11 @@ def aliasing_guards(tree: list[str]) -> list[AliasingGuard]:
     """The object-aliasing guards of a captured tree that read globals (`G['CURRENT'] is G['A']`).
     Replay evaluates each over the live globals when it installs the frame, so a refusal names
     the guard on every release; and on every call where PyTorch evaluates it over its saved copy."""
-    return [AliasingGuard(found.group(2), found.group(1) == "OBJECT_ALIASING")
-            for line in tree if (found := _ALIASING.match(line)) and "G[" in found.group(2)]
+    return [
+        AliasingGuard(found.group(2), found.group(1) == "OBJECT_ALIASING")
+        for line in tree
+        if (found := _ALIASING.match(line)) and "G[" in found.group(2)
+    ]
 
 
 def add_live_aliasing_check(manager: Any, guard: AliasingGuard, global_scope: dict[str, Any]) -> str | None:
@@ -500,7 +554,7 @@ def guard_tree_lines(manager: Any) -> list[str]:
             body = _MANAGER_DETAILS.sub("", body)
         found = _NO_ALIASING.search(body)
         if found:
-            body = body[:found.start()] + "check_no_aliasing(" + ", ".join(sorted(found.group(1).split(", "))) + ")"
+            body = body[: found.start()] + "check_no_aliasing(" + ", ".join(sorted(found.group(1).split(", "))) + ")"
         lines.append(body)
     return sorted(lines)
 

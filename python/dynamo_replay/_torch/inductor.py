@@ -8,7 +8,6 @@ import functools
 import sys
 from typing import Any
 
-
 # The extras Inductor probes on top of an ISA: record key -> the ISA attribute its probe sets.
 _ISA_EXTRAS = {"avx512_bf16": "_is_avx512_bf16_supported", "amx_fp16": "_is_amx_fp16_supported"}
 
@@ -22,8 +21,10 @@ def probed_vec_isas() -> list[dict[str, Any]] | None:
 
     if valid_vec_isa_list.cache_info().currsize == 0:
         return None
-    return [{"isa": str(isa), **{key: bool(getattr(isa, attr, False)) for key, attr in _ISA_EXTRAS.items()}}
-            for isa in valid_vec_isa_list()]
+    return [
+        {"isa": str(isa), **{key: bool(getattr(isa, attr, False)) for key, attr in _ISA_EXTRAS.items()}}
+        for isa in valid_vec_isa_list()
+    ]
 
 
 def reuse_vec_isa_probe(recorded: list[Any]) -> bool:
@@ -82,8 +83,10 @@ def isa_probe_sources() -> set[str]:
 
     return {
         value.strip()
-        for cls in vars(cpu_vec_isa).values() if isinstance(cls, type) and issubclass(cls, cpu_vec_isa.VecISA)
-        for name, value in vars(cls).items() if name.endswith("_code") and isinstance(value, str)
+        for cls in vars(cpu_vec_isa).values()
+        if isinstance(cls, type) and issubclass(cls, cpu_vec_isa.VecISA)
+        for name, value in vars(cls).items()
+        if name.endswith("_code") and isinstance(value, str)
     }
 
 

@@ -15,7 +15,8 @@ import pickle
 import sys
 import time
 import types
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from dynamo_replay._torch.guards import code_key
 from dynamo_replay.descriptions import code_digest, digests_kept
@@ -58,9 +59,14 @@ class SafeDynamoCache:
     compiled twice is installed once (the entries belong to its code object).
     """
 
-    def __init__(self, vetting: FrameVetting, report: Callable[[str, InstallReport], None],
-                 modules: dict[str, str], proceed: Callable[[], bool] = lambda: True,
-                 later: dict[str, list[tuple[int, bytes]]] | None = None) -> None:
+    def __init__(
+        self,
+        vetting: FrameVetting,
+        report: Callable[[str, InstallReport], None],
+        modules: dict[str, str],
+        proceed: Callable[[], bool] = lambda: True,
+        later: dict[str, list[tuple[int, bytes]]] | None = None,
+    ) -> None:
         from torch._dynamo import package
 
         self._original = package.DynamoCache
@@ -105,8 +111,14 @@ class SafeDynamoCache:
             try:
                 results = take()
             except Exception as error:  # PyTorch's reader: the function compiles as usual
-                report = InstallReport(skipped=[(getattr(fn, "__qualname__", repr(fn)),
-                                                 f"its saved package does not read ({type(error).__name__}: {error})")])
+                report = InstallReport(
+                    skipped=[
+                        (
+                            getattr(fn, "__qualname__", repr(fn)),
+                            f"its saved package does not read ({type(error).__name__}: {error})",
+                        )
+                    ]
+                )
                 self._report(getattr(fn, "__qualname__", repr(fn)), report)
                 return _no_cleanup
             if results:
@@ -153,14 +165,22 @@ class SafeDynamoCache:
             try:
                 package = CompilePackage(fn, result.dynamo)  # checks versions and inlined sources
                 with digests_kept():
-                    _install_entries(package, fn, result.backends, self._vetting, report, installed, self._modules,
-                                     lambda frame, backend_id: _Hits(self.hits, (generations.get(backend_id, 0), frame)))
+                    _install_entries(
+                        package,
+                        fn,
+                        result.backends,
+                        self._vetting,
+                        report,
+                        installed,
+                        self._modules,
+                        lambda frame, backend_id: _Hits(self.hits, (generations.get(backend_id, 0), frame)),
+                    )
                 self._installed.append(package)
             except Exception as error:  # the whole function compiles as usual
                 for scope, global_name in installed:
                     scope.pop(global_name, None)
                 with contextlib.suppress(Exception):
-                    _reset_precompile_entries(getattr(fn, "__code__"))
+                    _reset_precompile_entries(fn.__code__)
                 report.installed = 0
                 report.skipped.append((frame, f"{type(error).__name__}: {error}"))
         report.seconds = time.perf_counter() - start
@@ -197,15 +217,23 @@ def _package_mismatch(fn: Callable[..., Any], dynamo: Any) -> str | None:
         return "its saved package holds no code"
     saved = SerializedCode.to_code_object(dynamo.codes[0].python_code)
     if code_digest(saved) != code_digest(code):  # the same code compiles the same; guards check the rest
-        return (f"the package PyTorch saved under its name and first line is for other code, in "
-                f"{saved.co_filename} (PyTorch 2.13 keys saved frames by name and first line only)")
+        return (
+            f"the package PyTorch saved under its name and first line is for other code, in "
+            f"{saved.co_filename} (PyTorch 2.13 keys saved frames by name and first line only)"
+        )
     return None
 
 
-def _install_entries(package: Any, fn: Callable[..., Any], backends: dict[str, Any],
-                     vetting: FrameVetting, report: InstallReport,
-                     installed: list[tuple[dict[str, Any], str]], modules: dict[str, str],
-                     hits: Callable[[str, str], _Hits]) -> None:
+def _install_entries(
+    package: Any,
+    fn: Callable[..., Any],
+    backends: dict[str, Any],
+    vetting: FrameVetting,
+    report: InstallReport,
+    installed: list[tuple[dict[str, Any], str]],
+    modules: dict[str, str],
+    hits: Callable[[str, str], _Hits],
+) -> None:
     """CompilePackage.install, with each guarded entry loaded on its own (PyTorch 2.13 loads
     them all or fails): what PyTorch installs per code object, in the same order. One change:
     the compiled function's own frame runs with the globals of the module that defines its
@@ -225,7 +253,9 @@ def _install_entries(package: Any, fn: Callable[..., Any], backends: dict[str, A
         context = _compile_frame_context(code) if entry.has_compile_id else contextlib.nullcontext()
         with context:
             module = sys.modules[entry.python_module]
-            scope = getattr(package._innermost_fn, "__globals__", module.__dict__) if code is main_code else module.__dict__
+            scope = (
+                getattr(package._innermost_fn, "__globals__", module.__dict__) if code is main_code else module.__dict__
+            )
             for alias, module_name in entry.import_sources.items():
                 install_global(scope, alias, importlib.import_module(module_name))
             if entry.install_to_global:
@@ -293,23 +323,30 @@ def _merged_packages(found: list[tuple[int, Any]]) -> tuple[Any, dict[str, int]]
     backends = dict(first.backends)
 
     def identity(code: Any) -> tuple[Any, ...]:
-        return (code.python_module, code.code_source, code.python_code.co_name, code.python_code.co_firstlineno,
-                tuple(code.function_names))
+        return (
+            code.python_module,
+            code.code_source,
+            code.python_code.co_name,
+            code.python_code.co_firstlineno,
+            tuple(code.function_names),
+        )
 
     for generation, later in found[1:]:
         backends.update(later.backends)
         for code in later.dynamo.codes:
-            made_by.update({backend_id: generation for backend_id in code.backend_ids})
+            made_by.update(dict.fromkeys(code.backend_ids, generation))
             index = next((i for i, known in enumerate(codes) if identity(known) == identity(code)), None)
             if index is None:
                 codes.append(code)
                 continue
             known = codes[index]
             codes[index] = dataclasses.replace(
-                known, guarded_codes=[*known.guarded_codes, *code.guarded_codes],
+                known,
+                guarded_codes=[*known.guarded_codes, *code.guarded_codes],
                 backend_ids=[*known.backend_ids, *(b for b in code.backend_ids if b not in known.backend_ids)],
                 import_sources={**known.import_sources, **code.import_sources},
-                bypassed=known.bypassed and code.bypassed)
+                bypassed=known.bypassed and code.bypassed,
+            )
     merged = dataclasses.replace(first, dynamo=dataclasses.replace(first.dynamo, codes=codes), backends=backends)
     return merged, made_by
 
@@ -347,8 +384,10 @@ def load_later_generation(data: bytes) -> dict[str, bytes]:
     return packages
 
 
-_NO_BACKEND = ("its compiled graph is not in the store: PyTorch 2.13's precompile saves graphs compiled by "
-               "Inductor, not by other backends (aot_eager, eager)")
+_NO_BACKEND = (
+    "its compiled graph is not in the store: PyTorch 2.13's precompile saves graphs compiled by "
+    "Inductor, not by other backends (aot_eager, eager)"
+)
 
 
 def _load_guards_state(data: bytes) -> tuple[Any, list[str]]:
@@ -378,8 +417,12 @@ def _load_guards_state(data: bytes) -> tuple[Any, list[str]]:
     class LenientUnpickler(unpickler):  # type: ignore[misc, valid-type]
         def find_class(self, module: str, name: str) -> Any:
             found = super().find_class(module, name)
-            if isinstance(found, type) and isinstance(_own_attributes(found).get("__setstate__"), types.FunctionType) \
-                    and found.__dictoffset__ and not issubclass(found, (torch.Tensor, torch.nn.Module)):
+            if (
+                isinstance(found, type)
+                and isinstance(_own_attributes(found).get("__setstate__"), types.FunctionType)
+                and found.__dictoffset__
+                and not issubclass(found, (torch.Tensor, torch.nn.Module))
+            ):
                 try:
                     replacement = _lenient_class(found)
                 except TypeError:  # a C type that cannot be subclassed: restored as usual
@@ -454,8 +497,10 @@ def _fill_missing(state: Any, local_scope: dict[str, Any], global_scope: dict[st
     from torch._dynamo.guards import _Missing
 
     filled = []
-    for scope, live, prefix in ((state.output_graph.local_scope, local_scope, "L"),
-                                (state.output_graph.global_scope, global_scope, "G")):
+    for scope, live, prefix in (
+        (state.output_graph.local_scope, local_scope, "L"),
+        (state.output_graph.global_scope, global_scope, "G"),
+    ):
         for name, value in list(scope.items()):
             if isinstance(value, _Missing) and name in live:
                 scope[name] = live[name]

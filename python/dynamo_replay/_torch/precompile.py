@@ -10,12 +10,25 @@ import dataclasses
 import inspect
 import types
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from dynamo_replay._torch.guards import (CLASS_CONTENTS, MODULE_HOOKS, DroppedGuard, QuietLog, UnsaveableGuardDrop,
-                                         add_log_filter, code_key, describe_module_hooks, guard_builder_frames,
-                                         guard_tree_lines, guards_state_key, module_hooks_source, pin_in_capture,
-                                         user_line)
+from dynamo_replay._torch.guards import (
+    CLASS_CONTENTS,
+    MODULE_HOOKS,
+    DroppedGuard,
+    QuietLog,
+    UnsaveableGuardDrop,
+    add_log_filter,
+    code_key,
+    describe_module_hooks,
+    guard_builder_frames,
+    guard_tree_lines,
+    guards_state_key,
+    module_hooks_source,
+    pin_in_capture,
+    user_line,
+)
 from dynamo_replay.descriptions import describe_value, digests_kept, pinned_by_build
 
 
@@ -49,6 +62,7 @@ class StableAutogradCacheKeys:
 
 # --- capture and replay: one frame's precompile failure stays that frame's -------------------
 
+
 class PrecompileSafety:
     """Swaps two PyTorch 2.13 precompile classes for subclasses that fail one frame, not a job.
 
@@ -68,15 +82,19 @@ class PrecompileSafety:
     recorded (replay, where a recompile needs no record).
     """
 
-    def __init__(self, note: Callable[[str, str], None],
-                 note_class: Callable[[DroppedGuard], None] | None = None,
-                 note_tree: Callable[[str, list[str]], None] | None = None) -> None:
+    def __init__(
+        self,
+        note: Callable[[str, str], None],
+        note_class: Callable[[DroppedGuard], None] | None = None,
+        note_tree: Callable[[str, list[str]], None] | None = None,
+    ) -> None:
         from torch._dynamo import convert_frame, package
 
         self._originals = (package.CompilePackage, convert_frame.CheckFunctionManager, convert_frame.ConvertFrame)
         package.CompilePackage = _safe_package_class(package.CompilePackage, note)
-        convert_frame.CheckFunctionManager = _safe_guards_class(convert_frame.CheckFunctionManager, note, note_class,
-                                                                note_tree)
+        convert_frame.CheckFunctionManager = _safe_guards_class(
+            convert_frame.CheckFunctionManager, note, note_class, note_tree
+        )
         convert_frame.ConvertFrame = _packaged_ddp_class(convert_frame.ConvertFrame)
         self._unquiet = add_log_filter("torch._dynamo.output_graph", QuietLog("Detected a package bypass"))
 
@@ -126,9 +144,16 @@ def _safe_package_class(base: type, note: Callable[[str, str], None]) -> type:
                     note(code_key(code), _naming_failure(code))
                     # A bypassed entry outside the package: PyTorch's methods skip it.
                     detached[code] = _DynamoCodeCacheEntry(
-                        python_code=SerializedCode.from_code_object(code), python_module=code.co_filename,
-                        function_names=[], guarded_codes=[], import_sources={}, backend_ids=[], code_source=None,
-                        install_to_global=False, bypassed=True)
+                        python_code=SerializedCode.from_code_object(code),
+                        python_module=code.co_filename,
+                        function_names=[],
+                        guarded_codes=[],
+                        import_sources={},
+                        backend_ids=[],
+                        code_source=None,
+                        install_to_global=False,
+                        bypassed=True,
+                    )
             if code not in detached:
                 with super().code_context(code):
                     yield
@@ -142,12 +167,23 @@ def _safe_package_class(base: type, note: Callable[[str, str], None]) -> type:
     return SafeCompilePackage
 
 
-def _safe_guards_class(base: type, note: Callable[[str, str], None],
-                       note_class: Callable[[DroppedGuard], None] | None,
-                       note_tree: Callable[[str, list[str]], None] | None) -> type:
+def _safe_guards_class(
+    base: type,
+    note: Callable[[str, str], None],
+    note_class: Callable[[DroppedGuard], None] | None,
+    note_tree: Callable[[str, list[str]], None] | None,
+) -> type:
     class SafeCheckFunctionManager(base):  # type: ignore[misc, valid-type]
-        def __init__(self, f_code: types.CodeType, output_graph: Any, cache_entries: Any = None,
-                     guard_fail_fn: Any = None, guard_filter_fn: Any = None, *args: Any, **kwargs: Any) -> None:
+        def __init__(
+            self,
+            f_code: types.CodeType,
+            output_graph: Any,
+            cache_entries: Any = None,
+            guard_fail_fn: Any = None,
+            guard_filter_fn: Any = None,
+            *args: Any,
+            **kwargs: Any,
+        ) -> None:
             drop = None
             if note_class is not None and output_graph is not None:  # capture: guards it can re-check are saved
                 drop = guard_filter_fn = UnsaveableGuardDrop(guard_filter_fn, note_class)
@@ -194,14 +230,30 @@ def _note_user_objects(builder: Any, sorted_guards: Any, note_class: Callable[[D
             continue
         value = builder.get(guard)
         if isinstance(value, torch.nn.Module):
-            note_class(DroppedGuard(kind=MODULE_HOOKS, source=module_hooks_source(guard.name), frame=frame, risky=True,
-                                    line=user_line(guard), value=describe_module_hooks(value)))
+            note_class(
+                DroppedGuard(
+                    kind=MODULE_HOOKS,
+                    source=module_hooks_source(guard.name),
+                    frame=frame,
+                    risky=True,
+                    line=user_line(guard),
+                    value=describe_module_hooks(value),
+                )
+            )
         cls = type(value)
         if pinned_by_build(cls) or cls in seen:
             continue
         seen.add(cls)
-        note_class(DroppedGuard(kind=CLASS_CONTENTS, source=f"type({guard.name})", frame=frame,
-                                value=describe_value(cls), risky=True, line=user_line(guard)))
+        note_class(
+            DroppedGuard(
+                kind=CLASS_CONTENTS,
+                source=f"type({guard.name})",
+                frame=frame,
+                value=describe_value(cls),
+                risky=True,
+                line=user_line(guard),
+            )
+        )
 
 
 def _naming_failure(code: types.CodeType) -> str:
@@ -212,8 +264,7 @@ def _naming_failure(code: types.CodeType) -> str:
         where = "a property"
     else:
         where = "a function defined inside another, or renamed"
-    return (f"{code.co_name} is {where}: PyTorch 2.13 cannot save a frame whose code it cannot name "
-            f"from its module")
+    return f"{code.co_name} is {where}: PyTorch 2.13 cannot save a frame whose code it cannot name from its module"
 
 
 def _property_names(code: types.CodeType) -> set[str]:
@@ -232,5 +283,3 @@ def _saving_failure(error: Exception) -> str:
     if "defined in local scope" in line:
         return f"its guards check an object whose class is defined inside a function, which PyTorch 2.13 cannot save ({text})"
     return f"PyTorch 2.13 cannot save its guards: {text}"
-
-

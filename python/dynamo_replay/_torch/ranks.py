@@ -4,7 +4,8 @@ callbacks (where a rank that refused its store says so)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def process_group_rank() -> tuple[int, int] | None:

@@ -24,22 +24,34 @@ class Release:
     guard_kinds: dict[str, GuardRow] = dataclasses.field(default_factory=dict)
 
 
-_COW = ("compiled", "PyTorch's saved frame keeps no real tensor for it to read, and its guards do not load "
-                    "(`COW_TENSOR_MATCH requires a plain Tensor`): the frame compiles, named in the summary")
-_STREAM = ("kept", "whether the stream is the device's current one is saved by value; PyTorch checks it "
-                   "on every call")
+_COW = (
+    "compiled",
+    "PyTorch's saved frame keeps no real tensor for it to read, and its guards do not load "
+    "(`COW_TENSOR_MATCH requires a plain Tensor`): the frame compiles, named in the summary",
+)
+_STREAM = ("kept", "whether the stream is the device's current one is saved by value; PyTorch checks it on every call")
 _REVERSED = ("kept", "the reversed list iterator's remaining length is saved by value")
 
-RELEASES: dict[str, Release] = {r.line: r for r in (
-    Release(line="2.13", tested="2.13.0"),
-    Release(line="2.14", tested="2.14.1", guard_kinds={"COW_TENSOR_MATCH": _COW}),
-    Release(line="2.15", tested="2.15.0", guard_kinds={"COW_TENSOR_MATCH": _COW, "CURRENT_STREAM_MATCH": _STREAM,
-                                                        "LIST_REVERSEITERATOR_LEN": _REVERSED}),
-)}
+RELEASES: dict[str, Release] = {
+    r.line: r
+    for r in (
+        Release(line="2.13", tested="2.13.0"),
+        Release(line="2.14", tested="2.14.1", guard_kinds={"COW_TENSOR_MATCH": _COW}),
+        Release(
+            line="2.15",
+            tested="2.15.0",
+            guard_kinds={
+                "COW_TENSOR_MATCH": _COW,
+                "CURRENT_STREAM_MATCH": _STREAM,
+                "LIST_REVERSEITERATOR_LEN": _REVERSED,
+            },
+        ),
+    )
+}
 
 
 def release_line(version: str) -> str:
-    """"2.15" for "2.15.0+cu132"; the version itself when it does not start with two numbers."""
+    """ "2.15" for "2.15.0+cu132"; the version itself when it does not start with two numbers."""
     found = re.match(r"(\d+)\.(\d+)", version)
     return f"{found.group(1)}.{found.group(2)}" if found else version
 
@@ -50,8 +62,9 @@ def release_for(version: str) -> Release | None:
 
 
 def unsupported_message(version: str) -> str:
-    return (f"PyTorch {version} is not a release dynamo-replay supports "
-            f"({', '.join(r.tested for r in RELEASES.values())})")
+    return (
+        f"PyTorch {version} is not a release dynamo-replay supports ({', '.join(r.tested for r in RELEASES.values())})"
+    )
 
 
 def _current() -> tuple[str, Release | None]:

@@ -9,8 +9,8 @@ import itertools
 import re
 import sys
 import types
-from typing import Any, Callable
-
+from collections.abc import Callable
+from typing import Any
 
 # The config values a precompile capture sets, and replay sets from what the store recorded.
 # (module, name, value). They stay set for the rest of the process: a function compiled with
@@ -139,8 +139,11 @@ def module_globals(transformed: types.CodeType) -> dict[str, str]:
     output = frame.f_locals["output"]
     names = set(transformed.co_names) | set(getattr(output, "installed_globals", ()))
     scope = output.global_scope
-    return {name: scope[name].__name__ for name in sorted(names)
-            if _INSTALLED_BY_ID.match(name) and isinstance(scope.get(name), types.ModuleType)}
+    return {
+        name: scope[name].__name__
+        for name in sorted(names)
+        if _INSTALLED_BY_ID.match(name) and isinstance(scope.get(name), types.ModuleType)
+    }
 
 
 def config_modules() -> dict[str, Any]:

@@ -19,7 +19,8 @@ import re
 import sys
 import types
 import weakref
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 _MAX_DEPTH = 120  # how far up a trace event's caller chain to look
 # Files whose frames are PyTorch's or Python's machinery, never the user's line.
@@ -27,8 +28,14 @@ _MACHINERY = re.compile(r"[/\\](torch|runpy|importlib|contextlib|functools|loggi
 
 
 # Functions whose frame says which stage of a compile is running.
-_PHASES = {"aot_module_simplified": "aot", "create_aot_state": "aot", "aot_function": "aot",
-           "fx_codegen_and_compile": "inductor", "compile_fx_inner": "inductor", "_call_user_compiler": "backend"}
+_PHASES = {
+    "aot_module_simplified": "aot",
+    "create_aot_state": "aot",
+    "aot_function": "aot",
+    "fx_codegen_and_compile": "inductor",
+    "compile_fx_inner": "inductor",
+    "_call_user_compiler": "backend",
+}
 
 
 def _frames(depth: int = 2) -> Iterator[types.FrameType]:
@@ -129,8 +136,13 @@ def guard_context() -> dict[str, Any]:
         if frame.f_code.co_name == "_log_guard":
             local = frame.f_locals
             prefix = str(local.get("prefix", ""))
-            kind = ("runtime_assert" if prefix.startswith("runtime_assert")
-                    else "guard_suppressed" if "suppressed" in prefix else "guard")
+            kind = (
+                "runtime_assert"
+                if prefix.startswith("runtime_assert")
+                else "guard_suppressed"
+                if "suppressed" in prefix
+                else "guard"
+            )
             return {"kind": kind, "expr": local.get("g"), "shape_env": local.get("self")}
     return {}
 
@@ -180,9 +192,17 @@ def failure_facts(error: BaseException) -> dict[str, Any]:
                 break
     integer = expr is not None and not getattr(expr, "is_Boolean", False) and not getattr(expr, "is_Relational", False)
     message = str(error).strip().splitlines()
-    facts = {"type": type(error).__qualname__, "chain": chain, "kind": failure_kind(errors, integer),
-             "expr": "" if expr is None else str(expr), "symbols": free_symbols(expr), "integer": integer,
-             "gb_type": gb_type, "user_frame": frame, "message": message[0] if message else ""}
+    facts = {
+        "type": type(error).__qualname__,
+        "chain": chain,
+        "kind": failure_kind(errors, integer),
+        "expr": "" if expr is None else str(expr),
+        "symbols": free_symbols(expr),
+        "integer": integer,
+        "gb_type": gb_type,
+        "user_frame": frame,
+        "message": message[0] if message else "",
+    }
     if facts["kind"] == "constraint_violation":
         facts["constraints"] = constraint_facts(error)
     return facts
@@ -338,8 +358,16 @@ def constraint_facts(error: BaseException) -> list[dict[str, Any]]:
             if isinstance(constraint, StrictMinMaxConstraint):
                 asked = [_bound(constraint.vr.lower), _bound(constraint.vr.upper)]
             size = fake.shape[dim]
-            entry: dict[str, Any] = {"source": name, "tensor": source.name, "dim": dim, "asked": asked,
-                                     "specialized": None, "symbol": "", "allowed": None, "user_frame": None}
+            entry: dict[str, Any] = {
+                "source": name,
+                "tensor": source.name,
+                "dim": dim,
+                "asked": asked,
+                "specialized": None,
+                "symbol": "",
+                "allowed": None,
+                "user_frame": None,
+            }
             symbol = _symbol_of(size)
             if symbol is None:
                 entry["specialized"] = int(size)
@@ -491,9 +519,16 @@ def live_partial_graph() -> PartialGraph | None:
         copy, copied = torch.fx.Graph(), {}
         copy.graph_copy(output.graph, copied)
         originals = {copied[node].name: node for node in output.graph.nodes if node in copied}
-        kept = PartialGraph(nodes=list(copy.nodes), originals=originals, modules=dict(output.nn_modules),
-                            graph_args={node.name: node.meta["grapharg"] for node in output.graph.nodes
-                                        if node.op == "placeholder" and "grapharg" in node.meta})
+        kept = PartialGraph(
+            nodes=list(copy.nodes),
+            originals=originals,
+            modules=dict(output.nn_modules),
+            graph_args={
+                node.name: node.meta["grapharg"]
+                for node in output.graph.nodes
+                if node.op == "placeholder" and "grapharg" in node.meta
+            },
+        )
         cleanups = getattr(output, "cleanups", None)
         if isinstance(cleanups, list):
             cleanups.append(_ReadFakesFirst(kept))
@@ -584,6 +619,12 @@ def graph_tensor_inputs(module: Any) -> list[dict[str, Any]]:
         if not isinstance(fake, torch.Tensor) or not isinstance(source, str):
             continue
         sizes = [None if isinstance(d, torch.SymInt) else int(d) for d in fake.shape]
-        out.append({"source": source, "sizes": sizes, "dtype": str(fake.dtype).removeprefix("torch."),
-                    "requires_grad": bool(fake.requires_grad)})
+        out.append(
+            {
+                "source": source,
+                "sizes": sizes,
+                "dtype": str(fake.dtype).removeprefix("torch."),
+                "requires_grad": bool(fake.requires_grad),
+            }
+        )
     return out

@@ -4,7 +4,8 @@ built and the compiler's identity, the replay data, and the signature over all o
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from dynamo_replay import kernels, schema, signing
 from dynamo_replay._core import Artifact, Store
@@ -19,8 +20,15 @@ class Artifacts:
         self.signed: dict[str, tuple[str, bytes]] = {}  # name -> (media type, bytes), kept only when signing
 
     def put(self, name: str, media_type: str, data: bytes, attributes: dict[str, str] | None = None) -> None:
-        self._store.put(Artifact(name=name, media_type=media_type, blob_key=self._store.put_blob(data),
-                                 size=len(data), attributes=attributes or {}))
+        self._store.put(
+            Artifact(
+                name=name,
+                media_type=media_type,
+                blob_key=self._store.put_blob(data),
+                size=len(data),
+                attributes=attributes or {},
+            )
+        )
         if self.signing_key:  # the bytes are kept only when they will be signed
             self.signed[name] = (media_type, data)
 
@@ -52,8 +60,12 @@ class Artifacts:
                 self.put(name, schema.KERNEL_MEDIA_TYPE, path.read_bytes())
             if libraries:
                 identity = kernels.compiler_identity()
-                self.put(schema.TOOLCHAIN_NAME, schema.TOOLCHAIN_MEDIA_TYPE, json.dumps(identity).encode(),
-                         {"name": identity["name"]})
+                self.put(
+                    schema.TOOLCHAIN_NAME,
+                    schema.TOOLCHAIN_MEDIA_TYPE,
+                    json.dumps(identity).encode(),
+                    {"name": identity["name"]},
+                )
         except Exception:
             self._note_failure("kernel libraries")
 
@@ -64,5 +76,9 @@ class Artifacts:
     def sign(self) -> None:
         """Adds the signature over every artifact put so far (none may follow it)."""
         signature = signing.sign(self.signing_key, self.signed).encode()
-        self.put(schema.SIGNATURE_NAME, schema.SIGNATURE_MEDIA_TYPE, signature,
-                 {"algorithm": signing.ALGORITHM, "covers": str(len(self.signed))})
+        self.put(
+            schema.SIGNATURE_NAME,
+            schema.SIGNATURE_MEDIA_TYPE,
+            signature,
+            {"algorithm": signing.ALGORITHM, "covers": str(len(self.signed))},
+        )

@@ -6,7 +6,8 @@ compiled frame gets."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from dynamo_replay import schema
 from dynamo_replay._torch import shapes as _torch_shapes

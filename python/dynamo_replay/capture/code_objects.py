@@ -17,9 +17,20 @@ if TYPE_CHECKING:
     from dynamo_replay.capture.session import Session
 
 _FIELDS = (
-    "co_name", "co_qualname", "co_filename", "co_firstlineno", "co_argcount", "co_posonlyargcount",
-    "co_kwonlyargcount", "co_nlocals", "co_stacksize", "co_flags", "co_names", "co_varnames",
-    "co_freevars", "co_cellvars",
+    "co_name",
+    "co_qualname",
+    "co_filename",
+    "co_firstlineno",
+    "co_argcount",
+    "co_posonlyargcount",
+    "co_kwonlyargcount",
+    "co_nlocals",
+    "co_stacksize",
+    "co_flags",
+    "co_names",
+    "co_varnames",
+    "co_freevars",
+    "co_cellvars",
 )
 
 
@@ -45,12 +56,18 @@ class CodeObjects:
             fields = code_fields(c)
             if role == "original":
                 self.keep_source(c, fields)
-            store.put(CodeObject(
-                compile_id=compile_id, role=role, name=c.co_qualname, filename=c.co_filename,
-                first_line=c.co_firstlineno, fields_json=json.dumps(fields, default=repr),
-                bytecode_key=store.put_blob(c.co_code),
-                disassembly_key=store.put_blob(dis.Bytecode(c).dis().encode()),
-            ))
+            store.put(
+                CodeObject(
+                    compile_id=compile_id,
+                    role=role,
+                    name=c.co_qualname,
+                    filename=c.co_filename,
+                    first_line=c.co_firstlineno,
+                    fields_json=json.dumps(fields, default=repr),
+                    bytecode_key=store.put_blob(c.co_code),
+                    disassembly_key=store.put_blob(dis.Bytecode(c).dis().encode()),
+                )
+            )
         if self._session.precompile:
             self.module_globals.update(_torch.module_globals(new_code))
 

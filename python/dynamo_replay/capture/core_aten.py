@@ -15,7 +15,8 @@ over unchanged.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from dynamo_replay import _torch
 from dynamo_replay.capture import graph_ir
@@ -32,8 +33,13 @@ def _rename_refs(value: Any, names: dict[str, str]) -> Any:
     return value
 
 
-def core_aten_ir(snapshot: Any, original: dict[str, Any], put_blob: Callable[[bytes], str], constant_limit: int,
-                 scope_by_seq: dict[int, list[dict[str, str]]] | None) -> dict[str, Any]:
+def core_aten_ir(
+    snapshot: Any,
+    original: dict[str, Any],
+    put_blob: Callable[[bytes], str],
+    constant_limit: int,
+    scope_by_seq: dict[int, list[dict[str, str]]] | None,
+) -> dict[str, Any]:
     """The graph IR of `snapshot` (graph_snapshot of the graph `original` was read from),
     decomposed to Core ATen; raises where PyTorch cannot retrace it."""
     decomposed = _torch.decompose_to_core_aten(snapshot, extra_decompositions())
@@ -41,8 +47,10 @@ def core_aten_ir(snapshot: Any, original: dict[str, Any], put_blob: Callable[[by
     before = [n for n in original["nodes"] if n["op"] == "placeholder"]
     after = [n for n in ir["nodes"] if n["op"] == "placeholder"]
     if len(before) != len(after) or len(graph_ir.output_refs(ir)) != len(graph_ir.output_refs(original)):
-        raise ValueError(f"the decomposed graph takes {len(after)} inputs and returns {len(graph_ir.output_refs(ir))} "
-                         f"values, the original {len(before)} and {len(graph_ir.output_refs(original))}")
+        raise ValueError(
+            f"the decomposed graph takes {len(after)} inputs and returns {len(graph_ir.output_refs(ir))} "
+            f"values, the original {len(before)} and {len(graph_ir.output_refs(original))}"
+        )
     # The original's input names (a backward graph's saved values are named after the forward
     # nodes that made them) replace the retrace's; a retraced node that has one of those names
     # takes a fresh one.
@@ -50,7 +58,9 @@ def core_aten_ir(snapshot: Any, original: dict[str, Any], put_blob: Callable[[by
     used = {n["name"] for n in ir["nodes"]} | set(names.values())
     for node in ir["nodes"]:
         if node["op"] != "placeholder" and node["name"] in names.values():
-            fresh = next(f"{node['name']}_core{i}" for i in range(len(used) + 1) if f"{node['name']}_core{i}" not in used)
+            fresh = next(
+                f"{node['name']}_core{i}" for i in range(len(used) + 1) if f"{node['name']}_core{i}" not in used
+            )
             used.add(fresh)
             names[node["name"]] = fresh
     for node in ir["nodes"]:

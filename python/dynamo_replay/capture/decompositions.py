@@ -9,8 +9,19 @@ import math
 from typing import Any
 
 
-def flash_attention_backward(grad_out: Any, query: Any, key: Any, value: Any, out: Any, logsumexp: Any,
-                             dropout_p: float, is_causal: bool, *, attn_mask: Any = None, scale: Any = None) -> Any:
+def flash_attention_backward(
+    grad_out: Any,
+    query: Any,
+    key: Any,
+    value: Any,
+    out: Any,
+    logsumexp: Any,
+    dropout_p: float,
+    is_causal: bool,
+    *,
+    attn_mask: Any = None,
+    scale: Any = None,
+) -> Any:
     """The gradients of softmax(q k^T * scale + mask) v, from the forward's logsumexp:
     p = exp(s - lse), dv = p^T do, ds = p * (do v^T - rowsum(do * out)), dq = ds k * scale,
     dk = ds^T q * scale. Grouped-query attention (fewer key heads) sums each group's gradients."""

@@ -33,9 +33,15 @@ class GraphCalls:
             if id(scope.get(name)) in taken:
                 continue
 
-            def record(inputs: list, outputs: list, backward: bool = False, rng_state: Any = None,
-                       name: str = name) -> None:
-                sample = {"graph": name, "inputs": inputs, "outputs": outputs, "pass": "backward" if backward else "forward"}
+            def record(
+                inputs: list, outputs: list, backward: bool = False, rng_state: Any = None, name: str = name
+            ) -> None:
+                sample = {
+                    "graph": name,
+                    "inputs": inputs,
+                    "outputs": outputs,
+                    "pass": "backward" if backward else "forward",
+                }
                 if rng_state is not None:
                     sample["rng_state"] = rng_state
                 session.put_event(schema.EVENT_SAMPLE, compile_id, sample, None)
@@ -52,8 +58,9 @@ class GraphCalls:
                 except Exception:
                     session.note_failure("symbol values")
 
-            recorder = tensor_samples.CallRecorder(scope, name, session.sample_limit, session.store.put_blob, record,
-                                                   session.parameters, failed, outputs)
+            recorder = tensor_samples.CallRecorder(
+                scope, name, session.sample_limit, session.store.put_blob, record, session.parameters, failed, outputs
+            )
             recorder.install()
             self.recorders.append((compile_id, recorder))
 

@@ -66,9 +66,12 @@ def tangent_sources(fw_metadata: Any) -> list[int] | None:
         inputs = fw_metadata.input_info
         sources = [i for i, index in enumerate(mutated) if inputs[index].mutates_data and inputs[index].requires_grad]
         for i, info in enumerate(fw_metadata.output_info):
-            if (getattr(info.output_type, "name", "") in ("non_alias", "unsafe_view_alias", "custom_function_view")
-                    and isinstance(info.raw_type, type) and issubclass(info.raw_type, torch.Tensor)
-                    and info.requires_grad_for_backward):
+            if (
+                getattr(info.output_type, "name", "") in ("non_alias", "unsafe_view_alias", "custom_function_view")
+                and isinstance(info.raw_type, type)
+                and issubclass(info.raw_type, torch.Tensor)
+                and info.requires_grad_for_backward
+            ):
                 sources.append(len(mutated) + i)
         start = len(mutated) + len(fw_metadata.output_info)
         sources.extend(range(start, start + int(fw_metadata.num_intermediate_bases)))

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from dynamo_replay import _torch
 from dynamo_replay.capture.graph_text import schema_of
@@ -26,8 +27,12 @@ from dynamo_replay.capture.tensor_samples import stored_bytes
 
 FORMAT = 2
 # Structured-trace event -> the local variable of the logging function that holds the graph.
-GRAPH_LOCALS = {"dynamo_output_graph": "gm", "aot_forward_graph": "fw_module",
-                "aot_backward_graph": "bw_module", "aot_inference_graph": "fw_module"}
+GRAPH_LOCALS = {
+    "dynamo_output_graph": "gm",
+    "aot_forward_graph": "fw_module",
+    "aot_backward_graph": "bw_module",
+    "aot_inference_graph": "fw_module",
+}
 IR_GRAPHS = tuple(GRAPH_LOCALS)
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)\n(?P<code>[^\n]*)')
@@ -42,6 +47,7 @@ def graph_being_logged(event: str) -> tuple[Any, dict[str, Any]] | None:
 
 # --- values -------------------------------------------------------------------------------
 
+
 def _dim(value: Any) -> int | str:
     return value if isinstance(value, int) else str(value)  # a SymInt prints its expression
 
@@ -51,8 +57,10 @@ def describe_meta(value: Any) -> Any:
     import torch
 
     if isinstance(value, torch.Tensor):
-        entry: dict[str, Any] = {"dtype": str(value.dtype).removeprefix("torch."),
-                                 "shape": [_dim(d) for d in value.shape]}
+        entry: dict[str, Any] = {
+            "dtype": str(value.dtype).removeprefix("torch."),
+            "shape": [_dim(d) for d in value.shape],
+        }
         try:
             entry["stride"] = [_dim(s) for s in value.stride()]
         except RuntimeError:  # sparse and nested tensors have no strides
@@ -127,14 +135,14 @@ def target_name(node: Any) -> str:
 
 # --- where a node comes from --------------------------------------------------------------
 
+
 def user_location(stack_trace: str | None) -> dict[str, Any] | None:
     """The innermost frame of a node's stack trace: file, line, function and the code text."""
     frames = list(_FRAME.finditer(stack_trace or ""))
     if not frames:
         return None
     last = frames[-1]
-    return {"file": last["file"], "line": int(last["line"]), "function": last["function"],
-            "code": last["code"].strip()}
+    return {"file": last["file"], "line": int(last["line"]), "function": last["function"], "code": last["code"].strip()}
 
 
 def module_path(source_name: str) -> str:
@@ -170,6 +178,7 @@ def input_role(source: Any, example: Any) -> dict[str, Any]:
 
 # --- the graph ----------------------------------------------------------------------------
 
+
 def _constant(module: Any, target: str, put_blob: Callable[[bytes], str], budget: list[int]) -> dict[str, Any]:
     import torch
 
@@ -184,8 +193,13 @@ def _constant(module: Any, target: str, put_blob: Callable[[bytes], str], budget
     return entry | stored_bytes(value, budget, put_blob, "constant")
 
 
-def graph_ir(event: str, module: Any, put_blob: Callable[[bytes], str], constant_limit: int,
-             scope_by_seq: dict[int, list[dict[str, str]]] | None = None) -> dict[str, Any]:
+def graph_ir(
+    event: str,
+    module: Any,
+    put_blob: Callable[[bytes], str],
+    constant_limit: int,
+    scope_by_seq: dict[int, list[dict[str, str]]] | None = None,
+) -> dict[str, Any]:
     """Graph IR of one graph module. `scope_by_seq` (forward node seq_nr -> module scope) gives
     backward nodes, which PyTorch leaves without one, the scope of the forward node they differentiate."""
     nodes: list[dict[str, Any]] = []
@@ -219,14 +233,20 @@ def graph_ir(event: str, module: Any, put_blob: Callable[[bytes], str], constant
             entry["seq_nr"] = meta["seq_nr"]
         if node.op == "placeholder" and (grapharg := meta.get("grapharg")) is not None:
             entry["input"] = input_role(grapharg.source, value)
-        if node.op == "call_function" and "::" in entry["target"] and entry["target"] not in schemas:
-            if (schema := schema_of(entry["target"])) is not None:
-                schemas[entry["target"]] = schema
+        called = node.op == "call_function" and "::" in entry["target"] and entry["target"] not in schemas
+        if called and (schema := schema_of(entry["target"])) is not None:
+            schemas[entry["target"]] = schema
         if node.op == "get_attr":
             constants[node.target] = _constant(module, node.target, put_blob, budget)
         nodes.append(entry)
-    return {"format": FORMAT, "graph": event, "origin": "graph", "nodes": nodes, "schemas": schemas,
-            "constants": constants}
+    return {
+        "format": FORMAT,
+        "graph": event,
+        "origin": "graph",
+        "nodes": nodes,
+        "schemas": schemas,
+        "constants": constants,
+    }
 
 
 def scope_by_seq_nr(ir: dict[str, Any]) -> dict[int, list[dict[str, str]]]:
@@ -239,4 +259,10 @@ def output_refs(ir: dict[str, Any]) -> list[Any]:
     if output is None or not output["args"]:
         return []
     value = output["args"][0]
-    return value["tuple"] if isinstance(value, dict) and "tuple" in value else value if isinstance(value, list) else [value]
+    return (
+        value["tuple"]
+        if isinstance(value, dict) and "tuple" in value
+        else value
+        if isinstance(value, list)
+        else [value]
+    )

@@ -23,9 +23,20 @@ from typing import Any
 FORMAT = 1
 
 _DTYPES = {
-    "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64", "c64": "complex64",
-    "c128": "complex128", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8",
-    "b8": "bool", "f8e4m3fn": "float8_e4m3fn", "f8e5m2": "float8_e5m2",
+    "f16": "float16",
+    "bf16": "bfloat16",
+    "f32": "float32",
+    "f64": "float64",
+    "c64": "complex64",
+    "c128": "complex128",
+    "i8": "int8",
+    "i16": "int16",
+    "i32": "int32",
+    "i64": "int64",
+    "u8": "uint8",
+    "b8": "bool",
+    "f8e4m3fn": "float8_e4m3fn",
+    "f8e5m2": "float8_e5m2",
 }
 _TENSOR = re.compile(r"^(?P<dtype>\w+)\[(?P<shape>[^\]]*)\]\[(?P<stride>[^\]]*)\](?P<device>.*)$")
 _SYM = re.compile(r"^Sym\((?P<expr>.*)\)$")
@@ -40,8 +51,12 @@ def parse_meta(annotation: str) -> dict[str, Any]:
     """'f32[s0, 64][64, 1]cpu' -> dtype, shape, stride, device; 'Sym(s0)' -> a symbolic int."""
     if match := _TENSOR.match(annotation):
         abbreviation = match["dtype"]
-        return {"dtype": _DTYPES.get(abbreviation, abbreviation), "shape": _dims(match["shape"]),
-                "stride": _dims(match["stride"]), "device": match["device"] or "cpu"}
+        return {
+            "dtype": _DTYPES.get(abbreviation, abbreviation),
+            "shape": _dims(match["shape"]),
+            "stride": _dims(match["stride"]),
+            "device": match["device"] or "cpu",
+        }
     if match := _SYM.match(annotation):
         return {"sym": match["expr"]}
     return {"unparsed": annotation}
@@ -67,8 +82,15 @@ def _target(call: ast.expr) -> str:
     return dotted
 
 
-_BINARY = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv", ast.FloorDiv: "floordiv",
-           ast.Mod: "mod", ast.Pow: "pow"}
+_BINARY = {
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.Div: "truediv",
+    ast.FloorDiv: "floordiv",
+    ast.Mod: "mod",
+    ast.Pow: "pow",
+}
 
 
 def _argument(node: ast.expr, names: set[str]) -> Any:
@@ -116,7 +138,11 @@ def parse_readable(text: str) -> dict[str, Any]:
         if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
             target, value = statement.target.id, statement.value
             annotation = statement.annotation.value if isinstance(statement.annotation, ast.Constant) else ""
-        elif isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+        elif (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+        ):
             target, value, annotation = statement.targets[0].id, statement.value, ""
         else:
             continue
@@ -143,7 +169,7 @@ def parse_readable(text: str) -> dict[str, Any]:
     return {"format": FORMAT, "origin": "text", "nodes": nodes, "schemas": {}}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def schema_of(target: str) -> dict[str, Any] | None:
     """The operator's schema from the running PyTorch: arguments with types and defaults, returns.
     Cached: graphs share most operators, and schemas do not change within a process."""
@@ -167,9 +193,15 @@ def schema_of(target: str) -> dict[str, Any] | None:
     kwarg_only = {a.name for a in parsed.arguments.flat_kwarg_only}
     return {
         "text": text,
-        "arguments": [{"name": a.name, "type": str(a.type), "kwarg_only": a.name in kwarg_only,
-                       **({"default": a.default} if a.default is not None else {})}
-                      for a in parsed.arguments.flat_all],
+        "arguments": [
+            {
+                "name": a.name,
+                "type": str(a.type),
+                "kwarg_only": a.name in kwarg_only,
+                **({"default": a.default} if a.default is not None else {}),
+            }
+            for a in parsed.arguments.flat_all
+        ],
         "returns": [{"name": r.name or "", "type": str(r.type)} for r in parsed.returns],
     }
 
@@ -179,7 +211,7 @@ def graph_ir(text: str) -> dict[str, Any]:
     ir = parse_readable(text)
     for node in ir["nodes"]:
         target = node.get("target")
-        if node["op"] == "call_function" and target not in ir["schemas"]:
-            if (schema := schema_of(target)) is not None:
-                ir["schemas"][target] = schema
+        called = node["op"] == "call_function" and target not in ir["schemas"]
+        if called and (schema := schema_of(target)) is not None:
+            ir["schemas"][target] = schema
     return ir

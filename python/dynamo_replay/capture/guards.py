@@ -36,8 +36,11 @@ def parse_guard_tree(text: str) -> list[dict[str, Any]]:
         if not guard:
             continue
         parts = [part.strip() for part in guard["rest"].split("  # ")]
-        entry: dict[str, Any] = {"kind": guard["kind"], "source": next((s for s in reversed(sources) if s), ""),
-                                 "code": parts[0]}
+        entry: dict[str, Any] = {
+            "kind": guard["kind"],
+            "source": next((s for s in reversed(sources) if s), ""),
+            "code": parts[0],
+        }
         # Trailing comments: the user's source line, then where it is; or only a location.
         where = _WHERE.match(parts[-1]) if len(parts) > 1 else None
         if where:

@@ -10,8 +10,9 @@ from typing import Any
 from dynamo_replay._torch import shapes as _torch_shapes
 
 
-def partial_graph_values(error: BaseException, wanted: set[str], kept: _torch_shapes.PartialGraph | None,
-                         byte_limit: int = 256 << 20) -> dict[str, Any]:
+def partial_graph_values(
+    error: BaseException, wanted: set[str], kept: _torch_shapes.PartialGraph | None, byte_limit: int = 256 << 20
+) -> dict[str, Any]:
     """The values of the unbacked symbols `wanted` of a compile that failed on them (`kept`: the
     graph live_partial_graph kept when the last unbacked symbol was made, which made every
     wanted symbol). The random state is put back after. Empty when there is no graph, when the
@@ -23,8 +24,9 @@ def partial_graph_values(error: BaseException, wanted: set[str], kept: _torch_sh
     graph = _torch_shapes.failed_graph(error, kept)
     if graph is None:
         return {}
-    total = sum(value.numel() * value.element_size() for value in graph.inputs.values()
-                if isinstance(value, torch.Tensor))
+    total = sum(
+        value.numel() * value.element_size() for value in graph.inputs.values() if isinstance(value, torch.Tensor)
+    )
     if total > byte_limit:
         return {}
     try:

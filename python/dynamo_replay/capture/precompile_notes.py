@@ -30,8 +30,9 @@ class PrecompileNotes:
 
     def not_saved(self, frame: str, reason: str) -> None:
         self.not_packaged.append((frame, reason))
-        self._session.put_event(schema.EVENT_NOT_PACKAGED, _torch.current_compile_id(),
-                                {"frame": frame, "reason": reason}, None)
+        self._session.put_event(
+            schema.EVENT_NOT_PACKAGED, _torch.current_compile_id(), {"frame": frame, "reason": reason}, None
+        )
 
     def dropped_guard(self, guard: _torch.DroppedGuard) -> None:
         compile_id = _torch.current_compile_id()
@@ -41,8 +42,9 @@ class PrecompileNotes:
         self.risky_dropped += guard.risky
         self._session.replay_data.dropped_guards.append(guard)
         # In the event, a value without a faithful description is "" (the field is a string).
-        self._session.put_event(schema.EVENT_DROPPED_GUARD, compile_id,
-                                {**dataclasses.asdict(guard), "value": guard.value or ""}, None)
+        self._session.put_event(
+            schema.EVENT_DROPPED_GUARD, compile_id, {**dataclasses.asdict(guard), "value": guard.value or ""}, None
+        )
 
     def bypassed(self, compile_id: CompileId, reason: str) -> None:
         """A compile PyTorch left out of its package (its bypass artifact, a DDP split graph)."""
@@ -56,12 +58,17 @@ class PrecompileNotes:
         """One line per frame PyTorch's precompile could not save, and one for the guards it
         dropped; the details are in the store (replay-inspect show --guards)."""
         for frame, reason in self.not_packaged:
-            print(f"dynamo-replay: not saved for replay without Dynamo, compiles at replay: {frame}: {reason}",
-                  file=sys.stderr)
+            print(
+                f"dynamo-replay: not saved for replay without Dynamo, compiles at replay: {frame}: {reason}",
+                file=sys.stderr,
+            )
         if self.risky_dropped:
-            print(f"dynamo-replay: {len(self.dropped)} guards are not in PyTorch's saved frames (its precompile drops "
-                  f"identity guards); replay re-checks the {self.risky_dropped} on user code before using a frame "
-                  f"(replay-inspect show --guards)", file=sys.stderr)
+            print(
+                f"dynamo-replay: {len(self.dropped)} guards are not in PyTorch's saved frames (its precompile drops "
+                f"identity guards); replay re-checks the {self.risky_dropped} on user code before using a frame "
+                f"(replay-inspect show --guards)",
+                file=sys.stderr,
+            )
 
 
 def _reasons_by_frame(entries: list[tuple[str, str]]) -> dict[str, str]:

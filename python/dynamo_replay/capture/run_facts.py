@@ -11,7 +11,8 @@ Dynamo had traced so far on the frame's real inputs (capture/partial_graph_run.p
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from dynamo_replay import schema
 from dynamo_replay._torch import shapes as _torch_shapes
@@ -25,8 +26,9 @@ def _unbacked(symbol: str) -> bool:
 
 
 class RunFacts:
-    def __init__(self, put_event: PutEvent, shape_envs: dict[tuple[int, int, int], Any],
-                 write_now: Callable[[], None]) -> None:
+    def __init__(
+        self, put_event: PutEvent, shape_envs: dict[tuple[int, int, int], Any], write_now: Callable[[], None]
+    ) -> None:
         self.put_event = put_event
         self.write_now = write_now  # see ShapeEvents.write_now
         self.shape_envs = shape_envs  # compile id -> ShapeEnv (ShapeEvents keeps them)
@@ -55,8 +57,9 @@ class RunFacts:
         output = next((n for n in module.graph.nodes if n.op == "output"), None)
         if output is not None and output.args:
             values = output.args[0] if isinstance(output.args[0], (list, tuple)) else [output.args[0]]
-            self.output_fakes[compile_id] = [_torch_shapes.node_fake_value(v) if hasattr(v, "meta") else v
-                                             for v in values]
+            self.output_fakes[compile_id] = [
+                _torch_shapes.node_fake_value(v) if hasattr(v, "meta") else v for v in values
+            ]
 
     def outputs_seen(self, compile_id: tuple[int, int, int], graph: str, outputs: list[Any]) -> None:
         fakes = self.output_fakes.get(compile_id)
@@ -64,8 +67,12 @@ class RunFacts:
             return
         values = {s: v for s, v in _torch_shapes.values_from_fake(list(fakes), list(outputs)).items() if _unbacked(s)}
         if values:
-            self.put_event(schema.EVENT_SYMBOL_VALUES, compile_id,
-                           {"graph": graph, "call": 1, "from": "outputs", "values": values}, None)
+            self.put_event(
+                schema.EVENT_SYMBOL_VALUES,
+                compile_id,
+                {"graph": graph, "call": 1, "from": "outputs", "values": values},
+                None,
+            )
 
     def call_failed(self, compile_id: tuple[int, int, int], graph: str, call: int, error: BaseException) -> None:
         """Records a compiled graph's call that raised: once per exception, as it propagates."""
@@ -82,14 +89,28 @@ class RunFacts:
         for ra in _torch_shapes.runtime_asserts(self.shape_envs.get(compile_id)):
             if _torch_shapes.false_under(ra.expr, values):
                 expr = str(ra.expr)
-                failing.append({"expr": expr, "symbols": _torch_shapes.free_symbols(ra.expr),
-                                "message": str(getattr(ra, "msg", "") or ""),
-                                "user_frame": self.assert_frames.get((compile_id, expr))})
+                failing.append(
+                    {
+                        "expr": expr,
+                        "symbols": _torch_shapes.free_symbols(ra.expr),
+                        "message": str(getattr(ra, "msg", "") or ""),
+                        "user_frame": self.assert_frames.get((compile_id, expr)),
+                    }
+                )
         message = str(error).strip().splitlines()
-        self.put_event(schema.EVENT_RUNTIME_FAILURE, compile_id, {
-            "graph": graph, "call": call, "type": type(error).__qualname__,
-            "message": message[0] if message else "", "values": values, "asserts": failing,
-        }, None)
+        self.put_event(
+            schema.EVENT_RUNTIME_FAILURE,
+            compile_id,
+            {
+                "graph": graph,
+                "call": call,
+                "type": type(error).__qualname__,
+                "message": message[0] if message else "",
+                "values": values,
+                "asserts": failing,
+            },
+            None,
+        )
         self.write_now()  # the job may die of it on the spot
 
     def compile_failed(self, compile_id: tuple[int, int, int], error: BaseException, facts: dict[str, Any]) -> None:
@@ -99,5 +120,9 @@ class RunFacts:
             return
         values = partial_graph_values(error, wanted, self.partial_graphs.pop(compile_id, None))
         if values:
-            self.put_event(schema.EVENT_SYMBOL_VALUES, compile_id,
-                           {"graph": "dynamo_output_graph", "call": 0, "from": "partial_graph", "values": values}, None)
+            self.put_event(
+                schema.EVENT_SYMBOL_VALUES,
+                compile_id,
+                {"graph": "dynamo_output_graph", "call": 0, "from": "partial_graph", "values": values},
+                None,
+            )

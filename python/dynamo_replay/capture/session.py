@@ -13,10 +13,11 @@ import threading
 import time
 import traceback
 import warnings
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from types import CodeType, TracebackType
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from dynamo_replay import _torch, kernels, ranks, schema, signing
 from dynamo_replay._core import Manifest, Store, TraceEvent, __version__
@@ -39,8 +40,18 @@ class Session:
     """One capture's open store: every room writes its events through put_event and notes what
     went wrong through note_failure (a failure of capture never reaches the job)."""
 
-    def __init__(self, path: str, *, level: int, sample_limit: int, signing_key: bytes | None, precompile: bool,
-                 decompose: bool = True, parameters: bool = False, own_cache_dir: bool = True) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        level: int,
+        sample_limit: int,
+        signing_key: bytes | None,
+        precompile: bool,
+        decompose: bool = True,
+        parameters: bool = False,
+        own_cache_dir: bool = True,
+    ) -> None:
         self.store = Store.create(path, level=level, overwrite=True)
         self.pid = os.getpid()  # a forked child inherits the session but must not write the store
         self.cache = kernels.PrivateCacheDir() if own_cache_dir else kernels.CurrentCacheDir()
@@ -58,15 +69,25 @@ class Session:
         self.calls = GraphCalls(self)
         self.trace = TraceIntake(self)
 
-    def put_event(self, name: str, compile_id: tuple[int, int, int], metadata: Any, payload: str | bytes | None) -> None:
+    def put_event(
+        self, name: str, compile_id: tuple[int, int, int], metadata: Any, payload: str | bytes | None
+    ) -> None:
         if os.getpid() != self.pid:  # a forked child compiling: its events have no store to go to
             return
         key, size = "", 0
         if payload:
             data = payload.encode() if isinstance(payload, str) else payload
             key, size = self.store.put_blob(data), len(data)
-        self.store.put(TraceEvent(name=name, compile_id=compile_id, metadata_json=json.dumps(metadata, default=str),
-                                  payload_key=key, payload_size=size, time=time.time()))
+        self.store.put(
+            TraceEvent(
+                name=name,
+                compile_id=compile_id,
+                metadata_json=json.dumps(metadata, default=str),
+                payload_key=key,
+                payload_size=size,
+                time=time.time(),
+            )
+        )
 
     def bytecode_hook(self, code: CodeType, new_code: CodeType) -> None:
         try:
@@ -86,8 +107,12 @@ class Session:
         artifacts and the summary; the signature, with a key, covers every artifact before it."""
         self.precompile_notes.report()
         if exc is not None and not (isinstance(exc, SystemExit) and not exc.code):
-            self.put_event(schema.EVENT_ERROR, NO_COMPILE, {"type": exc_type.__qualname__, "message": str(exc)},
-                           "".join(traceback.format_exception(exc_type, exc, tb)))
+            self.put_event(
+                schema.EVENT_ERROR,
+                NO_COMPILE,
+                {"type": exc_type.__qualname__, "message": str(exc)},
+                "".join(traceback.format_exception(exc_type, exc, tb)),
+            )
         self.calls.save()
         self.structured.save()
         self.artifacts.save_mega_cache(self.replay_data)
@@ -124,9 +149,19 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
     once per store (blobs are deduplicated by content): see docs/mlir.md for what that costs.
     """
 
-    def __init__(self, path: str, *, level: int = 3, key: str | bytes | None = None, samples: bool = True,
-                 sample_limit_bytes: int = tensor_samples.DEFAULT_LIMIT_BYTES, precompile: bool = True,
-                 core_aten: bool = True, parameters: bool = False, own_cache_dir: bool = True) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        level: int = 3,
+        key: str | bytes | None = None,
+        samples: bool = True,
+        sample_limit_bytes: int = tensor_samples.DEFAULT_LIMIT_BYTES,
+        precompile: bool = True,
+        core_aten: bool = True,
+        parameters: bool = False,
+        own_cache_dir: bool = True,
+    ) -> None:
         # `why --verify` re-runs a job that captures itself: its store then goes where verify reads it.
         self.path = os.environ.get(schema.VERIFY_STORE_ENV) or str(path)
         self.precompile = precompile
@@ -142,18 +177,33 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
 
     def __enter__(self) -> capture:
         if _torch.releases.CURRENT is None:  # nothing of this torch's private layout is known
-            warnings.warn(f"dynamo-replay: {_torch.releases.unsupported_message(_torch.releases.VERSION)}: "
-                          f"nothing is captured to {self.path}, the job runs as usual", CaptureWarning, stacklevel=2)
+            warnings.warn(
+                f"dynamo-replay: {_torch.releases.unsupported_message(_torch.releases.VERSION)}: "
+                f"nothing is captured to {self.path}, the job runs as usual",
+                CaptureWarning,
+                stacklevel=2,
+            )
             return self
         self._job = ranks.job_rank()
         try:
-            session = Session(self._own_path(), level=self.level, sample_limit=self.sample_limit,
-                              signing_key=signing.resolve_key(self.key), precompile=self.precompile,
-                              decompose=self.core_aten, parameters=self.parameters, own_cache_dir=self.own_cache_dir)
+            session = Session(
+                self._own_path(),
+                level=self.level,
+                sample_limit=self.sample_limit,
+                signing_key=signing.resolve_key(self.key),
+                precompile=self.precompile,
+                decompose=self.core_aten,
+                parameters=self.parameters,
+                own_cache_dir=self.own_cache_dir,
+            )
         except StoreLockedError:  # a peer this process could not tell apart from itself writes it
-            warnings.warn(f"dynamo-replay: {self.path} is being written by another process: nothing is captured "
-                          f"here, the job runs as usual (for a job of many ranks, set RANK and WORLD_SIZE as "
-                          f"torchrun does, or call init_process_group before capture)", CaptureWarning, stacklevel=2)
+            warnings.warn(
+                f"dynamo-replay: {self.path} is being written by another process: nothing is captured "
+                f"here, the job runs as usual (for a job of many ranks, set RANK and WORLD_SIZE as "
+                f"torchrun does, or call init_process_group before capture)",
+                CaptureWarning,
+                stacklevel=2,
+            )
             return self
         self._session = session
         try:
@@ -166,12 +216,14 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
                 self._undo.append(_torch.record_dropped_guards(notes.dropped_guard))
                 self._undo.append(_torch.StableAutogradCacheKeys().remove)
             session.replay_data.environment = environment_fingerprint()
-            session.store.put(Manifest(
-                tool=f"dynamo-replay {__version__}",
-                created_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                command_line=list(sys.argv),
-                environment=session.replay_data.environment,
-            ))
+            session.store.put(
+                Manifest(
+                    tool=f"dynamo-replay {__version__}",
+                    created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    command_line=list(sys.argv),
+                    environment=session.replay_data.environment,
+                )
+            )
             session.put_event(schema.EVENT_JOB, NO_COMPILE, job_facts(), None)
             self._undo.append(trace_intake.listen(session))
             # Stacks name files by index into PyTorch's per-process intern table, which emits a
@@ -198,7 +250,9 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
             return self.path
         return ranks.side_store(self.path, job.rank)
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         session = self._session
         self._finish(exc_type, exc, tb)
         job = self._job
@@ -227,9 +281,16 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
     def __call__(self, fn: F) -> F:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with capture(self.path, level=self.level, key=self.key, samples=bool(self.sample_limit),
-                         sample_limit_bytes=self.sample_limit, precompile=self.precompile, core_aten=self.core_aten,
-                         parameters=self.parameters):
+            with capture(
+                self.path,
+                level=self.level,
+                key=self.key,
+                samples=bool(self.sample_limit),
+                sample_limit_bytes=self.sample_limit,
+                precompile=self.precompile,
+                core_aten=self.core_aten,
+                parameters=self.parameters,
+            ):
                 return fn(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]

@@ -14,7 +14,8 @@ import ast
 import json
 import re
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from dynamo_replay import schema
 from dynamo_replay._torch import shapes as _torch_shapes
@@ -24,8 +25,10 @@ from dynamo_replay.capture.run_facts import RunFacts
 
 PutEvent = Callable[[str, tuple[int, int, int], Any, Any], None]
 
-_TENSOR_MISMATCH = re.compile(r"tensor '(?P<name>.+?)' (?P<what>[\w ]+?) mismatch(?: at index (?P<index>\d+))?\. "
-                              r"expected (?P<expected>[^,]+?)(?:, actual (?P<seen>.+))?$")
+_TENSOR_MISMATCH = re.compile(
+    r"tensor '(?P<name>.+?)' (?P<what>[\w ]+?) mismatch(?: at index (?P<index>\d+))?\. "
+    r"expected (?P<expected>[^,]+?)(?:, actual (?P<seen>.+))?$"
+)
 _SOURCE = re.compile(r"[A-Za-z_]\w*(?:\[[^\]]+\]|\.[A-Za-z_]\w*|\(\))*")
 _COMPARISON = re.compile(r"^(?P<source>.+?) (?P<op>==|!=|is|is not) (?P<value>.+)$")
 
@@ -72,10 +75,16 @@ class ShapeEvents:
             frame, attributed = user_location(stack_trace), "graph_node"
         target = _torch_shapes.target_name(node.target) if node is not None else ""
         origin = {
-            "symbol": str(metadata.get("symbol", "")), "unbacked": unbacked, "phase": context["phase"],
-            "op": context.get("op") or target, "node": node.name if node is not None else "", "node_target": target,
-            "source": metadata.get("source", ""), "value": metadata.get("val"),
-            "user_frame": frame, "attributed": attributed if frame else "",
+            "symbol": str(metadata.get("symbol", "")),
+            "unbacked": unbacked,
+            "phase": context["phase"],
+            "op": context.get("op") or target,
+            "node": node.name if node is not None else "",
+            "node_target": target,
+            "source": metadata.get("source", ""),
+            "value": metadata.get("val"),
+            "user_frame": frame,
+            "attributed": attributed if frame else "",
         }
         self.put_event(schema.EVENT_SYMBOL_ORIGIN, compile_id, origin, None)
         if unbacked:
@@ -88,21 +97,35 @@ class ShapeEvents:
         expr = context.get("expr")
         if context.get("kind") == "runtime_assert" and expr is not None:
             self.run_facts.assert_frames[(compile_id, str(expr))] = frame
-        self.put_event(schema.EVENT_SHAPE_GUARD, compile_id, {
-            "expr": str(metadata.get("expr", "")), "kind": context.get("kind", "guard"),
-            "symbols": _torch_shapes.free_symbols(expr), "user_frame": frame,
-        }, None)
+        self.put_event(
+            schema.EVENT_SHAPE_GUARD,
+            compile_id,
+            {
+                "expr": str(metadata.get("expr", "")),
+                "kind": context.get("kind", "guard"),
+                "symbols": _torch_shapes.free_symbols(expr),
+                "user_frame": frame,
+            },
+            None,
+        )
 
     def compile_failed(self, compile_id: tuple[int, int, int], metadata: dict[str, Any]) -> None:
         error = sys.exc_info()[1]  # the metrics are logged while the compile's exception unwinds
         if error is not None:
             facts = _torch_shapes.failure_facts(error)
         else:
-            facts = {"type": metadata.get("fail_type"), "chain": [], "expr": "", "symbols": [],
-                     "user_frame": None, "message": str(metadata.get("fail_reason") or "").split("\n")[0]}
+            facts = {
+                "type": metadata.get("fail_type"),
+                "chain": [],
+                "expr": "",
+                "symbols": [],
+                "user_frame": None,
+                "message": str(metadata.get("fail_reason") or "").split("\n")[0],
+            }
         if facts["user_frame"] is None and metadata.get("fail_user_frame_filename"):
-            facts["user_frame"] = _torch_shapes.user_frame(metadata["fail_user_frame_filename"],
-                                                           int(metadata.get("fail_user_frame_lineno") or 0), "")
+            facts["user_frame"] = _torch_shapes.user_frame(
+                metadata["fail_user_frame_filename"], int(metadata.get("fail_user_frame_lineno") or 0), ""
+            )
         self.put_event(schema.EVENT_COMPILE_FAILURE, compile_id, facts, None)
         if error is not None:
             self.run_facts.compile_failed(compile_id, error, facts)
@@ -133,8 +156,9 @@ class ShapeEvents:
             causes.append(cause)
         self.put_event(schema.EVENT_RECOMPILE, compile_id, {"causes": causes}, None)
 
-    def compared_cause(self, entry: str, compile_id: tuple[int, int, int],
-                       frame: tuple[dict[str, Any], dict[str, Any]] | None) -> dict[str, str] | None:
+    def compared_cause(
+        self, entry: str, compile_id: tuple[int, int, int], frame: tuple[dict[str, Any], dict[str, Any]] | None
+    ) -> dict[str, str] | None:
         """The cause of one cache entry's failure found by comparing what its graph was compiled
         for with the call's own values: the first tensor input whose dtype, rank, a static size or
         requires_grad differs. None when nothing differs there (the guard was on something else)."""
@@ -183,14 +207,25 @@ def compare_input(expected: dict[str, Any], local: dict[str, Any], scope: dict[s
         if size is not None and value.shape[dim] != size:
             return _difference(source, f"{source}.size()[{dim}]", "size", str(size), str(value.shape[dim]))
     if bool(value.requires_grad) != expected["requires_grad"]:
-        return _difference(source, f"{source}.requires_grad", "requires_grad", str(expected["requires_grad"]),
-                           str(bool(value.requires_grad)))
+        return _difference(
+            source,
+            f"{source}.requires_grad",
+            "requires_grad",
+            str(expected["requires_grad"]),
+            str(bool(value.requires_grad)),
+        )
     return None
 
 
 def _difference(tensor: str, source: str, what: str, expected: str, seen: str) -> dict[str, str]:
-    return {"guard": f"{source} == {expected}", "source": source, "tensor": tensor, "what": what,
-            "expected": expected, "seen": seen}
+    return {
+        "guard": f"{source} == {expected}",
+        "source": source,
+        "tensor": tensor,
+        "what": what,
+        "expected": expected,
+        "seen": seen,
+    }
 
 
 def recompile_cause(reason: str, frame: tuple[dict[str, Any], dict[str, Any]] | None) -> dict[str, str]:
@@ -201,14 +236,18 @@ def recompile_cause(reason: str, frame: tuple[dict[str, Any], dict[str, Any]] | 
     cause = {"entry": entry, "guard": guard, "source": "", "expected": "", "seen": "", "text": reason.split("\n")[0]}
     if match := _TENSOR_MISMATCH.match(guard):
         what = match["what"].replace(" ", "_")
-        attribute = {"size": f".size()[{match['index']}]", "stride": f".stride()[{match['index']}]"}.get(what, f".{what}")
+        attribute = {"size": f".size()[{match['index']}]", "stride": f".stride()[{match['index']}]"}.get(
+            what, f".{what}"
+        )
         cause["source"] = match["name"] + attribute
         cause["expected"] = match["expected"].removeprefix(f"{what}=").strip()
         cause["seen"] = (match["seen"] or "").strip()
     elif match := _COMPARISON.match(guard):
         cause["source"], cause["expected"] = match["source"].strip(), match["value"].strip()
     else:
-        sources = [s for s in _SOURCE.findall(guard) if not s.isdigit() and s not in ("and", "or", "not", "True", "False")]
+        sources = [
+            s for s in _SOURCE.findall(guard) if not s.isdigit() and s not in ("and", "or", "not", "True", "False")
+        ]
         cause["source"], cause["expected"] = (sources[0] if sources else ""), guard
     if not cause["seen"] and cause["source"] and frame is not None:
         cause["seen"] = read_source(cause["source"], *frame)
@@ -236,8 +275,13 @@ def _evaluate(node: ast.AST, local: dict[str, Any], scope: dict[str, Any]) -> An
         return _evaluate(node.value, local, scope)[node.slice.value]
     if isinstance(node, ast.Attribute) and not node.attr.startswith("_"):
         return getattr(_evaluate(node.value, local, scope), node.attr)
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("size", "stride", "dim")
-            and not node.keywords and all(isinstance(a, ast.Constant) for a in node.args)):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("size", "stride", "dim")
+        and not node.keywords
+        and all(isinstance(a, ast.Constant) for a in node.args)
+    ):
         import torch
 
         target = _evaluate(node.func.value, local, scope)

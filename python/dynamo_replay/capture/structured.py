@@ -48,8 +48,13 @@ class StructuredEvents:
     def read_graph(self, compile_id: CompileId, event: str, module: Any, scope: dict[str, Any]) -> None:
         session = self._session
         forward = self.irs.get((compile_id, "aot_forward_graph"))
-        ir = graph_ir.graph_ir(event, module, session.store.put_blob, session.sample_limit,
-                               graph_ir.scope_by_seq_nr(forward) if forward else None)
+        ir = graph_ir.graph_ir(
+            event,
+            module,
+            session.store.put_blob,
+            session.sample_limit,
+            graph_ir.scope_by_seq_nr(forward) if forward else None,
+        )
         if event == "dynamo_output_graph":
             graph_feeds.link_dynamo(ir)
             session.shapes.keep_shape_env(compile_id, _torch.tracing_shape_env())
@@ -98,8 +103,12 @@ class StructuredEvents:
             except Exception:
                 session.note_failure(f"graph IR of {name}")
         for (compile_id, name), ir in irs:
-            session.put_event(schema.EVENT_GRAPH_IR, compile_id,
-                              {"graph": name, "nodes": len(ir["nodes"]), "format": ir["format"]}, json.dumps(ir))
+            session.put_event(
+                schema.EVENT_GRAPH_IR,
+                compile_id,
+                {"graph": name, "nodes": len(ir["nodes"]), "format": ir["format"]},
+                json.dumps(ir),
+            )
         self.save_core_aten_irs()
         for compile_id, shape_env in session.shapes.shape_envs.items():
             try:
@@ -117,11 +126,24 @@ class StructuredEvents:
             original = self.irs[(compile_id, event)]
             forward = self.irs.get((compile_id, "aot_forward_graph"))
             try:
-                ir = core_aten.core_aten_ir(snapshot, original, session.store.put_blob, session.sample_limit,
-                                            graph_ir.scope_by_seq_nr(forward) if forward else None)
+                ir = core_aten.core_aten_ir(
+                    snapshot,
+                    original,
+                    session.store.put_blob,
+                    session.sample_limit,
+                    graph_ir.scope_by_seq_nr(forward) if forward else None,
+                )
             except Exception as e:  # noqa: BLE001 - any failure of the retrace only loses this graph's decomposition
-                session.put_event(schema.EVENT_CORE_ATEN_GRAPH_IR, compile_id,
-                                  {"graph": event, "error": f"{type(e).__name__}: {e}"[:400]}, None)
+                session.put_event(
+                    schema.EVENT_CORE_ATEN_GRAPH_IR,
+                    compile_id,
+                    {"graph": event, "error": f"{type(e).__name__}: {e}"[:400]},
+                    None,
+                )
                 continue
-            session.put_event(schema.EVENT_CORE_ATEN_GRAPH_IR, compile_id,
-                              {"graph": event, "nodes": len(ir["nodes"]), "format": ir["format"]}, json.dumps(ir))
+            session.put_event(
+                schema.EVENT_CORE_ATEN_GRAPH_IR,
+                compile_id,
+                {"graph": event, "nodes": len(ir["nodes"]), "format": ir["format"]},
+                json.dumps(ir),
+            )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dynamo_replay import _torch
@@ -24,11 +25,18 @@ def job_facts() -> dict[str, Any]:
     if getattr(spec, "name", "") == "dynamo_replay.__main__":  # `python -m dynamo_replay capture ... script`
         script = os.path.abspath(sys.argv[0]) if sys.argv and os.path.isfile(sys.argv[0]) else ""
     try:
-        digest = hashlib.sha256(open(script, "rb").read()).hexdigest() if script else ""
+        digest = hashlib.sha256(Path(script).read_bytes()).hexdigest() if script else ""
     except OSError:
         digest = ""
-    return {"cwd": os.getcwd(), "argv": list(sys.argv), "python": sys.executable, "main_file": main_file,
-            "main_module": getattr(spec, "name", "") or "", "script": script, "script_sha256": digest}
+    return {
+        "cwd": os.getcwd(),
+        "argv": list(sys.argv),
+        "python": sys.executable,
+        "main_file": main_file,
+        "main_module": getattr(spec, "name", "") or "",
+        "script": script,
+        "script_sha256": digest,
+    }
 
 
 def summary(session: Session) -> dict[str, Any]:

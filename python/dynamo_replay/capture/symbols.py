@@ -31,8 +31,11 @@ def symbol_table(shape_env: Any) -> list[dict[str, Any]]:
     for symbol, value_range in list(shape_env.var_to_range.items()):
         name = str(symbol)
         sources = shape_env.var_to_sources.get(symbol) or []
-        entry: dict[str, Any] = {"symbol": name, "unbacked": name.startswith("u"),
-                                 "range": [_bound(value_range.lower), _bound(value_range.upper)]}
+        entry: dict[str, Any] = {
+            "symbol": name,
+            "unbacked": name.startswith("u"),
+            "range": [_bound(value_range.lower), _bound(value_range.upper)],
+        }
         if sources:
             entry["source"] = sources[0].name
         if symbol in hints:

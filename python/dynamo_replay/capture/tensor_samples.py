@@ -15,7 +15,8 @@ shape in the event's JSON; anything over the size cap is named but not stored.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from dynamo_replay import _torch
 
@@ -55,16 +56,20 @@ def _description(tensor: Any) -> dict[str, Any]:
         return {"min": int(tensor.min()), "max": int(tensor.max())}
 
 
-def describe_value(value: Any, budget: list[int], put_blob: Callable[[bytes], str],
-                   whole: bool = False) -> dict[str, Any]:
+def describe_value(
+    value: Any, budget: list[int], put_blob: Callable[[bytes], str], whole: bool = False
+) -> dict[str, Any]:
     """One input or output: a tensor's dtype, shape and data blob (or, over what is left of the
     budget, its strides and _description); a scalar's value. `whole`: stored whatever
     its size, outside the budget (parameters, with capture's `parameters=True`)."""
     import torch
 
     if isinstance(value, torch.Tensor):
-        entry: dict[str, Any] = {"dtype": str(value.dtype).removeprefix("torch."), "shape": list(value.shape),
-                                 "device": str(value.device)}
+        entry: dict[str, Any] = {
+            "dtype": str(value.dtype).removeprefix("torch."),
+            "shape": list(value.shape),
+            "device": str(value.device),
+        }
         if isinstance(value, torch.nn.Parameter):
             entry["parameter"] = True
         stored = stored_bytes(value, [1 << 62] if whole else budget, put_blob, "sample")
@@ -88,10 +93,17 @@ class CallRecorder:
     too, by a hook on its autograd node that only reads: the gradients flowing in (the backward
     graph's tangents) and the gradients it returns (its outputs)."""
 
-    def __init__(self, scope: dict[str, Any], name: str, limit: int, put_blob: Callable[[bytes], str],
-                 record: Callable[..., None], parameters: bool = False,
-                 failed: Callable[[BaseException, int], None] | None = None,
-                 outputs: Callable[[list], None] | None = None) -> None:
+    def __init__(
+        self,
+        scope: dict[str, Any],
+        name: str,
+        limit: int,
+        put_blob: Callable[[bytes], str],
+        record: Callable[..., None],
+        parameters: bool = False,
+        failed: Callable[[BaseException, int], None] | None = None,
+        outputs: Callable[[list], None] | None = None,
+    ) -> None:
         import torch
 
         self.scope, self.name, self.graph = scope, name, scope[name]
@@ -129,8 +141,12 @@ class CallRecorder:
         budget = [self.limit]
         try:  # the job's own inputs first: parameters are what a cap should leave out
             order = sorted(range(len(args)), key=lambda i: isinstance(args[i], torch.nn.Parameter))
-            described = {i: describe_value(args[i], budget, self.put_blob,
-                                           self.parameters and isinstance(args[i], torch.nn.Parameter)) for i in order}
+            described = {
+                i: describe_value(
+                    args[i], budget, self.put_blob, self.parameters and isinstance(args[i], torch.nn.Parameter)
+                )
+                for i in order
+            }
             inputs = [described[i] for i in range(len(args))]
         except Exception:  # a sample is never worth failing the job for
             inputs = None
@@ -151,8 +167,11 @@ class CallRecorder:
     def _watch_backward(self, outputs: Any) -> None:
         import torch
 
-        nodes = {id(o.grad_fn): o.grad_fn for o in outputs
-                 if isinstance(o, torch.Tensor) and o.grad_fn is not None and "CompiledFunction" in o.grad_fn.name()}
+        nodes = {
+            id(o.grad_fn): o.grad_fn
+            for o in outputs
+            if isinstance(o, torch.Tensor) and o.grad_fn is not None and "CompiledFunction" in o.grad_fn.name()
+        }
         if len(nodes) != 1:  # no backward, or one this graph does not own alone
             return
         (node,) = nodes.values()

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dynamo_replay.capture.session import Session
@@ -17,12 +18,21 @@ _ID_KEYS = ("frame_id", "frame_compile_id", "attempt")
 _NOT_NAMES = {*_ID_KEYS, "has_payload"}
 
 # Why a frame of a DDP model compiles at replay (PyTorch saves no backend for a split graph).
-DDP_SPLIT = ("its graph is split at DDP's bucket boundaries (DDPOptimizer), and PyTorch's precompile saves no "
-             "split graph: Dynamo traces it, its compiled graphs come from the store")
+DDP_SPLIT = (
+    "its graph is split at DDP's bucket boundaries (DDPOptimizer), and PyTorch's precompile saves no "
+    "split graph: Dynamo traces it, its compiled graphs come from the store"
+)
 
 # What replay's summary reads of each compile's metrics.
-COMPILE_FIELDS = ("compile_id", "co_name", "co_filename", "co_firstlineno", "entire_frame_compile_time_s",
-                  "backend_compile_time_s", "fail_type")
+COMPILE_FIELDS = (
+    "compile_id",
+    "co_name",
+    "co_filename",
+    "co_firstlineno",
+    "entire_frame_compile_time_s",
+    "backend_compile_time_s",
+    "fail_type",
+)
 
 
 def compile_id_of(metadata: dict[str, Any]) -> tuple[int, int, int]:
@@ -63,8 +73,11 @@ def listen(session: Session) -> Callable[[], None]:
     logger.handlers.insert(0, handler)
     logger.setLevel(logging.DEBUG)
     logger.propagate = False  # the job's own log handlers must not see the trace
-    return lambda: (logger.removeHandler(handler), logger.setLevel(old_level),
-                    setattr(logger, "propagate", old_propagate))
+    return lambda: (
+        logger.removeHandler(handler),
+        logger.setLevel(old_level),
+        setattr(logger, "propagate", old_propagate),
+    )
 
 
 class TraceIntake:

@@ -15,7 +15,9 @@ def __getattr__(name: str) -> object:
         except ModuleNotFoundError as error:
             if error.name != "redis":
                 raise
-            raise ImportError("dynamo-replay: a redis:// store needs the Redis client: pip install "
-                              "'dynamo-replay[fleet]' (or: pip install redis)") from None
+            raise ImportError(
+                "dynamo-replay: a redis:// store needs the Redis client: pip install "
+                "'dynamo-replay[fleet]' (or: pip install redis)"
+            ) from None
         return getattr(session, name)
     raise AttributeError(name)

@@ -15,10 +15,13 @@ from dynamo_replay.fleet.url import parse_fleet_url
 
 def add_parser(sub: Any) -> None:
     fleet = sub.add_parser("fleet", help="list, explain or remove a job's entries in a fleet store (redis://)")
-    fleet.add_argument("action", choices=["ls", "show", "rm", "gc"],
-                       help="ls: every entry and lease of the job; show: what this host would replay, or why "
-                            "nothing matches; rm: remove entries (--entry ID, or all of the job); gc: remove the "
-                            "least recently used entries until the job's take --max-bytes (or the URL's max_bytes)")
+    fleet.add_argument(
+        "action",
+        choices=["ls", "show", "rm", "gc"],
+        help="ls: every entry and lease of the job; show: what this host would replay, or why "
+        "nothing matches; rm: remove entries (--entry ID, or all of the job); gc: remove the "
+        "least recently used entries until the job's take --max-bytes (or the URL's max_bytes)",
+    )
     fleet.add_argument("url", help="redis://HOST:PORT/DB?name=JOB[&max_bytes=N]")
     fleet.add_argument("--entry", help="rm: only this entry")
     fleet.add_argument("--max-bytes", type=int, help="gc: the job's byte limit (default: the URL's max_bytes)")
@@ -51,8 +54,10 @@ def _ls(entries: Any, args: argparse.Namespace) -> int:
     from dynamo_replay.fleet.session import comparable_environment, environment_digest
 
     here = environment_digest(comparable_environment())
-    print(f"{'ENVIRONMENT':<18} {'ENTRY':<34} {'SIZE':>10}  {'RANKS':>5}  {'GEN':>3}  {'HITS':>8}  {'STARTS':>6}  "
-          f"{'LAST USED':<12} {'CREATED':<12} HOST")
+    print(
+        f"{'ENVIRONMENT':<18} {'ENTRY':<34} {'SIZE':>10}  {'RANKS':>5}  {'GEN':>3}  {'HITS':>8}  {'STARTS':>6}  "
+        f"{'LAST USED':<12} {'CREATED':<12} HOST"
+    )
     total = 0
     for digest in entries.digests():
         mark = " (this host)" if digest == here else ""
@@ -60,19 +65,25 @@ def _ls(entries: Any, args: argparse.Namespace) -> int:
             total += 1
             holder = manifest.get("holder", {})
             usage = entries.usage(digest, manifest["id"])
-            print(f"{digest:<18} {manifest['id']:<34} {manifest['size']:>10}  {manifest.get('world_size', 1):>5}  "
-                  f"{manifest.get('generations', 1):>3}  {int(usage['hits']):>8}  {int(usage['starts']):>6}  "
-                  f"{_age(usage['last_used']) if usage['last_used'] else 'never':<12} {_age(manifest['created']):<12} "
-                  f"{holder.get('host', '?')} pid {holder.get('pid', '?')}{mark}")
+            print(
+                f"{digest:<18} {manifest['id']:<34} {manifest['size']:>10}  {manifest.get('world_size', 1):>5}  "
+                f"{manifest.get('generations', 1):>3}  {int(usage['hits']):>8}  {int(usage['starts']):>6}  "
+                f"{_age(usage['last_used']) if usage['last_used'] else 'never':<12} {_age(manifest['created']):<12} "
+                f"{holder.get('host', '?')} pid {holder.get('pid', '?')}{mark}"
+            )
         for entry_id in sorted(m.decode() for m in entries.redis.smembers(entries.key(digest, "aside"))):
             why = entries.redis.hget(entries.key(digest, "entry", entry_id), "set_aside") or b""
-            print(f"{digest:<18} {entry_id:<34} {'set aside':>10}  {'':>5}  {'':>3}  {'':>8}  {'':>6}  {'':<12} "
-                  f"{'':<12} {why.decode(errors='replace')}")
+            print(
+                f"{digest:<18} {entry_id:<34} {'set aside':>10}  {'':>5}  {'':>3}  {'':>8}  {'':>6}  {'':<12} "
+                f"{'':<12} {why.decode(errors='replace')}"
+            )
         lease = entries.lease_holder(digest)
         if lease:
-            print(f"{digest:<18} {'lease':<34} {'':>10}  {'':>5}  {'':>3}  {'':>8}  {'':>6}  {'':<12} "
-                  f"{_age(float(lease.get('since', 0))):<12} "
-                  f"{lease.get('host', '?')} pid {lease.get('pid', '?')} is capturing{mark}")
+            print(
+                f"{digest:<18} {'lease':<34} {'':>10}  {'':>5}  {'':>3}  {'':>8}  {'':>6}  {'':<12} "
+                f"{_age(float(lease.get('since', 0))):<12} "
+                f"{lease.get('host', '?')} pid {lease.get('pid', '?')} is capturing{mark}"
+            )
     print(f"total: {total} entries of job {entries.url.job}")
     return 0
 
@@ -113,8 +124,11 @@ def entry_differences(environment: dict[str, str], manifest: dict[str, Any]) -> 
 
 
 def _differences(here: dict[str, str], there: dict[str, str]) -> list[str]:
-    return [f"{key}: entry {there.get(key, '(absent)')}, this host {here.get(key, '(absent)')}"
-            for key in sorted(here.keys() | there.keys()) if here.get(key) != there.get(key)]
+    return [
+        f"{key}: entry {there.get(key, '(absent)')}, this host {here.get(key, '(absent)')}"
+        for key in sorted(here.keys() | there.keys())
+        if here.get(key) != there.get(key)
+    ]
 
 
 def _gc(entries: Any, args: argparse.Namespace) -> int:

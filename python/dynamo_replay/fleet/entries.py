@@ -38,9 +38,17 @@ class EntryError(Exception):
 
 def connect(url: FleetURL) -> redis.Redis:
     """A client whose every call ends within a few seconds (no call may hang a job)."""
-    return redis.Redis(host=url.host, port=url.port, db=url.db, username=url.username, password=url.password,
-                       ssl=url.scheme == "rediss", socket_connect_timeout=3, socket_timeout=10,
-                       retry_on_timeout=False)
+    return redis.Redis(
+        host=url.host,
+        port=url.port,
+        db=url.db,
+        username=url.username,
+        password=url.password,
+        ssl=url.scheme == "rediss",
+        socket_connect_timeout=3,
+        socket_timeout=10,
+        retry_on_timeout=False,
+    )
 
 
 def holder_text(launch: str | None = None) -> str:
@@ -86,8 +94,9 @@ class FleetEntries:
             if data is None:
                 raise EntryError(f"entry {entry_id}: chunk {index} of {len(hashes)} is missing")
             if hashlib.sha256(data).hexdigest() != expected:
-                raise EntryError(f"entry {entry_id}: chunk {index} of {len(hashes)} does not match its hash "
-                                 "(altered in Redis)")
+                raise EntryError(
+                    f"entry {entry_id}: chunk {index} of {len(hashes)} does not match its hash (altered in Redis)"
+                )
             parts.append(data)
         return b"".join(parts)  # every byte checked once, chunk by chunk; the store checks its own too
 
@@ -138,11 +147,17 @@ class FleetEntries:
         """Chunks first (each expiring until the commit), then, in one transaction, the
         manifest, the chunks made permanent and the entry made visible. Returns the entry id."""
         entry_id = hashlib.sha256(data).hexdigest()[:32]
-        chunks = [data[start:start + CHUNK_BYTES] for start in range(0, len(data), CHUNK_BYTES)] or [b""]
+        chunks = [data[start : start + CHUNK_BYTES] for start in range(0, len(data), CHUNK_BYTES)] or [b""]
         for index, chunk in enumerate(chunks):
             self.redis.set(self.key(digest, "chunk", entry_id, str(index)), chunk, ex=_UNCOMMITTED_SECONDS)
-        manifest = {**manifest, "id": entry_id, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
-                    "chunks": [hashlib.sha256(chunk).hexdigest() for chunk in chunks], "created": time.time()}
+        manifest = {
+            **manifest,
+            "id": entry_id,
+            "size": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "chunks": [hashlib.sha256(chunk).hexdigest() for chunk in chunks],
+            "created": time.time(),
+        }
         with self.redis.pipeline(transaction=True) as pipe:
             for index in range(len(chunks)):
                 pipe.persist(self.key(digest, "chunk", entry_id, str(index)))

@@ -51,8 +51,11 @@ def comparable_environment(environment: dict[str, str] | None = None) -> dict[st
 
     applied = {setting_key(module, name) for module, name, _ in _torch.PRECOMPILE_SETTINGS}
     found = environment_fingerprint() if environment is None else environment
-    return {key: value for key, value in found.items()
-            if key not in NOT_COMPARED and key not in applied and not ignored_by_pytorch(key)}
+    return {
+        key: value
+        for key, value in found.items()
+        if key not in NOT_COMPARED and key not in applied and not ignored_by_pytorch(key)
+    }
 
 
 def environment_digest(environment: dict[str, str]) -> str:
@@ -88,8 +91,15 @@ class _Lease:
 class fleet_replay:  # noqa: N801 - a context manager, like replay
     """replay() for a redis:// URL (see the module docstring)."""
 
-    def __init__(self, text: str, *, strict: bool = False, key: str | bytes | None = None, verbose: bool = True,
-                 update: bool = False) -> None:
+    def __init__(
+        self,
+        text: str,
+        *,
+        strict: bool = False,
+        key: str | bytes | None = None,
+        verbose: bool = True,
+        update: bool = False,
+    ) -> None:
         self.url: FleetURL = parse_fleet_url(text)  # ValueError: bad usage, before anything runs
         self.strict, self.key, self.verbose = strict, key, verbose
         self.update = update  # a replayed entry learns what compiles, and is published again
@@ -123,8 +133,9 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
         if path is not None:
             self.mode = "replay"
             self._local = path
-            self._inner = (updating_replay if self.update else replay)(str(path), strict=self.strict, key=self.key,
-                                                                       verbose=self.verbose)
+            self._inner = (updating_replay if self.update else replay)(
+                str(path), strict=self.strict, key=self.key, verbose=self.verbose
+            )
         elif self._lease is not None:
             self.mode = "capture"
             self._captured = Path(tempfile.mkdtemp(prefix="dynrep-fleet-")) / "capture.dynrep"
@@ -164,7 +175,9 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
         self._inner = capture(str(self._captured), key=self.key)
         self._inner.__enter__()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         mine = os.getpid() == self._pid  # a forked child leaves the upload and the lease to its parent
         self._undo_vote()
         try:
@@ -204,8 +217,11 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
             if not said:
                 said = True
                 who = self._entries.lease_holder(self._digest) or {}
-                print(f"dynamo-replay: {self.url.shown}: {who.get('host', '?')} (pid {who.get('pid', '?')}) is "
-                      f"capturing this job; waiting up to {self.url.wait:g} s for its entry", file=sys.stderr)
+                print(
+                    f"dynamo-replay: {self.url.shown}: {who.get('host', '?')} (pid {who.get('pid', '?')}) is "
+                    f"capturing this job; waiting up to {self.url.wait:g} s for its entry",
+                    file=sys.stderr,
+                )
             time.sleep(_POLL_SECONDS)
 
     def _matching_entry(self) -> Path | None:
@@ -229,8 +245,12 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
         assert self._entries is not None
         path = cache_root() / "fleet" / self.url.job / self._digest / f"{manifest['id']}.dynrep"
         done = path.with_suffix(".verified")  # written after a download whose every chunk checked
-        if not (path.exists() and done.exists() and done.read_text() == manifest["sha256"]
-                and path.stat().st_size == manifest["size"]):
+        if not (
+            path.exists()
+            and done.exists()
+            and done.read_text() == manifest["sha256"]
+            and path.stat().st_size == manifest["size"]
+        ):
             data = self._entries.download(self._digest, manifest)
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".download-")
@@ -279,8 +299,11 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
         """With &max_bytes=, the job's least recently used entries go until the rest fit."""
         if self.url.max_bytes is not None and self._entries is not None:
             for digest, entry_id, size in self._entries.collect(self.url.max_bytes):
-                print(f"dynamo-replay: fleet {self.url.shown}: entry {entry_id} ({digest}, {size} bytes) evicted: "
-                      f"the job's entries exceeded max_bytes={self.url.max_bytes}", file=sys.stderr)
+                print(
+                    f"dynamo-replay: fleet {self.url.shown}: entry {entry_id} ({digest}, {size} bytes) evicted: "
+                    f"the job's entries exceeded max_bytes={self.url.max_bytes}",
+                    file=sys.stderr,
+                )
 
     def _unavailable(self, reason: str) -> None:
         message = f"dynamo-replay: fleet {self.url.shown} not used: {reason}"
@@ -300,12 +323,22 @@ def upload_store(entries: FleetEntries, digest: str, path: Path) -> str:
     from dynamo_replay.replay_data import ReplayData
 
     with Store.open(str(path)) as store:
-        artifacts = {a.name: (a.media_type, store.get_blob(a.blob_key)) for a in store.records(Artifact)
-                     if a.name.endswith(schema.REPLAY_DATA_NAME) or a.name.endswith(schema.MEGA_CACHE_NAME)}
+        artifacts = {
+            a.name: (a.media_type, store.get_blob(a.blob_key))
+            for a in store.records(Artifact)
+            if a.name.endswith(schema.REPLAY_DATA_NAME) or a.name.endswith(schema.MEGA_CACHE_NAME)
+        }
     data = read_replay_data(artifacts) if schema.REPLAY_DATA_NAME in artifacts else ReplayData()
-    manifest = {"job": entries.url.job, "environment": data.environment, "sources": data.sources,
-                "frames": len(data.frames), "not_saved": len(data.not_saved), "holder": json.loads(holder_text()),
-                "generations": len(generations.generations(artifacts)), **ranks.manifest_fields(ranks.job_rank())}
+    manifest = {
+        "job": entries.url.job,
+        "environment": data.environment,
+        "sources": data.sources,
+        "frames": len(data.frames),
+        "not_saved": len(data.not_saved),
+        "holder": json.loads(holder_text()),
+        "generations": len(generations.generations(artifacts)),
+        **ranks.manifest_fields(ranks.job_rank()),
+    }
     return entries.upload(digest, path.read_bytes(), manifest)
 
 
@@ -327,7 +360,9 @@ class fleet_capture:  # noqa: N801 - a context manager, like capture
             self._inner.__enter__()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self._inner is None:
             return
         self._inner.__exit__(exc_type, exc, tb)
@@ -337,5 +372,9 @@ class fleet_capture:  # noqa: N801 - a context manager, like capture
             entries = FleetEntries(self.url)
             self.entry_id = upload_store(entries, environment_digest(comparable_environment()), self.path)
         except _FAILURES as error:
-            warnings.warn(f"dynamo-replay: fleet {self.url.shown} not used: {type(error).__name__}: {error}; the "
-                          f"capture is kept at {self.path}", ReplayWarning, stacklevel=2)
+            warnings.warn(
+                f"dynamo-replay: fleet {self.url.shown} not used: {type(error).__name__}: {error}; the "
+                f"capture is kept at {self.path}",
+                ReplayWarning,
+                stacklevel=2,
+            )

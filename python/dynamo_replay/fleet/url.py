@@ -66,7 +66,15 @@ def parse_fleet_url(text: str) -> FleetURL:
         raise ValueError(f"{text}: wait must be >= 0 and lease > 0 seconds")
     if max_bytes is not None and max_bytes <= 0:
         raise ValueError(f"{text}: max_bytes must be a positive number of bytes")
-    return FleetURL(scheme=parts.scheme, host=parts.hostname or "localhost", port=port, db=int(path),
-                    username=unquote(parts.username) if parts.username else None,
-                    password=unquote(parts.password) if parts.password else None, job=job, wait=wait, lease=lease,
-                    max_bytes=max_bytes)
+    return FleetURL(
+        scheme=parts.scheme,
+        host=parts.hostname or "localhost",
+        port=port,
+        db=int(path),
+        username=unquote(parts.username) if parts.username else None,
+        password=unquote(parts.password) if parts.password else None,
+        job=job,
+        wait=wait,
+        lease=lease,
+        max_bytes=max_bytes,
+    )

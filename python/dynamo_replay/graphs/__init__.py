@@ -1,8 +1,8 @@
 """Stored graphs as runnable torch.fx.GraphModules: `load_graph`, and checking one against its samples.
 
-    gm = dynamo_replay.load_graph("job.dynrep", "0/0", graph="forward")
-    outputs = gm(*gm.example_inputs)          # the inputs the compiled graph first ran with
-    assert not gm.check()                     # [] when the outputs match the stored ones
+gm = dynamo_replay.load_graph("job.dynrep", "0/0", graph="forward")
+outputs = gm(*gm.example_inputs)          # the inputs the compiled graph first ran with
+assert not gm.check()                     # [] when the outputs match the stored ones
 """
 
 from __future__ import annotations
@@ -36,8 +36,9 @@ def _run(module: torch.fx.GraphModule, inputs: list[Any], rng_state: torch.Tenso
     return list(result) if isinstance(result, (list, tuple)) else [result]
 
 
-def load_graph(store: str | os.PathLike[str], compile_id: str, graph: str = "forward",
-               inputs: bool = True) -> torch.fx.GraphModule:
+def load_graph(
+    store: str | os.PathLike[str], compile_id: str, graph: str = "forward", inputs: bool = True
+) -> torch.fx.GraphModule:
     """The graph `graph` ("forward", "backward", "inference" or "dynamo") of compile `compile_id`
     ("0/0"), rebuilt from the store's graph IR.
 
@@ -66,8 +67,9 @@ def load_graph(store: str | os.PathLike[str], compile_id: str, graph: str = "for
             forward = None if event != "aot_backward_graph" else rebuild(stored.irs["aot_forward_graph"], stored.blobs)
             forward_rng = samples.rng_state(stored, "aot_forward_graph")
             module.filled_inputs = []
-            module.example_inputs = samples.example_inputs(stored, event, lambda xs: _run(forward, xs, forward_rng),
-                                                           module.filled_inputs)
+            module.example_inputs = samples.example_inputs(
+                stored, event, lambda xs: _run(forward, xs, forward_rng), module.filled_inputs
+            )
             # Outputs of inputs filled at random are not the stored ones: nothing to compare with.
             module.expected_outputs = [] if module.filled_inputs else samples.expected_outputs(stored, event)
             module.rng_state = samples.rng_state(stored, event)

@@ -96,8 +96,10 @@ def _scope_meta(scope: list[dict[str, str]]) -> dict[str, tuple[str, str]]:
 
 def rebuild(ir: dict[str, Any], blobs: dict[str, bytes], name: str = "Graph") -> torch.fx.GraphModule:
     if ir.get("format", 1) < 2:
-        raise GraphError("this graph was stored as graph IR format 1 (parsed from PyTorch's printed text, "
-                         "without constants or source lines); capture the job again with this version to rebuild it")
+        raise GraphError(
+            "this graph was stored as graph IR format 1 (parsed from PyTorch's printed text, "
+            "without constants or source lines); capture the job again with this version to rebuild it"
+        )
     constants = {}
     for attr, entry in (ir.get("constants") or {}).items():
         if "blob" not in entry:
@@ -127,8 +129,10 @@ def rebuild(ir: dict[str, Any], blobs: dict[str, bytes], name: str = "Graph") ->
         except (AttributeError, ImportError, KeyError, RuntimeError) as error:
             where = entry.get("location")
             line = f" at {where['file']}:{where['line']}" if where else ""
-            raise GraphError(f"node {entry['name']} ({entry.get('target', op)}){line} cannot be rebuilt here: "
-                             f"{type(error).__name__}: {error}") from None
+            raise GraphError(
+                f"node {entry['name']} ({entry.get('target', op)}){line} cannot be rebuilt here: "
+                f"{type(error).__name__}: {error}"
+            ) from None
         node.name = entry["name"]
         if "stack_trace" in entry:
             node.meta["stack_trace"] = entry["stack_trace"]

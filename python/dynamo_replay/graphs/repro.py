@@ -29,10 +29,12 @@ from dynamo_replay.graphs import FLOAT_TOLERANCE, load_graph, standalone
 from dynamo_replay.graphs.rebuild import locate
 
 INLINE_LIMIT = 32 << 10  # bytes of data put inside the script rather than beside it
-_WHAT_IT_COMPARES = ("Runs the graph on the inputs the compiled graph was first called with and compares its\n"
-                     "        outputs with the stored ones.",
-                     "Some inputs were over the capture's sample cap: they are seeded random values of their\n"
-                     "        description, and the outputs are compared with replay-run's (libtorch) on the same inputs.")
+_WHAT_IT_COMPARES = (
+    "Runs the graph on the inputs the compiled graph was first called with and compares its\n"
+    "        outputs with the stored ones.",
+    "Some inputs were over the capture's sample cap: they are seeded random values of their\n"
+    "        description, and the outputs are compared with replay-run's (libtorch) on the same inputs.",
+)
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,7 @@ class Repro(torch.nn.Module):
 
 '''
 
-_MAIN = '''
+_MAIN = """
 
 def main():
     data = _load()
@@ -121,11 +123,13 @@ def main():
 
 if __name__ == "__main__":
     sys.exit(main())
-'''
+"""
 
 
 # register_constants and differences, as the library runs them (graphs/standalone.py).
-_STANDALONE = "\n\n" + "\n\n".join(inspect.getsource(f) for f in (standalone.register_constants, standalone.differences))
+_STANDALONE = "\n\n" + "\n\n".join(
+    inspect.getsource(f) for f in (standalone.register_constants, standalone.differences)
+)
 
 
 def _describe(value: Any) -> str:
@@ -159,16 +163,27 @@ def _input_comments(gm: torch.fx.GraphModule) -> str:
 def _data_bytes(gm: torch.fx.GraphModule) -> bytes:
     constants = {name: gm.get_buffer(name).detach() for name in (gm.ir.get("constants") or {})}
     buffer = io.BytesIO()
-    torch.save({"constants": constants,
-                "inputs": [x.detach() if isinstance(x, torch.Tensor) else x for x in gm.example_inputs],
-                "rng_state": gm.rng_state,
-                "expected_positions": [p for p, _ in gm.expected_outputs],
-                "expected_values": [v for _, v in gm.expected_outputs]}, buffer)
+    torch.save(
+        {
+            "constants": constants,
+            "inputs": [x.detach() if isinstance(x, torch.Tensor) else x for x in gm.example_inputs],
+            "rng_state": gm.rng_state,
+            "expected_positions": [p for p, _ in gm.expected_outputs],
+            "expected_values": [v for _, v in gm.expected_outputs],
+        },
+        buffer,
+    )
     return buffer.getvalue()
 
 
-def make_repro(store: str | os.PathLike[str], compile_id: str, graph: str = "forward", *,
-               data_file: str | None = None, inline_limit: int = INLINE_LIMIT) -> Repro:
+def make_repro(
+    store: str | os.PathLike[str],
+    compile_id: str,
+    graph: str = "forward",
+    *,
+    data_file: str | None = None,
+    inline_limit: int = INLINE_LIMIT,
+) -> Repro:
     """The script for graph `graph` of compile `compile_id`. Its data is read from `data_file`
     (a file name beside the script) when given and the data is over `inline_limit` bytes;
     otherwise it is base64 inside the script.
@@ -180,8 +195,10 @@ def make_repro(store: str | os.PathLike[str], compile_id: str, graph: str = "for
     if gm.filled_inputs:
         gm.expected_outputs = _runner_outputs(store, compile_id, graph, gm, where)
     if not gm.expected_outputs:
-        raise GraphError(f"{where} has no stored outputs of its {gm.graph_event} to compare with (samples off, "
-                         "over the size cap, or the graph never ran)")
+        raise GraphError(
+            f"{where} has no stored outputs of its {gm.graph_event} to compare with (samples off, "
+            "over the size cap, or the graph never ran)"
+        )
     code = gm.graph.python_code(root_module="self", verbose=True)  # verbose: the user lines as comments
     try:
         imports = _imports(code.globals, code.src)
@@ -191,12 +208,17 @@ def make_repro(store: str | os.PathLike[str], compile_id: str, graph: str = "for
     inline = data_file is None or len(data) <= inline_limit
     if inline:
         encoded = base64.encodebytes(data).decode()
-        loader = (f'_DATA = """\n{encoded}"""\n\n\ndef _load():\n'
-                  "    return torch.load(io.BytesIO(base64.b64decode(_DATA)), weights_only=True)\n")
+        loader = (
+            f'_DATA = """\n{encoded}"""\n\n\ndef _load():\n'
+            "    return torch.load(io.BytesIO(base64.b64decode(_DATA)), weights_only=True)\n"
+        )
     else:
-        loader = (f"_DATA = Path(__file__).with_name({data_file!r})\n\n\ndef _load():\n"
-                  "    return torch.load(_DATA, weights_only=True)\n")
-    header = textwrap.dedent(f'''\
+        loader = (
+            f"_DATA = Path(__file__).with_name({data_file!r})\n\n\ndef _load():\n"
+            "    return torch.load(_DATA, weights_only=True)\n"
+        )
+    header = (
+        textwrap.dedent(f'''\
         """Repro: {gm.graph_event} of compile {compile_id} in {Path(store).name}, rebuilt from its graph IR
         by dynamo-replay {__version__} (torch {_torch.releases.VERSION}).
 
@@ -204,18 +226,36 @@ def make_repro(store: str | os.PathLike[str], compile_id: str, graph: str = "for
         Exit status: 0 the outputs match (bitwise, or within RTOL and ATOL), 1 they differ.
         """
 
-        ''') + ("import base64\nimport io\nimport sys\n" if inline else "import sys\nfrom pathlib import Path\n") + "\n"
-    script = (header + imports + "\n\n"
-              + f"RTOL, ATOL = {FLOAT_TOLERANCE['rtol']!r}, {FLOAT_TOLERANCE['atol']!r}  "
-                "# the rebuilt graph runs the aten ops one by one; the compiled one may fuse them\n"
-              + loader + "\n\n" + _input_comments(gm)
-              + _STANDALONE + _CLASS + textwrap.indent(code.src.strip("\n"), "    ") + "\n" + _MAIN)
-    return Repro(script=script, data=data, inline=inline, graph_event=gm.graph_event,
-                 inputs=len(gm.example_inputs), compared=len(gm.expected_outputs), outputs=_output_count(gm))
+        ''')
+        + ("import base64\nimport io\nimport sys\n" if inline else "import sys\nfrom pathlib import Path\n")
+        + "\n"
+    )
+    script = (
+        header + imports + "\n\n" + f"RTOL, ATOL = {FLOAT_TOLERANCE['rtol']!r}, {FLOAT_TOLERANCE['atol']!r}  "
+        "# the rebuilt graph runs the aten ops one by one; the compiled one may fuse them\n"
+        + loader
+        + "\n\n"
+        + _input_comments(gm)
+        + _STANDALONE
+        + _CLASS
+        + textwrap.indent(code.src.strip("\n"), "    ")
+        + "\n"
+        + _MAIN
+    )
+    return Repro(
+        script=script,
+        data=data,
+        inline=inline,
+        graph_event=gm.graph_event,
+        inputs=len(gm.example_inputs),
+        compared=len(gm.expected_outputs),
+        outputs=_output_count(gm),
+    )
 
 
-def _runner_outputs(store: str | os.PathLike[str], compile_id: str, graph: str, gm: torch.fx.GraphModule,
-                    where: str) -> list[tuple[int, Any]]:
+def _runner_outputs(
+    store: str | os.PathLike[str], compile_id: str, graph: str, gm: torch.fx.GraphModule, where: str
+) -> list[tuple[int, Any]]:
     """What to compare with when inputs were filled at random (not stored): replay-run's
     outputs on the same filled inputs, which must equal the ones filled here."""
     import subprocess
@@ -225,11 +265,16 @@ def _runner_outputs(store: str | os.PathLike[str], compile_id: str, graph: str, 
 
     with tempfile.TemporaryDirectory() as tmp:
         dump = os.path.join(tmp, "run.pt")
-        subprocess.run([tools.runner_executable(), os.fspath(store), compile_id, "--graph", graph, "--dump", dump],
-                       capture_output=True, text=True)
+        subprocess.run(
+            [tools.runner_executable(), os.fspath(store), compile_id, "--graph", graph, "--dump", dump],
+            capture_output=True,
+            text=True,
+        )
         if not os.path.exists(dump):
-            raise GraphError(f"{where}: inputs {', '.join(gm.filled_inputs)} were not stored, and replay-run, "
-                             "which would give the outputs to compare with, did not run the graph")
+            raise GraphError(
+                f"{where}: inputs {', '.join(gm.filled_inputs)} were not stored, and replay-run, "
+                "which would give the outputs to compare with, did not run the graph"
+            )
         inputs, outputs = torch.load(dump, weights_only=True)
     for name, ours, theirs in zip(_placeholder_names(gm), gm.example_inputs, inputs):
         if isinstance(ours, torch.Tensor) and not torch.equal(ours, theirs):
@@ -253,8 +298,14 @@ def data_path_for(script: str | os.PathLike[str]) -> Path:
     return path.with_suffix(".pt") if path.suffix != ".pt" else path.with_name(path.name + ".data.pt")
 
 
-def write_repro(store: str | os.PathLike[str], compile_id: str, graph: str, path: str | os.PathLike[str], *,
-                inline_limit: int = INLINE_LIMIT) -> Written:
+def write_repro(
+    store: str | os.PathLike[str],
+    compile_id: str,
+    graph: str,
+    path: str | os.PathLike[str],
+    *,
+    inline_limit: int = INLINE_LIMIT,
+) -> Written:
     """Writes the script at `path` and, when its data is over `inline_limit` bytes, the data
     beside it (data_path_for)."""
     script_path, data_path = Path(path), data_path_for(path)

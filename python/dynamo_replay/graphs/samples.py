@@ -6,7 +6,8 @@ graph's saved values come from running its forward graph on the forward sample.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -34,7 +35,13 @@ def filled(entry: dict[str, Any], position: int, stride: list[Any] | None = None
 
 
 def not_stored(entry: Any) -> bool:
-    return isinstance(entry, dict) and "blob" not in entry and "value" not in entry and "dtype" in entry and "shape" in entry
+    return (
+        isinstance(entry, dict)
+        and "blob" not in entry
+        and "value" not in entry
+        and "dtype" in entry
+        and "shape" in entry
+    )
 
 
 def _value(entry: dict[str, Any] | None, blobs: dict[str, bytes], stride: list[Any] | None = None) -> Any:
@@ -57,8 +64,12 @@ def _stride(node: dict[str, Any]) -> list[Any] | None:
     return outputs[0].get("stride") if isinstance(outputs[0], dict) else None
 
 
-def example_inputs(stored: StoredCompile, event: str, run_forward: Callable[[list[Any]], list[Any]] | None = None,
-                   filled_names: list[str] | None = None) -> list[Any]:
+def example_inputs(
+    stored: StoredCompile,
+    event: str,
+    run_forward: Callable[[list[Any]], list[Any]] | None = None,
+    filled_names: list[str] | None = None,
+) -> list[Any]:
     """The stored inputs of one graph, in placeholder order; GraphError names an input no sample
     feeds. An input over the sample cap is `filled`, and its name added to `filled_names`."""
     ir = stored.irs[event]
@@ -83,8 +94,10 @@ def example_inputs(stored: StoredCompile, event: str, run_forward: Callable[[lis
             raise GraphError(f"no stored sample feeds input {node['name']} of {event}")
         if "sample_input" in feed:
             if forward_sample is None:
-                raise GraphError(f"compile {stored.compile_id} has no stored sample (captured with samples off, "
-                                 "or the graph never ran)")
+                raise GraphError(
+                    f"compile {stored.compile_id} has no stored sample (captured with samples off, "
+                    "or the graph never ran)"
+                )
             entry = forward_sample["inputs"][feed["sample_input"]]
             if not_stored(entry):
                 values.append(filled(entry, len(values), _stride(node)))
@@ -93,8 +106,10 @@ def example_inputs(stored: StoredCompile, event: str, run_forward: Callable[[lis
             else:
                 values.append(_value(entry, stored.blobs, _stride(node)))
         elif "tangent" in feed:
-            missing = GraphError(f"compile {stored.compile_id} has no stored backward sample for {node['name']} "
-                                 "(the job never ran backward through it inside capture)")
+            missing = GraphError(
+                f"compile {stored.compile_id} has no stored backward sample for {node['name']} "
+                "(the job never ran backward through it inside capture)"
+            )
             if "grad_output" not in feed:
                 if feed["tangent"] >= len(tangents):
                     raise missing

@@ -46,8 +46,11 @@ def compile_text(compile_id: tuple[int, int, int]) -> str:
 def stored_graphs(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
     """(compile id, graph event) of every graph the store holds, in compile order."""
     with Store.open(path) as store:
-        found = {(e.compile_id, json.loads(e.metadata_json)["graph"]) for e in store.records(TraceEvent)
-                 if e.name == schema.EVENT_GRAPH_IR}
+        found = {
+            (e.compile_id, json.loads(e.metadata_json)["graph"])
+            for e in store.records(TraceEvent)
+            if e.name == schema.EVENT_GRAPH_IR
+        }
     return [(compile_text(compile_id), event) for compile_id, event in sorted(found)]
 
 
@@ -73,10 +76,17 @@ def read_compile(path: str | os.PathLike[str], compile_id: str) -> StoredCompile
         if not stored.irs:
             known = ", ".join(compile_ids(path)) or "none"
             raise GraphError(f"no graphs for compile {compile_id} (compiles with graphs: {known})")
-        keys = {entry["blob"] for ir in stored.irs.values() for entry in (ir.get("constants") or {}).values()
-                if "blob" in entry}
-        keys |= {entry["blob"] for sample in stored.samples.values()
-                 for entry in sample.get("inputs", []) + sample.get("outputs", []) + [sample.get("rng_state")]
-                 if isinstance(entry, dict) and "blob" in entry}
+        keys = {
+            entry["blob"]
+            for ir in stored.irs.values()
+            for entry in (ir.get("constants") or {}).values()
+            if "blob" in entry
+        }
+        keys |= {
+            entry["blob"]
+            for sample in stored.samples.values()
+            for entry in sample.get("inputs", []) + sample.get("outputs", []) + [sample.get("rng_state")]
+            if isinstance(entry, dict) and "blob" in entry
+        }
         stored.blobs = {key: store.get_blob(key) for key in keys}
     return stored

@@ -26,14 +26,21 @@ import re
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from types import TracebackType
-from typing import Any, Callable
+from typing import Any
 
 from dynamo_replay import _torch, generations, kernels, ranks, schema
 from dynamo_replay._torch import install as _torch_install
 from dynamo_replay.errors import ReplayError, ReplayRefusedError, ReplayWarning
-from dynamo_replay.replay.checks import (Contents, Refused, captured_settings, check_all, compiler_stand_in_needed,
-                                         read_store)
+from dynamo_replay.replay.checks import (
+    Contents,
+    Refused,
+    captured_settings,
+    check_all,
+    compiler_stand_in_needed,
+    read_store,
+)
 from dynamo_replay.replay.frame_checks import FrameChecks
 from dynamo_replay.replay.summary import CompiledFrame, ReplaySummary
 
@@ -51,7 +58,9 @@ class replay:  # noqa: N801 - a context manager, like capture
     The summary is printed to stderr at the end unless `verbose=False`; it is `.summary`.
     """
 
-    def __init__(self, path: str, *, strict: bool = False, key: str | bytes | None = None, verbose: bool = True) -> None:
+    def __init__(
+        self, path: str, *, strict: bool = False, key: str | bytes | None = None, verbose: bool = True
+    ) -> None:
         self.path = str(path)
         self.strict = strict
         self.key = key
@@ -101,8 +110,9 @@ class replay:  # noqa: N801 - a context manager, like capture
         self._summary.load_seconds = time.perf_counter() - start
         return self
 
-    def _load_or_refuse(self, contents: Contents, settings: tuple[tuple[str, str, Any], ...],
-                        libraries: dict[str, bytes]) -> None:
+    def _load_or_refuse(
+        self, contents: Contents, settings: tuple[tuple[str, str, Any], ...], libraries: dict[str, bytes]
+    ) -> None:
         """_load, with any failure undone and turned into a refusal: the job then compiles as
         it would without replay."""
         try:
@@ -131,7 +141,9 @@ class replay:  # noqa: N801 - a context manager, like capture
             warnings.warn(message + "\n  every rank compiles as usual", ReplayWarning, stacklevel=2)
         return False
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self._active:
             self._collect_compiles()
         self._active = False
@@ -145,7 +157,9 @@ class replay:  # noqa: N801 - a context manager, like capture
         while self._undo:
             self._undo.pop()()
 
-    def _load(self, contents: Contents, settings: tuple[tuple[str, str, Any], ...], libraries: dict[str, bytes]) -> None:
+    def _load(
+        self, contents: Contents, settings: tuple[tuple[str, str, Any], ...], libraries: dict[str, bytes]
+    ) -> None:
         """Puts the store's artifacts in place; every check has passed."""
         import torch.compiler
 
@@ -177,15 +191,18 @@ class replay:  # noqa: N801 - a context manager, like capture
         done = [m for m in contents.data.compiles if not m.get("fail_type")]
         summary.captured_compiles = len(done)
         summary.captured_compile_seconds = sum(m.get("entire_frame_compile_time_s") or 0.0 for m in done)
-        summary.captured_trace_seconds = sum(max(0.0, (m.get("entire_frame_compile_time_s") or 0.0)
-                                                 - (m.get("backend_compile_time_s") or 0.0)) for m in done)
+        summary.captured_trace_seconds = sum(
+            max(0.0, (m.get("entire_frame_compile_time_s") or 0.0) - (m.get("backend_compile_time_s") or 0.0))
+            for m in done
+        )
         summary.not_packaged = [f"{frame}: {why}" for frame, why in contents.data.not_saved.items()]
         self._reasons.update(contents.data.not_saved)
         _torch.skip_unique_ids(contents.data.unique_ids)
         if contents.precompiled:
             checks = FrameChecks(contents.data)
-            cache = _torch_install.SafeDynamoCache(checks, self._installed, contents.data.module_globals,
-                                                   self._every_rank_agrees, later_packages)
+            cache = _torch_install.SafeDynamoCache(
+                checks, self._installed, contents.data.module_globals, self._every_rank_agrees, later_packages
+            )
             self._hits = cache.hits
             self._undo.append(cache.remove)
             safety = _torch.PrecompileSafety(lambda frame, reason: None)  # recompiles here: same safety
@@ -223,10 +240,15 @@ class replay:  # noqa: N801 - a context manager, like capture
         for frame, why in self._reasons.items():
             if frame.startswith(prefix):
                 return f"strict replay: {frame} would compile: {why}"
-        failures = "\n".join("  " + line.strip() for line in error.splitlines()[1:]
-                              if line.strip().startswith(("- ", "verbose_code_parts=")))
-        return (f"strict replay: {function} ({filename}) would compile: the call failed the guards of every saved "
-                f"entry" + (f"\n{failures}" if failures else ""))
+        failures = "\n".join(
+            "  " + line.strip()
+            for line in error.splitlines()[1:]
+            if line.strip().startswith(("- ", "verbose_code_parts="))
+        )
+        return (
+            f"strict replay: {function} ({filename}) would compile: the call failed the guards of every saved "
+            f"entry" + (f"\n{failures}" if failures else "")
+        )
 
     def _why_compiled(self, function: str, filename: str, line: int) -> str:
         name = schema.frame_name(function, filename, line)
@@ -254,11 +276,13 @@ class replay:  # noqa: N801 - a context manager, like capture
 
         self._summary.compiled = [
             CompiledFrame(
-                function=metrics.co_name or "?", filename=metrics.co_filename or "?", line=metrics.co_firstlineno or 0,
-                reason=metrics.recompile_reason or self._why_compiled(metrics.co_name or "?", metrics.co_filename or "?",
-                                                                      metrics.co_firstlineno or 0),
+                function=metrics.co_name or "?",
+                filename=metrics.co_filename or "?",
+                line=metrics.co_firstlineno or 0,
+                reason=metrics.recompile_reason
+                or self._why_compiled(metrics.co_name or "?", metrics.co_filename or "?", metrics.co_firstlineno or 0),
                 seconds=metrics.entire_frame_compile_time_s or 0.0,
             )
-            for metrics in get_compilation_metrics()[self._metrics_before:]
+            for metrics in get_compilation_metrics()[self._metrics_before :]
             if metrics.co_name  # PyTorch also records the loading of a saved frame, unnamed
         ]

@@ -58,8 +58,10 @@ def read_replay_data(artifacts: dict[str, tuple[str, bytes]]) -> ReplayData:
     """The replay data of every generation, as one. REQUIRES: the signature, if a key is set,
     has verified."""
     if schema.REPLAY_DATA_NAME not in artifacts:
-        raise Refused(f"the store holds no replay data ({schema.REPLAY_DATA_NAME}): it was captured by an older "
-                      "dynamo-replay, or is not a capture; capture the job again")
+        raise Refused(
+            f"the store holds no replay data ({schema.REPLAY_DATA_NAME}): it was captured by an older "
+            "dynamo-replay, or is not a capture; capture the job again"
+        )
     try:
         base = ReplayData.from_json(artifacts[schema.REPLAY_DATA_NAME][1])
         later = [(g, generations.read_generation(artifacts, g)) for g in generations.generations(artifacts) if g]
@@ -110,7 +112,9 @@ def check_signature(artifacts: dict[str, tuple[str, bytes]], key: str | bytes | 
         raise Refused("the store's signature does not verify with the key given (altered, or signed with another key)")
 
 
-def check_all(contents: Contents, key: str | bytes | None, settings: tuple[tuple[str, str, Any], ...]) -> dict[str, bytes]:
+def check_all(
+    contents: Contents, key: str | bytes | None, settings: tuple[tuple[str, str, Any], ...]
+) -> dict[str, bytes]:
     """Every check, in order; returns the kernel libraries to put back."""
     if releases.CURRENT is None:
         raise Refused(releases.unsupported_message(releases.VERSION))
@@ -147,7 +151,9 @@ def setting_key(module: str, name: str) -> str:
     return f"config.{module.split('.')[1].lstrip('_')}.{name}"
 
 
-def captured_settings(environment: dict[str, str], defaults: tuple[tuple[str, str, Any], ...]) -> tuple[tuple[str, str, Any], ...]:
+def captured_settings(
+    environment: dict[str, str], defaults: tuple[tuple[str, str, Any], ...]
+) -> tuple[tuple[str, str, Any], ...]:
     """The precompile settings, with the values this store was captured with."""
     settings = []
     for module, name, value in defaults:

@@ -60,9 +60,16 @@ class Preflight:
         return {"replay": EXIT_ALL_REPLAY, "partial": EXIT_SOME_COMPILE, "refused": EXIT_REFUSED}[self.outcome]
 
     def to_json(self) -> dict[str, Any]:
-        return {"store": self.store, "outcome": self.outcome, "exit_code": self.exit_code, "refused": self.refused,
-                "differences": self.differences, "frames": [dataclasses.asdict(plan) for plan in self.frames],
-                "notes": self.notes, "fleet": self.fleet}
+        return {
+            "store": self.store,
+            "outcome": self.outcome,
+            "exit_code": self.exit_code,
+            "refused": self.refused,
+            "differences": self.differences,
+            "frames": [dataclasses.asdict(plan) for plan in self.frames],
+            "notes": self.notes,
+            "fleet": self.fleet,
+        }
 
     def render(self) -> str:
         lines = []
@@ -79,17 +86,23 @@ class Preflight:
             lines += [f"  {difference}" for difference in self.differences]
         else:
             counts = {o: sum(p.outcome == o for p in self.frames) for o in ("replays", "compiles", "depends")}
-            lines.append(f"{self.store}: used: {counts['replays']} frames replay, {counts['compiles']} compile, "
-                         f"{counts['depends']} depend on the job's values")
+            lines.append(
+                f"{self.store}: used: {counts['replays']} frames replay, {counts['compiles']} compile, "
+                f"{counts['depends']} depend on the job's values"
+            )
         if self.refused is not None and self.frames:
             lines.append("  each saved frame, once the store is used:")
         for plan in self.frames:
             lines.append(f"  {plan.outcome:<8} {plan.frame}: {plan.why}")
             lines += [f"           entry {index}: {shapes}" for index, shapes in enumerate(plan.inputs) if shapes]
         lines += [f"note: {note}" for note in self.notes]
-        lines.append({"replay": "every saved frame replays, given the values listed (exit 0)",
-                      "partial": "some frames compile (exit 3)",
-                      "refused": "nothing replays: the job compiles as usual (exit 4)"}[self.outcome])
+        lines.append(
+            {
+                "replay": "every saved frame replays, given the values listed (exit 0)",
+                "partial": "some frames compile (exit 3)",
+                "refused": "nothing replays: the job compiles as usual (exit 4)",
+            }[self.outcome]
+        )
         return "\n".join(lines)
 
 
@@ -130,12 +143,20 @@ def _frame_plans(contents: Contents, entries: dict[str, list[str]]) -> list[Fram
         elif frame in data.not_saved:
             plans.append(FramePlan(frame, "compiles", f"not saved at capture: {data.not_saved[frame]}"))
         elif not data.precompiled:
-            plans.append(FramePlan(frame, "compiles", "captured with --no-precompile: Dynamo traces it, its graphs "
-                                                      "come from the store"))
+            plans.append(
+                FramePlan(
+                    frame, "compiles", "captured with --no-precompile: Dynamo traces it, its graphs come from the store"
+                )
+            )
         elif any(guard.value is None for guard in dropped.get(frame, [])):
             guard = next(guard for guard in dropped[frame] if guard.value is None)
-            plans.append(FramePlan(frame, "compiles", f"{guard.source} ({guard.kind}) has no description that another "
-                                                      "process can compare"))
+            plans.append(
+                FramePlan(
+                    frame,
+                    "compiles",
+                    f"{guard.source} ({guard.kind}) has no description that another process can compare",
+                )
+            )
         elif dropped.get(frame):
             which = "; ".join(f"{guard.source} is {guard.value} ({guard.kind})" for guard in dropped[frame][:3])
             plans.append(FramePlan(frame, "depends", f"replays if, when the job reaches it, {which}", inputs))
@@ -158,15 +179,20 @@ def _imported_module(guard: Any) -> bool:
     except OSError:
         return False
     escaped = re.escape(module)
-    return bool(re.search(rf"^import {escaped} as {name}\s*$", text, re.M) if name != module.split(".")[0]
-                else re.search(rf"^import {escaped}\b", text, re.M))
+    return bool(
+        re.search(rf"^import {escaped} as {name}\s*$", text, re.M)
+        if name != module.split(".")[0]
+        else re.search(rf"^import {escaped}\b", text, re.M)
+    )
 
 
 def _builtin(guard: Any) -> bool:
     """Whether a dropped guard checks a builtin through the frame's builtins (the same object in
     every process of the captured Python, which the fingerprint pins)."""
-    return bool(re.fullmatch(r"G\['__builtins_dict___\d+'\]\['\w+'\]", guard.source)
-                and (guard.value or "").startswith("callable builtins."))
+    return bool(
+        re.fullmatch(r"G\['__builtins_dict___\d+'\]\['\w+'\]", guard.source)
+        and (guard.value or "").startswith("callable builtins.")
+    )
 
 
 def _source_of(frame: str, difference: str) -> bool:
@@ -176,8 +202,13 @@ def _source_of(frame: str, difference: str) -> bool:
     found = difference.split(" (", 1)[-1].rsplit(") changed", 1)[0]  # FILE:FIRST-LAST
     file_part, _, lines = found.rpartition(":")
     first, _, last = lines.partition("-")
-    return file_part == filename and line.isdigit() and first.isdigit() and last.isdigit() \
+    return (
+        file_part == filename
+        and line.isdigit()
+        and first.isdigit()
+        and last.isdigit()
         and int(first) <= int(line) <= int(last)
+    )
 
 
 class _StoreEvents:
@@ -195,7 +226,8 @@ class _StoreEvents:
                         metrics = json.loads(event.metadata_json) or {}
                         if metrics.get("co_name") and not metrics.get("fail_type"):
                             self.names[tuple(event.compile_id)] = schema.frame_name(
-                                metrics["co_name"], metrics.get("co_filename"), metrics.get("co_firstlineno"))
+                                metrics["co_name"], metrics.get("co_filename"), metrics.get("co_firstlineno")
+                            )
                     elif event.name == schema.EVENT_GUARDS and event.payload_key:
                         self.guards[tuple(event.compile_id)] = json.loads(store.get_blob(event.payload_key))
                     elif event.name == schema.EVENT_JOB and self.job is None:
@@ -217,8 +249,11 @@ def _argument_shapes(guards: list[dict[str, Any]]) -> list[str]:
     shapes = []
     for guard in guards:
         source = guard.get("source", "")
-        if guard.get("kind") != "TENSOR_MATCH" or not source.startswith("L[") or any(
-                part in source for part in ("._parameters[", "._buffers[", "._modules[")):
+        if (
+            guard.get("kind") != "TENSOR_MATCH"
+            or not source.startswith("L[")
+            or any(part in source for part in ("._parameters[", "._buffers[", "._modules["))
+        ):
             continue
         dtype = re.search(r"torch\.\w+", guard.get("code", ""))
         size = re.search(r"size=(\[[^\]]*\])", guard.get("code", ""))
@@ -235,17 +270,20 @@ def _job_notes(facts: dict[str, Any], job: list[str]) -> list[str]:
     if os.path.isfile(script) and captured:
         digest = hashlib.sha256(Path(script).read_bytes()).hexdigest()
         if script != captured:
-            notes.append(f"the store was captured from {captured}, this job runs {script}: frames it does not reach "
-                         "stay unused")
+            notes.append(
+                f"the store was captured from {captured}, this job runs {script}: frames it does not reach stay unused"
+            )
         elif digest != facts.get("script_sha256"):
             notes.append(f"{script} changed since capture (the frames above say which compiled code it touches)")
     elif not os.path.exists(script):
         notes.append(f"{job[0]}: no such file")
     captured_args = list(facts.get("argv") or [])[1:]
     if job[1:] != captured_args:
-        notes.append(f"captured with arguments {captured_args}, this job passes {job[1:]}: where they change the "
-                     "inputs' shapes or the code taken, those frames compile (each entry above lists the inputs it "
-                     "accepts)")
+        notes.append(
+            f"captured with arguments {captured_args}, this job passes {job[1:]}: where they change the "
+            "inputs' shapes or the code taken, those frames compile (each entry above lists the inputs it "
+            "accepts)"
+        )
     return notes
 
 
@@ -268,12 +306,19 @@ def check_fleet(text: str, key: str | bytes | None = None, job: list[str] | None
             matches = digest == here and not differences and taken is None
             if matches:
                 taken = (digest, manifest)
-            listed.append({"id": manifest["id"], "environment": digest, "matches": matches,
-                           "differences": differences or ([] if digest == here else ["the environment digest differs"])})
+            listed.append(
+                {
+                    "id": manifest["id"],
+                    "environment": digest,
+                    "matches": matches,
+                    "differences": differences or ([] if digest == here else ["the environment digest differs"]),
+                }
+            )
     fleet = {"url": url.shown, "this_host": here, "entry": taken[1]["id"] if taken else None, "entries": listed}
     if taken is None:
-        result = Preflight(store=url.shown, refused="no entry of the job matches this host: its first run captures one",
-                           fleet=fleet)
+        result = Preflight(
+            store=url.shown, refused="no entry of the job matches this host: its first run captures one", fleet=fleet
+        )
         return result
     with tempfile.TemporaryDirectory(prefix="dynrep-check-") as directory:
         local = Path(directory) / "entry.dynrep"

@@ -67,10 +67,15 @@ class ReplaySummary:
             causes[why] = causes.get(why, 0) + 1
         for frame in self.compiled:
             causes[frame.reason] = causes.get(frame.reason, 0) + 1
-        cause = max(causes, key=lambda why: causes[why]) if causes else (
-            "the job never called them (torch.compile not reached, or other functions compiled)")
-        return (f"{len(unused)} of {len(self.saved_frames)} saved frames unused: {cause}; "
-                f"`python -m dynamo_replay check {self.store}` says why before a start")
+        cause = (
+            max(causes, key=lambda why: causes[why])
+            if causes
+            else ("the job never called them (torch.compile not reached, or other functions compiled)")
+        )
+        return (
+            f"{len(unused)} of {len(self.saved_frames)} saved frames unused: {cause}; "
+            f"`python -m dynamo_replay check {self.store}` says why before a start"
+        )
 
     @property
     def compile_seconds(self) -> float:
@@ -104,32 +109,54 @@ class ReplaySummary:
             lines = [f"dynamo-replay: {self.store} not loaded: {self.refused}"]
             lines += [f"  {difference}" for difference in self.differences]
             return "\n".join(lines)
-        mode = (f"{self.entries_installed} saved frames in force" if self.precompiled
-                else "captured with --no-precompile: Dynamo traces each frame, the rest comes from the store")
+        mode = (
+            f"{self.entries_installed} saved frames in force"
+            if self.precompiled
+            else "captured with --no-precompile: Dynamo traces each frame, the rest comes from the store"
+        )
         inert = self.inert
         lines = [
-            f"dynamo-replay: {self.store} loaded but mostly inert: {inert}" if inert else f"dynamo-replay: {self.store}",
+            f"dynamo-replay: {self.store} loaded but mostly inert: {inert}"
+            if inert
+            else f"dynamo-replay: {self.store}",
             f"  loaded in {self.load_seconds + self.install_seconds:.2f} s: {mode}, {self.kernel_libraries} kernel "
-            "libraries" + (", CPU ISA probe reused" if self.isa_probe_reused else "")
+            "libraries"
+            + (", CPU ISA probe reused" if self.isa_probe_reused else "")
             + f" (and {self.import_seconds:.2f} s importing PyTorch's compiler, as torch.compile does)",
             *([f"  {self.rank}"] if self.rank else []),
-            *([f"  {self.generations} generations (the capture and {self.generations - 1} updates)"]
-              if self.generations > 1 else []),
-            *([f"  saved frames run from the store: {len(self.saved_frames) - len(self.unused_frames)} of "
-               f"{len(self.saved_frames)}"] if self.precompiled and self.saved_frames else []),
+            *(
+                [f"  {self.generations} generations (the capture and {self.generations - 1} updates)"]
+                if self.generations > 1
+                else []
+            ),
+            *(
+                [
+                    f"  saved frames run from the store: {len(self.saved_frames) - len(self.unused_frames)} of "
+                    f"{len(self.saved_frames)}"
+                ]
+                if self.precompiled and self.saved_frames
+                else []
+            ),
             f"  captured: {self.captured_compiles} compiles, {self.captured_compile_seconds:.2f} s",
             f"  compiled here: {len(self.compiled)} frames ({self.compile_seconds:.2f} s)",
         ]
         lines += [f"    {frame}" for frame in self.compiled]
         if self.not_packaged:
-            lines.append("  frames PyTorch's precompile could not save (Dynamo traces them; graphs come from the store):")
+            lines.append(
+                "  frames PyTorch's precompile could not save (Dynamo traces them; graphs come from the store):"
+            )
             lines += [f"    {entry}" for entry in self.not_packaged]
         if self.skipped:
             lines.append("  saved frames not used (they compile as usual):")
             lines += [f"    {entry}" for entry in self.skipped]
         if self.updated:
             lines.append(f"  update: {self.updated}")
-        lines.append(f"  compile time saved: {self.compile_seconds_saved:.2f} s against a cold compile, "
-                     + (f"at least {self.seconds_saved_over_warm_cache:.2f} s against PyTorch's warm caches (Dynamo tracing)"
-                        if self.precompiled else "about none against PyTorch's warm caches"))
+        lines.append(
+            f"  compile time saved: {self.compile_seconds_saved:.2f} s against a cold compile, "
+            + (
+                f"at least {self.seconds_saved_over_warm_cache:.2f} s against PyTorch's warm caches (Dynamo tracing)"
+                if self.precompiled
+                else "about none against PyTorch's warm caches"
+            )
+        )
         return "\n".join(lines)

@@ -24,8 +24,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dynamo_replay.update.files import (UpdateError, delta_path, read_usage, record_usage, remove_leftovers, store_lock,
-                                        sync_directory, usage_path, write_atomically)
+from dynamo_replay.update.files import (
+    UpdateError,
+    delta_path,
+    read_usage,
+    record_usage,
+    remove_leftovers,
+    store_lock,
+    sync_directory,
+    usage_path,
+    write_atomically,
+)
 from dynamo_replay.update.merge import Limits, merge_update
 
 __all__ = ["UPDATE_ENV", "Limits", "merge_update", "remove_leftovers", "store_lock", "updating_replay"]
@@ -39,8 +48,15 @@ class updating_replay:  # noqa: N801 - a context manager, like replay
     captures it whole). Over replay and capture, which know nothing of it; the job is never
     failed by an update: one that cannot be written is named in the summary's `update:` line."""
 
-    def __init__(self, path: str, *, strict: bool = False, key: str | bytes | None = None, verbose: bool = True,
-                 limits: Limits | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        strict: bool = False,
+        key: str | bytes | None = None,
+        verbose: bool = True,
+        limits: Limits | None = None,
+    ) -> None:
         from dynamo_replay.replay import replay
 
         self.path, self.key, self.verbose = str(path), key, verbose
@@ -73,8 +89,9 @@ class updating_replay:  # noqa: N801 - a context manager, like replay
         from dynamo_replay.capture import capture
 
         try:
-            self._capture = capture(delta_path(self.path), key=self.key if self.first else None,
-                                    own_cache_dir=self.first)
+            self._capture = capture(
+                delta_path(self.path), key=self.key if self.first else None, own_cache_dir=self.first
+            )
             self._capture.__enter__()
         except Exception as error:  # the job runs on without the update
             self._capture = None
@@ -87,8 +104,9 @@ class updating_replay:  # noqa: N801 - a context manager, like replay
         self._replay.__exit__(exc_type, exc, tb)
         summary = self.summary
         if self._capture is not None and mine:
-            summary.updated = self._finish(bool(summary.compiled) and exc is None, summary.hits,
-                                           summary.generation_hits)
+            summary.updated = self._finish(
+                bool(summary.compiled) and exc is None, summary.hits, summary.generation_hits
+            )
         if self.verbose and mine and (summary.loaded or summary.updated):
             print(summary if summary.loaded else f"dynamo-replay: {self.path}: {summary.updated}", file=sys.stderr)
 

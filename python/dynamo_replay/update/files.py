@@ -9,8 +9,9 @@ import fcntl
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 LOCK_WAIT_SECONDS = 300.0  # another updater writing a large store; past this, this update is dropped
 
@@ -56,11 +57,15 @@ def read_usage(path: str) -> dict[str, Any]:
         return {}
 
 
-def record_usage(usage: dict[str, Any], hits: dict[str, int], generation_hits: dict[int, int],
-                 now: float, keep_starts: int = 16) -> dict[str, Any]:
+def record_usage(
+    usage: dict[str, Any], hits: dict[str, int], generation_hits: dict[int, int], now: float, keep_starts: int = 16
+) -> dict[str, Any]:
     """Adds one start's hits to the usage (the last keep_starts starts are kept per frame)."""
-    usage = {"starts": int(usage.get("starts", 0)) + 1, "frames": dict(usage.get("frames", {})),
-             "generations": dict(usage.get("generations", {}))}
+    usage = {
+        "starts": int(usage.get("starts", 0)) + 1,
+        "frames": dict(usage.get("frames", {})),
+        "generations": dict(usage.get("generations", {})),
+    }
     for frame in set(usage["frames"]) | set(hits):
         entry = dict(usage["frames"].get(frame, {"hits": [], "last_used": None}))
         entry["hits"] = (list(entry.get("hits", [])) + [hits.get(frame, 0)])[-keep_starts:]
@@ -98,7 +103,7 @@ def remove_leftovers(path: str) -> None:
     """Temporary files of updaters that died (their pid is gone)."""
     base = Path(path)
     for leftover in base.parent.glob(f"{base.name}.*"):
-        suffix = leftover.name[len(base.name) + 1:]
+        suffix = leftover.name[len(base.name) + 1 :]
         kind, _, pid = suffix.partition("-")
         if kind in ("update", "tmp") and pid.isdigit() and not _alive(int(pid)):
             leftover.unlink(missing_ok=True)
@@ -112,5 +117,3 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-

@@ -25,8 +25,7 @@ class Limits:
         self.max_bytes = max_bytes or (int(os.environ[MAX_BYTES_ENV]) if os.environ.get(MAX_BYTES_ENV) else None)
 
 
-def merge_update(path: str, delta: str, key: str | bytes | None, limits: Limits,
-                 usage: dict[str, Any]) -> str:
+def merge_update(path: str, delta: str, key: str | bytes | None, limits: Limits, usage: dict[str, Any]) -> str:
     """Writes the store at `path` with the delta capture's compiles as a new generation, evicting
     what the limits leave no room for. REQUIRES: the store lock is held. Returns what was done;
     UpdateError says why nothing was."""
@@ -48,9 +47,15 @@ def merge_update(path: str, delta: str, key: str | bytes | None, limits: Limits,
                 signed.update(_copy_delta(new, out, generation, numbering, copied, key is not None))
                 if key is not None:
                     signature = signing.sign(key, signed).encode()
-                    out.put(Artifact(name=schema.SIGNATURE_NAME, media_type=schema.SIGNATURE_MEDIA_TYPE,
-                                     blob_key=out.put_blob(signature), size=len(signature),
-                                     attributes={"algorithm": signing.ALGORITHM, "covers": str(len(signed))}))
+                    out.put(
+                        Artifact(
+                            name=schema.SIGNATURE_NAME,
+                            media_type=schema.SIGNATURE_MEDIA_TYPE,
+                            blob_key=out.put_blob(signature),
+                            size=len(signature),
+                            attributes={"algorithm": signing.ALGORITHM, "covers": str(len(signed))},
+                        )
+                    )
         with open(temp, "rb+") as written:
             os.fsync(written.fileno())
         os.replace(temp, path)
@@ -58,8 +63,9 @@ def merge_update(path: str, delta: str, key: str | bytes | None, limits: Limits,
     finally:
         Path(temp).unlink(missing_ok=True)
     dropped = sorted(set(generations.generations(artifacts)) - keep)
-    return (f"generation {generation} added" + (f", generations {dropped} evicted (unused the longest)" if dropped
-                                                else ""))
+    return f"generation {generation} added" + (
+        f", generations {dropped} evicted (unused the longest)" if dropped else ""
+    )
 
 
 def _generations_kept(artifacts: dict[str, Any], usage: dict[str, Any], limits: Limits) -> set[int]:
@@ -67,15 +73,17 @@ def _generations_kept(artifacts: dict[str, Any], usage: dict[str, Any], limits: 
     environment every later one was checked against) and the later ones used most recently,
     within the generation and byte limits."""
     present = generations.generations(artifacts)
-    sizes = {g: 0 for g in present}
+    sizes = dict.fromkeys(present, 0)
     for artifact in artifacts.values():
         g = min(_generations_of(artifact))  # a shared library counts once, to its first user
         sizes[g] = sizes.get(g, 0) + artifact.size
     used = usage.get("generations", {})
     by_age = sorted((g for g in present if g), key=lambda g: (used.get(str(g), {}).get("last_used") or 0, g))
     keep = set(present)
-    while by_age and (len(keep) + 1 > limits.max_generations
-                      or (limits.max_bytes is not None and sum(sizes[g] for g in keep) > limits.max_bytes)):
+    while by_age and (
+        len(keep) + 1 > limits.max_generations
+        or (limits.max_bytes is not None and sum(sizes[g] for g in keep) > limits.max_bytes)
+    ):
         keep.discard(by_age.pop(0))
     return keep
 
@@ -94,8 +102,9 @@ def _generations_of(artifact: Artifact) -> set[int]:
     return {generations.split_name(artifact.name)[0]}
 
 
-def _copy_current(current: Store, out: Store, keep: set[int], signing: bool, shared: set[str],
-                  adding: int) -> tuple[dict[str, tuple[str, bytes]], set[str], tuple[int, int]]:
+def _copy_current(
+    current: Store, out: Store, keep: set[int], signing: bool, shared: set[str], adding: int
+) -> tuple[dict[str, tuple[str, bytes]], set[str], tuple[int, int]]:
     """Every record of the store as it is, less the generations evicted and its signature, in
     one pass. Returns the artifacts to sign (name -> (media type, bytes), only when signing),
     the names of the artifacts copied, and where an update's numbering starts: (first frame
@@ -117,8 +126,15 @@ def _copy_current(current: Store, out: Store, keep: set[int], signing: bool, sha
             if signing:
                 signed[record.name] = (record.media_type, data)
             copied.add(record.name)
-            out.put(Artifact(name=record.name, media_type=record.media_type, blob_key=out.put_blob(data),
-                             size=record.size, attributes=attributes))
+            out.put(
+                Artifact(
+                    name=record.name,
+                    media_type=record.media_type,
+                    blob_key=out.put_blob(data),
+                    size=record.size,
+                    attributes=attributes,
+                )
+            )
             continue
         if isinstance(record, (TraceEvent, CodeObject)):
             last_frame = max(last_frame, record.compile_id[0])
@@ -139,8 +155,9 @@ def _interned_index(event: TraceEvent) -> int:
     return index if isinstance(index, int) else -1
 
 
-def _copy_delta(new: Store, out: Store, generation: int, numbering: tuple[int, int], present: set[str],
-                signing: bool) -> dict[str, tuple[str, bytes]]:
+def _copy_delta(
+    new: Store, out: Store, generation: int, numbering: tuple[int, int], present: set[str], signing: bool
+) -> dict[str, tuple[str, bytes]]:
     """The delta capture's records as generation G: its compile ids moved past the store's, its
     interned file names renumbered past the store's, its cache artifacts and replay data under
     the generation's names, its kernel libraries added where new."""
@@ -150,11 +167,22 @@ def _copy_delta(new: Store, out: Store, generation: int, numbering: tuple[int, i
     compiled = {r.compile_id for r in new.records(TraceEvent) if r.name == "compilation_metrics"}
     for compile_id in sorted(compiled):
         moved = (compile_id[0] + first_frame, compile_id[1], compile_id[2])
-        out.put(TraceEvent(name=schema.EVENT_GENERATION, compile_id=moved, metadata_json=json.dumps(
-            {"generation": generation}), payload_key="", payload_size=0, time=time.time()))
+        out.put(
+            TraceEvent(
+                name=schema.EVENT_GENERATION,
+                compile_id=moved,
+                metadata_json=json.dumps({"generation": generation}),
+                payload_key="",
+                payload_size=0,
+                time=time.time(),
+            )
+        )
     for record in new.records():
-        if isinstance(record, Manifest) or isinstance(record, (TraceEvent, CodeObject)) and not (
-                record.compile_id in compiled or record.compile_id[0] < 0):
+        if (
+            isinstance(record, Manifest)
+            or isinstance(record, (TraceEvent, CodeObject))
+            and not (record.compile_id in compiled or record.compile_id[0] < 0)
+        ):
             continue
         if isinstance(record, TraceEvent) and record.name in (schema.EVENT_JOB, schema.EVENT_SUMMARY):
             continue  # the store's own say how the job was started and what its capture did
@@ -162,8 +190,9 @@ def _copy_delta(new: Store, out: Store, generation: int, numbering: tuple[int, i
             name = record.name
             # The same kernel library (Inductor names it by its source's hash) or compiler identity
             # is there already; the cache bytes and replay data go under the generation's names.
-            if name == schema.SIGNATURE_NAME or (name in present and name not in (schema.MEGA_CACHE_NAME,
-                                                                                   schema.REPLAY_DATA_NAME)):
+            if name == schema.SIGNATURE_NAME or (
+                name in present and name not in (schema.MEGA_CACHE_NAME, schema.REPLAY_DATA_NAME)
+            ):
                 continue
             data = new.get_blob(record.blob_key)
             if name == schema.REPLAY_DATA_NAME:  # its compile ids, as the store now numbers them
@@ -174,8 +203,15 @@ def _copy_delta(new: Store, out: Store, generation: int, numbering: tuple[int, i
                 name = generations.artifact_name(generation, name)
             if signing:
                 signed[name] = (record.media_type, data)
-            out.put(Artifact(name=name, media_type=record.media_type, blob_key=out.put_blob(data), size=len(data),
-                             attributes={**record.attributes, "generation": str(generation)}))
+            out.put(
+                Artifact(
+                    name=name,
+                    media_type=record.media_type,
+                    blob_key=out.put_blob(data),
+                    size=len(data),
+                    attributes={**record.attributes, "generation": str(generation)},
+                )
+            )
             continue
         for key in _blob_keys(record):
             _copy_blob(new, out, key)
@@ -197,18 +233,30 @@ def _moved(record: Any, first_frame: int, first_name: int) -> Any:
         return (frame + first_frame if frame >= 0 else frame, compile_, attempt)
 
     if isinstance(record, CodeObject):
-        return CodeObject(compile_id=moved_id(record.compile_id), role=record.role, name=record.name,
-                          filename=record.filename, first_line=record.first_line, fields_json=record.fields_json,
-                          bytecode_key=record.bytecode_key, disassembly_key=record.disassembly_key)
+        return CodeObject(
+            compile_id=moved_id(record.compile_id),
+            role=record.role,
+            name=record.name,
+            filename=record.filename,
+            first_line=record.first_line,
+            fields_json=record.fields_json,
+            bytecode_key=record.bytecode_key,
+            disassembly_key=record.disassembly_key,
+        )
     if isinstance(record, TraceEvent):
         metadata = json.loads(record.metadata_json)
         if record.name == "str" and isinstance(metadata, list) and len(metadata) == 2:
             metadata = [metadata[0], metadata[1] + first_name]
         else:
             metadata = _renumbered(metadata, first_frame, first_name)
-        return TraceEvent(name=record.name, compile_id=moved_id(record.compile_id),
-                          metadata_json=json.dumps(metadata), payload_key=record.payload_key,
-                          payload_size=record.payload_size, time=record.time)
+        return TraceEvent(
+            name=record.name,
+            compile_id=moved_id(record.compile_id),
+            metadata_json=json.dumps(metadata),
+            payload_key=record.payload_key,
+            payload_size=record.payload_size,
+            time=record.time,
+        )
     return record
 
 
@@ -228,5 +276,3 @@ def _renumbered(value: Any, first_frame: int, first_name: int) -> Any:
         frame, rest = compile_id.split("/", 1)
         moved["compile_id"] = f"{int(frame) + first_frame}/{rest}"
     return moved
-
-

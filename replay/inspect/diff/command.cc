@@ -48,7 +48,8 @@ std::string damage(const StoreReader& reader, const Job& job, const InspectOptio
     Result<std::string_view> p = reader.recordPayload(i);
     if (p.isOk()) continue;
     auto kind = capture::RecordKind(reader.recordKind(i));
-    if (kind == capture::RecordKind::TraceEvent || kind == capture::RecordKind::CodeObject || kind == capture::RecordKind::Manifest)
+    if (kind == capture::RecordKind::TraceEvent || kind == capture::RecordKind::CodeObject ||
+        kind == capture::RecordKind::Manifest)
       return p.status().message();
     warn(p.status().message());
   }
@@ -56,7 +57,8 @@ std::string damage(const StoreReader& reader, const Job& job, const InspectOptio
   for (const Compile& c : job.compiles()) {
     read[c.guardListKey] = fmt::format("compile {}: guard list", c.id.str());
     read[c.symbolsKey] = fmt::format("compile {}: symbol table", c.id.str());
-    for (const auto& [graph, key] : c.graphIrs) read[key] = fmt::format("compile {}: graph IR of {}", c.id.str(), graph);
+    for (const auto& [graph, key] : c.graphIrs)
+      read[key] = fmt::format("compile {}: graph IR of {}", c.id.str(), graph);
   }
   read.erase("");
   for (const auto& [key, what] : read) {
@@ -96,7 +98,6 @@ bool looksLikeCompileId(const std::string& s) {
   return std::regex_match(s, kId);
 }
 
-
 // B's recompile reasons that name A's entry: PyTorch writes one line per failed entry, "0/0: ...".
 std::vector<std::string> reasonsNaming(const Compile& a, const Compile& b) {
   std::vector<std::string> out;
@@ -121,7 +122,8 @@ PairDiff comparePair(const Side& sa, const Compile& a, const Side& sb, const Com
   p.b = &b;
   if (a.function != b.function) p.compile.push_back({"function", a.function, b.function});
   if (a.file != b.file) p.compile.push_back({"file", a.file, b.file});
-  if (a.firstLine != b.firstLine) p.compile.push_back({"first line", std::to_string(a.firstLine), std::to_string(b.firstLine)});
+  if (a.firstLine != b.firstLine)
+    p.compile.push_back({"first line", std::to_string(a.firstLine), std::to_string(b.firstLine)});
   if (a.status != b.status) p.compile.push_back({"status", firstLine(a.status), firstLine(b.status)});
   std::map<std::string, int> breaks;
   for (const std::string& g : a.graphBreaks) breaks[firstLine(g)]++;
@@ -140,7 +142,8 @@ PairDiff comparePair(const Side& sa, const Compile& a, const Side& sb, const Com
 
 // The compiles of each frame in compile order, keyed by `key`, frames in the order they first compiled.
 template <typename Key>
-std::vector<std::pair<std::string, std::vector<const Compile*>>> byFrame(const std::vector<const Compile*>& compiles, Key key) {
+std::vector<std::pair<std::string, std::vector<const Compile*>>> byFrame(const std::vector<const Compile*>& compiles,
+                                                                         Key key) {
   std::vector<std::pair<std::string, std::vector<const Compile*>>> frames;
   for (const Compile* c : compiles) {
     std::string k = key(*c);
@@ -154,7 +157,8 @@ std::vector<std::pair<std::string, std::vector<const Compile*>>> byFrame(const s
 // Pairs the i-th compile of each frame of A with the i-th of the same frame of B; what has no
 // partner is left in *a and *b.
 template <typename Key>
-std::vector<std::pair<const Compile*, const Compile*>> pairBy(std::vector<const Compile*>* a, std::vector<const Compile*>* b, Key key) {
+std::vector<std::pair<const Compile*, const Compile*>> pairBy(std::vector<const Compile*>* a,
+                                                              std::vector<const Compile*>* b, Key key) {
   std::vector<std::pair<const Compile*, const Compile*>> pairs;
   auto fa = byFrame(*a, key), fb = byFrame(*b, key);
   std::set<const Compile*> paired;
@@ -178,7 +182,8 @@ void pairStores(const Side& sa, const Side& sb, const std::string& only, DiffRep
   std::vector<const Compile*> a, b;
   for (const Compile& c : sa.job().compiles()) a.push_back(&c);
   for (const Compile& c : sb.job().compiles()) b.push_back(&c);
-  auto pairs = pairBy(&a, &b, [](const Compile& c) { return fmt::format("{}\n{}\n{}", c.function, baseName(c.file), c.firstLine); });
+  auto pairs = pairBy(
+      &a, &b, [](const Compile& c) { return fmt::format("{}\n{}\n{}", c.function, baseName(c.file), c.firstLine); });
   auto moved = pairBy(&a, &b, [](const Compile& c) { return fmt::format("{}\n{}", c.function, baseName(c.file)); });
   pairs.insert(pairs.end(), moved.begin(), moved.end());
   std::sort(pairs.begin(), pairs.end(), [](const auto& x, const auto& y) { return x.first->id < y.first->id; });
@@ -207,21 +212,27 @@ int inspectDiff(const std::vector<std::string>& operands, const std::string& com
     return trouble(o, err, "diff takes STORE A_ID B_ID, STORE B_ID, or A_STORE B_STORE");
   bool compiles = operands.size() == 3 || looksLikeCompileId(operands[1]);
   if (operands.size() == 3 && !(looksLikeCompileId(operands[1]) && looksLikeCompileId(operands[2])))
-    return trouble(o, err, fmt::format("diff {} {} {}: the second and third operands must be compile ids such as 0/1",
-                                       operands[0], operands[1], operands[2]));
-  if (compiles && !compileId.empty()) return trouble(o, err, "--compile restricts a diff of two stores; name the compiles instead");
+    return trouble(o, err,
+                   fmt::format("diff {} {} {}: the second and third operands must be compile ids such as 0/1",
+                               operands[0], operands[1], operands[2]));
+  if (compiles && !compileId.empty())
+    return trouble(o, err, "--compile restricts a diff of two stores; name the compiles instead");
   std::optional<Side> sa = openSide(operands[0], o, err);
   if (!sa) return 2;
   DiffReport r;
   r.pathA = operands[0];
   if (compiles) {
     const Compile* b = sa->job().find(operands.back());
-    if (!b) return trouble(o, err, fmt::format("{}: no compile {} (replay-inspect ls lists them)", operands[0], operands.back()));
+    if (!b)
+      return trouble(o, err,
+                     fmt::format("{}: no compile {} (replay-inspect ls lists them)", operands[0], operands.back()));
     const Compile* a = operands.size() == 3 ? sa->job().find(operands[1]) : predecessor(sa->job(), *b);
     if (!a && operands.size() == 3)
       return trouble(o, err, fmt::format("{}: no compile {} (replay-inspect ls lists them)", operands[0], operands[1]));
-    if (!a) return trouble(o, err, fmt::format("{}: {} is its frame's first compile: name the compile to compare it with",
-                                               operands[0], operands[1]));
+    if (!a)
+      return trouble(o, err,
+                     fmt::format("{}: {} is its frame's first compile: name the compile to compare it with",
+                                 operands[0], operands[1]));
     r.pathB = operands[0];
     r.pairs.push_back(comparePair(*sa, *a, *sa, *b, false, {}));
     return renderDiff(r, o, out);
@@ -241,8 +252,9 @@ int inspectDiff(const std::vector<std::string>& operands, const std::string& com
   r.commandLineB = sb->facts.commandLine;
   pairStores(*sa, *sb, compileId, &r);
   if (!compileId.empty() && r.pairs.empty() && r.onlyA.empty() && r.onlyB.empty())
-    return trouble(o, err, fmt::format("no compile {} in {} or {} (replay-inspect ls lists them)", compileId,
-                                       operands[0], operands[1]));
+    return trouble(
+        o, err,
+        fmt::format("no compile {} in {} or {} (replay-inspect ls lists them)", compileId, operands[0], operands[1]));
   return renderDiff(r, o, out);
 }
 

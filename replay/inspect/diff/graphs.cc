@@ -34,19 +34,17 @@ std::string valueText(const ValueMeta& v) {
       for (const Dimension& d : v.tensor.shape) dims += (dims.empty() ? "" : ", ") + d.str();
       return fmt::format("{}[{}]{}", v.tensor.dtype, dims, v.tensor.requiresGrad ? " requires_grad" : "");
     }
-    case ValueMeta::Kind::Symbolic:
-      return fmt::format("sym {} ({})", v.sym, v.symType.empty() ? "?" : v.symType);
-    case ValueMeta::Kind::Plain:
-      return v.value.spelling();
-    case ValueMeta::Kind::Unsupported:
-      return "<" + (v.text.empty() ? std::string("?") : v.text) + ">";
-    case ValueMeta::Kind::Unparsed:
-      return dumpJson({{"unparsed", v.text}});
+    case ValueMeta::Kind::Symbolic: return fmt::format("sym {} ({})", v.sym, v.symType.empty() ? "?" : v.symType);
+    case ValueMeta::Kind::Plain: return v.value.spelling();
+    case ValueMeta::Kind::Unsupported: return "<" + (v.text.empty() ? std::string("?") : v.text) + ">";
+    case ValueMeta::Kind::Unparsed: return dumpJson({{"unparsed", v.text}});
   }
   return "?";
 }
 
-std::string firstOutput(const Node& node) { return node.outputs.empty() ? "(no value recorded)" : valueText(node.outputs[0]); }
+std::string firstOutput(const Node& node) {
+  return node.outputs.empty() ? "(no value recorded)" : valueText(node.outputs[0]);
+}
 
 // A placeholder's key: the Dynamo source it reads, or the parameter or buffer it is.
 std::pair<std::string, std::string> inputOf(const Node& node) {

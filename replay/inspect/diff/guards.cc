@@ -121,21 +121,27 @@ std::optional<TensorCheck> tensorCheck(const std::string& code) {
 }
 
 void tensorDetails(const std::string& s, const TensorCheck& a, const TensorCheck& b, std::vector<Change>* out) {
-  const std::map<std::string, std::string> names = {{"type", "type(" + s + ")"}, {"dispatch keys", s + " dispatch keys"},
-                                                    {"dtype", s + ".dtype"}, {"device", s + ".device"},
+  const std::map<std::string, std::string> names = {{"type", "type(" + s + ")"},
+                                                    {"dispatch keys", s + " dispatch keys"},
+                                                    {"dtype", s + ".dtype"},
+                                                    {"device", s + ".device"},
                                                     {"requires_grad", s + ".requires_grad"}};
   for (const auto& [key, va] : a.fields) {
     auto vb = b.fields.find(key);
     std::string name = names.count(key) ? names.at(key) : s + " " + key;
     if (vb == b.fields.end() || vb->second != va) out->push_back({name, va, vb == b.fields.end() ? "" : vb->second});
   }
-  for (const auto& [list, label] : {std::pair{&TensorCheck::size, ".size()"}, std::pair{&TensorCheck::stride, ".stride()"}}) {
+  for (const auto& [list, label] :
+       {std::pair{&TensorCheck::size, ".size()"}, std::pair{&TensorCheck::stride, ".stride()"}}) {
     const std::vector<std::string>&da = a.*list, &db = b.*list;
     if (da.size() != db.size()) {
-      if (list == &TensorCheck::size) out->push_back({s + ".dim()", std::to_string(da.size()), std::to_string(db.size())});
+      if (list == &TensorCheck::size)
+        out->push_back({s + ".dim()", std::to_string(da.size()), std::to_string(db.size())});
       continue;
     }
-    auto shown = [](const std::string& v) { return v == "None" ? std::string("dynamic") : v; };  // not checked: symbolic
+    auto shown = [](const std::string& v) {
+      return v == "None" ? std::string("dynamic") : v;
+    };  // not checked: symbolic
     for (size_t i = 0; i < da.size(); ++i)
       if (da[i] != db[i]) out->push_back({fmt::format("{}{}[{}]", s, label, i), shown(da[i]), shown(db[i])});
   }
@@ -198,8 +204,10 @@ GuardDiff compareGuards(const Job& ja, const Compile& a, const Job& jb, const Co
       auto same = std::find_if(lb->begin(), lb->end(), [&](const GuardEntry& h) {
         return !usedB[&h - lb->data()] && h.kind == g.kind && h.subject == g.subject && h.norm == g.norm;
       });
-      if (same == lb->end()) restA.push_back(&g);
-      else usedB[same - lb->begin()] = true;
+      if (same == lb->end())
+        restA.push_back(&g);
+      else
+        usedB[same - lb->begin()] = true;
     }
     // A constant's guard changes kind with its value (FALSE_MATCH x == False, TRUE_MATCH x == True).
     auto sameConstant = [](const GuardEntry& x, const GuardEntry& y) {
@@ -208,9 +216,11 @@ GuardDiff compareGuards(const Job& ja, const Compile& a, const Job& jb, const Co
     };
     for (const GuardEntry* g : restA) {
       auto free = [&](const GuardEntry& h) { return !usedB[&h - lb->data()] && h.subject == g->subject; };
-      auto pair = std::find_if(lb->begin(), lb->end(), [&](const GuardEntry& h) { return free(h) && h.kind == g->kind; });
+      auto pair =
+          std::find_if(lb->begin(), lb->end(), [&](const GuardEntry& h) { return free(h) && h.kind == g->kind; });
       if (pair == lb->end())
-        pair = std::find_if(lb->begin(), lb->end(), [&](const GuardEntry& h) { return free(h) && sameConstant(*g, h); });
+        pair =
+            std::find_if(lb->begin(), lb->end(), [&](const GuardEntry& h) { return free(h) && sameConstant(*g, h); });
       if (pair == lb->end()) {
         d.removed.push_back(*g);
         continue;
@@ -224,7 +234,8 @@ GuardDiff compareGuards(const Job& ja, const Compile& a, const Job& jb, const Co
   auto sa = symbolsBySource(ja, a), sb = symbolsBySource(jb, b);
   for (const auto& [key, facts] : sa) {
     auto other = sb.find(key);
-    if (other == sb.end()) d.symbols.push_back({key, facts.first + " " + facts.second, ""});
+    if (other == sb.end())
+      d.symbols.push_back({key, facts.first + " " + facts.second, ""});
     else if (other->second.second != facts.second)
       d.symbols.push_back({key, facts.first + " " + facts.second, other->second.first + " " + other->second.second});
   }
@@ -235,7 +246,8 @@ GuardDiff compareGuards(const Job& ja, const Compile& a, const Job& jb, const Co
   for (const ShapeGuard& g : a.shapeGuards) count[{g.kind, g.expr}]++;
   for (const ShapeGuard& g : b.shapeGuards) count[{g.kind, g.expr}]--;
   for (const auto& [key, n] : count)
-    for (int i = 0; i < std::abs(n); ++i) d.shapeGuards.push_back({key.first, n > 0 ? key.second : "", n < 0 ? key.second : ""});
+    for (int i = 0; i < std::abs(n); ++i)
+      d.shapeGuards.push_back({key.first, n > 0 ? key.second : "", n < 0 ? key.second : ""});
   return d;
 }
 

@@ -39,7 +39,9 @@ struct GuardDiff {
   std::vector<GuardChange> changed;
   std::vector<Change> symbols;      // keyed by source (or symbol): "s77 [2, int_oo]"
   std::vector<Change> shapeGuards;  // expressions in one compile only
-  bool empty() const { return added.empty() && removed.empty() && changed.empty() && symbols.empty() && shapeGuards.empty(); }
+  bool empty() const {
+    return added.empty() && removed.empty() && changed.empty() && symbols.empty() && shapeGuards.empty();
+  }
 };
 
 // Between stores, identity guards name addresses of the capturing process, which differ
@@ -49,14 +51,15 @@ GuardDiff compareGuards(const Job& ja, const Compile& a, const Job& jb, const Co
 // One graph (a trace event's name: dynamo_output_graph, aot_forward_graph, ...) in both.
 struct GraphDiff {
   std::string graph;
-  std::string onlyIn;  // "a" or "b" when one compile has no such graph; "" when both do
-  Change nodes;        // node counts, when they differ
+  std::string onlyIn;             // "a" or "b" when one compile has no such graph; "" when both do
+  Change nodes;                   // node counts, when they differ
   std::vector<Change> operators;  // target: count in A, count in B
   std::vector<Change> inputs;     // by source or parameter name: float32[8] vs float32[16]
   std::vector<Change> outputs;    // by position
   std::vector<Change> scopes;     // module paths that run in one graph only: "present" / ""
   bool empty() const {
-    return onlyIn.empty() && nodes.what.empty() && operators.empty() && inputs.empty() && outputs.empty() && scopes.empty();
+    return onlyIn.empty() && nodes.what.empty() && operators.empty() && inputs.empty() && outputs.empty() &&
+           scopes.empty();
   }
 };
 
@@ -94,8 +97,8 @@ struct PairDiff {
 
 struct DiffReport {
   std::string pathA, pathB;
-  bool betweenStores = false;  // two stores; else two compiles of pathA
-  bool manifests = false;      // both stores have a manifest (environment and settings compared)
+  bool betweenStores = false;                 // two stores; else two compiles of pathA
+  bool manifests = false;                     // both stores have a manifest (environment and settings compared)
   std::vector<Change> environment, settings;  // the manifests' fingerprints, capture's summary
   size_t environmentEntries = 0, settingEntries = 0;
   std::vector<std::string> commandLineA, commandLineB;  // shown, never counted: they name the store

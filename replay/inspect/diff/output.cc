@@ -61,7 +61,8 @@ std::vector<std::string> causes(const PairDiff& p) {
   std::set<std::string> told;  // subjects a phrase already covers
   auto nowDynamic = [&](const std::string& what, const std::string& was) {
     auto symbol = gained.find(what);
-    out.push_back(fmt::format("{} was {}, now dynamic{}", what, was, symbol == gained.end() ? "" : " (" + symbol->second + ")"));
+    out.push_back(
+        fmt::format("{} was {}, now dynamic{}", what, was, symbol == gained.end() ? "" : " (" + symbol->second + ")"));
     told.insert(what);
   };
   for (const GuardChange& g : p.guards.changed) {
@@ -70,13 +71,15 @@ std::vector<std::string> causes(const PairDiff& p) {
                                  [](const Change& d) { return d.what.find(".size()[") != std::string::npos; });
     for (const Change& d : g.details) {
       if (sizeMoved && d.what.find(".stride()[") != std::string::npos) continue;
-      if (d.b == "dynamic") nowDynamic(d.what, d.a);
+      if (d.b == "dynamic")
+        nowDynamic(d.what, d.a);
       else if (d.a == "dynamic") {
         auto symbol = lost.find(d.what);
-        out.push_back(fmt::format("{} was dynamic{}, now {}", d.what, symbol == lost.end() ? "" : " (" + symbol->second + ")", d.b));
+        out.push_back(fmt::format("{} was dynamic{}, now {}", d.what,
+                                  symbol == lost.end() ? "" : " (" + symbol->second + ")", d.b));
         told.insert(d.what);
-      }
-      else out.push_back(wasNow(d.what, d.a, d.b));
+      } else
+        out.push_back(wasNow(d.what, d.a, d.b));
     }
     told.insert(g.a.subject);
   }
@@ -89,17 +92,22 @@ std::vector<std::string> causes(const PairDiff& p) {
   }
   for (const Change& s : p.guards.symbols) {
     if (told.count(s.what)) continue;
-    if (s.a.empty()) out.push_back(fmt::format("{} is now symbolic ({})", s.what, s.b));
-    else if (s.b.empty()) out.push_back(fmt::format("{} is no longer symbolic (was {})", s.what, s.a));
-    else out.push_back(wasNow(s.what, s.a, s.b));
+    if (s.a.empty())
+      out.push_back(fmt::format("{} is now symbolic ({})", s.what, s.b));
+    else if (s.b.empty())
+      out.push_back(fmt::format("{} is no longer symbolic (was {})", s.what, s.a));
+    else
+      out.push_back(wasNow(s.what, s.a, s.b));
     told.insert(s.what);
   }
   // Guards on a subject a phrase names (a size that went dynamic gains a range guard) add nothing.
   auto toldOf = [&](const GuardEntry& g) {
-    return std::any_of(told.begin(), told.end(), [&](const std::string& t) { return !t.empty() && g.subject.rfind(t, 0) == 0; });
+    return std::any_of(told.begin(), told.end(),
+                       [&](const std::string& t) { return !t.empty() && g.subject.rfind(t, 0) == 0; });
   };
-  for (const auto& [list, single, many] : {std::tuple{&p.guards.removed, "guard `{}` is gone", "{} guards on {} are gone"},
-                                            std::tuple{&p.guards.added, "new guard `{}`", "{} new guards on {}"}}) {
+  for (const auto& [list, single, many] :
+       {std::tuple{&p.guards.removed, "guard `{}` is gone", "{} guards on {} are gone"},
+        std::tuple{&p.guards.added, "new guard `{}`", "{} new guards on {}"}}) {
     std::vector<std::pair<std::string, std::vector<const GuardEntry*>>> groups;
     for (const GuardEntry& g : *list) {
       if (toldOf(g)) continue;
@@ -114,16 +122,19 @@ std::vector<std::string> causes(const PairDiff& p) {
   }
   if (out.empty())
     for (const Change& s : p.guards.shapeGuards)
-      out.push_back(s.a.empty() ? fmt::format("new {} `{}`", s.what, s.b) : fmt::format("{} `{}` is gone", s.what, s.a));
+      out.push_back(s.a.empty() ? fmt::format("new {} `{}`", s.what, s.b)
+                                : fmt::format("{} `{}` is gone", s.what, s.a));
   for (const Change& c : p.compile)
-    out.push_back(c.what == "graph break" ? fmt::format("graph break {}: {}", c.a.empty() ? "new" : "gone", shown(c.a + c.b))
-                                          : wasNow(c.what, c.a, c.b));
+    out.push_back(c.what == "graph break"
+                      ? fmt::format("graph break {}: {}", c.a.empty() ? "new" : "gone", shown(c.a + c.b))
+                      : wasNow(c.what, c.a, c.b));
   for (const Change& c : p.settings) out.push_back("setting " + wasNow(c.what, c.a, c.b));
   if (out.empty())
     for (const GraphDiff& g : p.graphs) {
       if (!g.onlyIn.empty()) out.push_back(fmt::format("graph {} only in {}", g.graph, g.onlyIn == "a" ? "A" : "B"));
       for (const auto* list : {&g.inputs, &g.operators, &g.outputs})
-        for (const Change& c : *list) out.push_back(fmt::format("{} {} was {}, now {}", g.graph, c.what, shown(c.a), shown(c.b)));
+        for (const Change& c : *list)
+          out.push_back(fmt::format("{} {} was {}, now {}", g.graph, c.what, shown(c.a), shown(c.b)));
     }
   return out;
 }
@@ -135,16 +146,18 @@ std::string joinCauses(const std::vector<std::string>& list) {
   return text;
 }
 
-std::string where(const Compile& c) { return fmt::format("{} {} ({}:{})", c.function, c.id.str(), baseName(c.file), c.firstLine); }
+std::string where(const Compile& c) {
+  return fmt::format("{} {} ({}:{})", c.function, c.id.str(), baseName(c.file), c.firstLine);
+}
 
 std::string answerForCompiles(const PairDiff& p) {
   const Compile &a = *p.a, &b = *p.b;
   bool again = a.id.frame == b.id.frame && a.id < b.id;
   std::vector<std::string> list = causes(p);
-  std::string text = list.empty() ? fmt::format("{} and {} do not differ in guards, graphs or settings", b.id.str(), a.id.str())
-                                  : fmt::format("{} {}: {}", b.id.str(),
-                                                again ? "compiled again because" : "differs from " + a.id.str(),
-                                                joinCauses(list));
+  std::string text =
+      list.empty() ? fmt::format("{} and {} do not differ in guards, graphs or settings", b.id.str(), a.id.str())
+                   : fmt::format("{} {}: {}", b.id.str(),
+                                 again ? "compiled again because" : "differs from " + a.id.str(), joinCauses(list));
   std::string reasons;
   for (const std::string& r : p.pytorchReasons) reasons += (reasons.empty() ? "" : "; ") + r;
   return text + (reasons.empty() ? "" : ". PyTorch's reason: " + reasons) + ".";
@@ -153,11 +166,13 @@ std::string answerForCompiles(const PairDiff& p) {
 std::string answerForStores(const DiffReport& r) {
   if (r.same())
     return fmt::format("No differences: every compile in {} pairs with one in {} with the same guards, graphs and "
-                       "settings, and the environments match.", r.pathB, r.pathA);
+                       "settings, and the environments match.",
+                       r.pathB, r.pathA);
   std::vector<std::string> sentences, job;
   for (const Change& c : r.settings) job.push_back("setting " + wasNow(c.what, c.a, c.b));
   for (const Change& c : r.environment) job.push_back(wasNow(c.what, c.a, c.b));
-  if (!job.empty()) sentences.push_back(fmt::format("{} was captured in another setting or environment: {}", r.pathB, joinCauses(job)));
+  if (!job.empty())
+    sentences.push_back(fmt::format("{} was captured in another setting or environment: {}", r.pathB, joinCauses(job)));
   size_t named = 0;
   for (const PairDiff& p : r.pairs) {
     std::vector<std::string> list = causes(p);
@@ -166,7 +181,8 @@ std::string answerForStores(const DiffReport& r) {
                                     where(*p.b), joinCauses(list)));
   }
   if (named > kPairsShown) sentences.push_back(fmt::format("{} more compiles differ (below)", named - kPairsShown));
-  for (const auto& [list, self, other] : {std::tuple{&r.onlyB, r.pathB, r.pathA}, std::tuple{&r.onlyA, r.pathA, r.pathB}}) {
+  for (const auto& [list, self, other] :
+       {std::tuple{&r.onlyB, r.pathB, r.pathA}, std::tuple{&r.onlyA, r.pathA, r.pathB}}) {
     if (list->empty()) continue;
     std::string names;
     for (const Compile* c : *list) names += (names.empty() ? "" : ", ") + where(*c);
@@ -190,8 +206,10 @@ void printGuard(std::ostream& out, const InspectOptions& o, const char* mark, co
 
 void printPair(const PairDiff& p, const DiffReport& r, const InspectOptions& o, std::ostream& out) {
   const Compile &a = *p.a, &b = *p.b;
-  fmt::print(out, "\n{}\n", paint(o, "1", fmt::format("compile {} -> {}: {} at {}:{}{}", a.id.str(), b.id.str(), b.function,
-                                                   b.file, b.firstLine, p.empty() ? ": same" : "")));
+  fmt::print(out, "\n{}\n",
+             paint(o, "1",
+                   fmt::format("compile {} -> {}: {} at {}:{}{}", a.id.str(), b.id.str(), b.function, b.file,
+                               b.firstLine, p.empty() ? ": same" : "")));
   for (const std::string& reason : p.pytorchReasons) fmt::print(out, "  PyTorch's reason: {}\n", reason);
   if (!p.compile.empty()) {
     fmt::print(out, "  compile:\n");
@@ -203,7 +221,8 @@ void printPair(const PairDiff& p, const DiffReport& r, const InspectOptions& o, 
     fmt::print(out, "  guards: {} changed, {} added, {} removed\n", g.changed.size(), g.added.size(), g.removed.size());
   for (const GuardChange& c : g.changed) {
     std::string at = c.b.file.empty() ? "" : fmt::format("  ({}:{})", c.b.file, c.b.line);
-    fmt::print(out, "    {} {} {}{}\n", paint(o, "33", "changed"), c.a.kind, c.a.subject.empty() ? "(root)" : c.a.subject, at);
+    fmt::print(out, "    {} {} {}{}\n", paint(o, "33", "changed"), c.a.kind,
+               c.a.subject.empty() ? "(root)" : c.a.subject, at);
     printChanges(out, "      ", c.details);
   }
   for (const GuardEntry& e : g.added) printGuard(out, o, "added  ", "32", e);
@@ -214,11 +233,13 @@ void printPair(const PairDiff& p, const DiffReport& r, const InspectOptions& o, 
   }
   if (!g.shapeGuards.empty()) {
     fmt::print(out, "  shape guards and asserts in one compile only:\n");
-    for (const Change& c : g.shapeGuards) fmt::print(out, "    {} {} {}\n", c.a.empty() ? "added  " : "removed", c.what, c.a + c.b);
+    for (const Change& c : g.shapeGuards)
+      fmt::print(out, "    {} {} {}\n", c.a.empty() ? "added  " : "removed", c.what, c.a + c.b);
   }
   for (const GraphDiff& d : p.graphs) {
     if (!d.onlyIn.empty()) {
-      fmt::print(out, "  graph {}: only in {}\n", d.graph, d.onlyIn == "a" ? r.pathA + " " + a.id.str() : r.pathB + " " + b.id.str());
+      fmt::print(out, "  graph {}: only in {}\n", d.graph,
+                 d.onlyIn == "a" ? r.pathA + " " + a.id.str() : r.pathB + " " + b.id.str());
       continue;
     }
     fmt::print(out, "  graph {}:\n", d.graph);
@@ -226,7 +247,8 @@ void printPair(const PairDiff& p, const DiffReport& r, const InspectOptions& o, 
     for (const Change& c : d.operators) fmt::print(out, "    operator {}: {} -> {}\n", c.what, c.a, c.b);
     for (const Change& c : d.inputs) fmt::print(out, "    input {}: {} -> {}\n", c.what, shown(c.a), shown(c.b));
     printChanges(out, "    ", d.outputs);
-    for (const Change& c : d.scopes) fmt::print(out, "    module scope {}: {}\n", c.what, c.a.empty() ? "only in B" : "only in A");
+    for (const Change& c : d.scopes)
+      fmt::print(out, "    module scope {}: {}\n", c.what, c.a.empty() ? "only in B" : "only in A");
   }
   if (!p.settings.empty()) {
     fmt::print(out, "  settings at compile time:\n");
@@ -250,8 +272,10 @@ void printText(const DiffReport& r, const InspectOptions& o, std::ostream& out) 
     for (const auto& [label, list, n] : {std::tuple{"environment", &r.environment, r.environmentEntries},
                                          std::tuple{"settings", &r.settings, r.settingEntries}}) {
       if (!r.manifests) break;
-      if (list->empty()) fmt::print(out, "{}: same ({} entries)\n", label, n);
-      else fmt::print(out, "{}: {} differ\n", label, list->size());
+      if (list->empty())
+        fmt::print(out, "{}: same ({} entries)\n", label, n);
+      else
+        fmt::print(out, "{}: {} differ\n", label, list->size());
       printChanges(out, "  ", *list);
     }
     if (r.commandLineA != r.commandLineB)
@@ -276,13 +300,13 @@ json changes(const std::vector<Change>& list) {
 }
 
 json guardJson(const GuardEntry& g) {
-  return {{"kind", g.kind}, {"source", g.source}, {"subject", g.subject}, {"code", g.code},
-          {"user_code", g.userCode}, {"file", g.file}, {"line", g.line}};
+  return {{"kind", g.kind},          {"source", g.source}, {"subject", g.subject}, {"code", g.code},
+          {"user_code", g.userCode}, {"file", g.file},     {"line", g.line}};
 }
 
 json compileJson(const Compile& c) {
-  return {{"compile_id", c.id.str()}, {"function", c.function}, {"file", c.file}, {"line", c.firstLine},
-          {"status", c.status}, {"reason", c.reason}};
+  return {{"compile_id", c.id.str()}, {"function", c.function}, {"file", c.file},
+          {"line", c.firstLine},      {"status", c.status},     {"reason", c.reason}};
 }
 
 json pairJson(const PairDiff& p) {
@@ -291,18 +315,34 @@ json pairJson(const PairDiff& p) {
   for (const GuardEntry& e : g.added) added.push_back(guardJson(e));
   for (const GuardEntry& e : g.removed) removed.push_back(guardJson(e));
   for (const GuardChange& c : g.changed)
-    changed.push_back({{"kind", c.a.kind}, {"subject", c.a.subject}, {"a", guardJson(c.a)}, {"b", guardJson(c.b)},
+    changed.push_back({{"kind", c.a.kind},
+                       {"subject", c.a.subject},
+                       {"a", guardJson(c.a)},
+                       {"b", guardJson(c.b)},
                        {"details", changes(c.details)}});
   for (const GraphDiff& d : p.graphs)
-    graphs.push_back({{"graph", d.graph}, {"only_in", text(d.onlyIn)},
+    graphs.push_back({{"graph", d.graph},
+                      {"only_in", text(d.onlyIn)},
                       {"nodes", d.nodes.what.empty() ? json() : changes({d.nodes})[0]},
-                      {"operators", changes(d.operators)}, {"inputs", changes(d.inputs)},
-                      {"outputs", changes(d.outputs)}, {"scopes", changes(d.scopes)}});
-  return {{"a", compileJson(*p.a)}, {"b", compileJson(*p.b)}, {"same", p.empty()}, {"causes", causes(p)},
-          {"pytorch_reasons", p.pytorchReasons}, {"compile", changes(p.compile)},
-          {"guards", {{"recorded", g.recorded}, {"added", added}, {"removed", removed}, {"changed", changed},
-                      {"symbols", changes(g.symbols)}, {"shape_guards", changes(g.shapeGuards)}}},
-          {"graphs", graphs}, {"settings", changes(p.settings)}};
+                      {"operators", changes(d.operators)},
+                      {"inputs", changes(d.inputs)},
+                      {"outputs", changes(d.outputs)},
+                      {"scopes", changes(d.scopes)}});
+  return {{"a", compileJson(*p.a)},
+          {"b", compileJson(*p.b)},
+          {"same", p.empty()},
+          {"causes", causes(p)},
+          {"pytorch_reasons", p.pytorchReasons},
+          {"compile", changes(p.compile)},
+          {"guards",
+           {{"recorded", g.recorded},
+            {"added", added},
+            {"removed", removed},
+            {"changed", changed},
+            {"symbols", changes(g.symbols)},
+            {"shape_guards", changes(g.shapeGuards)}}},
+          {"graphs", graphs},
+          {"settings", changes(p.settings)}};
 }
 
 void printJson(const DiffReport& r, std::ostream& out) {
@@ -310,10 +350,15 @@ void printJson(const DiffReport& r, std::ostream& out) {
   for (const PairDiff& p : r.pairs) pairs.push_back(pairJson(p));
   for (const Compile* c : r.onlyA) onlyA.push_back(compileJson(*c));
   for (const Compile* c : r.onlyB) onlyB.push_back(compileJson(*c));
-  json j = {{"a", r.pathA}, {"b", r.pathB}, {"between_stores", r.betweenStores}, {"same", r.same()},
-            {"answer", r.betweenStores ? answerForStores(r) : answerForCompiles(r.pairs[0])}, {"pairs", pairs}};
+  json j = {{"a", r.pathA},
+            {"b", r.pathB},
+            {"between_stores", r.betweenStores},
+            {"same", r.same()},
+            {"answer", r.betweenStores ? answerForStores(r) : answerForCompiles(r.pairs[0])},
+            {"pairs", pairs}};
   if (r.betweenStores) {
-    j["environment"] = {{"compared", r.manifests}, {"entries", r.environmentEntries}, {"changes", changes(r.environment)}};
+    j["environment"] = {
+        {"compared", r.manifests}, {"entries", r.environmentEntries}, {"changes", changes(r.environment)}};
     j["settings"] = {{"compared", r.manifests}, {"entries", r.settingEntries}, {"changes", changes(r.settings)}};
     j["command_line"] = {{"a", r.commandLineA}, {"b", r.commandLineB}};
     j["only_in_a"] = onlyA;
@@ -325,8 +370,10 @@ void printJson(const DiffReport& r, std::ostream& out) {
 }  // namespace
 
 int renderDiff(const DiffReport& r, const InspectOptions& o, std::ostream& out) {
-  if (o.json) printJson(r, out);
-  else printText(r, o, out);
+  if (o.json)
+    printJson(r, out);
+  else
+    printText(r, o, out);
   return r.same() ? 0 : 1;
 }
 

@@ -20,9 +20,9 @@ using nlohmann::json;
 
 // compilation_metrics' config fields -> the fingerprint's prefix for the same module.
 const std::pair<const char*, const char*> kConfigFields[] = {{"dynamo_config", "config.dynamo."},
-                                                            {"inductor_config", "config.inductor."},
-                                                            {"functorch_config", "config.functorch."},
-                                                            {"compiler_config", "config.compiler."}};
+                                                             {"inductor_config", "config.inductor."},
+                                                             {"functorch_config", "config.functorch."},
+                                                             {"compiler_config", "config.compiler."}};
 
 void addConfig(const json& metrics, Settings* out) {
   for (const auto& [name, prefix] : kConfigFields) {

@@ -18,7 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-
 json metadataEvent(const char* name, int pid, int tid, json args) {
   return {{"name", name}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", std::move(args)}};
 }
@@ -74,10 +73,10 @@ int exportPerfetto(const std::string& path, const std::string& file, const Inspe
   std::optional<OpenedJob> opened = openJobOrReport(path, o, err);
   if (!opened) return 1;
   JobTimeline timeline = buildTimeline(*opened->reader, opened->job);
-  json trace = {{"traceEvents", traceEvents(timeline)},
-                {"displayTimeUnit", "ms"},
-                {"otherData", {{"store", path}, {"exported_by", "replay-inspect export --perfetto"},
-                               {"notes", timeline.notes}}}};
+  json trace = {
+      {"traceEvents", traceEvents(timeline)},
+      {"displayTimeUnit", "ms"},
+      {"otherData", {{"store", path}, {"exported_by", "replay-inspect export --perfetto"}, {"notes", timeline.notes}}}};
   std::string text = dumpJson(trace) + "\n";
   size_t spans = 0;
   for (const TimelineTrack& t : timeline.tracks) spans += t.slices.size();
@@ -86,8 +85,12 @@ int exportPerfetto(const std::string& path, const std::string& file, const Inspe
   } else {
     if (!writeFileOrReport(file, text, o, err)) return 1;
     if (o.json)
-      out << dumpJson({{"path", path}, {"file", file}, {"tracks", timeline.tracks.size()}, {"events", spans},
-                       {"notes", timeline.notes}}, 2)
+      out << dumpJson({{"path", path},
+                       {"file", file},
+                       {"tracks", timeline.tracks.size()},
+                       {"events", spans},
+                       {"notes", timeline.notes}},
+                      2)
           << "\n";
     else
       fmt::print(out, "{}: {} events on {} tracks\n", file, spans, timeline.tracks.size());

@@ -57,7 +57,8 @@ void writePayload(std::ostream& out, const std::string& payload) {
   size_t start = 0;
   while (true) {
     size_t end = payload.find('\n', start);
-    out << "\n\t" << std::string_view(payload).substr(start, end == std::string::npos ? std::string::npos : end - start);
+    out << "\n\t"
+        << std::string_view(payload).substr(start, end == std::string::npos ? std::string::npos : end - start);
     if (end == std::string::npos) break;
     start = end + 1;
   }
@@ -124,7 +125,8 @@ class TraceLogWriter {
     std::optional<BlobKey> key = BlobKey::fromHex(e.payloadKey);
     Result<std::string> data = key ? reader_.readBlob(*key) : Result<std::string>(Status::corruption("bad blob key"));
     if (!data.isOk()) {
-      problem(record, e, "payload " + e.payloadKey + " unreadable (" + data.status().message() + "); written without it");
+      problem(record, e,
+              "payload " + e.payloadKey + " unreadable (" + data.status().message() + "); written without it");
       return false;
     }
     *payload = std::move(*data);
@@ -177,7 +179,7 @@ class TraceLogWriter {
   std::ostream& out_;
   bool withCapture_;
   std::map<std::pair<capture::CompileId, std::string>, std::vector<size_t>> groups_;  // records, file order
-  std::map<size_t, const std::vector<size_t>*> firstOfGroup_;                        // first record -> its group
+  std::map<size_t, const std::vector<size_t>*> firstOfGroup_;                         // first record -> its group
 };
 
 // "dedicated_log_torch_trace_<store name>.log": PyTorch's prefix, so tlparse and tools that

@@ -21,8 +21,11 @@ int inspectReport(const std::string& path, const std::string& file, const Inspec
   writeReportPage(path, *opened->reader, opened->job, page);
   if (!writeFileOrReport(file, page.str(), o, err)) return 1;
   if (o.json)
-    out << dumpJson({{"path", path}, {"file", file}, {"compiles", opened->job.compiles().size()},
-                     {"bytes", page.str().size()}}, 2)
+    out << dumpJson({{"path", path},
+                     {"file", file},
+                     {"compiles", opened->job.compiles().size()},
+                     {"bytes", page.str().size()}},
+                    2)
         << "\n";
   else
     fmt::print(out, "{}: {} compiles, {} bytes\n", file, opened->job.compiles().size(), page.str().size());

@@ -7,16 +7,15 @@
 #include <fmt/ranges.h>
 
 #include "dynrep/replay/query/json_fields.h"
-#include "report/html.h"
 #include "provenance.h"
 #include "render.h"
+#include "report/html.h"
 #include "why/output.h"
 
 namespace dynrep::replay::report {
 
 using html::escape;
 using nlohmann::json;
-
 
 std::string anchor(const capture::CompileId& id) { return fmt::format("c-{}-{}-{}", id.frame, id.compile, id.attempt); }
 
@@ -72,7 +71,8 @@ class CompileSection {
     if (c.calls >= 0) out_ << "<dt>calls</dt><dd>" << c.calls << "</dd>";
     if (!c.phaseSeconds.empty()) {
       std::string phases;
-      for (const auto& [phase, s] : c.phaseSeconds) phases += fmt::format("{}{} {:.3f} s", phases.empty() ? "" : ", ", phase, s);
+      for (const auto& [phase, s] : c.phaseSeconds)
+        phases += fmt::format("{}{} {:.3f} s", phases.empty() ? "" : ", ", phase, s);
       out_ << "<dt>phases</dt><dd>" << escape(phases) << "</dd>";
     }
     if (!c.notSaved.empty()) out_ << "<dt>not saved</dt><dd>" << escape(c.notSaved) << "</dd>";
@@ -103,15 +103,17 @@ class CompileSection {
     std::string chain;
     for (const std::string& t : f.chain) chain += (chain.empty() ? "" : " ← ") + t;
     out_ << "<h4>Failure</h4><dl class=\"kv failure\"><dt>type</dt><dd>" << escape(f.type) << "</dd><dt>chain</dt><dd>"
-         << escape(chain) << "</dd><dt>expression</dt><dd><code>" << escape(f.expr) << "</code></dd><dt>symbols</dt><dd>"
-         << escape(fmt::format("{}", fmt::join(f.symbols, ", "))) << "</dd><dt>user line</dt><dd>"
-         << escape(userLine(f.userFrame)) << "</dd><dt>message</dt><dd>" << escape(f.message) << "</dd></dl>\n";
+         << escape(chain) << "</dd><dt>expression</dt><dd><code>" << escape(f.expr)
+         << "</code></dd><dt>symbols</dt><dd>" << escape(fmt::format("{}", fmt::join(f.symbols, ", ")))
+         << "</dd><dt>user line</dt><dd>" << escape(userLine(f.userFrame)) << "</dd><dt>message</dt><dd>"
+         << escape(f.message) << "</dd></dl>\n";
   }
 
   void recompileCauses(const Compile& c) {
     if (c.recompileCauses.empty()) return;
     std::vector<std::vector<std::string>> rows;
-    for (const RecompileCause& r : c.recompileCauses) rows.push_back({r.entry, r.guard, r.source, r.expected, r.seen, r.text});
+    for (const RecompileCause& r : c.recompileCauses)
+      rows.push_back({r.entry, r.guard, r.source, r.expected, r.seen, r.text});
     out_ << "<h4>Recompile causes</h4>";
     table(out_, {"entry", "failed guard", "source", "expected", "seen", "PyTorch's reason"}, rows, "causes");
   }
@@ -142,7 +144,8 @@ class CompileSection {
     }
     if (!c.dropped.empty()) {
       std::vector<std::vector<std::string>> rows;
-      for (const DroppedGuard& d : c.dropped) rows.push_back({d.kind, d.source, d.value, d.line, d.risky ? "yes" : "no"});
+      for (const DroppedGuard& d : c.dropped)
+        rows.push_back({d.kind, d.source, d.value, d.line, d.risky ? "yes" : "no"});
       out_ << "<details><summary>Left out of PyTorch's saved frame (" << c.dropped.size() << ")</summary>";
       table(out_, {"kind", "source", "value", "line", "re-checked by replay"}, rows, "dropped");
       out_ << "</details>";
@@ -160,8 +163,8 @@ class CompileSection {
       out_ << "<details class=\"graph\" data-graph=\"" << escape(name) << "\"><summary>" << escape(name)
            << "</summary><pre>" << escape(text) << "</pre>";
       if (more)
-        out_ << "<p class=\"none\">" << more << " more bytes: <code>replay-inspect show --graph "
-             << escape(c.id.str()) << "</code></p>";
+        out_ << "<p class=\"none\">" << more << " more bytes: <code>replay-inspect show --graph " << escape(c.id.str())
+             << "</code></p>";
       out_ << "</details>";
     }
     out_ << "</details>\n";
@@ -176,10 +179,14 @@ class CompileSection {
     std::vector<std::vector<std::string>> rows;
     for (const json& entry : finalRanges) {
       std::string symbol = field(entry, "symbol", "?");
-      std::vector<std::string> row = {symbol, field<bool>(entry, "unbacked", false) ? "unbacked" : "backed",
-                                      rangeText(entry), field(entry, "source", ""),
+      std::vector<std::string> row = {symbol,
+                                      field<bool>(entry, "unbacked", false) ? "unbacked" : "backed",
+                                      rangeText(entry),
+                                      field(entry, "source", ""),
                                       entry.is_object() && entry.contains("hint") ? boundText(entry["hint"]) : "",
-                                      field(entry, "replaced_by", ""), "", ""};
+                                      field(entry, "replaced_by", ""),
+                                      "",
+                                      ""};
       for (const SymbolOrigin& o : c.origins)
         if (o.symbol == symbol) {
           row[6] = o.op.empty() ? o.phase : o.op + " (" + o.phase + ")";
@@ -202,7 +209,8 @@ class CompileSection {
       for (const SymbolOrigin& o : c.origins)
         rows.push_back({o.symbol, o.phase, o.op, o.node, o.source, o.value, userLine(o.userFrame), o.attributed});
       out_ << "<h4>Where each symbol was made</h4>";
-      table(out_, {"symbol", "phase", "operator", "node", "source", "value", "user line", "line from"}, rows, "origins");
+      table(out_, {"symbol", "phase", "operator", "node", "source", "value", "user line", "line from"}, rows,
+            "origins");
     }
     if (!c.shapeGuards.empty()) {
       rows.clear();

@@ -14,7 +14,6 @@
 
 namespace dynrep::replay::report {
 
-
 // The HTML id of a compile's section ("c-0-1-0").
 std::string anchor(const capture::CompileId& id);
 // The CSS class of a status: status-ok, status-other (restarted, unfinished) or status-bad.

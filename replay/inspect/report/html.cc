@@ -119,7 +119,9 @@ std::string escape(std::string_view text) {
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
       case '\'': out += "&#39;"; break;
-      case '\t': case '\n': case '\r': out += char(ch); break;
+      case '\t':
+      case '\n':
+      case '\r': out += char(ch); break;
       default:
         if (ch < 0x20 || ch == 0x7F)
           out += kReplacement;

@@ -16,17 +16,21 @@ TEST(Html, EscapesMarkupAndQuotes) {
 
 TEST(Html, KeepsValidUtf8AndReplacesTheRest) {
   EXPECT_EQ(escape("µs → ok"), "µs → ok");
-  EXPECT_EQ(escape("a\xff" "b"), "a\xEF\xBF\xBD" "b");         // not a lead byte
-  EXPECT_EQ(escape("\xC3"), "\xEF\xBF\xBD");                     // truncated sequence
+  EXPECT_EQ(escape("a\xff"
+                   "b"),
+            "a\xEF\xBF\xBD"
+            "b");                                                             // not a lead byte
+  EXPECT_EQ(escape("\xC3"), "\xEF\xBF\xBD");                                  // truncated sequence
   EXPECT_EQ(escape("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // a surrogate
-  EXPECT_EQ(escape("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");     // overlong '/'
-  EXPECT_EQ(escape(std::string("a\0b\x07\tc\n", 7)), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD\tc\n");
+  EXPECT_EQ(escape("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");                  // overlong '/'
+  EXPECT_EQ(escape(std::string("a\0b\x07\tc\n", 7)), "a\xEF\xBF\xBD"
+                                                     "b\xEF\xBF\xBD\tc\n");
 }
 
 TEST(Html, RendersJsonEscapedWithChosenKeysFirst) {
   std::ostringstream out;
-  renderJson(out, {{"zeta", "<b>"}, {"advice", {{"kind", "check"}, {"edit", "torch._check(x > 0)\nnext"}}},
-                   {"<k>", {1, 2}}},
+  renderJson(out,
+             {{"zeta", "<b>"}, {"advice", {{"kind", "check"}, {"edit", "torch._check(x > 0)\nnext"}}}, {"<k>", {1, 2}}},
              {"advice"});
   std::string html = out.str();
   EXPECT_EQ(html.find("<b>"), std::string::npos);

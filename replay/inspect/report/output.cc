@@ -15,10 +15,10 @@
 #include "dynrep/capture/records.h"
 #include "dynrep/replay/inspect/inspect.h"
 #include "dynrep/replay/query/json_fields.h"
-#include "report/html.h"
-#include "report/compile_section.h"
-#include "render.h"
 #include "dynrep/replay/query/store_records.h"
+#include "render.h"
+#include "report/compile_section.h"
+#include "report/html.h"
 #include "timeline.h"
 #include "why/model.h"
 #include "why/output.h"
@@ -45,7 +45,6 @@ dl.kv dt{font-weight:600}dl.kv dd{margin:0}.why{background:#fff8e6;border-left:4
 details{margin:.4em 0}.legend>span{margin-right:1em;white-space:nowrap}
 .swatch{display:inline-block;width:.8em;height:.8em;margin-right:.3em;vertical-align:middle}summary{cursor:pointer;font-weight:600}svg text{font:11px system-ui,sans-serif}
 )";
-
 
 // The compile's bar in the timeline: green ok, yellow restarted or unfinished, red failed.
 const char* barColor(const std::string& status) {
@@ -165,10 +164,12 @@ class ReportWriter {
         }
         double h = compile ? rowH - 4 : std::max(4.0, rowH - 6 - 2 * s.depth);
         double w = s.instant ? 1.5 : std::max(1.0, x(s.endUs) - x(s.beginUs));
-        out_ << fmt::format("<rect class=\"{}\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\">",
-                            compile ? "compile-bar" : "phase-bar", x(s.beginUs), y + (rowH - h) / 2, w, h,
-                            compile ? barColor(status) : colour)
-             << "<title>" << escape(s.instant ? s.name : fmt::format("{}: {:.3f} s", s.name, (s.endUs - s.beginUs) / 1e6))
+        out_ << fmt::format(
+                    "<rect class=\"{}\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\">",
+                    compile ? "compile-bar" : "phase-bar", x(s.beginUs), y + (rowH - h) / 2, w, h,
+                    compile ? barColor(status) : colour)
+             << "<title>"
+             << escape(s.instant ? s.name : fmt::format("{}: {:.3f} s", s.name, (s.endUs - s.beginUs) / 1e6))
              << "</title></rect>";
       }
     }
@@ -198,7 +199,6 @@ class ReportWriter {
          << "</pre></div>\n";
   }
 
-
   void compileTable() {
     std::vector<std::vector<std::string>> rows;
     out_ << "<h2 id=\"summary\">Summary</h2>\n<table id=\"compile-table\"><tr><th>compile</th><th>function</th>"
@@ -209,8 +209,8 @@ class ReportWriter {
       out_ << "<tr><td><a href=\"#" << anchor(c.id) << "\">" << escape(c.id.str()) << "</a></td><td>"
            << escape(c.function) << "</td><td>" << escape(fmt::format("{}:{}", baseName(c.file), c.firstLine))
            << "</td><td class=\"" << statusClass(c.status) << "\">" << escape(firstLine(c.status)) << "</td><td>"
-           << escape(firstLine(c.reason)) << "</td><td>" << c.guardCount << "</td><td>" << escape(graphs)
-           << "</td><td>" << (c.calls < 0 ? std::string("") : std::to_string(c.calls)) << "</td></tr>";
+           << escape(firstLine(c.reason)) << "</td><td>" << c.guardCount << "</td><td>" << escape(graphs) << "</td><td>"
+           << (c.calls < 0 ? std::string("") : std::to_string(c.calls)) << "</td></tr>";
     }
     out_ << "</table>\n";
   }

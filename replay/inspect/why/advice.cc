@@ -99,19 +99,29 @@ struct RecompileAdvice {
 
 // One row per recompile advice; a cause no row names gets none.
 const RecompileAdvice kRecompileAdvice[] = {
-    {{"float_constant"}, AdviceKind::FloatConstant, editFloatConstant,
+    {{"float_constant"},
+     AdviceKind::FloatConstant,
+     editFloatConstant,
      "Dynamo compiles a Python float as a constant the first time; a new value fails the guard. With "
      "specialize_float=False (the 2.13 default) the second compile makes it a symbol, unless it is used "
      "where only a constant works"},
-    {{"size_changed", "int_constant"}, AdviceKind::MarkDynamic, editMarkDynamic,
+    {{"size_changed", "int_constant"},
+     AdviceKind::MarkDynamic,
+     editMarkDynamic,
      "Dynamo compiles for the sizes and ints of the first call; a new one fails the guard and, with automatic "
      "dynamic shapes, compiles again with it symbolic. Marking it dynamic up front saves that compile"},
-    {{"size_0_1"}, AdviceKind::MarkUnbacked, editMarkUnbacked,
+    {{"size_0_1"},
+     AdviceKind::MarkUnbacked,
+     editMarkUnbacked,
      "a dynamic size is compiled for 2 and up; sizes 0 and 1 are specialized (the 0/1 rule) and fail the "
      "guard `2 <= size`. An unbacked size makes no such assumption (its code must then not branch on 0 or 1)"},
-    {{"dtype_change"}, AdviceKind::DtypeChange, editDtypeChange,
+    {{"dtype_change"},
+     AdviceKind::DtypeChange,
+     editDtypeChange,
      "a graph is compiled for one dtype per tensor; each new dtype compiles another graph"},
-    {{"requires_grad_change"}, AdviceKind::RequiresGradChange, editRequiresGradChange,
+    {{"requires_grad_change"},
+     AdviceKind::RequiresGradChange,
+     editRequiresGradChange,
      "requires_grad is guarded: a tensor that needs gradients gets a graph with a backward, one that "
      "does not gets an inference graph, so switching compiles again"},
 };
@@ -135,10 +145,11 @@ const std::vector<std::string>& adviceKinds() {
 Advice adviseCause(const CauseClass& k, const RecompileCause& c, const Compile& fn, const Compile* first) {
   // The first call's own name for the tensor, where capture found it there: the mark goes before that call.
   const CallSite* call = first ? &first->callSite : nullptr;
-  auto named = call ? call->arguments.find(tensorSource(c.source)) : std::map<std::string, std::string>::const_iterator{};
+  auto named =
+      call ? call->arguments.find(tensorSource(c.source)) : std::map<std::string, std::string>::const_iterator{};
   bool callerNamed = call && named != call->arguments.end() && !call->userFrame.file.empty();
-  CauseFacts f{k, c, fn, callerNamed ? named->second : prettyTensor(c.source.empty() ? k.subject : c.source), call,
-               callerNamed};
+  CauseFacts f{
+      k, c, fn, callerNamed ? named->second : prettyTensor(c.source.empty() ? k.subject : c.source), call, callerNamed};
   Advice advice;
   advice.line = {fn.file, fn.firstLine, fn.function, ""};
   for (const RecompileAdvice& row : kRecompileAdvice)

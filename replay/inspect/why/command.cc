@@ -14,8 +14,8 @@ namespace dynrep::replay {
 
 using nlohmann::json;
 
-int inspectWhy(const std::string& path, const std::string& compileId, const std::string& symbol, const InspectOptions& o,
-               std::ostream& out, std::ostream& err) {
+int inspectWhy(const std::string& path, const std::string& compileId, const std::string& symbol,
+               const InspectOptions& o, std::ostream& out, std::ostream& err) {
   auto reader = openOrReport(path, o, err);
   if (!reader) return 1;
   noteUnfinished(*reader, o, err);
@@ -25,8 +25,9 @@ int inspectWhy(const std::string& path, const std::string& compileId, const std:
     return reportError(o, err, fmt::format("{}: no compile {} (replay-inspect ls lists them)", path, compileId));
   json answer = explainJob(*job, compileId, symbol);
   if (!symbol.empty() && answer["compiles"].empty())
-    return reportError(o, err, fmt::format("{}: no compile{} knows symbol {}", path,
-                                           compileId.empty() ? "" : " " + compileId, symbol));
+    return reportError(
+        o, err,
+        fmt::format("{}: no compile{} knows symbol {}", path, compileId.empty() ? "" : " " + compileId, symbol));
   if (o.json) {
     json j = {{"path", path}};
     j.update(answer);

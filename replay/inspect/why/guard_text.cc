@@ -76,52 +76,79 @@ bool constant(const Guard& g) { return !g.c.source.empty() && !g.c.expected.empt
 
 struct GuardTextRow {
   const char* cause;
-  const char* texts[2];                          // any of these in the guard's text; nullptr: unused
-  bool (*matches)(const Guard&);                 // or this holds; nullptr: unused
+  const char* texts[2];           // any of these in the guard's text; nullptr: unused
+  bool (*matches)(const Guard&);  // or this holds; nullptr: unused
   CauseClass (*describe)(const char* cause, const Guard&);
 };
 
 // One row per cause, first match wins: the order is the table's.
 const GuardTextRow kGuardTexts[] = {
-    {"size_0_1", {"0/1 specialization"}, [](const Guard& g) { return std::regex_search(g.c.guard, atLeastTwo()); },
+    {"size_0_1",
+     {"0/1 specialization"},
+     [](const Guard& g) { return std::regex_search(g.c.guard, atLeastTwo()); },
      describeSize01},
-    {"size_changed", {"size mismatch at index"}, nullptr,
+    {"size_changed",
+     {"size mismatch at index"},
+     nullptr,
      [](const char* cause, const Guard& g) {
        return described(cause, g.subject, g.subject + (g.wentDynamic ? " went dynamic" : " changed"), values(g.c));
      }},
-    {"dtype_change", {"dtype mismatch"}, nullptr,
+    {"dtype_change",
+     {"dtype mismatch"},
+     nullptr,
      [](const char* cause, const Guard& g) {
        std::string t = prettyTensor(g.c.source);
        return described(cause, t, t + "'s dtype changed", values(g.c));
      }},
     {"requires_grad_change", {"requires_grad mismatch"}, nullptr, describeRequiresGrad},
-    {"rank_change", {"rank mismatch"}, nullptr,
+    {"rank_change",
+     {"rank mismatch"},
+     nullptr,
      [](const char* cause, const Guard& g) {
        std::string t = prettyTensor(g.c.source);
        return described(cause, t, t + "'s number of dimensions changed", values(g.c));
      }},
-    {"stride_change", {"stride mismatch"}, nullptr,
-     [](const char* cause, const Guard& g) { return described(cause, g.subject, g.subject + " changed", values(g.c)); }},
-    {"object_changed", {"___check_obj_id", "ID_MATCH"}, nullptr,
+    {"stride_change",
+     {"stride mismatch"},
+     nullptr,
+     [](const char* cause, const Guard& g) {
+       return described(cause, g.subject, g.subject + " changed", values(g.c));
+     }},
+    {"object_changed",
+     {"___check_obj_id", "ID_MATCH"},
+     nullptr,
      [](const char* cause, const Guard& g) { return described(cause, g.subject, "another object in " + g.subject); }},
-    {"type_changed", {"___check_type_id", "TYPE_MATCH"}, nullptr,
+    {"type_changed",
+     {"___check_type_id", "TYPE_MATCH"},
+     nullptr,
      [](const char* cause, const Guard& g) { return described(cause, g.subject, g.subject + "'s type changed"); }},
-    {"float_constant", {}, [](const Guard& g) { return constant(g) && floatLiteral(g.c.expected); },
+    {"float_constant",
+     {},
+     [](const Guard& g) { return constant(g) && floatLiteral(g.c.expected); },
      [](const char* cause, const Guard& g) {
        return described(cause, g.subject, g.subject + " changed, a float constant", values(g.c));
      }},
-    {"length_changed", {},
+    {"length_changed",
+     {},
      [](const Guard& g) { return constant(g) && intLiteral(g.c.expected) && g.subject.rfind("len(", 0) == 0; },
-     [](const char* cause, const Guard& g) { return described(cause, g.subject, g.subject + " changed", values(g.c)); }},
-    {"int_constant", {}, [](const Guard& g) { return constant(g) && intLiteral(g.c.expected); },
+     [](const char* cause, const Guard& g) {
+       return described(cause, g.subject, g.subject + " changed", values(g.c));
+     }},
+    {"int_constant",
+     {},
+     [](const Guard& g) { return constant(g) && intLiteral(g.c.expected); },
      [](const char* cause, const Guard& g) {
        return described(cause, g.subject, g.subject + " changed, an int constant", values(g.c));
      }},
-    {"constant_changed", {}, constant,
+    {"constant_changed",
+     {},
+     constant,
      [](const char* cause, const Guard& g) {
        return described(cause, g.subject, g.subject + " changed, a constant", values(g.c));
      }},
-    {"other", {}, [](const Guard&) { return true; },
+    {"other",
+     {},
+     [](const Guard&) { return true; },
      [](const char* cause, const Guard& g) {
        std::string guard = g.c.guard.empty() ? g.text : g.c.guard;
        return described(cause, guard, "guard " + guard + " failed");

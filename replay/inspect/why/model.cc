@@ -32,13 +32,19 @@ json applyJson(const EditAction& e) {
 }
 
 json adviceJson(const Advice& a) {
-  return {{"kind", adviceKindId(a.kind)}, {"edit", a.edit}, {"line", frameJson(a.line)}, {"why", a.why}, {"apply", applyJson(a.apply)}};
+  return {{"kind", adviceKindId(a.kind)},
+          {"edit", a.edit},
+          {"line", frameJson(a.line)},
+          {"why", a.why},
+          {"apply", applyJson(a.apply)}};
 }
 
 // The first line of `s` as it is (render.h's firstLine also folds spaces, for table cells).
 std::string firstLineOf(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-std::string where(const UserFrame& f) { return f.file.empty() ? "an unknown line" : fmt::format("{}:{}", baseName(f.file), f.line); }
+std::string where(const UserFrame& f) {
+  return f.file.empty() ? "an unknown line" : fmt::format("{}:{}", baseName(f.file), f.line);
+}
 
 // A compile that stopped with an error (not one Dynamo restarted, nor one still running).
 bool failedCompile(const Compile& c) {
@@ -120,8 +126,8 @@ class CompileFacts {
       facts->userName = o->unbacked ? userNameFor(o->op, o->userFrame.code) : prettySource(o->source);
     } else if (const ShapeEvent* e = created(symbol)) {
       UserFrame f = e->userStack.empty() ? UserFrame{} : e->userStack.back();
-      SymbolOrigin fromPyTorch{symbol, e->event == "create_unbacked_symbol", "", "", "", e->source, e->value, f,
-                               "pytorch_user_stack"};
+      SymbolOrigin fromPyTorch{
+          symbol, e->event == "create_unbacked_symbol", "", "", "", e->source, e->value, f, "pytorch_user_stack"};
       origin = originJson(fromPyTorch);
       if (!e->source.empty()) facts->userName = prettySource(e->source);
     }
@@ -132,15 +138,10 @@ class CompileFacts {
       guards.push_back(std::move(guard));
     }
     auto orNull = [&](const char* key) { return row.is_object() && row.contains(key) ? row[key] : json(nullptr); };
-    return {{"symbol", symbol},
-            {"unbacked", facts->unbacked},
-            {"user_name", facts->userName},
-            {"origin", origin},
-            {"range", orNull("range")},
-            {"replaced_by", field(row, "replaced_by", "")},
-            {"hint", orNull("hint")},
-            {"value_on_run", valueJson(symbol)},
-            {"guards", guards}};
+    return {
+        {"symbol", symbol},       {"unbacked", facts->unbacked},       {"user_name", facts->userName},
+        {"origin", origin},       {"range", orNull("range")},          {"replaced_by", field(row, "replaced_by", "")},
+        {"hint", orNull("hint")}, {"value_on_run", valueJson(symbol)}, {"guards", guards}};
   }
 
   // The symbol's real value on the captured run and where it was read, or null.
@@ -154,14 +155,17 @@ class CompileFacts {
   // The guards and asserts on a symbol, in order: capture's events, else (a store without
   // them) PyTorch's guard_added_fast events.
   std::vector<ShapeGuard> guardsOn(const std::string& symbol) const {
-    auto names = [&](const std::vector<std::string>& in) { return std::find(in.begin(), in.end(), symbol) != in.end(); };
+    auto names = [&](const std::vector<std::string>& in) {
+      return std::find(in.begin(), in.end(), symbol) != in.end();
+    };
     std::vector<ShapeGuard> out;
     for (const ShapeGuard& g : c_.shapeGuards)
       if (names(g.symbols)) out.push_back(g);
     if (!c_.shapeGuards.empty()) return out;
     for (const ShapeEvent& e : c_.shapes) {
       std::vector<std::string> in = symbolsIn(e.expr);
-      if (!e.expr.empty() && names(in)) out.push_back({e.expr, "guard", in, e.userStack.empty() ? UserFrame{} : e.userStack.back()});
+      if (!e.expr.empty() && names(in))
+        out.push_back({e.expr, "guard", in, e.userStack.empty() ? UserFrame{} : e.userStack.back()});
     }
     return out;
   }
@@ -185,7 +189,8 @@ class CompileFacts {
 
 bool inLibrary(const UserFrame& f, const Compile& c) {
   if (f.file.empty()) return false;
-  if (f.file.find("/site-packages/") != std::string::npos || f.file.find("/dist-packages/") != std::string::npos) return true;
+  if (f.file.find("/site-packages/") != std::string::npos || f.file.find("/dist-packages/") != std::string::npos)
+    return true;
   return !c.file.empty() && f.file != c.file;
 }
 
@@ -211,9 +216,10 @@ std::string problemHeadline(const Problem& p, const Compile& c) {
     if (k.specialized)
       return fmt::format("{} did not compile: {} was marked dynamic, but the code made it the constant {} at {}",
                          c.function, what, k.value, at);
-    return fmt::format("{} did not compile: {} was marked dynamic in [{}, {}], but the code allows [{}, {}]", c.function,
-                       what, k.askedLow.empty() ? "-inf" : k.askedLow, k.askedHigh.empty() ? "inf" : k.askedHigh,
-                       k.allowedLow.empty() ? "-inf" : k.allowedLow, k.allowedHigh.empty() ? "inf" : k.allowedHigh);
+    return fmt::format("{} did not compile: {} was marked dynamic in [{}, {}], but the code allows [{}, {}]",
+                       c.function, what, k.askedLow.empty() ? "-inf" : k.askedLow,
+                       k.askedHigh.empty() ? "inf" : k.askedHigh, k.allowedLow.empty() ? "-inf" : k.allowedLow,
+                       k.allowedHigh.empty() ? "inf" : k.allowedHigh);
   }
   if (p.graphBreak) {
     if (!p.expr.empty())
@@ -246,7 +252,9 @@ json problemJson(const Problem& p, const Compile& c, json symbols, const std::ve
                            {"user_frame", frameJson(k.userFrame)}});
   }
   bool runtime = p.kind == "runtime_assert" || p.kind == "runtime_error";
-  return {{"kind", p.graphBreak ? "graph_break" : runtime ? "runtime_failure" : "failure"},
+  return {{"kind", p.graphBreak ? "graph_break"
+                   : runtime    ? "runtime_failure"
+                                : "failure"},
           {"failure_kind", p.kind},
           {"headline", problemHeadline(p, c)},
           {"type", p.type},
@@ -271,7 +279,8 @@ json problemJson(const Problem& p, const Compile& c, json symbols, const std::ve
 UserFrame specializationFrame(const Compile& c, const std::vector<ConstraintFacts>& constraints) {
   for (const ConstraintFacts& k : constraints) {
     for (const ShapeEvent& e : c.shapes)
-      if (e.event == "symbolic_shape_specialization" && e.source.find(k.source) != std::string::npos && !e.userStack.empty())
+      if (e.event == "symbolic_shape_specialization" && e.source.find(k.source) != std::string::npos &&
+          !e.userStack.empty())
         return e.userStack.back();
     for (const ShapeGuard& g : c.shapeGuards)
       if (!k.symbol.empty() && std::find(g.symbols.begin(), g.symbols.end(), k.symbol) != g.symbols.end() &&
@@ -288,7 +297,8 @@ json failureProblemJson(const CompileFacts& f, const std::string& only) {
   std::vector<std::string> chain = c.failure.chain;
   std::string statusText = c.status;
   std::string statusType = statusText.substr(0, statusText.find(':'));
-  std::string statusMessage = statusText.find(": ") == std::string::npos ? statusText : statusText.substr(statusText.find(": ") + 2);
+  std::string statusMessage =
+      statusText.find(": ") == std::string::npos ? statusText : statusText.substr(statusText.find(": ") + 2);
   p.type = c.failed && !c.failure.type.empty() ? c.failure.type : statusType;
   p.message = c.failed && !c.failure.message.empty() ? c.failure.message : statusMessage;
   if (chain.empty() && !p.type.empty()) chain.push_back(p.type);
@@ -325,7 +335,8 @@ json failureProblemJson(const CompileFacts& f, const std::string& only) {
   return problemJson(p, c, std::move(symbolJson), chain, gb.hints);
 }
 
-json graphBreakJson(const CompileFacts& f, const std::string& text, const CompileFailure* facts, const std::string& only) {
+json graphBreakJson(const CompileFacts& f, const std::string& text, const CompileFailure* facts,
+                    const std::string& only) {
   const Compile& c = f.compile();
   Problem p;
   p.graphBreak = true;
@@ -397,7 +408,8 @@ json runtimeFailureJson(const CompileFacts& f, const RuntimeFailure& r, const st
   out["call"] = r.call;
   out["graph"] = r.graph;
   json values = json::object();
-  for (const auto& [symbol, value] : r.values) values[symbol] = json::parse(value, nullptr, false).is_discarded() ? json(value) : json::parse(value);
+  for (const auto& [symbol, value] : r.values)
+    values[symbol] = json::parse(value, nullptr, false).is_discarded() ? json(value) : json::parse(value);
   out["values"] = values;
   return out;
 }
@@ -426,10 +438,12 @@ json recompileJson(const CompileFacts& f, const Compile* first, std::set<std::st
     causes = parseReasons(c.reason);
     from = "reason_text";
   }
-  std::stable_sort(causes.begin(), causes.end(),
-                   [](const RecompileCause& a, const RecompileCause& b) { return entryNumber(a.entry) > entryNumber(b.entry); });
+  std::stable_sort(causes.begin(), causes.end(), [](const RecompileCause& a, const RecompileCause& b) {
+    return entryNumber(a.entry) > entryNumber(b.entry);
+  });
   std::vector<CauseClass> classes;
-  for (RecompileCause& cause : causes) classes.push_back(classifyCause(cause, f.madeDynamic(prettySource(cause.source))));
+  for (RecompileCause& cause : causes)
+    classes.push_back(classifyCause(cause, f.madeDynamic(prettySource(cause.source))));
   size_t primary = 0;
   for (size_t i = 0; i < classes.size(); ++i) {
     if (!seenKeys->count(causeKey(classes[i]))) {
@@ -440,14 +454,20 @@ json recompileJson(const CompileFacts& f, const Compile* first, std::set<std::st
   json list = json::array();
   for (size_t i = 0; i < causes.size(); ++i) {
     json cause = causeJson(causes[i]);
-    cause.update({{"cause", classes[i].cause}, {"subject", classes[i].subject}, {"detail", classes[i].detail},
+    cause.update({{"cause", classes[i].cause},
+                  {"subject", classes[i].subject},
+                  {"detail", classes[i].detail},
                   {"primary", i == primary}});
     list.push_back(std::move(cause));
   }
   if (causes.empty()) {
     json unknown = causeJson(RecompileCause{});
-    unknown.update({{"from", from}, {"cause", "unknown"}, {"subject", ""}, {"description", "not recorded"},
-                    {"detail", "no failed guard recorded: " + firstLineOf(c.reason)}, {"advice", json::array()},
+    unknown.update({{"from", from},
+                    {"cause", "unknown"},
+                    {"subject", ""},
+                    {"description", "not recorded"},
+                    {"detail", "no failed guard recorded: " + firstLineOf(c.reason)},
+                    {"advice", json::array()},
                     {"causes", list}});
     return unknown;
   }
@@ -466,8 +486,13 @@ json recompileJson(const CompileFacts& f, const Compile* first, std::set<std::st
   *primaryOut = k;
   *adviceOut = advice;
   json out = causeJson(main);
-  out.update({{"from", from}, {"cause", k.cause}, {"subject", k.subject}, {"description", k.description},
-              {"detail", k.detail}, {"advice", adviceList}, {"causes", list}});
+  out.update({{"from", from},
+              {"cause", k.cause},
+              {"subject", k.subject},
+              {"description", k.description},
+              {"detail", k.detail},
+              {"advice", adviceList},
+              {"causes", list}});
   return out;
 }
 
@@ -496,12 +521,16 @@ json functionJson(const FunctionTally& t) {
   for (const std::string& key : t.order) {
     const auto& [k, a, ids] = t.causes.at(key);
     parts += fmt::format("{}{} ({})", parts.empty() ? "" : "; ", k.description, ids.size());
-    causes.push_back({{"cause", k.cause}, {"subject", k.subject}, {"description", k.description}, {"count", ids.size()},
-                      {"compile_ids", ids}, {"advice", a.kind == AdviceKind::None ? json(nullptr) : adviceJson(a)}});
+    causes.push_back({{"cause", k.cause},
+                      {"subject", k.subject},
+                      {"description", k.description},
+                      {"count", ids.size()},
+                      {"compile_ids", ids},
+                      {"advice", a.kind == AdviceKind::None ? json(nullptr) : adviceJson(a)}});
   }
   if (!parts.empty()) summary += ": " + parts;
   return {{"function", t.first->function}, {"file", t.first->file}, {"line", t.first->firstLine},
-          {"compiles", t.compiles},        {"summary", summary},       {"causes", causes}};
+          {"compiles", t.compiles},        {"summary", summary},    {"causes", causes}};
 }
 
 std::string compileHeadline(const Compile& c, const json& entry) {
@@ -527,14 +556,14 @@ nlohmann::json explainJob(const Job& job, const std::string& compileId, const st
     }
     if (c.id.attempt == 0) ++tally.compiles;
     CompileFacts facts(job, c);
-    json entry = {{"compile_id", c.id.str()}, {"function", c.function}, {"file", c.file}, {"line", c.firstLine},
-                  {"status", firstLineOf(c.status)}, {"calls", callsJson(c)}};
+    json entry = {{"compile_id", c.id.str()}, {"function", c.function},          {"file", c.file},
+                  {"line", c.firstLine},      {"status", firstLineOf(c.status)}, {"calls", callsJson(c)}};
     json problems = json::array();
     for (const RuntimeFailure& r : c.runtimeFailures) problems.push_back(runtimeFailureJson(facts, r, symbol));
     if (failedCompile(c)) problems.push_back(failureProblemJson(facts, symbol));
     for (size_t i = 0; i < c.graphBreaks.size(); ++i)
-      problems.push_back(graphBreakJson(facts, c.graphBreaks[i], i < c.graphBreakFacts.size() ? &c.graphBreakFacts[i] : nullptr,
-                                        symbol));
+      problems.push_back(graphBreakJson(facts, c.graphBreaks[i],
+                                        i < c.graphBreakFacts.size() ? &c.graphBreakFacts[i] : nullptr, symbol));
     entry["problems"] = problems;
     bool recompiled = isRecompile(c) && c.reason != "first compile";
     if (recompiled) {

@@ -47,7 +47,8 @@ void printSymbol(const json& s, const std::string& indent, std::ostream& out) {
   std::string name = field(s, "symbol", "?");
   std::string user = field(s, "user_name", "");
   fmt::print(out, "{}{}{}  {}, final range {}{}\n", indent, name, user.empty() ? "" : " (" + user + ")",
-             field<bool>(s, "unbacked", false) ? "unbacked" : "backed", arrayField(s, "range").size() == 2 ? rangeText(s) : "not recorded",
+             field<bool>(s, "unbacked", false) ? "unbacked" : "backed",
+             arrayField(s, "range").size() == 2 ? rangeText(s) : "not recorded",
              field(s, "replaced_by", "").empty() ? "" : ", replaced by " + field(s, "replaced_by", ""));
   const json origin = s.value("origin", json());
   if (origin.is_object()) {
@@ -74,13 +75,16 @@ void printProblem(const json& p, const InspectOptions& o, std::ostream& out) {
   fmt::print(out, "  {}\n", frameText(p.value("user_frame", json())));
   printAdvice(arrayField(p, "advice"), "  ", o, out);
   if (arrayField(p, "advice").empty()) {
-    fmt::print(out, "  no pattern of docs/why.md matches{}\n", arrayField(p, "pytorch_hints").empty() ? "" : "; PyTorch's hints:");
-    for (const json& h : arrayField(p, "pytorch_hints")) fmt::print(out, "    {}\n", h.is_string() ? h.get<std::string>() : "");
+    fmt::print(out, "  no pattern of docs/why.md matches{}\n",
+               arrayField(p, "pytorch_hints").empty() ? "" : "; PyTorch's hints:");
+    for (const json& h : arrayField(p, "pytorch_hints"))
+      fmt::print(out, "    {}\n", h.is_string() ? h.get<std::string>() : "");
   }
   if (!arrayField(p, "symbols").empty()) fmt::print(out, "  {}\n", paint(o, "1", "symbols:"));
   for (const json& s : arrayField(p, "symbols")) printSymbol(s, "    ", out);
   std::string chain;
-  for (const json& t : arrayField(p, "chain")) chain += (chain.empty() ? "" : " <- ") + (t.is_string() ? t.get<std::string>() : "?");
+  for (const json& t : arrayField(p, "chain"))
+    chain += (chain.empty() ? "" : " <- ") + (t.is_string() ? t.get<std::string>() : "?");
   std::string message = field(p, "message", "");
   if (!message.empty()) fmt::print(out, "  PyTorch: {}{}\n", chain.empty() ? "" : chain + ": ", message);
 }
@@ -102,13 +106,15 @@ void printRecompile(const json& r, const InspectOptions& o, std::ostream& out) {
   if (causes.size() < 2) return;
   fmt::print(out, "  every cache entry's failed guard, newest first:\n");
   for (const json& c : causes)
-    fmt::print(out, "    {}{}: {}\n", field(c, "entry", "?"), field<bool>(c, "primary", false) ? " *" : "", field(c, "detail", ""));
+    fmt::print(out, "    {}{}: {}\n", field(c, "entry", "?"), field<bool>(c, "primary", false) ? " *" : "",
+               field(c, "detail", ""));
 }
 
 void printText(const json& answer, const InspectOptions& o, std::ostream& out) {
   const json functions = arrayField(answer, "functions");
   for (const json& f : functions) {
-    fmt::print(out, "{}:{}: {}\n", baseName(field(f, "file", "?")), field<int>(f, "line", 0), paint(o, "1", field(f, "summary", "")));
+    fmt::print(out, "{}:{}: {}\n", baseName(field(f, "file", "?")), field<int>(f, "line", 0),
+               paint(o, "1", field(f, "summary", "")));
     for (const json& c : arrayField(f, "causes")) {
       const json a = c.value("advice", json());
       if (a.is_object()) fmt::print(out, "  {}: {}\n", paint(o, "32", field(a, "kind", "?")), field(a, "edit", ""));
@@ -144,7 +150,9 @@ void printText(const json& answer, const InspectOptions& o, std::ostream& out) {
 
 }  // namespace
 
-void writeWhyText(const nlohmann::json& answer, const InspectOptions& o, std::ostream& out) { printText(answer, o, out); }
+void writeWhyText(const nlohmann::json& answer, const InspectOptions& o, std::ostream& out) {
+  printText(answer, o, out);
+}
 
 std::string whyText(const nlohmann::json& answer) {
   std::ostringstream out;

@@ -48,7 +48,7 @@ struct Advice {
 
 // A symbol in a failing expression, as far as the matchers need it.
 struct SymbolFacts {
-  std::string symbol;    // u0
+  std::string symbol;  // u0
   bool unbacked = false;
   std::string op;        // the operator that made it: aten.nonzero.default, item
   std::string userName;  // what the user's code calls it, guessed from its origin line: n.shape[0]
@@ -69,9 +69,9 @@ struct Problem {
   UserFrame frame;          // the user line
   bool inLibrary = false;   // the line is in another file than the compiled function's, or an installed package
   std::vector<SymbolFacts> symbols;
-  std::string kind;         // the failure kind (docs/why.md): data_dependent, constraint_violation, runtime_assert, ...
+  std::string kind;  // the failure kind (docs/why.md): data_dependent, constraint_violation, runtime_assert, ...
   std::vector<ConstraintFacts> constraints;  // constraint_violation: each marked dimension
-  const CallSite* call = nullptr;             // the call of the compiled function, where recorded
+  const CallSite* call = nullptr;            // the call of the compiled function, where recorded
 };
 
 // The expression's truth at the recorded symbol values: 1, 0, or -1 when not every value is known.

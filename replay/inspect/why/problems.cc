@@ -28,7 +28,8 @@ std::string userExpr(const Problem& p) {
 }
 
 bool floatSymbol(const Problem& p) {
-  return std::any_of(p.symbols.begin(), p.symbols.end(), [](const SymbolFacts& s) { return s.symbol.rfind("z", 0) == 0; });
+  return std::any_of(p.symbols.begin(), p.symbols.end(),
+                     [](const SymbolFacts& s) { return s.symbol.rfind("z", 0) == 0; });
 }
 
 // A data-dependent branch or check: an undecidable true/false question on symbols, or Dynamo's
@@ -85,13 +86,15 @@ std::string editLoop(const Problem& p) {
                        "(torch.where(mask, value, 0)), or end the graph before it with `torch._dynamo.graph_break()`",
                        m[1].str(), lineRef(p));
   if (has(code, "range(") || loopStatement(code))
-    return fmt::format("loop to a fixed bound and mask the extra steps: `for i in range(MAX_N):` with each step kept only "
-                       "where `i < {}` (torch.where), or end the graph before the loop with "
-                       "`torch._dynamo.graph_break()` at {} (the loop then runs eagerly)",
-                       value, lineRef(p));
-  return fmt::format("keep {} a tensor or a symbolic size instead of a Python int at {}: pad to a fixed upper bound and "
-                     "mask (torch.arange(MAX_N) < {}), or `torch._dynamo.graph_break()` before the line",
-                     value, lineRef(p), value);
+    return fmt::format(
+        "loop to a fixed bound and mask the extra steps: `for i in range(MAX_N):` with each step kept only "
+        "where `i < {}` (torch.where), or end the graph before the loop with "
+        "`torch._dynamo.graph_break()` at {} (the loop then runs eagerly)",
+        value, lineRef(p));
+  return fmt::format(
+      "keep {} a tensor or a symbolic size instead of a Python int at {}: pad to a fixed upper bound and "
+      "mask (torch.arange(MAX_N) < {}), or `torch._dynamo.graph_break()` before the line",
+      value, lineRef(p), value);
 }
 
 // The line is in a library's file: there a test that cannot be decided should take the
@@ -164,10 +167,11 @@ CheckEdit checkEdit(const Problem& p) {
   if (!cond.empty() && isBranch(p.frame.code)) {
     int held = conditionOnRun(p, cond);
     if (held == 0)
-      return {fmt::format("before {}: `{}`: on this run {}, so the `if` side did not happen; the branch is then decided "
-                          "and the `if` side can go (a call where it would happen fails the check)",
-                          lineRef(p), check(negate(cond)), valuesOnRun(p)),
-              check(negate(cond))};
+      return {
+          fmt::format("before {}: `{}`: on this run {}, so the `if` side did not happen; the branch is then decided "
+                      "and the `if` side can go (a call where it would happen fails the check)",
+                      lineRef(p), check(negate(cond)), valuesOnRun(p)),
+          check(negate(cond))};
     if (held == 1)
       return {fmt::format("before {}: `{}`: on this run {}, so the `if` side happened; only if it always does (else "
                           "torch.cond, below)",
@@ -178,8 +182,10 @@ CheckEdit checkEdit(const Problem& p) {
                         lineRef(p), check(negate(cond)), check(cond)),
             check(negate(cond))};
   }
-  if (!cond.empty()) return {fmt::format("at {}: `{}` in place of the assert", lineRef(p), check(cond)), check(cond), false};
-  if (p.expr.empty()) return {fmt::format("before {}: `torch._check(<the condition>)` stating which way it goes", lineRef(p)), ""};
+  if (!cond.empty())
+    return {fmt::format("at {}: `{}` in place of the assert", lineRef(p), check(cond)), check(cond), false};
+  if (p.expr.empty())
+    return {fmt::format("before {}: `torch._check(<the condition>)` stating which way it goes", lineRef(p)), ""};
   // Asked inside an operator: say the degenerate case does not happen, so the operator's own test is decided.
   std::string expr = userExpr(p);
   bool equality = p.expr.rfind("Eq(", 0) == 0;
@@ -207,10 +213,11 @@ int rankCond(const Problem& p) {
 std::string editCond(const Problem& p) {
   std::string cond = conditionOf(p.frame.code);
   if (cond.empty()) cond = userExpr(p);
-  return fmt::format("replace the branch at {} with `torch.cond({}, if_fn, else_fn, (operands,))`, each side a function "
-                     "of the tensors it reads returning tensors of one shape and dtype; or, where both sides are cheap, "
-                     "compute both and pick with torch.where",
-                     lineRef(p), cond);
+  return fmt::format(
+      "replace the branch at {} with `torch.cond({}, if_fn, else_fn, (operands,))`, each side a function "
+      "of the tensors it reads returning tensors of one shape and dtype; or, where both sides are cheap, "
+      "compute both and pick with torch.where",
+      lineRef(p), cond);
 }
 
 // --- constraint violations (symbolic_shapes.py produce_guards: "Constraints violated") ---
@@ -241,9 +248,10 @@ std::string maybeMarkCode(const Problem& p, const ConstraintFacts& k) {
 std::string editMaybeMarkDynamic(const Problem& p) {
   const ConstraintFacts& k = *firstConstraint(p, true);
   std::string at = k.userFrame.line > 0 ? fmt::format(" at line {}", k.userFrame.line) : "";
-  return fmt::format("`{}` in place of `torch._dynamo.mark_dynamic({}, {})`: the dimension stays dynamic where the code "
-                     "allows and is specialized where it does not; or remove what made {} the constant {}{}",
-                     maybeMarkCode(p, k), callerName(p, k.tensor), k.dim, prettySource(k.source), k.value, at);
+  return fmt::format(
+      "`{}` in place of `torch._dynamo.mark_dynamic({}, {})`: the dimension stays dynamic where the code "
+      "allows and is specialized where it does not; or remove what made {} the constant {}{}",
+      maybeMarkCode(p, k), callerName(p, k.tensor), k.dim, prettySource(k.source), k.value, at);
 }
 
 std::string rangeText(const std::string& low, const std::string& high) {
@@ -293,9 +301,10 @@ std::string editCheckWhereMade(const Problem& p) {
 
 int rankValidForAll(const Problem& p) { return p.kind == "runtime_assert" && truthOnRun(p) == 0 ? 95 : 0; }
 std::string editValidForAll(const Problem& p) {
-  return fmt::format("the data breaks the assumption: on this run {}, and `{}` is False. Change {} so it holds for every "
-                     "value (e.g. a view or slice that does not need it), or fix the input that made it",
-                     valuesOnRun(p), userExpr(p), lineRef(p));
+  return fmt::format(
+      "the data breaks the assumption: on this run {}, and `{}` is False. Change {} so it holds for every "
+      "value (e.g. a view or slice that does not need it), or fix the input that made it",
+      valuesOnRun(p), userExpr(p), lineRef(p));
 }
 
 // --- the edits as actions `why --verify` applies, from the same statements their text shows ---
@@ -319,14 +328,14 @@ EditAction actionCheckWhereMade(const Problem& p) {
 EditAction actionMaybeMarkDynamic(const Problem& p) {
   const ConstraintFacts* k = firstConstraint(p, true);
   if (!k || !callerKnows(p, k->tensor)) return {};
-  return {"replace_mark", p.call->userFrame.file, p.call->userFrame.line, maybeMarkCode(p, *k), callerName(p, k->tensor),
-          k->dim};
+  return {"replace_mark",       p.call->userFrame.file,   p.call->userFrame.line,
+          maybeMarkCode(p, *k), callerName(p, k->tensor), k->dim};
 }
 EditAction actionDimRange(const Problem& p) {
   const ConstraintFacts* k = firstConstraint(p, false);
   if (!k || !callerKnows(p, k->tensor)) return {};
-  return {"replace_mark", p.call->userFrame.file, p.call->userFrame.line, rangeMarkCode(p, *k), callerName(p, k->tensor),
-          k->dim};
+  return {"replace_mark",       p.call->userFrame.file,   p.call->userFrame.line,
+          rangeMarkCode(p, *k), callerName(p, k->tensor), k->dim};
 }
 
 // --- the table ---

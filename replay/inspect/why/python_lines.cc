@@ -26,7 +26,8 @@ std::string conditionOf(const std::string& code) {
   static const std::regex kAssert(R"(^\s*assert\s+(.+?)\s*(?:,.*)?$)");
   static const std::regex kTernary(R"(\sif\s+(.+?)\s+else\s)");
   std::smatch m;
-  if (std::regex_match(code, m, kStatement) || std::regex_match(code, m, kAssert) || std::regex_search(code, m, kTernary))
+  if (std::regex_match(code, m, kStatement) || std::regex_match(code, m, kAssert) ||
+      std::regex_search(code, m, kTernary))
     return trim(m[1]);
   return "";
 }
@@ -44,9 +45,11 @@ std::string negate(const std::string& cond) {
     size_t at = cond.find(op);
     if (at == std::string::npos) continue;
     bool lone = std::none_of(kFlip.begin(), kFlip.end(), [&](const auto& other) {
-      return cond.find(other.first, at + op.size()) != std::string::npos || cond.substr(0, at).find(other.first) != std::string::npos;
+      return cond.find(other.first, at + op.size()) != std::string::npos ||
+             cond.substr(0, at).find(other.first) != std::string::npos;
     });
-    if (lone && !has(cond, " and ") && !has(cond, " or ")) return cond.substr(0, at) + flipped + cond.substr(at + op.size());
+    if (lone && !has(cond, " and ") && !has(cond, " or "))
+      return cond.substr(0, at) + flipped + cond.substr(at + op.size());
   }
   return "not (" + cond + ")";
 }

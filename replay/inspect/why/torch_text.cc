@@ -119,7 +119,8 @@ GraphBreakText parseGraphBreak(const std::string& text) {
 std::optional<DataDependentText> parseDataDependent(const std::string& text) {
   // "Could not guard on data-dependent expression Eq(u0, 0) (unhinted: ...)" or
   // "Could not extract specialized integer from data-dependent expression u0 (unhinted: ...)".
-  static const std::regex kExpr(R"(Could not (guard on|extract specialized integer from) data-dependent expression (.+?) \(unhinted:)");
+  static const std::regex kExpr(
+      R"(Could not (guard on|extract specialized integer from) data-dependent expression (.+?) \(unhinted:)");
   std::vector<std::string> all = lines(text);
   std::smatch m;
   if (!searchLines(all, kExpr, &m)) return std::nullopt;
@@ -152,7 +153,8 @@ std::vector<RecompileCause> parseReasons(const std::string& reasonText) {
     // csrc/dynamo/guards.cpp have no such comment.
     std::string guard = trim(c.text.substr(0, c.text.find(" #")));
     c.guard = guard;
-    static const std::regex kTensor(R"(^tensor '(.+?)' (size|stride) mismatch at index (\d+)\. expected (\S+), actual (\S+))");
+    static const std::regex kTensor(
+        R"(^tensor '(.+?)' (size|stride) mismatch at index (\d+)\. expected (\S+), actual (\S+))");
     static const std::regex kTensorProp(R"(^tensor '(.+?)' (dtype|rank) mismatch\. expected (\S+), actual (\S+))");
     static const std::regex kGrad(R"(^tensor '(.+?)' requires_grad mismatch\. expected requires_grad=(\d))");
     static const std::regex kEquals(R"(^(.+?) == (.+)$)");
@@ -214,46 +216,27 @@ std::string pythonExpr(const std::string& sympyExpr) {
       return out + ")";
     };
     switch (n.kind) {
-      case K::Integer:
-        return std::to_string(n.value);
-      case K::Symbol:
-        return n.name;
-      case K::Add:
-        return infix(" + ");
-      case K::Sub:
-        return infix(" - ");
-      case K::Mul:
-        return infix("*");
-      case K::Neg:
-        return "-" + operand(0);
+      case K::Integer: return std::to_string(n.value);
+      case K::Symbol: return n.name;
+      case K::Add: return infix(" + ");
+      case K::Sub: return infix(" - ");
+      case K::Mul: return infix("*");
+      case K::Neg: return "-" + operand(0);
       case K::FloorDiv:  // bracketed whole, as sympy prints it: `((u0 + 1)//2)`
         return "(" + infix("//") + ")";
-      case K::Mod:
-        return "(" + infix(" % ") + ")";
-      case K::Pow:
-        return infix("**");
-      case K::CeilDiv:
-        return "math.ceil(" + a[0] + " / " + a[1] + ")";
-      case K::TruncDiv:
-        return "int(" + a[0] + " / " + a[1] + ")";
-      case K::Max:
-        return call("max");
-      case K::Min:
-        return call("min");
-      case K::Eq:
-        return infix(" == ");
-      case K::Ne:
-        return infix(" != ");
-      case K::Lt:
-        return infix(" < ");
-      case K::Le:
-        return infix(" <= ");
-      case K::Gt:
-        return infix(" > ");
-      case K::Ge:
-        return infix(" >= ");
-      case K::Where:
-        return "(" + a[1] + " if " + a[0] + " else " + a[2] + ")";
+      case K::Mod: return "(" + infix(" % ") + ")";
+      case K::Pow: return infix("**");
+      case K::CeilDiv: return "math.ceil(" + a[0] + " / " + a[1] + ")";
+      case K::TruncDiv: return "int(" + a[0] + " / " + a[1] + ")";
+      case K::Max: return call("max");
+      case K::Min: return call("min");
+      case K::Eq: return infix(" == ");
+      case K::Ne: return infix(" != ");
+      case K::Lt: return infix(" < ");
+      case K::Le: return infix(" <= ");
+      case K::Gt: return infix(" > ");
+      case K::Ge: return infix(" >= ");
+      case K::Where: return "(" + a[1] + " if " + a[0] + " else " + a[2] + ")";
     }
     return call("?");
   };

@@ -21,7 +21,7 @@ struct GraphBreakText {
   std::string context;  // "Developer debug context": aten.nonzero.default
   std::string explanation;
   std::vector<std::string> hints;
-  UserFrame frame;      // the innermost frame of "User code traceback:", else the header's file:line
+  UserFrame frame;  // the innermost frame of "User code traceback:", else the header's file:line
 };
 // Reads a graph-break reason payload, or a failure's status that holds one (fullgraph=True).
 GraphBreakText parseGraphBreak(const std::string& text);

@@ -31,7 +31,8 @@ const char* kItemBreak =
     "  Hint: Set `torch._dynamo.config.capture_scalar_outputs = True` or `export TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS=1` "
     "to include these operations in the captured graph.\n\n"
     "  Developer debug context: call_method TensorVariable() item () {}\n\n"
-    " For more details about this graph break, please visit: https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0124.html\n\n"
+    " For more details about this graph break, please visit: "
+    "https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0124.html\n\n"
     "User code traceback:\n"
     "  File \"/tmp/why/item.py\", line 15, in <module>\n"
     "    torch.compile(f, backend=\"aot_eager\")(torch.rand(8))\n"
@@ -159,8 +160,8 @@ TEST(WhyPatterns, UserNamesFromOriginLines) {
 TEST(WhyPatterns, ValueOnTheRunRanksTheBranchAdvice) {
   struct Case {
     std::string value;
-    std::string first;   // first advice
-    std::string check;   // the torch._check the torch_check advice states
+    std::string first;  // first advice
+    std::string check;  // the torch._check the torch_check advice states
   } cases[] = {
       {"", "torch_check", "torch._check(picked.numel() != 0)"},
       {"3", "torch_check", "torch._check(picked.numel() != 0)`: on this run u0 was 3"},

@@ -21,16 +21,23 @@ using Dims = std::vector<Dim>;  // sizes and amounts known while lowering, or sy
 std::string d(size_t i) { return "d" + std::to_string(i); }
 // A window expression: out * stride + k * dilation + offset (dilation and offset may be < 0).
 std::string window(size_t out, int64_t stride, size_t k, int64_t dilation, int64_t offset = 0) {
-  std::string s = d(out) + " * " + std::to_string(stride) + (dilation < 0 ? " - " : " + ") + d(k) + " * " + std::to_string(std::abs(dilation));
+  std::string s = d(out) + " * " + std::to_string(stride) + (dilation < 0 ? " - " : " + ") + d(k) + " * " +
+                  std::to_string(std::abs(dilation));
   return offset ? s + (offset < 0 ? " - " : " + ") + std::to_string(std::abs(offset)) : s;
 }
 // Size arithmetic: static where the operands are, else a size expression over the graph's
 // symbols (and those bound while lowering).
 std::string text(const Dim& dim) { return dim.isStatic() ? std::to_string(dim.size) : "(" + dim.expr + ")"; }
-Dim plus(const Dim& a, const Dim& b) { return a.isStatic() && b.isStatic() ? Dim{a.size + b.size, ""} : Dim{-1, text(a) + " + " + text(b)}; }
+Dim plus(const Dim& a, const Dim& b) {
+  return a.isStatic() && b.isStatic() ? Dim{a.size + b.size, ""} : Dim{-1, text(a) + " + " + text(b)};
+}
 // REQUIRES: a - b >= 0 (a static size is never negative).
-Dim minus(const Dim& a, const Dim& b) { return a.isStatic() && b.isStatic() ? Dim{a.size - b.size, ""} : Dim{-1, text(a) + " - " + text(b)}; }
-Dim times(const Dim& a, int64_t k) { return a.isStatic() ? Dim{a.size * k, ""} : Dim{-1, text(a) + "*" + std::to_string(k)}; }
+Dim minus(const Dim& a, const Dim& b) {
+  return a.isStatic() && b.isStatic() ? Dim{a.size - b.size, ""} : Dim{-1, text(a) + " - " + text(b)};
+}
+Dim times(const Dim& a, int64_t k) {
+  return a.isStatic() ? Dim{a.size * k, ""} : Dim{-1, text(a) + "*" + std::to_string(k)};
+}
 // REQUIRES: dim + k >= 0.
 Dim plus(const Dim& dim, int64_t k) { return k < 0 ? minus(dim, Dim{-k, ""}) : plus(dim, Dim{k, ""}); }
 Dims known(const Ints& v) {
@@ -52,8 +59,8 @@ Value place(Emitter& e, const Value& x, const TensorType& to, double value, cons
     steps.push_back(std::to_string(strides[i]));
   }
   std::string name = e.fresh("place");
-  e.line(name + " = tensor.insert_slice " + x.ssa + " into " + e.fill(to, value) + "[" + join(offs) + "] [" + join(sizes) + "] [" + join(steps) + "] : " +
-         x.type.str() + " into " + to.str());
+  e.line(name + " = tensor.insert_slice " + x.ssa + " into " + e.fill(to, value) + "[" + join(offs) + "] [" +
+         join(sizes) + "] [" + join(steps) + "] : " + x.type.str() + " into " + to.str());
   return Value::tensor(name, to);
 }
 Value pad(Emitter& e, const Value& x, const Dims& low, const Dims& high, double value) {
@@ -74,8 +81,8 @@ Value dropFront(Emitter& e, const Value& x, const Dims& count) {
     offs.push_back(literal(e, count[i]));
     sizes.push_back(literal(e, t.dims[i]));
   }
-  std::string name = e.assign("cut", "tensor.extract_slice " + x.ssa + "[" + join(offs) + "] [" + join(sizes) + "] [" + join(Strings(t.rank(), "1")) + "] : " +
-                                         x.type.str() + " to " + t.str());
+  std::string name = e.assign("cut", "tensor.extract_slice " + x.ssa + "[" + join(offs) + "] [" + join(sizes) + "] [" +
+                                         join(Strings(t.rank(), "1")) + "] : " + x.type.str() + " to " + t.str());
   return Value::tensor(name, t);
 }
 // Leading zeros, then the per-spatial-dim values.
@@ -99,8 +106,9 @@ GenericInput extent(Emitter& e, const std::vector<Dim>& sizes, const Strings& ma
 
 // A generic reduction into `acc` (zeros unless `init`) over `loops` dims, the first `parallel`
 // of them the output's.
-std::string reduce(Emitter& e, const TensorType& acc, size_t loops, size_t parallel, const std::vector<GenericInput>& ins,
-                   const std::function<std::string(Strings&)>& body, std::string init = "") {
+std::string reduce(Emitter& e, const TensorType& acc, size_t loops, size_t parallel,
+                   const std::vector<GenericInput>& ins, const std::function<std::string(Strings&)>& body,
+                   std::string init = "") {
   Strings iters(loops, "reduction");
   std::fill(iters.begin(), iters.begin() + static_cast<long>(parallel), "parallel");
   return e.generic(acc, loopDims(parallel), ins, iters, body, init.empty() ? e.fill(acc, 0) : init);
@@ -108,8 +116,12 @@ std::string reduce(Emitter& e, const TensorType& acc, size_t loops, size_t paral
 // Arithmetic in the compute type t: integers with arith's integer ops (wrapping as PyTorch's
 // integer kernels do); their quotient truncates toward zero, as C++'s `sum / divisor` does in
 // PyTorch's integer average pools.
-std::string add(Scalars& s, const std::string& a, const std::string& b, DType t) { return s.op(isFloat(t) ? "arith.addf" : "arith.addi", a, b, t); }
-std::string mul(Scalars& s, const std::string& a, const std::string& b, DType t) { return s.op(isFloat(t) ? "arith.mulf" : "arith.muli", a, b, t); }
+std::string add(Scalars& s, const std::string& a, const std::string& b, DType t) {
+  return s.op(isFloat(t) ? "arith.addf" : "arith.addi", a, b, t);
+}
+std::string mul(Scalars& s, const std::string& a, const std::string& b, DType t) {
+  return s.op(isFloat(t) ? "arith.mulf" : "arith.muli", a, b, t);
+}
 std::string quotient(Scalars& s, const std::string& a, const std::string& b, DType t) {
   return s.op(isFloat(t) ? "arith.divf" : isUnsigned(t) ? "arith.divui" : "arith.divsi", a, b, t);
 }
@@ -126,7 +138,9 @@ Ints spatial(const OpCall& c, size_t i, size_t n, const Ints& fallback = {}) {
   Ints v = c.ints(i);
   if (v.empty()) v = fallback;
   if (v.size() == 1) v.assign(n, v[0]);
-  if (v.size() != n) throw Unsupported("argument '" + c.names[i] + "' has " + std::to_string(v.size()) + " values for " + std::to_string(n) + " dims");
+  if (v.size() != n)
+    throw Unsupported("argument '" + c.names[i] + "' has " + std::to_string(v.size()) + " values for " +
+                      std::to_string(n) + " dims");
   return v;
 }
 // A SymInt[N] argument (padding) whose values may be symbolic: each bound to a symbol of its own.
@@ -139,13 +153,16 @@ Dims amounts(OpCall& c, size_t i, size_t n) {
       out.push_back(Dim{static_cast<int64_t>(item.number), ""});
       continue;
     }
-    if (item.kind != Value::Kind::Int) throw Unsupported("argument '" + c.names[i] + "' holds a value that is not an integer");
+    if (item.kind != Value::Kind::Int)
+      throw Unsupported("argument '" + c.names[i] + "' holds a value that is not an integer");
     std::string symbol = "dynrep_" + c.e.fresh("amount").substr(1);
     c.e.bindSymbol(symbol, c.e.toIndex(item.ssa));
     out.push_back(Dim{-1, symbol});
   }
   if (out.size() == 1) out.assign(n, out[0]);
-  if (out.size() != n) throw Unsupported("argument '" + c.names[i] + "' has " + std::to_string(out.size()) + " values for " + std::to_string(n) + " dims");
+  if (out.size() != n)
+    throw Unsupported("argument '" + c.names[i] + "' has " + std::to_string(out.size()) + " values for " +
+                      std::to_string(n) + " dims");
   return out;
 }
 
@@ -160,7 +177,8 @@ struct Conv {
 
 Conv convParams(OpCall& c, const Value& input, const Value& weight, size_t first) {
   Conv p;
-  if (weight.type.rank() < 3 || input.type.rank() != weight.type.rank()) throw Unsupported("convolution of an unbatched input or a weight of rank < 3");
+  if (weight.type.rank() < 3 || input.type.rank() != weight.type.rank())
+    throw Unsupported("convolution of an unbatched input or a weight of rank < 3");
   p.k = weight.type.rank() - 2;
   p.stride = spatial(c, first, p.k);
   p.padding = amounts(c, first + 1, p.k);
@@ -198,8 +216,9 @@ Value splitGroups(Emitter& e, const Value& v, size_t at, int64_t groups) {
   TensorType to = splitType(e, v.type, at, groups);
   Strings sizes;
   for (const Dim& dim : to.dims) sizes.push_back(literal(e, dim));
-  std::string name = e.assign("grouped", "tensor.expand_shape " + v.ssa + " " + groupDims(v.type.rank(), at) + " output_shape [" + join(sizes) + "] : " +
-                                              v.type.str() + " into " + to.str());
+  std::string name =
+      e.assign("grouped", "tensor.expand_shape " + v.ssa + " " + groupDims(v.type.rank(), at) + " output_shape [" +
+                              join(sizes) + "] : " + v.type.str() + " into " + to.str());
   return Value::tensor(name, to);
 }
 // v's dims at and at + 1 merged (tensor.collapse_shape: the merged dim is dynamic where either
@@ -208,7 +227,8 @@ Value mergeGroups(Emitter& e, const Value& v, size_t at, const TensorType& to) {
   TensorType merged = to;
   const Dim &a = v.type.dims[at], &b = v.type.dims[at + 1];
   merged.dims[at] = a.isStatic() && b.isStatic() ? Dim{a.size * b.size, ""} : Dim{-1, to.dims[at].expr};
-  std::string name = e.assign("merged", "tensor.collapse_shape " + v.ssa + " " + groupDims(to.rank(), at) + " : " + v.type.str() + " into " + merged.str());
+  std::string name = e.assign("merged", "tensor.collapse_shape " + v.ssa + " " + groupDims(to.rank(), at) + " : " +
+                                            v.type.str() + " into " + merged.str());
   return Value::tensor(e.cast(Value::tensor(name, merged), to), to);
 }
 
@@ -219,7 +239,8 @@ Value mergeGroups(Emitter& e, const Value& v, size_t at, const TensorType& to) {
 // C / G, ...], [G, ...] and [N, G, O / G, ...] (tensor.expand_shape): a loop over groups keeps
 // the maps affine when channel counts are symbolic. Loops: n, (g,) o, output spatial (k),
 // in-group channel, kernel (k).
-Value correlate(Emitter& e, Value xs, Value w, const Value* bias, const Conv& p, const Ints& stride, bool transposed, const TensorType& out) {
+Value correlate(Emitter& e, Value xs, Value w, const Value* bias, const Conv& p, const Ints& stride, bool transposed,
+                const TensorType& out) {
   DType ct = computeType(out.dtype), xt = xs.type.dtype, wt = w.type.dtype;
   TensorType acc = out.withDtype(ct);
   size_t g = p.groups == 1 ? 0 : 1, o = 1 + g, ci = 2 + g + p.k, k0 = ci + 1;
@@ -232,14 +253,16 @@ Value correlate(Emitter& e, Value xs, Value w, const Value* bias, const Conv& p,
   xmap.push_back(d(ci));
   wmap.push_back(transposed ? d(ci) : d(o));
   wmap.push_back(transposed ? d(o) : d(ci));
-  for (size_t i = 0; i < p.k; ++i) xmap.push_back(window(o + 1 + i, stride[i], k0 + i, p.dilation[i])), wmap.push_back(d(k0 + i));
+  for (size_t i = 0; i < p.k; ++i)
+    xmap.push_back(window(o + 1 + i, stride[i], k0 + i, p.dilation[i])), wmap.push_back(d(k0 + i));
   std::string init;
   if (bias) {
     Value b = g ? splitGroups(e, *bias, 0, p.groups) : *bias;
     init = e.generic(acc, loopDims(acc.rank()), {{b.ssa, b.type, loopDims(1 + g, 1)}}, Strings(acc.rank(), "parallel"),
                      [&](Strings& a) { return e.scalars().cast(a[0], b.type.dtype, ct); });
   }
-  std::string r = reduce(e, acc, 3 + g + 2 * p.k, 2 + g + p.k, {{xs.ssa, xs.type, xmap}, {w.ssa, w.type, wmap}}, mulAdd(e, xt, wt, ct), init);
+  std::string r = reduce(e, acc, 3 + g + 2 * p.k, 2 + g + p.k, {{xs.ssa, xs.type, xmap}, {w.ssa, w.type, wmap}},
+                         mulAdd(e, xt, wt, ct), init);
   Value v = Value::tensor(r, acc);
   if (g) v = mergeGroups(e, v, 1, out.withDtype(ct));
   return e.convert(v, out.dtype);
@@ -251,7 +274,8 @@ Value correlate(Emitter& e, Value xs, Value w, const Value* bias, const Conv& p,
 // the kernel flipped and its in/out channels swapped. A negative pad (padding beyond dilation *
 // (kernel - 1)) is the spread input's first elements dropped instead (tensor.extract_slice).
 // w: [in, out / groups, kernel...].
-Value transposed(Emitter& e, const Value& x, const Value& w, const Value* bias, const Conv& p, const Ints& extra, const TensorType& out) {
+Value transposed(Emitter& e, const Value& x, const Value& w, const Value* bias, const Conv& p, const Ints& extra,
+                 const TensorType& out) {
   TensorType spread = x.type;
   Dims low(p.k), high(p.k), cut(p.k);
   bool cuts = false;
@@ -281,11 +305,12 @@ Value transposed(Emitter& e, const Value& x, const Value& w, const Value* bias, 
   size_t r = w.type.rank();
   Strings last;
   for (const Dim& k : p.kernel) last.push_back(e.indexOp("arith.subi", e.sizeOf(k), e.index(1)));
-  std::string flipped = e.generic(w.type, loopDims(r), {{w.ssa, w.type, loopDims(r)}}, Strings(r, "parallel"), [&](Strings&) {
-    Strings at = {e.loopIndex(0), e.loopIndex(1)};
-    for (size_t i = 0; i < p.k; ++i) at.push_back(e.indexOp("arith.subi", last[i], e.loopIndex(2 + i)));
-    return e.assign("w", "tensor.extract " + w.ssa + "[" + join(at) + "] : " + w.type.str());
-  });
+  std::string flipped =
+      e.generic(w.type, loopDims(r), {{w.ssa, w.type, loopDims(r)}}, Strings(r, "parallel"), [&](Strings&) {
+        Strings at = {e.loopIndex(0), e.loopIndex(1)};
+        for (size_t i = 0; i < p.k; ++i) at.push_back(e.indexOp("arith.subi", last[i], e.loopIndex(2 + i)));
+        return e.assign("w", "tensor.extract " + w.ssa + "[" + join(at) + "] : " + w.type.str());
+      });
   return correlate(e, xs, Value::tensor(flipped, w.type), bias, p, Ints(p.k, 1), true, out);
 }
 
@@ -313,8 +338,10 @@ Value weightGradient(Emitter& e, Value a, Value b, const Conv& p, const TensorTy
   Strings amap = {d(n)}, bmap = {d(n)};
   if (g) amap.push_back("d0"), bmap.push_back("d0");
   amap.push_back(d(g)), bmap.push_back(d(g + 1));
-  for (size_t i = 0; i < k; ++i) amap.push_back(d(j0 + i)), bmap.push_back(window(j0 + i, p.stride[i], g + 2 + i, p.dilation[i]));
-  std::string r = reduce(e, acc, 3 + g + 2 * k, 2 + g + k, {{a.ssa, a.type, amap}, {b.ssa, b.type, bmap}}, mulAdd(e, at, bt, ct));
+  for (size_t i = 0; i < k; ++i)
+    amap.push_back(d(j0 + i)), bmap.push_back(window(j0 + i, p.stride[i], g + 2 + i, p.dilation[i]));
+  std::string r =
+      reduce(e, acc, 3 + g + 2 * k, 2 + g + k, {{a.ssa, a.type, amap}, {b.ssa, b.type, bmap}}, mulAdd(e, at, bt, ct));
   Value v = Value::tensor(r, acc);
   if (g) v = mergeGroups(e, v, 0, out.withDtype(ct));
   return e.convert(v, out.dtype);
@@ -335,14 +362,19 @@ Value convolutionBackward(OpCall& c) {
   size_t k = p.k;
   const Value& maskArg = c.arg(10);
   std::vector<Value> results(3);
-  auto wanted = [&](size_t i) { return maskArg.kind != Value::Kind::List || maskArg.items.size() != 3 || maskArg.items[i].number != 0; };
+  auto wanted = [&](size_t i) {
+    return maskArg.kind != Value::Kind::List || maskArg.items.size() != 3 || maskArg.items[i].number != 0;
+  };
   auto padded = [&](const Value& v) { return pad(c.e, v, lead(2, p.padding), lead(2, p.padding), 0); };
   if (wanted(0)) {
     Ints extra(k);
     for (size_t i = 0; i < k; ++i) extra[i] = p.stride[i] - 1;
-    results[0] = transposedForward ? correlate(c.e, padded(gy), w, nullptr, p, p.stride, false, c.out(0)) : transposed(c.e, gy, w, nullptr, p, extra, c.out(0));
+    results[0] = transposedForward ? correlate(c.e, padded(gy), w, nullptr, p, p.stride, false, c.out(0))
+                                   : transposed(c.e, gy, w, nullptr, p, extra, c.out(0));
   }
-  if (wanted(1)) results[1] = transposedForward ? weightGradient(c.e, x, padded(gy), p, c.out(1)) : weightGradient(c.e, gy, padded(x), p, c.out(1));
+  if (wanted(1))
+    results[1] = transposedForward ? weightGradient(c.e, x, padded(gy), p, c.out(1))
+                                   : weightGradient(c.e, gy, padded(x), p, c.out(1));
   if (wanted(2)) {
     DType ct = computeType(c.out(2).dtype);
     TensorType acc = c.out(2).withDtype(ct);
@@ -406,7 +438,9 @@ Value maxPool(OpCall& c, size_t k) {
   Pool p = poolParams(c, x, 1, true, k);
   size_t L = p.lead, loops = L + 2 * k;
   DType dt = x.type.dtype, ct = computeType(dt);
-  double lowest = isFloat(dt) ? -HUGE_VAL : dt == DType::Bool || isUnsigned(dt) ? 0 : -std::ldexp(1.0, bitWidth(dt) - 1);
+  double lowest = isFloat(dt)                           ? -HUGE_VAL
+                  : dt == DType::Bool || isUnsigned(dt) ? 0
+                                                        : -std::ldexp(1.0, bitWidth(dt) - 1);
   Ints high(k);
   for (size_t i = 0; i < k; ++i) high[i] = p.padding[i] + (p.kernel[i] - 1) * p.dilation[i];
   Value xp = pad(c.e, x, known(lead(L, p.padding)), known(lead(L, high)), lowest);
@@ -420,10 +454,12 @@ Value maxPool(OpCall& c, size_t k) {
   maps.push_back(maps.back());
   std::string name = c.e.fresh("mp"), args, types = vt.str() + ", " + it.str();
   for (std::string& i : iters) i = mlirString(i);
-  c.e.open(name + ":2 = linalg.generic {indexing_maps = [" + join(maps) + "], iterator_types = [" + join(iters) + "]} ins(" + xp.ssa + ", " + ins[1].ssa +
-           " : " + xp.type.str() + ", " + ins[1].type.str() + ") outs(" + join(inits) + " : " + types + ") {");
+  c.e.open(name + ":2 = linalg.generic {indexing_maps = [" + join(maps) + "], iterator_types = [" + join(iters) +
+           "]} ins(" + xp.ssa + ", " + ins[1].ssa + " : " + xp.type.str() + ", " + ins[1].type.str() + ") outs(" +
+           join(inits) + " : " + types + ") {");
   DType argTypes[4] = {dt, DType::F32, dt, DType::I64};
-  for (size_t i = 0; i < 4; ++i) a.push_back(c.e.fresh("b")), args += (i ? ", " : "") + a.back() + ": " + elementType(argTypes[i]);
+  for (size_t i = 0; i < 4; ++i)
+    a.push_back(c.e.fresh("b")), args += (i ? ", " : "") + a.back() + ": " + elementType(argTypes[i]);
   c.e.label("^bb0(" + args + "):");
   Scalars s = c.e.scalars();
   std::string valid = s.constant(1, DType::Bool), flat;
@@ -431,14 +467,20 @@ Value maxPool(OpCall& c, size_t k) {
     std::string at = c.e.indexOp("arith.addi", c.e.indexOp("arith.muli", c.e.loopIndex(L + i), c.e.index(p.stride[i])),
                                  c.e.indexOp("arith.muli", c.e.loopIndex(L + k + i), c.e.index(p.dilation[i])));
     std::string pos = c.e.indexOp("arith.subi", at, c.e.index(p.padding[i]));
-    valid = s.op("arith.andi", valid, s.op("arith.andi", c.e.indexCmp("sge", pos, c.e.index(0)), c.e.indexCmp("slt", pos, size[i]), DType::Bool), DType::Bool);
+    valid =
+        s.op("arith.andi", valid,
+             s.op("arith.andi", c.e.indexCmp("sge", pos, c.e.index(0)), c.e.indexCmp("slt", pos, size[i]), DType::Bool),
+             DType::Bool);
     flat = i ? c.e.indexOp("arith.addi", c.e.indexOp("arith.muli", flat, size[i]), pos) : pos;
   }
   std::string v = s.cast(a[0], dt, ct), better = s.cmp(isFloat(ct) ? "ogt" : "sgt", v, s.cast(a[2], dt, ct), ct);
   if (isFloat(ct)) better = s.op("arith.ori", better, s.cmp("uno", v, v, ct), DType::Bool);
-  better = s.op("arith.ori", better, s.op("arith.andi", valid, s.cmp("eq", a[3], s.constant(-1, DType::I64), DType::I64), DType::Bool), DType::Bool);
+  better = s.op("arith.ori", better,
+                s.op("arith.andi", valid, s.cmp("eq", a[3], s.constant(-1, DType::I64), DType::I64), DType::Bool),
+                DType::Bool);
   flat = c.e.fromIndex(flat, DType::I64);
-  c.e.line("linalg.yield " + s.select(better, a[0], a[2], dt) + ", " + s.select(better, flat, a[3], DType::I64) + " : " + elementType(dt) + ", i64");
+  c.e.line("linalg.yield " + s.select(better, a[0], a[2], dt) + ", " + s.select(better, flat, a[3], DType::I64) +
+           " : " + elementType(dt) + ", i64");
   c.e.close("} -> (" + types + ")");
   return Value::list({Value::tensor(name + "#0", vt), Value::tensor(name + "#1", it)});
 }
@@ -464,8 +506,8 @@ Value maxPoolBackward(OpCall& c, size_t k) {
   for (size_t i = 0; i < r; ++i) {
     names.push_back(c.e.fresh("for")), iv.push_back(c.e.fresh("iv")), accs.push_back(c.e.fresh("acc"));
     std::string lo = c.e.index(0), one = c.e.index(1);
-    c.e.open(names[i] + " = scf.for " + iv[i] + " = " + lo + " to " + sizes[i] + " step " + one + " iter_args(" + accs[i] + " = " + (i ? accs[i - 1] : init) +
-             ") -> (" + acc.str() + ") {");
+    c.e.open(names[i] + " = scf.for " + iv[i] + " = " + lo + " to " + sizes[i] + " step " + one + " iter_args(" +
+             accs[i] + " = " + (i ? accs[i - 1] : init) + ") -> (" + acc.str() + ") {");
   }
   Scalars s = c.e.scalars();
   std::string gv = c.e.fresh("gv"), old = c.e.fresh("old"), put = c.e.fresh("put");
@@ -473,12 +515,14 @@ Value maxPoolBackward(OpCall& c, size_t k) {
   std::string at = c.e.toIndex(i);
   at = c.e.indexOp("arith.minsi", c.e.indexOp("arith.maxsi", at, c.e.index(0)), last);
   Strings to(iv.begin(), iv.begin() + static_cast<long>(L)), coords(k);
-  for (size_t j = k; j-- > 1;) coords[j] = c.e.indexOp("arith.remsi", at, size[j]), at = c.e.indexOp("arith.divsi", at, size[j]);
+  for (size_t j = k; j-- > 1;)
+    coords[j] = c.e.indexOp("arith.remsi", at, size[j]), at = c.e.indexOp("arith.divsi", at, size[j]);
   coords[0] = at;
   to.insert(to.end(), coords.begin(), coords.end());
   c.e.line(gv + " = tensor.extract " + gy.ssa + "[" + join(iv) + "] : " + gy.type.str());
   c.e.line(old + " = tensor.extract " + accs.back() + "[" + join(to) + "] : " + acc.str());
-  c.e.line(put + " = tensor.insert " + add(s, old, s.cast(gv, gy.type.dtype, ct), ct) + " into " + accs.back() + "[" + join(to) + "] : " + acc.str());
+  c.e.line(put + " = tensor.insert " + add(s, old, s.cast(gv, gy.type.dtype, ct), ct) + " into " + accs.back() + "[" +
+           join(to) + "] : " + acc.str());
   for (size_t j = r; j-- > 0;) {
     c.e.line("scf.yield " + (j + 1 == r ? put : names[j + 1]) + " : " + acc.str());
     c.e.close("}");
@@ -492,10 +536,14 @@ std::string avgDivisor(OpCall& c, const Pool& p, const Strings& size, bool inclu
   if (override_) return c.e.scalars().constant(static_cast<double>(override_), ct);
   std::string all, clipped;
   for (size_t i = 0; i < p.k; ++i) {
-    std::string start = c.e.indexOp("arith.subi", c.e.indexOp("arith.muli", c.e.loopIndex(p.lead + i), c.e.index(p.stride[i])), c.e.index(p.padding[i]));
-    std::string end = c.e.indexOp("arith.minsi", c.e.indexOp("arith.addi", start, c.e.index(p.kernel[i])), c.e.indexOp("arith.addi", size[i], c.e.index(p.padding[i])));
+    std::string start =
+        c.e.indexOp("arith.subi", c.e.indexOp("arith.muli", c.e.loopIndex(p.lead + i), c.e.index(p.stride[i])),
+                    c.e.index(p.padding[i]));
+    std::string end = c.e.indexOp("arith.minsi", c.e.indexOp("arith.addi", start, c.e.index(p.kernel[i])),
+                                  c.e.indexOp("arith.addi", size[i], c.e.index(p.padding[i])));
     std::string a = c.e.indexOp("arith.subi", end, start);
-    std::string b = c.e.indexOp("arith.subi", c.e.indexOp("arith.minsi", end, size[i]), c.e.indexOp("arith.maxsi", start, c.e.index(0)));
+    std::string b = c.e.indexOp("arith.subi", c.e.indexOp("arith.minsi", end, size[i]),
+                                c.e.indexOp("arith.maxsi", start, c.e.index(0)));
     all = i ? c.e.indexOp("arith.muli", all, a) : a;
     clipped = i ? c.e.indexOp("arith.muli", clipped, b) : b;
   }
@@ -525,18 +573,20 @@ Value avgPool(OpCall& c, bool backward, size_t k) {
     for (size_t i = 0; i < k; ++i) high[i] = p.padding[i] + p.kernel[i];
     Value xp = pad(c.e, c.e.convert(x, ct), known(lead(L, p.padding)), known(lead(L, high)), 0);
     std::string total = reduce(c.e, acc, loops, L + k, {{xp.ssa, xp.type, windows(p)}, kernelExtent(c.e, p)}, sum);
-    std::string r = c.e.generic(out, loopDims(L + k), {{total, acc, loopDims(L + k)}}, Strings(L + k, "parallel"), [&](Strings& a) {
-      Scalars s = c.e.scalars();
-      return s.cast(quotient(s, a[0], avgDivisor(c, p, size, includePad, override_, ct), ct), ct, out.dtype);
-    });
+    std::string r =
+        c.e.generic(out, loopDims(L + k), {{total, acc, loopDims(L + k)}}, Strings(L + k, "parallel"), [&](Strings& a) {
+          Scalars s = c.e.scalars();
+          return s.cast(quotient(s, a[0], avgDivisor(c, p, size, includePad, override_, ct), ct), ct, out.dtype);
+        });
     return Value::tensor(r, out);
   }
   const Value& gy = c.tensor(0);
   TensorType gt = gy.type.withDtype(ct), zt = gt;
-  std::string gd = c.e.generic(gt, loopDims(L + k), {{gy.ssa, gy.type, loopDims(L + k)}}, Strings(L + k, "parallel"), [&](Strings& a) {
-    Scalars s = c.e.scalars();
-    return quotient(s, s.cast(a[0], gy.type.dtype, ct), avgDivisor(c, p, size, includePad, override_, ct), ct);
-  });
+  std::string gd = c.e.generic(
+      gt, loopDims(L + k), {{gy.ssa, gy.type, loopDims(L + k)}}, Strings(L + k, "parallel"), [&](Strings& a) {
+        Scalars s = c.e.scalars();
+        return quotient(s, s.cast(a[0], gy.type.dtype, ct), avgDivisor(c, p, size, includePad, override_, ct), ct);
+      });
   Strings zmap = loopDims(L);
   Ints off(k);
   for (size_t i = 0; i < k; ++i) {
@@ -567,11 +617,14 @@ std::string binEnd(Emitter& e, const std::string& i, const std::string& in, cons
 Dim widestBin(Emitter& e, const Dim& in, const Dim& out) {
   if (in.isStatic() && out.isStatic() && out.size > 0) {
     int64_t m = 1;
-    for (int64_t i = 0; i < out.size; ++i) m = std::max(m, ((i + 1) * in.size + out.size - 1) / out.size - i * in.size / out.size);
+    for (int64_t i = 0; i < out.size; ++i)
+      m = std::max(m, ((i + 1) * in.size + out.size - 1) / out.size - i * in.size / out.size);
     return Dim{m, ""};
   }
   std::string n = e.sizeOf(in), o = e.sizeOf(out);
-  std::string bound = e.indexOp("arith.addi", e.indexOp("arith.divui", e.indexOp("arith.addi", n, e.indexOp("arith.subi", o, e.index(1))), o), e.index(1));
+  std::string bound = e.indexOp(
+      "arith.addi", e.indexOp("arith.divui", e.indexOp("arith.addi", n, e.indexOp("arith.subi", o, e.index(1))), o),
+      e.index(1));
   std::string symbol = "dynrep_" + e.fresh("bin").substr(1);
   e.bindSymbol(symbol, bound);
   return Dim{-1, symbol};
@@ -592,10 +645,15 @@ Value adaptiveAvgPool(OpCall& c, bool backward, size_t k) {
   Strings in = spatialSizes(c.e, x.type, k), po = spatialSizes(c.e, pooled, k);
   std::vector<Dim> span;
   for (size_t i = 0; i < k; ++i)
-    span.push_back(backward ? widestBin(c.e, pooled.dims[L + i], x.type.dims[L + i]) : widestBin(c.e, x.type.dims[L + i], pooled.dims[L + i]));
+    span.push_back(backward ? widestBin(c.e, pooled.dims[L + i], x.type.dims[L + i])
+                            : widestBin(c.e, x.type.dims[L + i], pooled.dims[L + i]));
   auto perBin = [&](Scalars& s, std::string v, const Strings& o) {  // v / (bin o's extent) in each dim
     for (size_t i = 0; i < k; ++i)
-      v = quotient(s, v, c.e.fromIndex(c.e.indexOp("arith.subi", binEnd(c.e, o[i], in[i], po[i]), binStart(c.e, o[i], in[i], po[i])), ct), ct);
+      v = quotient(
+          s, v,
+          c.e.fromIndex(c.e.indexOp("arith.subi", binEnd(c.e, o[i], in[i], po[i]), binStart(c.e, o[i], in[i], po[i])),
+                        ct),
+          ct);
     return v;
   };
   TensorType acc = out.withDtype(ct);
@@ -617,12 +675,13 @@ Value adaptiveAvgPool(OpCall& c, bool backward, size_t k) {
     return add(s, a[1], s.select(valid, v, s.constant(0, ct), ct), ct);
   });
   if (backward) return c.e.convert(Value::tensor(r, acc), out.dtype);
-  std::string q = c.e.generic(out, loopDims(L + k), {{r, acc, loopDims(L + k)}}, Strings(L + k, "parallel"), [&](Strings& a) {
-    Scalars s = c.e.scalars();
-    Strings o;
-    for (size_t i = 0; i < k; ++i) o.push_back(c.e.loopIndex(L + i));
-    return s.cast(perBin(s, a[0], o), ct, out.dtype);
-  });
+  std::string q =
+      c.e.generic(out, loopDims(L + k), {{r, acc, loopDims(L + k)}}, Strings(L + k, "parallel"), [&](Strings& a) {
+        Scalars s = c.e.scalars();
+        Strings o;
+        for (size_t i = 0; i < k; ++i) o.push_back(c.e.loopIndex(L + i));
+        return s.cast(perBin(s, a[0], o), ct, out.dtype);
+      });
   return Value::tensor(q, out);
 }
 

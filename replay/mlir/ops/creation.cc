@@ -9,9 +9,7 @@ namespace {
 Value filled(OpCall& c, double value) { return Value::tensor(c.e.fill(c.out(), value), c.out()); }
 
 // A fill whose value is an SSA scalar (a symbolic number): broadcast in a generic.
-Value filledWith(OpCall& c, const Value& v) {
-  return v.isConst() ? filled(c, v.number) : c.e.copyInto(v, c.out());
-}
+Value filledWith(OpCall& c, const Value& v) { return v.isConst() ? filled(c, v.number) : c.e.copyInto(v, c.out()); }
 
 // out[i] = start + i * step, in the output dtype.
 Value range(OpCall& c, const Value& start, const Value& step) {
@@ -20,7 +18,8 @@ Value range(OpCall& c, const Value& start, const Value& step) {
   std::string name = c.e.generic(out, {"d0"}, {}, {"parallel"}, [&](std::vector<std::string>&) {
     Scalars s = c.e.scalars();
     std::string x = c.e.fromIndex(c.e.loopIndex(0), d);
-    std::string v = s.op(isFloat(d) ? "arith.addf" : "arith.addi", s.of(start, d), s.op(isFloat(d) ? "arith.mulf" : "arith.muli", x, s.of(step, d), d), d);
+    std::string v = s.op(isFloat(d) ? "arith.addf" : "arith.addi", s.of(start, d),
+                         s.op(isFloat(d) ? "arith.mulf" : "arith.muli", x, s.of(step, d), d), d);
     return s.cast(v, d, out.dtype);
   });
   return Value::tensor(name, out);
@@ -29,8 +28,9 @@ Value range(OpCall& c, const Value& start, const Value& step) {
 }  // namespace
 
 void addCreationOps(OpTable& t) {
-  for (const char* name : {"aten::zeros.default", "aten::zeros_like.default", "aten::new_zeros.default", "aten::empty.memory_format",
-                           "aten::empty_like.default", "aten::new_empty.default", "aten::empty_strided.default", "aten::new_empty_strided.default"})
+  for (const char* name : {"aten::zeros.default", "aten::zeros_like.default", "aten::new_zeros.default",
+                           "aten::empty.memory_format", "aten::empty_like.default", "aten::new_empty.default",
+                           "aten::empty_strided.default", "aten::new_empty_strided.default"})
     t[name] = [](OpCall& c) { return filled(c, 0); };  // empty: zeros, so runs compare deterministically
   for (const char* name : {"aten::ones.default", "aten::ones_like.default", "aten::new_ones.default"})
     t[name] = [](OpCall& c) { return filled(c, 1); };

@@ -31,7 +31,8 @@ std::string integerOp(const std::string& op, DType t) {
   return si != std::string::npos && si + 2 == op.size() ? op.substr(0, si) + "ui" : op;
 }
 
-std::string compareOf(Scalars& s, const char* floatPred, const char* intPred, const std::string& a, const std::string& b, DType t) {
+std::string compareOf(Scalars& s, const char* floatPred, const char* intPred, const std::string& a,
+                      const std::string& b, DType t) {
   return s.cmp(isFloat(t) ? floatPred : integerOp(intPred, t), a, b, t);
 }
 
@@ -40,7 +41,8 @@ LowerFn map(size_t operands, Body body, bool boolResult = false) {
   return [operands, body, boolResult](OpCall& c) {
     std::vector<Value> ins(c.args.begin(), c.args.begin() + static_cast<long>(operands));
     DType t = arithmeticType(c, operands);
-    return c.e.elementwise(c.out(), ins, t, [&](Scalars& s, std::vector<std::string>& v) { return body(s, v, t); }, boolResult);
+    return c.e.elementwise(
+        c.out(), ins, t, [&](Scalars& s, std::vector<std::string>& v) { return body(s, v, t); }, boolResult);
   };
 }
 
@@ -57,7 +59,8 @@ Body rounding(const char* op) {
 }
 
 Body compare(const char* floatPred, const char* intPred) {
-  return [=](Scalars& s, std::vector<std::string>& v, DType t) { return compareOf(s, floatPred, intPred, v[0], v[1], t); };
+  return
+      [=](Scalars& s, std::vector<std::string>& v, DType t) { return compareOf(s, floatPred, intPred, v[0], v[1], t); };
 }
 
 // On bool, PyTorch's + is logical or and * logical and (i1's addi would make True + True
@@ -76,7 +79,8 @@ std::string mul(Scalars& s, const std::string& a, const std::string& b, DType t)
 }
 
 // a + alpha * b (add, sub with alpha); rsub(a, b, alpha) is b - alpha * a.
-LowerFn addLike(std::string (*combine)(Scalars&, const std::string&, const std::string&, DType), bool reversed = false) {
+LowerFn addLike(std::string (*combine)(Scalars&, const std::string&, const std::string&, DType),
+                bool reversed = false) {
   return [=](OpCall& c) {
     DType t = arithmeticType(c, 2);
     std::vector<Value> ins = {c.arg(reversed ? 1 : 0), c.arg(reversed ? 0 : 1)};
@@ -118,7 +122,8 @@ std::string floorDivide(Scalars& s, const std::string& a, const std::string& b, 
 }
 
 // `storage` is the result's dtype, t the one computed in.
-std::string divide(Scalars& s, const std::string& a, const std::string& b, DType t, DType storage, const std::string& mode) {
+std::string divide(Scalars& s, const std::string& a, const std::string& b, DType t, DType storage,
+                   const std::string& mode) {
   if (!isFloat(t)) {
     std::string d = divisor(s, b, t);
     if (isUnsigned(t)) return s.op("arith.divui", a, d, t);  // floor and trunc alike
@@ -158,8 +163,8 @@ std::string remainder(Scalars& s, const std::string& a, const std::string& b, DT
   std::string zero = s.constant(0, t);
   const char* ne = isFloat(t) ? "une" : "ne";
   const char* lt = isFloat(t) ? "olt" : "slt";
-  std::string fix = s.op("arith.andi", s.cmp(ne, r, zero, t), s.cmp("ne", s.cmp(lt, r, zero, t), s.cmp(lt, b, zero, t), DType::Bool),
-                         DType::Bool);
+  std::string fix = s.op("arith.andi", s.cmp(ne, r, zero, t),
+                         s.cmp("ne", s.cmp(lt, r, zero, t), s.cmp(lt, b, zero, t), DType::Bool), DType::Bool);
   return s.select(fix, add(s, r, b, t), r, t);
 }
 
@@ -194,7 +199,8 @@ std::string expm1(Scalars& s, const std::string& x, DType t) {
 std::string log1p(Scalars& s, const std::string& x, DType t) {
   std::string one = s.constant(1, t);
   std::string u = s.op("arith.addf", one, x, t);
-  std::string r = s.op("arith.divf", s.op("arith.mulf", s.unary("math.log", u, t), x, t), s.op("arith.subf", u, one, t), t);
+  std::string r =
+      s.op("arith.divf", s.op("arith.mulf", s.unary("math.log", u, t), x, t), s.op("arith.subf", u, one, t), t);
   r = s.select(s.cmp("oeq", u, s.constant(HUGE_VAL, t), t), u, r, t);
   return s.select(s.cmp("oeq", u, one, t), x, r, t);
 }
@@ -221,19 +227,24 @@ std::string geluGrad(Scalars& s, const std::string& g, const std::string& x, DTy
     // d/dx 0.5x(1+tanh(u)), u = k(x + c x^3)
     double k = std::sqrt(2.0 / M_PI), c3 = 0.044715;
     std::string x2 = s.op("arith.mulf", x, x, t);
-    std::string u = s.op("arith.mulf", s.constant(k, t), s.op("arith.addf", x, s.op("arith.mulf", s.constant(c3, t), s.op("arith.mulf", x2, x, t), t), t), t);
+    std::string u =
+        s.op("arith.mulf", s.constant(k, t),
+             s.op("arith.addf", x, s.op("arith.mulf", s.constant(c3, t), s.op("arith.mulf", x2, x, t), t), t), t);
     std::string th = s.unary("math.tanh", u, t);
     std::string one = s.constant(1, t), half = s.constant(0.5, t);
     std::string left = s.op("arith.mulf", half, s.op("arith.addf", one, th, t), t);
     std::string sech2 = s.op("arith.subf", one, s.op("arith.mulf", th, th, t), t);
-    std::string du = s.op("arith.mulf", s.constant(k, t), s.op("arith.addf", one, s.op("arith.mulf", s.constant(3 * c3, t), x2, t), t), t);
+    std::string du = s.op("arith.mulf", s.constant(k, t),
+                          s.op("arith.addf", one, s.op("arith.mulf", s.constant(3 * c3, t), x2, t), t), t);
     std::string right = s.op("arith.mulf", s.op("arith.mulf", s.op("arith.mulf", half, x, t), sech2, t), du, t);
     return s.op("arith.mulf", g, s.op("arith.addf", left, right, t), t);
   }
-  std::string cdf = s.op("arith.mulf", s.constant(0.5, t),
-                         s.op("arith.addf", s.constant(1, t), erf(s, s.op("arith.mulf", x, s.constant(M_SQRT1_2, t), t), t), t), t);
-  std::string pdf = s.op("arith.mulf", s.constant(0.5 * M_2_SQRTPI * M_SQRT1_2, t),
-                         s.unary("math.exp", s.op("arith.mulf", s.constant(-0.5, t), s.op("arith.mulf", x, x, t), t), t), t);
+  std::string cdf =
+      s.op("arith.mulf", s.constant(0.5, t),
+           s.op("arith.addf", s.constant(1, t), erf(s, s.op("arith.mulf", x, s.constant(M_SQRT1_2, t), t), t), t), t);
+  std::string pdf =
+      s.op("arith.mulf", s.constant(0.5 * M_2_SQRTPI * M_SQRT1_2, t),
+           s.unary("math.exp", s.op("arith.mulf", s.constant(-0.5, t), s.op("arith.mulf", x, x, t), t), t), t);
   return s.op("arith.mulf", g, s.op("arith.addf", cdf, s.op("arith.mulf", x, pdf, t), t), t);
 }
 
@@ -264,8 +275,10 @@ void addElementwiseOps(OpTable& t) {
   for (const char* name : {"aten::mul.Tensor", "aten::mul.Scalar"})
     t[name] = map(2, [](Scalars& s, std::vector<std::string>& v, DType d) { return mul(s, v[0], v[1], d); });
   // (a * b) + c, as the eager prims.fma computes it (Inductor's decompositions of optimizers and lerp leave it).
-  t["prims::fma.default"] = map(3, [](Scalars& s, std::vector<std::string>& v, DType d) { return add(s, mul(s, v[0], v[1], d), v[2], d); });
-  for (const char* name : {"aten::div.Tensor", "aten::div.Scalar", "aten::div.Tensor_mode", "aten::div.Scalar_mode"}) t[name] = div();
+  t["prims::fma.default"] =
+      map(3, [](Scalars& s, std::vector<std::string>& v, DType d) { return add(s, mul(s, v[0], v[1], d), v[2], d); });
+  for (const char* name : {"aten::div.Tensor", "aten::div.Scalar", "aten::div.Tensor_mode", "aten::div.Scalar_mode"})
+    t[name] = div();
   for (const char* name : {"aten::floor_divide.default", "aten::floor_divide.Scalar"}) t[name] = div("floor");
   for (const char* name : {"aten::remainder.Tensor", "aten::remainder.Scalar"})
     t[name] = map(2, [](Scalars& s, std::vector<std::string>& v, DType d) { return remainder(s, v[0], v[1], d); });
@@ -286,16 +299,21 @@ void addElementwiseOps(OpTable& t) {
     std::string r = s.select(compareOf(s, "ogt", "sgt", v[0], zero, d), s.constant(1, d), zero, d);
     return isUnsigned(d) ? r : s.select(compareOf(s, "olt", "slt", v[0], zero, d), s.constant(-1, d), r, d);
   });
-  for (auto [name, op] : {std::pair{"aten::exp.default", "math.exp"}, {"aten::log.default", "math.log"}, {"aten::sqrt.default", "math.sqrt"},
-                          {"aten::rsqrt.default", "math.rsqrt"}, {"aten::tanh.default", "math.tanh"}, {"aten::erf.default", "math.erf"},
-                          {"aten::sin.default", "math.sin"}, {"aten::cos.default", "math.cos"}, {"aten::exp2.default", "math.exp2"},
-                          {"aten::log2.default", "math.log2"}, {"aten::log10.default", "math.log10"}, {"aten::tan.default", "math.tan"},
-                          {"aten::atan.default", "math.atan"}, {"aten::asin.default", "math.asin"}, {"aten::acos.default", "math.acos"},
-                          {"aten::sinh.default", "math.sinh"}, {"aten::cosh.default", "math.cosh"}, {"aten::asinh.default", "math.asinh"},
-                          {"aten::acosh.default", "math.acosh"}, {"aten::atanh.default", "math.atanh"}})
+  for (auto [name, op] : {std::pair{"aten::exp.default", "math.exp"}, {"aten::log.default", "math.log"},
+                          {"aten::sqrt.default", "math.sqrt"},        {"aten::rsqrt.default", "math.rsqrt"},
+                          {"aten::tanh.default", "math.tanh"},        {"aten::erf.default", "math.erf"},
+                          {"aten::sin.default", "math.sin"},          {"aten::cos.default", "math.cos"},
+                          {"aten::exp2.default", "math.exp2"},        {"aten::log2.default", "math.log2"},
+                          {"aten::log10.default", "math.log10"},      {"aten::tan.default", "math.tan"},
+                          {"aten::atan.default", "math.atan"},        {"aten::asin.default", "math.asin"},
+                          {"aten::acos.default", "math.acos"},        {"aten::sinh.default", "math.sinh"},
+                          {"aten::cosh.default", "math.cosh"},        {"aten::asinh.default", "math.asinh"},
+                          {"aten::acosh.default", "math.acosh"},      {"aten::atanh.default", "math.atanh"}})
     t[name] = map(1, math(op));
-  for (auto [name, op] : {std::pair{"aten::floor.default", "math.floor"}, {"aten::ceil.default", "math.ceil"},
-                          {"aten::trunc.default", "math.trunc"}, {"aten::round.default", "math.roundeven"}})
+  for (auto [name, op] : {std::pair{"aten::floor.default", "math.floor"},
+                          {"aten::ceil.default", "math.ceil"},
+                          {"aten::trunc.default", "math.trunc"},
+                          {"aten::round.default", "math.roundeven"}})
     t[name] = map(1, rounding(op));
   t["aten::expm1.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) {
     if (!isFloat(d)) throw Unsupported("expm1 of an integer tensor");
@@ -309,26 +327,37 @@ void addElementwiseOps(OpTable& t) {
     if (!isFloat(d)) throw Unsupported("atan2 of integers into an integer result");
     return s.op("math.atan2", v[0], v[1], d);
   });
-  t["aten::reciprocal.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) { return s.op("arith.divf", s.constant(1, d), v[0], d); });
-  t["aten::sigmoid.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) { return sigmoid(s, v[0], d); });
-  t["aten::silu.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) { return s.op("arith.mulf", v[0], sigmoid(s, v[0], d), d); });
-  t["aten::relu.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) { return maxOf(s, v[0], s.constant(0, d), d); });
-  // hardtanh(x, min, max) is clamp, NaN kept.
-  t["aten::hardtanh.default"] = map(3, [](Scalars& s, std::vector<std::string>& v, DType d) { return minOf(s, maxOf(s, v[0], v[1], d), v[2], d); });
-  t["aten::hardtanh_backward.default"] = map(4, [](Scalars& s, std::vector<std::string>& v, DType d) {  // g where min < x < max
-    std::string outside = s.op("arith.ori", compareOf(s, "ole", "sle", v[1], v[2], d), compareOf(s, "oge", "sge", v[1], v[3], d), DType::Bool);
-    return s.select(outside, s.constant(0, d), v[0], d);
+  t["aten::reciprocal.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) {
+    return s.op("arith.divf", s.constant(1, d), v[0], d);
   });
+  t["aten::sigmoid.default"] =
+      map(1, [](Scalars& s, std::vector<std::string>& v, DType d) { return sigmoid(s, v[0], d); });
+  t["aten::silu.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) {
+    return s.op("arith.mulf", v[0], sigmoid(s, v[0], d), d);
+  });
+  t["aten::relu.default"] =
+      map(1, [](Scalars& s, std::vector<std::string>& v, DType d) { return maxOf(s, v[0], s.constant(0, d), d); });
+  // hardtanh(x, min, max) is clamp, NaN kept.
+  t["aten::hardtanh.default"] = map(
+      3, [](Scalars& s, std::vector<std::string>& v, DType d) { return minOf(s, maxOf(s, v[0], v[1], d), v[2], d); });
+  t["aten::hardtanh_backward.default"] =
+      map(4, [](Scalars& s, std::vector<std::string>& v, DType d) {  // g where min < x < max
+        std::string outside = s.op("arith.ori", compareOf(s, "ole", "sle", v[1], v[2], d),
+                                   compareOf(s, "oge", "sge", v[1], v[3], d), DType::Bool);
+        return s.select(outside, s.constant(0, d), v[0], d);
+      });
   t["aten::leaky_relu.default"] = map(2, [](Scalars& s, std::vector<std::string>& v, DType d) {
     return s.select(compareOf(s, "ogt", "sgt", v[0], s.constant(0, d), d), v[0], mul(s, v[0], v[1], d), d);
   });
-  t["aten::leaky_relu_backward.default"] = map(3, [](Scalars& s, std::vector<std::string>& v, DType d) {  // x > 0 ? g : g * slope
-    return s.select(compareOf(s, "ogt", "sgt", v[1], s.constant(0, d), d), v[0], mul(s, v[0], v[2], d), d);
-  });
+  t["aten::leaky_relu_backward.default"] =
+      map(3, [](Scalars& s, std::vector<std::string>& v, DType d) {  // x > 0 ? g : g * slope
+        return s.select(compareOf(s, "ogt", "sgt", v[1], s.constant(0, d), d), v[0], mul(s, v[0], v[2], d), d);
+      });
   // elu: x * scale for x > 0, else (exp(x * input_scale) - 1) * alpha * scale.
   t["aten::elu.default"] = map(4, [](Scalars& s, std::vector<std::string>& v, DType d) {
     if (!isFloat(d)) throw Unsupported("elu of an integer tensor");
-    std::string negative = s.op("arith.mulf", expm1(s, s.op("arith.mulf", v[0], v[3], d), d), s.op("arith.mulf", v[1], v[2], d), d);
+    std::string negative =
+        s.op("arith.mulf", expm1(s, s.op("arith.mulf", v[0], v[3], d), d), s.op("arith.mulf", v[1], v[2], d), d);
     return s.select(s.cmp("ole", v[0], s.constant(0, d), d), negative, s.op("arith.mulf", v[0], v[2], d), d);
   });
   // elu_backward(g, alpha, scale, input_scale, is_result, self_or_result): for y <= 0 the slope is
@@ -336,14 +365,16 @@ void addElementwiseOps(OpTable& t) {
   t["aten::elu_backward.default"] = [](OpCall& c) {
     bool isResult = c.flag(4);
     DType d = arithmeticType(c, 6);
-    return c.e.elementwise(c.out(), {c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(5)}, d, [&](Scalars& s, std::vector<std::string>& v) {
-      if (!isFloat(d)) throw Unsupported("elu_backward of an integer tensor");
-      std::string negcoef = s.op("arith.mulf", v[1], v[2], d), y = v[4];
-      std::string slope = isResult ? s.op("arith.mulf", v[3], s.op("arith.addf", y, negcoef, d), d)
-                                   : s.op("arith.mulf", s.op("arith.mulf", v[3], negcoef, d), s.unary("math.exp", s.op("arith.mulf", y, v[3], d), d), d);
-      std::string negative = s.op("arith.mulf", v[0], slope, d);
-      return s.select(s.cmp("ole", y, s.constant(0, d), d), negative, s.op("arith.mulf", v[0], v[2], d), d);
-    });
+    return c.e.elementwise(
+        c.out(), {c.arg(0), c.arg(1), c.arg(2), c.arg(3), c.arg(5)}, d, [&](Scalars& s, std::vector<std::string>& v) {
+          if (!isFloat(d)) throw Unsupported("elu_backward of an integer tensor");
+          std::string negcoef = s.op("arith.mulf", v[1], v[2], d), y = v[4];
+          std::string slope = isResult ? s.op("arith.mulf", v[3], s.op("arith.addf", y, negcoef, d), d)
+                                       : s.op("arith.mulf", s.op("arith.mulf", v[3], negcoef, d),
+                                              s.unary("math.exp", s.op("arith.mulf", y, v[3], d), d), d);
+          std::string negative = s.op("arith.mulf", v[0], slope, d);
+          return s.select(s.cmp("ole", y, s.constant(0, d), d), negative, s.op("arith.mulf", v[0], v[2], d), d);
+        });
   };
   t["aten::gelu.default"] = [](OpCall& c) {
     bool approx = tanhApproximation(c);
@@ -351,7 +382,9 @@ void addElementwiseOps(OpTable& t) {
   };
   t["aten::gelu_backward.default"] = [](OpCall& c) {
     bool approx = tanhApproximation(c);
-    return map(2, [approx](Scalars& s, std::vector<std::string>& v, DType d) { return geluGrad(s, v[0], v[1], d, approx); })(c);
+    return map(2, [approx](Scalars& s, std::vector<std::string>& v, DType d) {
+      return geluGrad(s, v[0], v[1], d, approx);
+    })(c);
   };
   t["aten::tanh_backward.default"] = map(2, [](Scalars& s, std::vector<std::string>& v, DType d) {  // g * (1 - y^2)
     return s.op("arith.mulf", v[0], s.op("arith.subf", s.constant(1, d), s.op("arith.mulf", v[1], v[1], d), d), d);
@@ -359,9 +392,10 @@ void addElementwiseOps(OpTable& t) {
   t["aten::sigmoid_backward.default"] = map(2, [](Scalars& s, std::vector<std::string>& v, DType d) {  // g * y (1 - y)
     return s.op("arith.mulf", v[0], s.op("arith.mulf", v[1], s.op("arith.subf", s.constant(1, d), v[1], d), d), d);
   });
-  t["aten::threshold_backward.default"] = map(3, [](Scalars& s, std::vector<std::string>& v, DType d) {  // g where x > threshold
-    return s.select(compareOf(s, "ogt", "sgt", v[1], v[2], d), v[0], s.constant(0, d), d);
-  });
+  t["aten::threshold_backward.default"] =
+      map(3, [](Scalars& s, std::vector<std::string>& v, DType d) {  // g where x > threshold
+        return s.select(compareOf(s, "ogt", "sgt", v[1], v[2], d), v[0], s.constant(0, d), d);
+      });
   for (const char* name : {"aten::pow.Tensor_Scalar", "aten::pow.Tensor_Tensor", "aten::pow.Scalar"})
     t[name] = [](OpCall& c) {
       const Value& e = c.arg(1);
@@ -397,38 +431,63 @@ void addElementwiseOps(OpTable& t) {
     };
   // Comparisons: computed in the promoted dtype of both sides, giving bool; a number beside a
   // bool tensor compares as int64 or float (True < 2), not as a bool.
-  for (auto [op, f, i] : {std::tuple{"eq", "oeq", "eq"}, {"ne", "une", "ne"}, {"lt", "olt", "slt"}, {"le", "ole", "sle"},
-                          {"gt", "ogt", "sgt"}, {"ge", "oge", "sge"}})
+  for (auto [op, f, i] : {std::tuple{"eq", "oeq", "eq"},
+                          {"ne", "une", "ne"},
+                          {"lt", "olt", "slt"},
+                          {"le", "ole", "sle"},
+                          {"gt", "ogt", "sgt"},
+                          {"ge", "oge", "sge"}})
     for (const char* overload : {".Tensor", ".Scalar"}) {
       auto body = compare(f, i);
       t[std::string("aten::") + op + overload] = [body](OpCall& c) {
         DType d = c.arg(0).isTensor() ? c.arg(0).type.dtype : DType::F32;
-        if (c.arg(1).isTensor()) d = promote(d, c.arg(1).type.dtype);
-        else if (c.arg(1).kind == Value::Kind::Float && !isFloat(d)) d = DType::F32;
-        else if (c.arg(1).kind == Value::Kind::Int && d == DType::Bool) d = DType::I64;
+        if (c.arg(1).isTensor())
+          d = promote(d, c.arg(1).type.dtype);
+        else if (c.arg(1).kind == Value::Kind::Float && !isFloat(d))
+          d = DType::F32;
+        else if (c.arg(1).kind == Value::Kind::Int && d == DType::Bool)
+          d = DType::I64;
         d = computeType(d);
-        return c.e.elementwise(c.out(), {c.arg(0), c.arg(1)}, d, [&](Scalars& s, std::vector<std::string>& v) { return body(s, v, d); }, true);
+        return c.e.elementwise(
+            c.out(), {c.arg(0), c.arg(1)}, d, [&](Scalars& s, std::vector<std::string>& v) { return body(s, v, d); },
+            true);
       };
     }
-  for (auto [name, op] : {std::pair{"aten::logical_and.default", "arith.andi"}, {"aten::logical_or.default", "arith.ori"},
+  for (auto [name, op] : {std::pair{"aten::logical_and.default", "arith.andi"},
+                          {"aten::logical_or.default", "arith.ori"},
                           {"aten::logical_xor.default", "arith.xori"}})
     t[name] = [op = std::string(op)](OpCall& c) {
-      return c.e.elementwise(c.out(), {c.arg(0), c.arg(1)}, DType::Bool,
-                             [&](Scalars& s, std::vector<std::string>& v) { return s.op(op, v[0], v[1], DType::Bool); }, true);
+      return c.e.elementwise(
+          c.out(), {c.arg(0), c.arg(1)}, DType::Bool,
+          [&](Scalars& s, std::vector<std::string>& v) { return s.op(op, v[0], v[1], DType::Bool); }, true);
     };
-  t["aten::isnan.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) {
-    return isFloat(d) ? s.cmp("uno", v[0], v[0], d) : s.constant(0, DType::Bool);
-  }, true);
-  t["aten::isinf.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) {
-    return isFloat(d) ? s.cmp("oeq", s.unary("math.absf", v[0], d), s.constant(HUGE_VAL, d), d) : s.constant(0, DType::Bool);
-  }, true);
+  t["aten::isnan.default"] = map(
+      1,
+      [](Scalars& s, std::vector<std::string>& v, DType d) {
+        return isFloat(d) ? s.cmp("uno", v[0], v[0], d) : s.constant(0, DType::Bool);
+      },
+      true);
+  t["aten::isinf.default"] = map(
+      1,
+      [](Scalars& s, std::vector<std::string>& v, DType d) {
+        return isFloat(d) ? s.cmp("oeq", s.unary("math.absf", v[0], d), s.constant(HUGE_VAL, d), d)
+                          : s.constant(0, DType::Bool);
+      },
+      true);
   t["aten::logical_not.default"] = [](OpCall& c) {
-    return c.e.elementwise(c.out(), {c.arg(0)}, DType::Bool,
-                           [&](Scalars& s, std::vector<std::string>& v) { return s.op("arith.xori", v[0], s.constant(1, DType::Bool), DType::Bool); }, true);
+    return c.e.elementwise(
+        c.out(), {c.arg(0)}, DType::Bool,
+        [&](Scalars& s, std::vector<std::string>& v) {
+          return s.op("arith.xori", v[0], s.constant(1, DType::Bool), DType::Bool);
+        },
+        true);
   };
-  for (auto [name, op] : {std::pair{"aten::bitwise_and.Tensor", "arith.andi"}, {"aten::bitwise_or.Tensor", "arith.ori"},
-                          {"aten::bitwise_xor.Tensor", "arith.xori"}, {"aten::bitwise_and.Scalar", "arith.andi"},
-                          {"aten::bitwise_or.Scalar", "arith.ori"}, {"aten::bitwise_xor.Scalar", "arith.xori"}})
+  for (auto [name, op] : {std::pair{"aten::bitwise_and.Tensor", "arith.andi"},
+                          {"aten::bitwise_or.Tensor", "arith.ori"},
+                          {"aten::bitwise_xor.Tensor", "arith.xori"},
+                          {"aten::bitwise_and.Scalar", "arith.andi"},
+                          {"aten::bitwise_or.Scalar", "arith.ori"},
+                          {"aten::bitwise_xor.Scalar", "arith.xori"}})
     t[name] = map(2, [op = std::string(op)](Scalars& s, std::vector<std::string>& v, DType d) {
       if (isFloat(d)) throw Unsupported("bitwise operation on a float tensor");
       return s.op(op, v[0], v[1], d);
@@ -437,7 +496,8 @@ void addElementwiseOps(OpTable& t) {
     if (isFloat(d)) throw Unsupported("bitwise_not of a float tensor");
     return s.op("arith.xori", v[0], s.constant(d == DType::Bool ? 1 : -1, d), d);
   });
-  for (const char* name : {"aten::where.self", "aten::where.ScalarSelf", "aten::where.ScalarOther", "aten::where.Scalar"})
+  for (const char* name :
+       {"aten::where.self", "aten::where.ScalarSelf", "aten::where.ScalarOther", "aten::where.Scalar"})
     t[name] = [](OpCall& c) {
       DType d = computeType(c.out().dtype);
       return c.e.elementwise(c.out(), {c.arg(0), c.arg(1), c.arg(2)}, d, [&](Scalars& s, std::vector<std::string>& v) {
@@ -452,9 +512,10 @@ void addElementwiseOps(OpTable& t) {
     });
   };
   // Copies and casts: the IR's output dtype says what to convert to.
-  for (const char* name : {"aten::clone.default", "aten::_to_copy.default", "aten::lift_fresh_copy.default", "aten::detach.default",
-                           "aten::alias.default", "aten::contiguous.default", "aten::_copy.default", "prims::convert_element_type.default",
-                           "aten::to.dtype", "aten::type_as.default", "aten::positive.default"})
+  for (const char* name :
+       {"aten::clone.default", "aten::_to_copy.default", "aten::lift_fresh_copy.default", "aten::detach.default",
+        "aten::alias.default", "aten::contiguous.default", "aten::_copy.default", "prims::convert_element_type.default",
+        "aten::to.dtype", "aten::type_as.default", "aten::positive.default"})
     t[name] = [](OpCall& c) {
       const Value& x = c.tensor(0);
       return x.type.str() == c.out().str() ? x : c.e.copyInto(x, c.out());
@@ -471,9 +532,10 @@ void addElementwiseOps(OpTable& t) {
     Value mask = Value::tensor(c.e.fill(c.out(1), 1), c.out(1));
     return Value::list({y, mask});
   };
-  t["aten::native_dropout_backward.default"] = map(3, [](Scalars& s, std::vector<std::string>& v, DType d) {  // g * mask * scale
-    return s.op("arith.mulf", s.op("arith.mulf", v[0], v[1], d), v[2], d);
-  });
+  t["aten::native_dropout_backward.default"] =
+      map(3, [](Scalars& s, std::vector<std::string>& v, DType d) {  // g * mask * scale
+        return s.op("arith.mulf", s.op("arith.mulf", v[0], v[1], d), v[2], d);
+      });
 }
 
 }  // namespace dynrep::replay::lowering

@@ -13,8 +13,8 @@ Value product(Emitter& e, const char* op, const Value& a, const Value& b, const 
   TensorType t = out.withDtype(acc);
   std::string init = e.fill(t, 0);
   std::string name = e.fresh("mm");
-  e.line(name + " = " + op + " ins(" + x.ssa + ", " + y.ssa + " : " + x.type.str() + ", " + y.type.str() + ") outs(" + init + " : " +
-         t.str() + ") -> " + t.str());
+  e.line(name + " = " + op + " ins(" + x.ssa + ", " + y.ssa + " : " + x.type.str() + ", " + y.type.str() + ") outs(" +
+         init + " : " + t.str() + ") -> " + t.str());
   return e.convert(Value::tensor(name, t), out.dtype);
 }
 
@@ -34,12 +34,16 @@ Value scaledSum(OpCall& c, const Value& prod) {
 
 void addLinearOps(OpTable& t) {
   t["aten::mm.default"] = [](OpCall& c) { return product(c.e, "linalg.matmul", c.tensor(0), c.tensor(1), c.out()); };
-  t["aten::bmm.default"] = [](OpCall& c) { return product(c.e, "linalg.batch_matmul", c.tensor(0), c.tensor(1), c.out()); };
+  t["aten::bmm.default"] = [](OpCall& c) {
+    return product(c.e, "linalg.batch_matmul", c.tensor(0), c.tensor(1), c.out());
+  };
   t["aten::addmm.default"] = [](OpCall& c) {
-    return scaledSum(c, product(c.e, "linalg.matmul", c.tensor(1), c.tensor(2), c.out().withDtype(c.tensor(1).type.dtype)));
+    return scaledSum(
+        c, product(c.e, "linalg.matmul", c.tensor(1), c.tensor(2), c.out().withDtype(c.tensor(1).type.dtype)));
   };
   t["aten::baddbmm.default"] = [](OpCall& c) {
-    return scaledSum(c, product(c.e, "linalg.batch_matmul", c.tensor(1), c.tensor(2), c.out().withDtype(c.tensor(1).type.dtype)));
+    return scaledSum(
+        c, product(c.e, "linalg.batch_matmul", c.tensor(1), c.tensor(2), c.out().withDtype(c.tensor(1).type.dtype)));
   };
 }
 

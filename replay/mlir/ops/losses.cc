@@ -8,12 +8,14 @@ namespace {
 
 // For target value t of sample n: loss -self[n, t] * w[t] and weight w[t], both 0 when t is
 // ignore_index (whose row is not read: it may be out of range).
-std::pair<std::string, std::string> nllTerm(OpCall& c, const std::string& target, const std::string& n, const std::string& classes, DType ct) {
+std::pair<std::string, std::string> nllTerm(OpCall& c, const std::string& target, const std::string& n,
+                                            const std::string& classes, DType ct) {
   const Value& self = c.tensor(0);
   Scalars s = c.e.scalars();
   std::string t = s.cast(target, c.tensor(1).type.dtype, DType::I64);
   std::string ignored = s.cmp("eq", t, s.of(c.arg(4), DType::I64), DType::I64);
-  std::string cls = boundIndex(c.e, s.select(ignored, s.constant(0, DType::I64), t, DType::I64), DType::I64, classes, false);
+  std::string cls =
+      boundIndex(c.e, s.select(ignored, s.constant(0, DType::I64), t, DType::I64), DType::I64, classes, false);
   Strings at = self.type.rank() == 2 ? Strings{n, cls} : Strings{cls};
   std::string x = s.cast(extract(c.e, self.ssa, self.type, at), self.type.dtype, ct), w = s.constant(1, ct);
   if (!c.none(2)) w = s.cast(extract(c.e, c.tensor(2).ssa, c.tensor(2).type, {cls}), c.tensor(2).type.dtype, ct);
@@ -27,7 +29,8 @@ Value nllForward(OpCall& c) {
   const Value& self = c.tensor(0);
   const Value& target = c.tensor(1);
   requireIntegerIndex(target);
-  if (self.type.rank() < 1 || self.type.rank() > 2) throw Unsupported("nll_loss of a " + std::to_string(self.type.rank()) + "-d input");
+  if (self.type.rank() < 1 || self.type.rank() > 2)
+    throw Unsupported("nll_loss of a " + std::to_string(self.type.rank()) + "-d input");
   int64_t reduction = c.integer(3);
   DType ct = computeType(c.out(0).dtype);
   std::string classes = c.e.dimSize(self.type, self.type.rank() - 1);
@@ -43,13 +46,19 @@ Value nllForward(OpCall& c) {
   if (reduction != 1 && reduction != 2) throw Unsupported("nll_loss reduction " + std::to_string(reduction));
   TensorType scalar{ct, {}};
   auto total = [&](bool weights) {
-    return Value::tensor(c.e.generic(scalar, {}, {tin}, Strings(n, "reduction"), [&](Strings& a) {
-      auto term = nllTerm(c, a[0], n ? c.e.loopIndex(0) : "", classes, ct);
-      return c.e.scalars().op("arith.addf", a[1], weights ? term.second : term.first, ct);
-    }, c.e.fill(scalar, 0)), scalar);
+    return Value::tensor(c.e.generic(
+                             scalar, {}, {tin}, Strings(n, "reduction"),
+                             [&](Strings& a) {
+                               auto term = nllTerm(c, a[0], n ? c.e.loopIndex(0) : "", classes, ct);
+                               return c.e.scalars().op("arith.addf", a[1], weights ? term.second : term.first, ct);
+                             },
+                             c.e.fill(scalar, 0)),
+                         scalar);
   };
   Value loss = total(false), weight = total(true);
-  if (reduction == 1) loss = c.e.elementwise(scalar, {loss, weight}, ct, [&](Scalars& s, Strings& v) { return s.op("arith.divf", v[0], v[1], ct); });
+  if (reduction == 1)
+    loss = c.e.elementwise(scalar, {loss, weight}, ct,
+                           [&](Scalars& s, Strings& v) { return s.op("arith.divf", v[0], v[1], ct); });
   return Value::list({c.e.convert(loss, c.out(0).dtype), c.e.convert(weight, c.out(1).dtype)});
 }
 
@@ -65,19 +74,23 @@ Value nllBackward(OpCall& c) {
   if (r < 1 || r > 2) throw Unsupported("nll_loss_backward of a " + std::to_string(r) + "-d input");
   DType ct = computeType(out.dtype);
   std::string classes = c.e.dimSize(c.tensor(1).type, r - 1);
-  std::vector<GenericInput> ins = {{target.ssa, target.type, loopDims(target.type.rank())},
-                                   {grad.ssa, grad.type, reduction == 0 ? loopDims(grad.type.rank()) : Strings(grad.type.rank(), "0")},
-                                   {total.ssa, total.type, Strings(total.type.rank(), "0")}};
+  std::vector<GenericInput> ins = {
+      {target.ssa, target.type, loopDims(target.type.rank())},
+      {grad.ssa, grad.type, reduction == 0 ? loopDims(grad.type.rank()) : Strings(grad.type.rank(), "0")},
+      {total.ssa, total.type, Strings(total.type.rank(), "0")}};
   std::string name = c.e.generic(out, loopDims(r), ins, Strings(r, "parallel"), [&](Strings& a) {
     Scalars s = c.e.scalars();
     std::string t = s.cast(a[0], target.type.dtype, DType::I64), col = c.e.fromIndex(c.e.loopIndex(r - 1));
-    std::string hit = s.op("arith.andi", s.cmp("eq", t, col, DType::I64), s.cmp("ne", t, s.of(c.arg(5), DType::I64), DType::I64), DType::Bool);
+    std::string hit = s.op("arith.andi", s.cmp("eq", t, col, DType::I64),
+                           s.cmp("ne", t, s.of(c.arg(5), DType::I64), DType::I64), DType::Bool);
     std::string g = s.cast(a[1], grad.type.dtype, ct);
     if (reduction == 1) g = s.op("arith.divf", g, s.cast(a[2], total.type.dtype, ct), ct);
     g = s.unary("arith.negf", g, ct);
     if (!c.none(3)) {
-      std::string cls = boundIndex(c.e, s.select(hit, t, s.constant(0, DType::I64), DType::I64), DType::I64, classes, false);
-      g = s.op("arith.mulf", s.cast(extract(c.e, c.tensor(3).ssa, c.tensor(3).type, {cls}), c.tensor(3).type.dtype, ct), g, ct);
+      std::string cls =
+          boundIndex(c.e, s.select(hit, t, s.constant(0, DType::I64), DType::I64), DType::I64, classes, false);
+      g = s.op("arith.mulf", s.cast(extract(c.e, c.tensor(3).ssa, c.tensor(3).type, {cls}), c.tensor(3).type.dtype, ct),
+               g, ct);
     }
     return s.cast(s.select(hit, g, s.constant(0, ct), ct), ct, out.dtype);
   });

@@ -8,7 +8,6 @@
 
 namespace dynrep::replay::lowering {
 
-
 namespace {
 
 using namespace reduction;
@@ -30,11 +29,12 @@ std::vector<bool> outputMask(const OpCall& c) {
   return mask;
 }
 
-Value sumOf(Emitter& e, const TensorType& space, const std::vector<Operand>& ins, const std::vector<bool>& red, bool keepdim, DType t,
-            const Body& term) {
-  return reduce(e, space, ins, red, keepdim, t, t, 0, [&](Scalars& s, std::vector<std::string>& v, const std::string& acc) {
-    return s.op("arith.addf", term(s, v), acc, t);
-  });
+Value sumOf(Emitter& e, const TensorType& space, const std::vector<Operand>& ins, const std::vector<bool>& red,
+            bool keepdim, DType t, const Body& term) {
+  return reduce(e, space, ins, red, keepdim, t, t, 0,
+                [&](Scalars& s, std::vector<std::string>& v, const std::string& acc) {
+                  return s.op("arith.addf", term(s, v), acc, t);
+                });
 }
 
 std::string mul(Scalars& s, const std::string& a, const std::string& b, DType t) { return s.op("arith.mulf", a, b, t); }
@@ -66,8 +66,9 @@ Value layerNorm(OpCall& c) {
   std::string n = count(c.e, x.type, red, t);
   Value mean = meanOf(c.e, x, red, t, n);
   Value ss = squaredDeviations(c.e, x, mean, red, true, t);
-  Value rstd = pointwise(c.e, ss.type, {over(ss, ss.type)}, t,
-                         [&](Scalars& s, std::vector<std::string>& v) { return invSqrt(s, s.op("arith.divf", v[0], n, t), eps, t); });
+  Value rstd = pointwise(c.e, ss.type, {over(ss, ss.type)}, t, [&](Scalars& s, std::vector<std::string>& v) {
+    return invSqrt(s, s.op("arith.divf", v[0], n, t), eps, t);
+  });
   std::vector<Operand> ins = {over(x, x.type), over(mean, x.type), over(rstd, x.type)};
   if (w.isTensor()) ins.push_back(over(w, x.type));
   if (b.isTensor()) ins.push_back(over(b, x.type));
@@ -103,7 +104,8 @@ Value layerNormBackward(OpCall& c) {
   if (mask[0]) {
     std::string n = count(c.e, sp, red, t);
     Value sumG = sumOf(c.e, sp, base, red, true, t, gw);
-    Value sumGX = sumOf(c.e, sp, base, red, true, t, [&](Scalars& s, std::vector<std::string>& v) { return mul(s, gw(s, v), xhat(s, v), t); });
+    Value sumGX = sumOf(c.e, sp, base, red, true, t,
+                        [&](Scalars& s, std::vector<std::string>& v) { return mul(s, gw(s, v), xhat(s, v), t); });
     std::vector<Operand> ins = base;
     ins.push_back(over(sumG, sp));
     ins.push_back(over(sumGX, sp));
@@ -114,9 +116,13 @@ Value layerNormBackward(OpCall& c) {
     });
   }
   if (mask[1])
-    dw = c.e.convert(sumOf(c.e, sp, base, outer, false, t, [&](Scalars& s, std::vector<std::string>& v) { return mul(s, v[0], xhat(s, v), t); }),
-            c.out(1).dtype);
-  if (mask[2]) db = c.e.convert(sumOf(c.e, sp, {over(g, sp)}, outer, false, t, [](Scalars&, std::vector<std::string>& v) { return v[0]; }), c.out(2).dtype);
+    dw = c.e.convert(sumOf(c.e, sp, base, outer, false, t,
+                           [&](Scalars& s, std::vector<std::string>& v) { return mul(s, v[0], xhat(s, v), t); }),
+                     c.out(1).dtype);
+  if (mask[2])
+    db = c.e.convert(
+        sumOf(c.e, sp, {over(g, sp)}, outer, false, t, [](Scalars&, std::vector<std::string>& v) { return v[0]; }),
+        c.out(2).dtype);
   return Value::list({dx, dw, db});
 }
 
@@ -140,8 +146,8 @@ Operand channel(const Value& v) {
 // the unbiased batch variance. Eval: the running stats normalize; the saved statistics are
 // empty where the IR says so (PyTorch's CPU kernel) and otherwise the running ones.
 // Outputs (y, save_mean, save_invstd[, new_running_mean, new_running_var]), as many as the IR has.
-Value batchNorm(OpCall& c, const Value& x, const Value& w, const Value& b, const Value& rm, const Value& rv, bool training,
-                double momentum, double eps) {
+Value batchNorm(OpCall& c, const Value& x, const Value& w, const Value& b, const Value& rm, const Value& rv,
+                bool training, double momentum, double eps) {
   std::vector<bool> red = batchDims(x);
   DType t = floatCompute(x.type.dtype);
   const TensorType& sp = x.type;
@@ -155,8 +161,9 @@ Value batchNorm(OpCall& c, const Value& x, const Value& w, const Value& b, const
     std::string n = count(c.e, sp, red, t);
     Value mean = meanOf(c.e, x, red, t, n);
     Value ss = squaredDeviations(c.e, x, mean, red, true, t);
-    Value invstd = pointwise(c.e, ss.type, {over(ss, ss.type)}, t,
-                             [&](Scalars& s, std::vector<std::string>& v) { return invSqrt(s, s.op("arith.divf", v[0], n, t), eps, t); });
+    Value invstd = pointwise(c.e, ss.type, {over(ss, ss.type)}, t, [&](Scalars& s, std::vector<std::string>& v) {
+      return invSqrt(s, s.op("arith.divf", v[0], n, t), eps, t);
+    });
     std::vector<Operand> ins = {over(x, sp), over(mean, sp), over(invstd, sp)};
     if (w.isTensor()) ins.push_back(channel(w));
     if (b.isTensor()) ins.push_back(channel(b));
@@ -171,10 +178,13 @@ Value batchNorm(OpCall& c, const Value& x, const Value& w, const Value& b, const
       std::string keepOld = sc.constant(1 - momentum, t), takeNew = sc.constant(momentum, t);
       std::string unbias = sc.op("arith.subf", n, sc.constant(1, t), t);
       outs.push_back(pointwise(c.e, rm.type.withDtype(c.out(3).dtype), {over(rm, rm.type), kept(mean, red, false)}, t,
-                               [&](Scalars& s, std::vector<std::string>& v) { return add(s, mul(s, keepOld, v[0], t), mul(s, takeNew, v[1], t), t); }));
+                               [&](Scalars& s, std::vector<std::string>& v) {
+                                 return add(s, mul(s, keepOld, v[0], t), mul(s, takeNew, v[1], t), t);
+                               }));
       outs.push_back(pointwise(c.e, rv.type.withDtype(c.out(4).dtype), {over(rv, rv.type), kept(ss, red, false)}, t,
                                [&](Scalars& s, std::vector<std::string>& v) {
-                                 return add(s, mul(s, keepOld, v[0], t), mul(s, takeNew, s.op("arith.divf", v[1], unbias, t), t), t);
+                                 return add(s, mul(s, keepOld, v[0], t),
+                                            mul(s, takeNew, s.op("arith.divf", v[1], unbias, t), t), t);
                                }));
     }
   } else {
@@ -189,10 +199,13 @@ Value batchNorm(OpCall& c, const Value& x, const Value& w, const Value& b, const
       const TensorType& o = c.out(i);
       bool empty = false;
       for (const Dim& d : o.dims) empty = empty || (d.isStatic() && d.size == 0);
-      if (empty) outs.push_back(Value::tensor(c.e.fill(o, 0), o));
-      else if (i == 1) outs.push_back(c.e.convert(rm, o.dtype));
-      else outs.push_back(pointwise(c.e, rv.type.withDtype(o.dtype), {over(rv, rv.type)}, t,
-                                    [&](Scalars& s, std::vector<std::string>& v) { return invSqrt(s, v[0], eps, t); }));
+      if (empty)
+        outs.push_back(Value::tensor(c.e.fill(o, 0), o));
+      else if (i == 1)
+        outs.push_back(c.e.convert(rm, o.dtype));
+      else
+        outs.push_back(pointwise(c.e, rv.type.withDtype(o.dtype), {over(rv, rv.type)}, t,
+                                 [&](Scalars& s, std::vector<std::string>& v) { return invSqrt(s, v[0], eps, t); }));
     }
     if (c.outs.size() > 3) {
       outs.push_back(c.e.convert(rm, c.out(3).dtype));
@@ -216,8 +229,9 @@ Value batchNormBackward(OpCall& c) {
   const TensorType& sp = x.type;
   const Value& mean = train ? c.arg(c.index("save_mean")) : c.arg(c.index("running_mean"));
   Value invstd = train ? c.arg(c.index("save_invstd")) : c.arg(c.index("running_var"));
-  if (!mean.isTensor() || !invstd.isTensor()) throw Unsupported(train ? "batch norm backward without saved statistics"
-                                                                      : "batch norm backward in eval mode without running stats");
+  if (!mean.isTensor() || !invstd.isTensor())
+    throw Unsupported(train ? "batch norm backward without saved statistics"
+                            : "batch norm backward in eval mode without running stats");
   if (!train)
     invstd = pointwise(c.e, invstd.type.withDtype(t), {over(invstd, invstd.type)}, t,
                        [&](Scalars& s, std::vector<std::string>& v) { return invSqrt(s, v[0], eps, t); });
@@ -277,13 +291,17 @@ Value groupNorm(OpCall& c) {
   // A loop extent for the in-group channels, which no operand has as a plain dim.
   TensorType extentT{DType::F32, {Dim{per, ""}}};
   GenericInput extent{c.e.empty(extentT), extentT, {"d2"}};
-  auto statistic = [&](const std::vector<GenericInput>& extra, const std::function<std::string(Scalars&, Strings&)>& term) {
+  auto statistic = [&](const std::vector<GenericInput>& extra,
+                       const std::function<std::string(Scalars&, Strings&)>& term) {
     std::vector<GenericInput> ins = {{x.ssa, x.type, xmap}, extent};
     ins.insert(ins.end(), extra.begin(), extra.end());
-    return c.e.generic(stat, {"d0", "d1"}, ins, iters, [&](Strings& a) {
-      Scalars s = c.e.scalars();
-      return s.op("arith.addf", a.back(), term(s, a), t);
-    }, c.e.fill(stat, 0));
+    return c.e.generic(
+        stat, {"d0", "d1"}, ins, iters,
+        [&](Strings& a) {
+          Scalars s = c.e.scalars();
+          return s.op("arith.addf", a.back(), term(s, a), t);
+        },
+        c.e.fill(stat, 0));
   };
   std::string sum = statistic({}, [&](Scalars& s, Strings& a) { return s.cast(a[0], x.type.dtype, t); });
   std::string mean = c.e.generic(stat, {"d0", "d1"}, {{sum, stat, {"d0", "d1"}}}, {"parallel", "parallel"},
@@ -292,11 +310,15 @@ Value groupNorm(OpCall& c) {
     std::string dev = sub(s, s.cast(a[0], x.type.dtype, t), a[2], t);
     return mul(s, dev, dev, t);
   });
-  std::string rstd = c.e.generic(stat, {"d0", "d1"}, {{ss, stat, {"d0", "d1"}}}, {"parallel", "parallel"},
-                                 [&](Strings& a) { Scalars s = c.e.scalars(); return invSqrt(s, s.op("arith.divf", a[0], n, t), eps, t); });
+  std::string rstd =
+      c.e.generic(stat, {"d0", "d1"}, {{ss, stat, {"d0", "d1"}}}, {"parallel", "parallel"}, [&](Strings& a) {
+        Scalars s = c.e.scalars();
+        return invSqrt(s, s.op("arith.divf", a[0], n, t), eps, t);
+      });
   // y over the input's space: statistics at (n, channel / per), weight and bias at the channel.
   std::string group = "d1 floordiv " + std::to_string(per);
-  std::vector<GenericInput> ins = {{x.ssa, x.type, loopDims(r)}, {mean, stat, {"d0", group}}, {rstd, stat, {"d0", group}}};
+  std::vector<GenericInput> ins = {
+      {x.ssa, x.type, loopDims(r)}, {mean, stat, {"d0", group}}, {rstd, stat, {"d0", group}}};
   if (w.isTensor()) ins.push_back({w.ssa, w.type, {"d1"}});
   if (b.isTensor()) ins.push_back({b.ssa, b.type, {"d1"}});
   const TensorType& out = c.out(0);
@@ -319,7 +341,9 @@ void addNormalizationOps(OpTable& t) {
   // (input, weight, bias, running_mean, running_var, training, momentum, eps)
   for (const char* name : {"aten::native_batch_norm.default", "aten::_native_batch_norm_legit_functional.default",
                            "aten::_native_batch_norm_legit.default"})
-    t[name] = [](OpCall& c) { return batchNorm(c, c.tensor(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4), c.flag(5), c.real(6), c.real(7)); };
+    t[name] = [](OpCall& c) {
+      return batchNorm(c, c.tensor(0), c.arg(1), c.arg(2), c.arg(3), c.arg(4), c.flag(5), c.real(6), c.real(7));
+    };
   // (input, weight, bias, training, momentum, eps): no running stats
   t["aten::_native_batch_norm_legit.no_stats"] = [](OpCall& c) {
     return batchNorm(c, c.tensor(0), c.arg(1), c.arg(2), Value(), Value(), c.flag(3), c.real(4), c.real(5));

@@ -25,8 +25,10 @@ Operand kept(const Value& v, const std::vector<bool>& red, bool keepdim) {
   std::vector<std::string> map;
   size_t k = 0;
   for (size_t d = 0; d < v.type.rank(); ++d) {
-    if (red[d]) map.push_back("0");
-    else map.push_back("d" + std::to_string(k));
+    if (red[d])
+      map.push_back("0");
+    else
+      map.push_back("d" + std::to_string(k));
     if (!red[d] || keepdim) ++k;
   }
   return {v, map};
@@ -36,8 +38,10 @@ TensorType reducedType(const TensorType& space, const std::vector<bool>& red, bo
   TensorType out;
   out.dtype = t;
   for (size_t d = 0; d < space.rank(); ++d)
-    if (!red[d]) out.dims.push_back(space.dims[d]);
-    else if (keepdim) out.dims.push_back(Dim{1, ""});
+    if (!red[d])
+      out.dims.push_back(space.dims[d]);
+    else if (keepdim)
+      out.dims.push_back(Dim{1, ""});
   return out;
 }
 
@@ -45,12 +49,14 @@ TensorType reducedType(const TensorType& space, const std::vector<bool>& red, bo
 Value pointwise(Emitter& e, const TensorType& out, const std::vector<Operand>& ins, DType compute, const Body& body) {
   std::vector<GenericInput> inputs;
   for (const Operand& o : ins) inputs.push_back({o.v.ssa, o.v.type, o.map});
-  std::string ssa = e.generic(out, loopDims(out.rank()), inputs, std::vector<std::string>(out.rank(), "parallel"), [&](std::vector<std::string>& a) {
-    Scalars s = e.scalars();
-    std::vector<std::string> v;
-    for (size_t i = 0; i < ins.size(); ++i) v.push_back(s.cast(a[i], ins[i].v.type.dtype, compute));
-    return s.cast(body(s, v), compute, out.dtype);
-  });
+  std::string ssa = e.generic(out, loopDims(out.rank()), inputs, std::vector<std::string>(out.rank(), "parallel"),
+                              [&](std::vector<std::string>& a) {
+                                Scalars s = e.scalars();
+                                std::vector<std::string> v;
+                                for (size_t i = 0; i < ins.size(); ++i)
+                                  v.push_back(s.cast(a[i], ins[i].v.type.dtype, compute));
+                                return s.cast(body(s, v), compute, out.dtype);
+                              });
   return Value::tensor(ssa, out);
 }
 
@@ -79,30 +85,36 @@ std::string limit(Emitter& e, DType t, bool max) {
 static std::string identity(Emitter& e, const TensorType& t, double v) {
   if (isFloat(t.dtype) || std::isfinite(v)) return e.fill(t, v);
   std::string c = limit(e, t.dtype, v > 0), dest = e.empty(t), name = e.fresh("f");
-  e.line(name + " = linalg.fill ins(" + c + " : " + elementType(t.dtype) + ") outs(" + dest + " : " + t.str() + ") -> " + t.str());
+  e.line(name + " = linalg.fill ins(" + c + " : " + elementType(t.dtype) + ") outs(" + dest + " : " + t.str() +
+         ") -> " + t.str());
   return name;
 }
 
 // Reduces the loops of `space` marked in `red`: operands (indexed over those loops) converted to
 // `compute`, accumulated in `acc` from `init`.
-Value reduce(Emitter& e, const TensorType& space, const std::vector<Operand>& ins, const std::vector<bool>& red, bool keepdim,
-             DType compute, DType acc, double init, const Combine& combine) {
+Value reduce(Emitter& e, const TensorType& space, const std::vector<Operand>& ins, const std::vector<bool>& red,
+             bool keepdim, DType compute, DType acc, double init, const Combine& combine) {
   TensorType out = reducedType(space, red, keepdim, acc);
   std::vector<std::string> outMap, iterators;
   for (size_t d = 0; d < space.rank(); ++d) {
     iterators.push_back(red[d] ? "reduction" : "parallel");
-    if (!red[d]) outMap.push_back("d" + std::to_string(d));
-    else if (keepdim) outMap.push_back("0");
+    if (!red[d])
+      outMap.push_back("d" + std::to_string(d));
+    else if (keepdim)
+      outMap.push_back("0");
   }
   std::vector<GenericInput> inputs;
   for (const Operand& o : ins) inputs.push_back({o.v.ssa, o.v.type, o.map});
   std::string start = identity(e, out, init);
-  std::string ssa = e.generic(out, outMap, inputs, iterators, [&](std::vector<std::string>& a) {
-    Scalars s = e.scalars();
-    std::vector<std::string> v;
-    for (size_t i = 0; i < ins.size(); ++i) v.push_back(s.cast(a[i], ins[i].v.type.dtype, compute));
-    return combine(s, v, a.back());
-  }, start);
+  std::string ssa = e.generic(
+      out, outMap, inputs, iterators,
+      [&](std::vector<std::string>& a) {
+        Scalars s = e.scalars();
+        std::vector<std::string> v;
+        for (size_t i = 0; i < ins.size(); ++i) v.push_back(s.cast(a[i], ins[i].v.type.dtype, compute));
+        return combine(s, v, a.back());
+      },
+      start);
   return Value::tensor(ssa, out);
 }
 
@@ -129,13 +141,17 @@ std::string count(Emitter& e, const TensorType& space, const std::vector<bool>& 
 // The mean over `red`, kept with size-1 dims, in float type t.
 Value meanOf(Emitter& e, const Value& x, const std::vector<bool>& red, DType t, const std::string& n) {
   Value sum = reduce(e, x.type, {over(x, x.type)}, red, true, t, t, 0,
-                     [&](Scalars& s, std::vector<std::string>& v, const std::string& acc) { return s.op("arith.addf", v[0], acc, t); });
-  return pointwise(e, sum.type, {over(sum, sum.type)}, t, [&](Scalars& s, std::vector<std::string>& v) { return s.op("arith.divf", v[0], n, t); });
+                     [&](Scalars& s, std::vector<std::string>& v, const std::string& acc) {
+                       return s.op("arith.addf", v[0], acc, t);
+                     });
+  return pointwise(e, sum.type, {over(sum, sum.type)}, t,
+                   [&](Scalars& s, std::vector<std::string>& v) { return s.op("arith.divf", v[0], n, t); });
 }
 
 // sum((x - mean)^2) over `red`: the second pass of a two-pass variance, which is what PyTorch's
 // Welford and two-pass kernels both compute up to rounding (a one-pass E[x^2] - E[x]^2 is not).
-Value squaredDeviations(Emitter& e, const Value& x, const Value& meanKeep, const std::vector<bool>& red, bool keepdim, DType t) {
+Value squaredDeviations(Emitter& e, const Value& x, const Value& meanKeep, const std::vector<bool>& red, bool keepdim,
+                        DType t) {
   return reduce(e, x.type, {over(x, x.type), over(meanKeep, x.type)}, red, keepdim, t, t, 0,
                 [&](Scalars& s, std::vector<std::string>& v, const std::string& acc) {
                   std::string d = s.op("arith.subf", v[0], v[1], t);
@@ -182,8 +198,9 @@ const char* extremeOp(DType t, bool max) {
 Value extreme(Emitter& e, const Value& x, const std::vector<bool>& red, bool keep, bool max) {
   DType t = computeType(x.type.dtype);
   const char* op = extremeOp(t, max);
-  return reduce(e, x.type, {over(x, x.type)}, red, keep, t, t, max ? -INFINITY : INFINITY,
-                [=](Scalars& s, std::vector<std::string>& v, const std::string& acc) { return s.op(op, v[0], acc, t); });
+  return reduce(
+      e, x.type, {over(x, x.type)}, red, keep, t, t, max ? -INFINITY : INFINITY,
+      [=](Scalars& s, std::vector<std::string>& v, const std::string& acc) { return s.op(op, v[0], acc, t); });
 }
 
 // The row-major index (over the reduced dims) of the first element equal to the kept extreme m;
@@ -216,8 +233,9 @@ LowerFn accumulate(bool mean, bool product) {
     DType out = c.out().dtype, t = mean ? floatCompute(c, "mean") : computeType(out);
     const char* op = product ? (isFloat(t) ? "arith.mulf" : "arith.muli") : (isFloat(t) ? "arith.addf" : "arith.addi");
     if (t == DType::Bool) throw Unsupported("a sum or product accumulated as bool");
-    Value r = reduce(c.e, x.type, {over(x, x.type)}, red, keepdim(c), t, t, product ? 1 : 0,
-                     [=](Scalars& s, std::vector<std::string>& v, const std::string& acc) { return s.op(op, v[0], acc, t); });
+    Value r =
+        reduce(c.e, x.type, {over(x, x.type)}, red, keepdim(c), t, t, product ? 1 : 0,
+               [=](Scalars& s, std::vector<std::string>& v, const std::string& acc) { return s.op(op, v[0], acc, t); });
     if (!mean) return c.e.convert(r, out);
     std::string n = count(c.e, x.type, red, t);
     return pointwise(c.e, r.type.withDtype(out), {over(r, r.type)}, t,
@@ -233,17 +251,21 @@ LowerFn moments(bool root, bool withMean) {
     bool keep = keepdim(c);
     DType t = floatCompute(c, "variance");
     double correction = 1;
-    if (has(c, "correction") && !c.none(c.index("correction"))) correction = c.real(c.index("correction"));
-    else if (has(c, "unbiased")) correction = c.flag(c.index("unbiased")) ? 1 : 0;
+    if (has(c, "correction") && !c.none(c.index("correction")))
+      correction = c.real(c.index("correction"));
+    else if (has(c, "unbiased"))
+      correction = c.flag(c.index("unbiased")) ? 1 : 0;
     std::string n = count(c.e, x.type, red, t);
     Value mean = meanOf(c.e, x, red, t, n);
     Value ss = squaredDeviations(c.e, x, mean, red, keep, t);
     Scalars sc = c.e.scalars();
-    std::string dof = sc.op("arith.maximumf", sc.op("arith.subf", n, sc.constant(correction, t), t), sc.constant(0, t), t);
-    Value var = pointwise(c.e, ss.type.withDtype(c.out(0).dtype), {over(ss, ss.type)}, t, [&](Scalars& s, std::vector<std::string>& v) {
-      std::string q = s.op("arith.divf", v[0], dof, t);
-      return root ? s.unary("math.sqrt", q, t) : q;
-    });
+    std::string dof =
+        sc.op("arith.maximumf", sc.op("arith.subf", n, sc.constant(correction, t), t), sc.constant(0, t), t);
+    Value var = pointwise(c.e, ss.type.withDtype(c.out(0).dtype), {over(ss, ss.type)}, t,
+                          [&](Scalars& s, std::vector<std::string>& v) {
+                            std::string q = s.op("arith.divf", v[0], dof, t);
+                            return root ? s.unary("math.sqrt", q, t) : q;
+                          });
     if (!withMean) return var;
     return Value::list({var, c.e.convert(keep ? mean : squeeze(c.e, mean, red), c.out(1).dtype)});
   };
@@ -272,22 +294,30 @@ Value vectorNorm(OpCall& c) {
   if (std::isinf(p)) {
     const char* op = p > 0 ? "arith.maximumf" : "arith.minimumf";
     r = reduce(c.e, x.type, {over(x, x.type)}, red, keepdim(c), t, t, p > 0 ? 0 : INFINITY,
-               [=](Scalars& s, std::vector<std::string>& v, const std::string& acc) { return s.op(op, s.unary("math.absf", v[0], t), acc, t); });
+               [=](Scalars& s, std::vector<std::string>& v, const std::string& acc) {
+                 return s.op(op, s.unary("math.absf", v[0], t), acc, t);
+               });
     return c.e.convert(r, c.out().dtype);
   }
-  r = reduce(c.e, x.type, {over(x, x.type)}, red, keepdim(c), t, t, 0, [=](Scalars& s, std::vector<std::string>& v, const std::string& acc) {
-    std::string term;
-    if (p == 0) term = s.select(s.cmp("une", v[0], s.constant(0, t), t), s.constant(1, t), s.constant(0, t), t);
-    else if (p == 1) term = s.unary("math.absf", v[0], t);
-    else if (p == 2) term = s.op("arith.mulf", v[0], v[0], t);
-    else term = s.op("math.powf", s.unary("math.absf", v[0], t), s.constant(p, t), t);
-    return s.op("arith.addf", term, acc, t);
-  });
-  return pointwise(c.e, r.type.withDtype(c.out().dtype), {over(r, r.type)}, t, [=](Scalars& s, std::vector<std::string>& v) {
-    if (p == 0 || p == 1) return v[0];
-    if (p == 2) return s.unary("math.sqrt", v[0], t);
-    return s.op("math.powf", v[0], s.constant(1 / p, t), t);
-  });
+  r = reduce(c.e, x.type, {over(x, x.type)}, red, keepdim(c), t, t, 0,
+             [=](Scalars& s, std::vector<std::string>& v, const std::string& acc) {
+               std::string term;
+               if (p == 0)
+                 term = s.select(s.cmp("une", v[0], s.constant(0, t), t), s.constant(1, t), s.constant(0, t), t);
+               else if (p == 1)
+                 term = s.unary("math.absf", v[0], t);
+               else if (p == 2)
+                 term = s.op("arith.mulf", v[0], v[0], t);
+               else
+                 term = s.op("math.powf", s.unary("math.absf", v[0], t), s.constant(p, t), t);
+               return s.op("arith.addf", term, acc, t);
+             });
+  return pointwise(c.e, r.type.withDtype(c.out().dtype), {over(r, r.type)}, t,
+                   [=](Scalars& s, std::vector<std::string>& v) {
+                     if (p == 0 || p == 1) return v[0];
+                     if (p == 2) return s.unary("math.sqrt", v[0], t);
+                     return s.op("math.powf", v[0], s.constant(1 / p, t), t);
+                   });
 }
 
 // log(sum(exp(x - m))) + m with m the max, taken as 0 where it is infinite (PyTorch's guard that
@@ -302,12 +332,15 @@ Value logSumExp(OpCall& c) {
   auto shift = [t](Scalars& s, const std::string& max) {
     return s.select(s.cmp("oeq", s.unary("math.absf", max, t), s.constant(INFINITY, t), t), s.constant(0, t), max, t);
   };
-  Value sum = reduce(c.e, x.type, {over(xf, x.type), over(m, x.type)}, red, keep, t, t, 0,
-                     [&](Scalars& s, std::vector<std::string>& v, const std::string& acc) {
-                       return s.op("arith.addf", s.unary("math.exp", s.op("arith.subf", v[0], shift(s, v[1]), t), t), acc, t);
-                     });
+  Value sum =
+      reduce(c.e, x.type, {over(xf, x.type), over(m, x.type)}, red, keep, t, t, 0,
+             [&](Scalars& s, std::vector<std::string>& v, const std::string& acc) {
+               return s.op("arith.addf", s.unary("math.exp", s.op("arith.subf", v[0], shift(s, v[1]), t), t), acc, t);
+             });
   return pointwise(c.e, sum.type.withDtype(c.out().dtype), {over(sum, sum.type), kept(m, red, keep)}, t,
-                   [&](Scalars& s, std::vector<std::string>& v) { return s.op("arith.addf", s.unary("math.log", v[0], t), shift(s, v[1]), t); });
+                   [&](Scalars& s, std::vector<std::string>& v) {
+                     return s.op("arith.addf", s.unary("math.log", v[0], t), shift(s, v[1]), t);
+                   });
 }
 
 LowerFn anyAll(bool any) {
@@ -316,7 +349,9 @@ LowerFn anyAll(bool any) {
     std::vector<bool> red = reducedDims(c, x.type.rank());
     const char* op = any ? "arith.ori" : "arith.andi";
     Value r = reduce(c.e, x.type, {over(x, x.type)}, red, keepdim(c), DType::Bool, DType::Bool, any ? 0 : 1,
-                     [=](Scalars& s, std::vector<std::string>& v, const std::string& acc) { return s.op(op, v[0], acc, DType::Bool); });
+                     [=](Scalars& s, std::vector<std::string>& v, const std::string& acc) {
+                       return s.op(op, v[0], acc, DType::Bool);
+                     });
     return c.e.convert(r, c.out().dtype);
   };
 }
@@ -361,7 +396,8 @@ Value softmaxBackward(OpCall& c, bool log) {
                      });
   return pointwise(c.e, g.type.withDtype(c.out().dtype), {over(g, g.type), over(y, g.type), over(sum, g.type)}, t,
                    [&](Scalars& s, std::vector<std::string>& v) {
-                     if (log) return s.op("arith.subf", v[0], s.op("arith.mulf", s.unary("math.exp", v[1], t), v[2], t), t);
+                     if (log)
+                       return s.op("arith.subf", v[0], s.op("arith.mulf", s.unary("math.exp", v[1], t), v[2], t), t);
                      return s.op("arith.mulf", v[1], s.op("arith.subf", v[0], v[2], t), t);
                    });
 }
@@ -379,7 +415,8 @@ LowerFn scan(bool product) {
     if (rank == 0) return c.e.convert(x, out.dtype);
     size_t dim = static_cast<size_t>(OpCall::dim(c.integer(1), rank));
     DType acc = !isFloat(out.dtype) ? DType::I64 : bitWidth(out.dtype) == 16 ? DType::F32 : DType::F64;
-    const char* op = product ? (isFloat(acc) ? "arith.mulf" : "arith.muli") : (isFloat(acc) ? "arith.addf" : "arith.addi");
+    const char* op =
+        product ? (isFloat(acc) ? "arith.mulf" : "arith.muli") : (isFloat(acc) ? "arith.addf" : "arith.addi");
     std::vector<size_t> dims;  // loop k runs over dim dims[k]
     for (size_t d = 0; d < rank; ++d)
       if (d != dim) dims.push_back(d);
@@ -387,15 +424,18 @@ LowerFn scan(bool product) {
     Strings sizes = sizesOf(c.e, x.type), order;
     for (size_t d : dims) order.push_back(sizes[d]);
     std::string start = c.e.scalars().constant(product ? 1 : 0, acc);
-    Strings r = loopNest(c.e, order, {c.e.empty(out), start}, {out.str(), elementType(acc)}, [&](const Strings& iv, const Strings& carried) {
-      Strings at(rank);
-      for (size_t k = 0; k < rank; ++k) at[dims[k]] = iv[k];
-      Scalars s = c.e.scalars();
-      std::string prev = s.select(c.e.indexCmp("eq", at[dim], c.e.index(0)), start, carried[1], acc);
-      std::string v = s.cast(s.cast(extract(c.e, x.ssa, x.type, at), x.type.dtype, out.dtype), out.dtype, acc);
-      std::string next = s.op(op, prev, v, acc);
-      return Strings{insert(c.e, s.cast(next, acc, out.dtype), carried[0], out, at), next};
-    });
+    Strings r = loopNest(c.e, order, {c.e.empty(out), start}, {out.str(), elementType(acc)},
+                         [&](const Strings& iv, const Strings& carried) {
+                           Strings at(rank);
+                           for (size_t k = 0; k < rank; ++k) at[dims[k]] = iv[k];
+                           Scalars s = c.e.scalars();
+                           std::string prev =
+                               s.select(c.e.indexCmp("eq", at[dim], c.e.index(0)), start, carried[1], acc);
+                           std::string v =
+                               s.cast(s.cast(extract(c.e, x.ssa, x.type, at), x.type.dtype, out.dtype), out.dtype, acc);
+                           std::string next = s.op(op, prev, v, acc);
+                           return Strings{insert(c.e, s.cast(next, acc, out.dtype), carried[0], out, at), next};
+                         });
     return Value::tensor(r[0], out);
   };
 }
@@ -406,7 +446,9 @@ void addReductionOps(OpTable& t) {
   for (const char* name : {"aten::sum.default", "aten::sum.dim_IntList"}) t[name] = accumulate(false, false);
   for (const char* name : {"aten::mean.default", "aten::mean.dim"}) t[name] = accumulate(true, false);
   for (const char* name : {"aten::prod.default", "aten::prod.dim_int"}) t[name] = accumulate(false, true);
-  for (auto [name, max] : {std::pair{"aten::amax.default", true}, {"aten::amin.default", false}, {"aten::max.default", true},
+  for (auto [name, max] : {std::pair{"aten::amax.default", true},
+                           {"aten::amin.default", false},
+                           {"aten::max.default", true},
                            {"aten::min.default", false}})
     t[name] = [max = max](OpCall& c) {
       const Value& x = c.tensor(0);
@@ -416,15 +458,19 @@ void addReductionOps(OpTable& t) {
   t["aten::min.dim"] = extremeWithIndex(false, true);
   t["aten::argmax.default"] = extremeWithIndex(true, false);
   t["aten::argmin.default"] = extremeWithIndex(false, false);
-  for (const char* name : {"aten::var.correction", "aten::var.dim", "aten::var.default"}) t[name] = moments(false, false);
-  for (const char* name : {"aten::std.correction", "aten::std.dim", "aten::std.default"}) t[name] = moments(true, false);
+  for (const char* name : {"aten::var.correction", "aten::var.dim", "aten::var.default"})
+    t[name] = moments(false, false);
+  for (const char* name : {"aten::std.correction", "aten::std.dim", "aten::std.default"})
+    t[name] = moments(true, false);
   for (const char* name : {"aten::var_mean.correction", "aten::var_mean.dim"}) t[name] = moments(false, true);
   t["aten::linalg_vector_norm.default"] = vectorNorm;
   t["aten::logsumexp.default"] = logSumExp;
   for (const char* name : {"aten::any.default", "aten::any.dim", "aten::any.dims"}) t[name] = anyAll(true);
   for (const char* name : {"aten::all.default", "aten::all.dim", "aten::all.dims"}) t[name] = anyAll(false);
-  for (const char* name : {"aten::_softmax.default", "aten::softmax.int"}) t[name] = [](OpCall& c) { return softmax(c, Softmax::Plain); };
-  for (const char* name : {"aten::_log_softmax.default", "aten::log_softmax.int"}) t[name] = [](OpCall& c) { return softmax(c, Softmax::Log); };
+  for (const char* name : {"aten::_softmax.default", "aten::softmax.int"})
+    t[name] = [](OpCall& c) { return softmax(c, Softmax::Plain); };
+  for (const char* name : {"aten::_log_softmax.default", "aten::log_softmax.int"})
+    t[name] = [](OpCall& c) { return softmax(c, Softmax::Log); };
   t["aten::_safe_softmax.default"] = [](OpCall& c) { return softmax(c, Softmax::Safe); };
   t["aten::_softmax_backward_data.default"] = [](OpCall& c) { return softmaxBackward(c, false); };
   t["aten::_log_softmax_backward_data.default"] = [](OpCall& c) { return softmaxBackward(c, true); };

@@ -26,11 +26,12 @@ std::string limit(Emitter& e, DType t, bool max);
 Value pointwise(Emitter& e, const TensorType& out, const std::vector<Operand>& ins, DType compute, const Body& body);
 Value squeeze(Emitter& e, const Value& keep, const std::vector<bool>& red);
 // Reduces `red` dims of `space` from `init`, combining each element (in `compute`) into `acc`.
-Value reduce(Emitter& e, const TensorType& space, const std::vector<Operand>& ins, const std::vector<bool>& red, bool keepdim,
-             DType compute, DType acc, double init, const Combine& combine);
+Value reduce(Emitter& e, const TensorType& space, const std::vector<Operand>& ins, const std::vector<bool>& red,
+             bool keepdim, DType compute, DType acc, double init, const Combine& combine);
 // How many elements each output element reduces, as a float of type f (sizes read at run time).
 std::string count(Emitter& e, const TensorType& space, const std::vector<bool>& red, DType f);
 Value meanOf(Emitter& e, const Value& x, const std::vector<bool>& red, DType t, const std::string& n);
-Value squaredDeviations(Emitter& e, const Value& x, const Value& meanKeep, const std::vector<bool>& red, bool keepdim, DType t);
+Value squaredDeviations(Emitter& e, const Value& x, const Value& meanKeep, const std::vector<bool>& red, bool keepdim,
+                        DType t);
 
 }  // namespace dynrep::replay::lowering::reduction

@@ -16,20 +16,23 @@ Value reshape(Emitter& e, const Value& x, const TensorType& out) {
   std::string shapeType = "tensor<" + std::to_string(out.rank()) + "xindex>";
   e.line(shape + " = tensor.from_elements " + join(sizes) + " : " + shapeType);
   std::string name = e.fresh("r");
-  e.line(name + " = tensor.reshape " + x.ssa + "(" + shape + ") : (" + x.type.str() + ", " + shapeType + ") -> " + out.str());
+  e.line(name + " = tensor.reshape " + x.ssa + "(" + shape + ") : (" + x.type.str() + ", " + shapeType + ") -> " +
+         out.str());
   return Value::tensor(name, out);
 }
 
 // out[d...] = x[map(d...)], a copy with a permuted or broadcast indexing map.
 Value remap(Emitter& e, const Value& x, const TensorType& out, const std::vector<std::string>& map) {
-  std::string name = e.generic(out, loopDims(out.rank()), {{x.ssa, x.type, map}}, std::vector<std::string>(out.rank(), "parallel"),
-                               [](std::vector<std::string>& a) { return a[0]; });
+  std::string name =
+      e.generic(out, loopDims(out.rank()), {{x.ssa, x.type, map}}, std::vector<std::string>(out.rank(), "parallel"),
+                [](std::vector<std::string>& a) { return a[0]; });
   return Value::tensor(name, out);
 }
 
 Value permute(Emitter& e, const Value& x, const std::vector<int64_t>& perm, const TensorType& out) {
   std::vector<std::string> map(x.type.rank());
-  for (size_t i = 0; i < perm.size(); ++i) map[static_cast<size_t>(OpCall::dim(perm[i], x.type.rank()))] = "d" + std::to_string(i);
+  for (size_t i = 0; i < perm.size(); ++i)
+    map[static_cast<size_t>(OpCall::dim(perm[i], x.type.rank()))] = "d" + std::to_string(i);
   return remap(e, x, out, map);
 }
 
@@ -67,21 +70,21 @@ Value slice(Emitter& e, const Value& x, const std::vector<std::string>& offsets,
     strides.push_back(std::to_string(steps[d]));
   }
   std::string name = e.fresh("sl");
-  e.line(name + " = tensor.extract_slice " + x.ssa + "[" + join(offsets) + "] [" + join(sizes) + "] [" + join(strides) + "] : " +
-         x.type.str() + " to " + result.str());
+  e.line(name + " = tensor.extract_slice " + x.ssa + "[" + join(offsets) + "] [" + join(sizes) + "] [" + join(strides) +
+         "] : " + x.type.str() + " to " + result.str());
   return Value::tensor(name, result);
 }
 
-Value insert(Emitter& e, const Value& piece, const std::string& dest, const TensorType& destType, const std::vector<std::string>& offsets,
-             const std::vector<int64_t>& steps) {
+Value insert(Emitter& e, const Value& piece, const std::string& dest, const TensorType& destType,
+             const std::vector<std::string>& offsets, const std::vector<int64_t>& steps) {
   std::vector<std::string> sizes, strides;
   for (size_t d = 0; d < piece.type.rank(); ++d) {
     sizes.push_back(piece.type.dims[d].isStatic() ? std::to_string(piece.type.dims[d].size) : e.dimSize(piece.type, d));
     strides.push_back(std::to_string(steps[d]));
   }
   std::string name = e.fresh("ins");
-  e.line(name + " = tensor.insert_slice " + piece.ssa + " into " + dest + "[" + join(offsets) + "] [" + join(sizes) + "] [" +
-         join(strides) + "] : " + piece.type.str() + " into " + destType.str());
+  e.line(name + " = tensor.insert_slice " + piece.ssa + " into " + dest + "[" + join(offsets) + "] [" + join(sizes) +
+         "] [" + join(strides) + "] : " + piece.type.str() + " into " + destType.str());
   return Value::tensor(name, destType);
 }
 
@@ -107,9 +110,10 @@ Value split(OpCall& c, int64_t dimArg) {
 }  // namespace
 
 void addShapeOps(OpTable& t) {
-  for (const char* name : {"aten::view.default", "aten::_unsafe_view.default", "aten::reshape.default", "aten::unsqueeze.default",
-                           "aten::squeeze.dim", "aten::squeeze.dims", "aten::squeeze.default", "aten::flatten.using_ints",
-                           "aten::view.dtype", "aten::_reshape_alias.default", "aten::unflatten.int"})
+  for (const char* name :
+       {"aten::view.default", "aten::_unsafe_view.default", "aten::reshape.default", "aten::unsqueeze.default",
+        "aten::squeeze.dim", "aten::squeeze.dims", "aten::squeeze.default", "aten::flatten.using_ints",
+        "aten::view.dtype", "aten::_reshape_alias.default", "aten::unflatten.int"})
     t[name] = [](OpCall& c) {
       if (c.tensor(0).type.dtype != c.out().dtype) throw Unsupported("a view that reinterprets the dtype");
       return reshape(c.e, c.tensor(0), c.out());
@@ -127,13 +131,12 @@ void addShapeOps(OpTable& t) {
       if (r < 2) return x;
       std::vector<int64_t> perm;
       for (size_t i = 0; i < r; ++i) perm.push_back(static_cast<int64_t>(i));
-      std::swap(perm[static_cast<size_t>(OpCall::dim(c.integer(1), r))], perm[static_cast<size_t>(OpCall::dim(c.integer(2), r))]);
+      std::swap(perm[static_cast<size_t>(OpCall::dim(c.integer(1), r))],
+                perm[static_cast<size_t>(OpCall::dim(c.integer(2), r))]);
       return permute(c.e, x, perm, c.out());
     };
   for (const char* name : {"aten::expand.default", "aten::broadcast_to.default", "aten::expand_as.default"})
-    t[name] = [](OpCall& c) {
-      return remap(c.e, c.tensor(0), c.out(), broadcastMap(c.tensor(0).type, c.out()));
-    };
+    t[name] = [](OpCall& c) { return remap(c.e, c.tensor(0), c.out(), broadcastMap(c.tensor(0).type, c.out())); };
   t["aten::slice.Tensor"] = [](OpCall& c) {
     const Value& x = c.tensor(0);
     size_t dim = static_cast<size_t>(OpCall::dim(c.integer(1), x.type.rank()));
@@ -160,7 +163,8 @@ void addShapeOps(OpTable& t) {
     for (size_t i = 0; i < c.outs.size(); ++i) {
       std::vector<std::string> offsets = zeros(c.e, x.type.rank());
       offsets[dim] = c.e.index(static_cast<int64_t>(i));
-      pieces.push_back(slice(c.e, x, offsets, c.outs[i], std::vector<int64_t>(x.type.rank(), 1), static_cast<int64_t>(dim)));
+      pieces.push_back(
+          slice(c.e, x, offsets, c.outs[i], std::vector<int64_t>(x.type.rank(), 1), static_cast<int64_t>(dim)));
     }
     return Value::list(pieces);
   };
@@ -220,7 +224,9 @@ void addShapeOps(OpTable& t) {
       Strings at;
       for (size_t d = 0; d < out.rank(); ++d) {
         std::string i = c.e.loopIndex(d);
-        at.push_back(flipped[d] ? c.e.indexOp("arith.subi", c.e.indexOp("arith.subi", c.e.dimSize(x.type, d), c.e.index(1)), i) : i);
+        at.push_back(flipped[d]
+                         ? c.e.indexOp("arith.subi", c.e.indexOp("arith.subi", c.e.dimSize(x.type, d), c.e.index(1)), i)
+                         : i);
       }
       return c.e.scalars().cast(extract(c.e, x.ssa, x.type, at), x.type.dtype, out.dtype);
     });
@@ -232,7 +238,8 @@ void addShapeOps(OpTable& t) {
     const Value& x = c.tensor(0);
     size_t r = x.type.rank();
     int64_t offset = c.none(1) ? 0 : c.integer(1);
-    size_t d1 = static_cast<size_t>(OpCall::dim(c.none(2) ? 0 : c.integer(2), r)), d2 = static_cast<size_t>(OpCall::dim(c.none(3) ? 1 : c.integer(3), r));
+    size_t d1 = static_cast<size_t>(OpCall::dim(c.none(2) ? 0 : c.integer(2), r)),
+           d2 = static_cast<size_t>(OpCall::dim(c.none(3) ? 1 : c.integer(3), r));
     if (d1 == d2) throw Unsupported("diagonal of a dim with itself");
     const TensorType& out = c.out();
     std::string r1 = c.e.generic(out, loopDims(out.rank()), {}, Strings(out.rank(), "parallel"), [&](Strings&) {
@@ -309,10 +316,11 @@ void addShapeOps(OpTable& t) {
     int64_t diagonal = c.integer(1);
     bool lower = c.target == "aten::tril.default";
     size_t r = x.type.rank();
-    std::string name = c.e.generic(c.out(), loopDims(r), {{x.ssa, x.type, loopDims(r)}}, std::vector<std::string>(r, "parallel"),
-                                   [&](std::vector<std::string>& a) {
+    std::string name = c.e.generic(c.out(), loopDims(r), {{x.ssa, x.type, loopDims(r)}},
+                                   std::vector<std::string>(r, "parallel"), [&](std::vector<std::string>& a) {
                                      Scalars s = c.e.scalars();
-                                     std::string diff = c.e.indexOp("arith.subi", c.e.loopIndex(r - 1), c.e.loopIndex(r - 2));
+                                     std::string diff =
+                                         c.e.indexOp("arith.subi", c.e.loopIndex(r - 1), c.e.loopIndex(r - 2));
                                      std::string keep = c.e.indexCmp(lower ? "sle" : "sge", diff, c.e.index(diagonal));
                                      return s.select(keep, a[0], s.constant(0, x.type.dtype), x.type.dtype);
                                    });

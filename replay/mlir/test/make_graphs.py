@@ -19,26 +19,48 @@ HERE = Path(__file__).resolve().parent
 # family -> (function, example inputs). The functions take every tensor as an input, so the
 # graphs hold no constants (whose bytes live in the store).
 FAMILIES = {
-    "elementwise": (lambda x, y: torch.where(x > y, torch.exp(x) * 2, torch.tanh(y)).to(torch.float64),
-                    (torch.randn(3, 4), torch.randn(4))),
-    "creation": (lambda x: x + torch.arange(x.shape[1]) + torch.ones_like(x) * torch.full((1,), 2.0),
-                 (torch.randn(3, 5),)),
-    "shape": (lambda x: torch.cat([x.transpose(0, 1).reshape(-1, 2), x.flatten().view(-1, 2)[1:]], 0).expand(2, -1, -1),
-              (torch.randn(4, 6),)),
-    "linear": (lambda x, w, b: torch.addmm(b, x, w) + torch.bmm(x.unsqueeze(0), w.unsqueeze(0)).squeeze(0),
-               (torch.randn(3, 8), torch.randn(8, 5), torch.randn(5))),
-    "convolution": (lambda x, w: F.max_pool2d(F.conv2d(x, w, padding=1, stride=2), 2) + F.avg_pool2d(F.conv2d(x, w, padding=1, stride=2), 2),
-                    (torch.randn(2, 3, 16, 16), torch.randn(4, 3, 3, 3))),
-    "reduction": (lambda x: x.sum(1, keepdim=True) + x.amax(1, keepdim=True) + torch.softmax(x, -1) + x.var(1, keepdim=True),
-                  (torch.randn(4, 7),)),
-    "normalization": (lambda x, w, b: F.layer_norm(x, (8,), w, b) + F.group_norm(x.transpose(1, 2), 2).transpose(1, 2),
-                      (torch.randn(2, 5, 8), torch.randn(8), torch.randn(8))),
-    "indexing": (lambda e, i, x: F.embedding(i, e).sum(1) + torch.gather(x, 1, i) .float().sum(1, keepdim=True),
-                 (torch.randn(10, 4), torch.randint(0, 4, (3, 4)), torch.randint(0, 9, (3, 4)))),
-    "losses": (lambda x, t: F.cross_entropy(x, t) + F.nll_loss(F.log_softmax(x, 1), t, reduction="sum"),
-               (torch.randn(6, 5), torch.randint(0, 5, (6,)))),
-    "attention": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
-                  (torch.randn(2, 4, 6, 8), torch.randn(2, 4, 6, 8), torch.randn(2, 4, 6, 8))),
+    "elementwise": (
+        lambda x, y: torch.where(x > y, torch.exp(x) * 2, torch.tanh(y)).to(torch.float64),
+        (torch.randn(3, 4), torch.randn(4)),
+    ),
+    "creation": (
+        lambda x: x + torch.arange(x.shape[1]) + torch.ones_like(x) * torch.full((1,), 2.0),
+        (torch.randn(3, 5),),
+    ),
+    "shape": (
+        lambda x: torch.cat([x.transpose(0, 1).reshape(-1, 2), x.flatten().view(-1, 2)[1:]], 0).expand(2, -1, -1),
+        (torch.randn(4, 6),),
+    ),
+    "linear": (
+        lambda x, w, b: torch.addmm(b, x, w) + torch.bmm(x.unsqueeze(0), w.unsqueeze(0)).squeeze(0),
+        (torch.randn(3, 8), torch.randn(8, 5), torch.randn(5)),
+    ),
+    "convolution": (
+        lambda x, w: (
+            F.max_pool2d(F.conv2d(x, w, padding=1, stride=2), 2) + F.avg_pool2d(F.conv2d(x, w, padding=1, stride=2), 2)
+        ),
+        (torch.randn(2, 3, 16, 16), torch.randn(4, 3, 3, 3)),
+    ),
+    "reduction": (
+        lambda x: x.sum(1, keepdim=True) + x.amax(1, keepdim=True) + torch.softmax(x, -1) + x.var(1, keepdim=True),
+        (torch.randn(4, 7),),
+    ),
+    "normalization": (
+        lambda x, w, b: F.layer_norm(x, (8,), w, b) + F.group_norm(x.transpose(1, 2), 2).transpose(1, 2),
+        (torch.randn(2, 5, 8), torch.randn(8), torch.randn(8)),
+    ),
+    "indexing": (
+        lambda e, i, x: F.embedding(i, e).sum(1) + torch.gather(x, 1, i).float().sum(1, keepdim=True),
+        (torch.randn(10, 4), torch.randint(0, 4, (3, 4)), torch.randint(0, 9, (3, 4))),
+    ),
+    "losses": (
+        lambda x, t: F.cross_entropy(x, t) + F.nll_loss(F.log_softmax(x, 1), t, reduction="sum"),
+        (torch.randn(6, 5), torch.randint(0, 5, (6,))),
+    ),
+    "attention": (
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+        (torch.randn(2, 4, 6, 8), torch.randn(2, 4, 6, 8), torch.randn(2, 4, 6, 8)),
+    ),
 }
 
 

@@ -40,5 +40,6 @@ with dynamo_replay.replay(url, verbose=False) as session:
         outputs = [torch.compile(model)(torch.ones(4, 8))]
     time.sleep(hold)
 torch.save(outputs, out / "outputs.pt")
-(out / "report.json").write_text(json.dumps({"mode": getattr(session, "mode", "local"), "entry": session.entry_id,
-                                             "traced": traced}))
+(out / "report.json").write_text(
+    json.dumps({"mode": getattr(session, "mode", "local"), "entry": session.entry_id, "traced": traced})
+)

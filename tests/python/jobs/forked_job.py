@@ -36,8 +36,11 @@ def shifted(x: torch.Tensor) -> torch.Tensor:
 
 mode, where, out = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 out.mkdir(parents=True, exist_ok=True)
-blocks = {"capture": lambda: dynamo_replay.capture(where), "replay": lambda: dynamo_replay.replay(where),
-          "none": contextlib.nullcontext}
+blocks = {
+    "capture": lambda: dynamo_replay.capture(where),
+    "replay": lambda: dynamo_replay.replay(where),
+    "none": contextlib.nullcontext,
+}
 x = torch.arange(12.0).reshape(3, 4)
 with blocks[mode]():
     compiled = torch.compile(scaled)
@@ -48,9 +51,11 @@ with blocks[mode]():
         assert torch.allclose(torch.compile(shifted, backend="aot_eager")(x), shifted(x))
     else:
         _, status = os.waitpid(child, 0)
-        report = {"child": os.waitstatus_to_exitcode(status),
-                  "cache_kept": os.path.isdir(os.environ["TORCHINDUCTOR_CACHE_DIR"]),
-                  "same": torch.equal(compiled(x + 1), torch.load(out / "child.pt"))}
+        report = {
+            "child": os.waitstatus_to_exitcode(status),
+            "cache_kept": os.path.isdir(os.environ["TORCHINDUCTOR_CACHE_DIR"]),
+            "same": torch.equal(compiled(x + 1), torch.load(out / "child.pt")),
+        }
 if child == 0:
     sys.exit(0)
 (out / "report.json").write_text(json.dumps({**report, "traced": traced}))

@@ -36,5 +36,11 @@ with dynamo_replay.replay(store, verbose=False) as session:
     installed.append(session.summary.entries_installed)
     compiled = [str(frame) for frame in session.summary.compiled]
 with open(out, "w") as file:
-    json.dump({"installed": installed, "compiled": compiled,
-               "right": all(torch.equal(answer, double(x)) for answer in answers)}, file)
+    json.dump(
+        {
+            "installed": installed,
+            "compiled": compiled,
+            "right": all(torch.equal(answer, double(x)) for answer in answers),
+        },
+        file,
+    )

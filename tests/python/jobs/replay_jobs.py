@@ -14,13 +14,13 @@ from pathlib import Path
 
 import torch
 import torch._dynamo.convert_frame
-from torch._inductor import cpu_vec_isa
 from torch._dynamo.utils import counters
+from torch._inductor import cpu_vec_isa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from models import TinyGPT  # noqa: E402
-
 from torch._inductor.graph import GraphLowering  # noqa: E402
+
+from models import TinyGPT  # noqa: E402
 
 compile_starts: list[str] = []
 traced: list[str] = []
@@ -30,7 +30,9 @@ GraphLowering.codegen = lambda self, *args, **kwargs: codegens.append("codegen")
 isa_checks: list[str] = []  # Inductor's CPU vector-ISA probe builds (each runs g++ and a Python child)
 _check_build = cpu_vec_isa.VecISA.check_build
 cpu_vec_isa.VecISA.check_build = lambda isa, code: isa_checks.append(str(isa)) or _check_build(isa, code)
-torch._dynamo.callback.on_compile_start(lambda args: compile_starts.append(f"{args.callback_trigger.name} {args.compile_id}"))
+torch._dynamo.callback.on_compile_start(
+    lambda args: compile_starts.append(f"{args.callback_trigger.name} {args.compile_id}")
+)
 torch._dynamo.convert_frame.register_bytecode_hook(lambda code, new_code: traced.append(code.co_name))
 
 
@@ -111,14 +113,19 @@ def hf_t5(new_shape: bool) -> list[torch.Tensor]:
     from transformers import T5Config, T5ForConditionalGeneration
 
     torch.manual_seed(0)
-    config = T5Config(d_model=32, d_ff=64, num_layers=1, num_decoder_layers=1, num_heads=2, vocab_size=97,
-                      attn_implementation="sdpa")
+    config = T5Config(
+        d_model=32, d_ff=64, num_layers=1, num_decoder_layers=1, num_heads=2, vocab_size=97, attn_implementation="sdpa"
+    )
     compiled = torch.compile(T5ForConditionalGeneration(config).eval())
     generator = torch.Generator().manual_seed(1)
     with torch.no_grad():
-        return [compiled(input_ids=torch.randint(0, 97, (2, n), generator=generator),
-                         decoder_input_ids=torch.randint(0, 97, (2, n // 2), generator=generator)).logits
-                for n in (8, 20)]
+        return [
+            compiled(
+                input_ids=torch.randint(0, 97, (2, n), generator=generator),
+                decoder_input_ids=torch.randint(0, 97, (2, n // 2), generator=generator),
+            ).logits
+            for n in (8, 20)
+        ]
 
 
 def tiny_gpt2():
@@ -160,23 +167,36 @@ def hf_train(new_shape: bool) -> list[torch.Tensor]:
     return losses + [p.detach().clone() for p in model.parameters()]
 
 
-WORKLOADS = {"gpt": gpt, "train": train, "graph_break": graph_break, "ladder": ladder, "hf_gpt2": hf_gpt2,
-             "hf_train": hf_train, "local_class": local_class, "hf_t5": hf_t5}
+WORKLOADS = {
+    "gpt": gpt,
+    "train": train,
+    "graph_break": graph_break,
+    "ladder": ladder,
+    "hf_gpt2": hf_gpt2,
+    "hf_train": hf_train,
+    "local_class": local_class,
+    "hf_t5": hf_t5,
+}
 
 if __name__ == "__main__":
     workload, out_dir = sys.argv[1], Path(sys.argv[2])
     out_dir.mkdir(parents=True, exist_ok=True)
     outputs = WORKLOADS[workload]("--new-shape" in sys.argv)
     torch.save(outputs, out_dir / "outputs.pt")
-    (out_dir / "compiler.json").write_text(json.dumps({
-        "compile_starts": compile_starts,
-        "frames_traced": traced,
-        "unique_graphs": counters["stats"]["unique_graphs"],
-        "fxgraph_cache_miss": counters["inductor"]["fxgraph_cache_miss"],
-        "fxgraph_cache_hit": counters["inductor"]["fxgraph_cache_hit"],
-        "autograd_cache_miss": counters["aot_autograd"]["autograd_cache_miss"],
-        "autograd_cache_hit": counters["aot_autograd"]["autograd_cache_hit"],
-        "dynamo_cache_hit": counters["dynamo_cache"]["dynamo_cache_hit"],
-        "isa_checks": isa_checks,
-        "inductor_codegens": len(codegens),
-    }, indent=1))
+    (out_dir / "compiler.json").write_text(
+        json.dumps(
+            {
+                "compile_starts": compile_starts,
+                "frames_traced": traced,
+                "unique_graphs": counters["stats"]["unique_graphs"],
+                "fxgraph_cache_miss": counters["inductor"]["fxgraph_cache_miss"],
+                "fxgraph_cache_hit": counters["inductor"]["fxgraph_cache_hit"],
+                "autograd_cache_miss": counters["aot_autograd"]["autograd_cache_miss"],
+                "autograd_cache_hit": counters["aot_autograd"]["autograd_cache_hit"],
+                "dynamo_cache_hit": counters["dynamo_cache"]["dynamo_cache_hit"],
+                "isa_checks": isa_checks,
+                "inductor_codegens": len(codegens),
+            },
+            indent=1,
+        )
+    )

@@ -32,10 +32,9 @@ inline constexpr std::string_view kSymbolValues = "dynamo_replay.symbol_values";
 inline constexpr std::string_view kGeneration = "dynamo_replay.generation";
 
 // Every name above, for code and tests that need the whole set.
-inline constexpr std::string_view kAll[] = {kSummary,      kError,      kGraphIr,        kGuards,
-                                            kSample,       kSymbols,    kDroppedGuard,   kNotPackaged,
-                                            kSymbolOrigin, kShapeGuard, kCompileFailure, kRecompile,
-                                            kHits,         kCoreAtenGraphIr, kJob,        kCallSite,
-                                            kGraphBreak,   kRuntimeFailure, kSymbolValues, kGeneration};
+inline constexpr std::string_view kAll[] = {
+    kSummary,     kError,        kGraphIr,    kGuards,         kSample,       kSymbols,   kDroppedGuard,
+    kNotPackaged, kSymbolOrigin, kShapeGuard, kCompileFailure, kRecompile,    kHits,      kCoreAtenGraphIr,
+    kJob,         kCallSite,     kGraphBreak, kRuntimeFailure, kSymbolValues, kGeneration};
 
 }  // namespace dynrep::capture::events

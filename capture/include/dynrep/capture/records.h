@@ -46,8 +46,8 @@ struct CompileId {
 // One per store: who wrote it, for which job, on which machine.
 struct Manifest {
   static constexpr RecordKind kKind = RecordKind::Manifest;
-  std::string tool;                                 // "dynamo-replay 0.1.0"
-  std::string createdAt;                            // ISO 8601, UTC
+  std::string tool;       // "dynamo-replay 0.1.0"
+  std::string createdAt;  // ISO 8601, UTC
   std::vector<std::string> commandLine;
   std::map<std::string, std::string> environment;  // fingerprint entries, e.g. "torch.version"
 
@@ -78,12 +78,12 @@ struct Artifact {
 // replay/ interprets known events; unknown ones survive untouched for later readers.
 struct TraceEvent {
   static constexpr RecordKind kKind = RecordKind::TraceEvent;
-  std::string name;           // "dynamo_output_graph", "create_unbacked_symbol", ...
+  std::string name;  // "dynamo_output_graph", "create_unbacked_symbol", ...
   CompileId compileId;
-  std::string metadataJson;   // the event's metadata dict
-  std::string payloadKey;     // blob key of the payload, empty when there is none
+  std::string metadataJson;  // the event's metadata dict
+  std::string payloadKey;    // blob key of the payload, empty when there is none
   uint64_t payloadSize = 0;
-  double time = 0;            // seconds since the Unix epoch, when capture saw it
+  double time = 0;  // seconds since the Unix epoch, when capture saw it
 
   template <class Archive>
   void serialize(Archive& ar, std::uint32_t version) {
@@ -96,12 +96,12 @@ struct TraceEvent {
 struct CodeObject {
   static constexpr RecordKind kKind = RecordKind::CodeObject;
   CompileId compileId;
-  std::string role;          // "original" or "transformed"
-  std::string name;          // co_qualname
+  std::string role;  // "original" or "transformed"
+  std::string name;  // co_qualname
   std::string filename;
   uint32_t firstLine = 0;
-  std::string fieldsJson;    // co_argcount, co_varnames, co_consts (repr), co_flags, ...
-  std::string bytecodeKey;   // blob: co_code
+  std::string fieldsJson;      // co_argcount, co_varnames, co_consts (repr), co_flags, ...
+  std::string bytecodeKey;     // blob: co_code
   std::string disassemblyKey;  // blob: dis output
 
   template <class Archive>

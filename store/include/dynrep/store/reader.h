@@ -48,7 +48,7 @@ struct BlobInfo {
   uint64_t rawSize = 0;
   uint64_t storedSize = 0;  // compressed bytes, chunk headers excluded
   uint32_t chunks = 0;
-  uint64_t offset = 0;      // of its first chunk's frame
+  uint64_t offset = 0;  // of its first chunk's frame
 };
 
 enum class StoreState {

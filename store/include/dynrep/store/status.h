@@ -24,9 +24,7 @@ class Status {
   static Status notFound(std::string msg) { return Status(Code::NotFound, std::move(msg)); }
   static Status corruption(std::string msg) { return Status(Code::Corruption, std::move(msg)); }
   static Status notSupported(std::string msg) { return Status(Code::NotSupported, std::move(msg)); }
-  static Status invalidArgument(std::string msg) {
-    return Status(Code::InvalidArgument, std::move(msg));
-  }
+  static Status invalidArgument(std::string msg) { return Status(Code::InvalidArgument, std::move(msg)); }
   static Status ioError(std::string msg) { return Status(Code::IOError, std::move(msg)); }
   static Status locked(std::string msg) { return Status(Code::Locked, std::move(msg)); }
   static Status alreadyExists(std::string msg) { return Status(Code::AlreadyExists, std::move(msg)); }
@@ -47,8 +45,8 @@ class Status {
 template <typename T>
 class Result {
  public:
-  Result(T value) : value_(std::move(value)) {}            // NOLINT: implicit by design
-  Result(Status status) : status_(std::move(status)) {}    // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
+  Result(Status status) : status_(std::move(status)) {}  // NOLINT: implicit by design
   bool isOk() const { return status_.isOk(); }
   const Status& status() const { return status_; }
   // REQUIRES: isOk()
@@ -65,8 +63,8 @@ class Result {
 }  // namespace dynrep
 
 // Early return of a failed Status from a function that returns Status or Result<T>.
-#define DYNREP_RETURN_IF_ERROR(expr)            \
-  do {                                          \
-    ::dynrep::Status dynrep_status_ = (expr);   \
+#define DYNREP_RETURN_IF_ERROR(expr)                   \
+  do {                                                 \
+    ::dynrep::Status dynrep_status_ = (expr);          \
     if (!dynrep_status_.isOk()) return dynrep_status_; \
   } while (0)

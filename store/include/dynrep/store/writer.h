@@ -23,9 +23,9 @@ std::string encodeStoreHeader(uint16_t major, uint16_t minor, const std::string&
                               uint64_t createdUnixSeconds);
 
 struct WriterOptions {
-  int level = 3;              // zstd level
-  bool overwrite = false;     // replace an existing, unlocked store at the path
-  bool sync = true;           // fsync at close, so a closed store survives power loss
+  int level = 3;           // zstd level
+  bool overwrite = false;  // replace an existing, unlocked store at the path
+  bool sync = true;        // fsync at close, so a closed store survives power loss
   size_t chunkSize = kDefaultChunkSize;
   size_t maxPendingBytes = 64u << 20;  // bounds the writer's memory
 };
@@ -33,8 +33,7 @@ struct WriterOptions {
 class StoreWriter {
  public:
   // Creates the file, takes its writer lock and writes the header.
-  static Result<std::unique_ptr<StoreWriter>> create(const std::string& path,
-                                                     const WriterOptions& options = {});
+  static Result<std::unique_ptr<StoreWriter>> create(const std::string& path, const WriterOptions& options = {});
   // Closes the store if close() was not called; an error there is lost.
   ~StoreWriter();
   StoreWriter(const StoreWriter&) = delete;

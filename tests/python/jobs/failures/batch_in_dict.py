@@ -1,4 +1,5 @@
 """Recompile: the tensor arrives inside a dict, and its batch grows between calls."""
+
 import torch
 
 

@@ -1,5 +1,6 @@
 """A data-dependent branch under fullgraph=True (could not decide Eq(u0, 0)); argv[1] says which
 side the data takes, so the recorded value of u0 decides the advice."""
+
 import sys
 
 import torch

@@ -1,6 +1,7 @@
 """The run-time assert of pairs_view, failing first in a forked child (as in a DataLoader worker)
 and then in the parent. The child's copy of the store has no writer: its failure is not
 recorded, and recording it must neither hang the child nor touch the parent's file."""
+
 import os
 
 import torch

@@ -1,5 +1,6 @@
 """Run-time assert from the user's own torch._check: a count read with .item() is promised to be
 at most 8, and the data sums to 12."""
+
 import torch
 
 torch._dynamo.config.capture_scalar_outputs = True

@@ -1,4 +1,5 @@
 """A graph break on .item() (capture_scalar_outputs is off): the advice is a config flag."""
+
 import torch
 
 

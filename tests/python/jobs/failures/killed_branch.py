@@ -1,5 +1,6 @@
 """A compile that fails on a data-dependent branch, in a job killed on the spot (os._exit): the
 failure and the value of u0 were written when the compile failed, and the recovered store holds them."""
+
 import os
 
 import torch

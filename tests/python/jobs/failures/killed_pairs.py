@@ -2,6 +2,7 @@
 closes the store): the failure was written when it happened, and the recovered store holds it.
 `noise` is 32 MiB of random floats: capture's writer is still compressing its sample when the
 failure is recorded, so the failure is in the file only if capture waits for it to be written."""
+
 import os
 
 import torch

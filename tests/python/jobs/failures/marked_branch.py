@@ -1,4 +1,5 @@
 """Constraint violation: the batch is marked dynamic, and the code compares it with 8."""
+
 import torch
 
 

@@ -1,4 +1,5 @@
 """Constraint violation: the batch is marked dynamic, and adding a fixed (8, 3) bias makes it 8."""
+
 import torch
 
 bias = torch.linspace(0, 1, 24).reshape(8, 3)

@@ -1,5 +1,6 @@
 """Constraint violation over a range: the length is marked dynamic in [2, 16], and the code only
 works above 4 (its branch on the length is decided for the first call's 8)."""
+
 import torch
 
 

@@ -1,5 +1,6 @@
 """Run-time assert: the positive entries are read as rows of 3, which needs their count to be a
 multiple of 3; the data has 7."""
+
 import torch
 
 torch._dynamo.config.capture_dynamic_output_shape_ops = True

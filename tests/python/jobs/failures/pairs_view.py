@@ -1,5 +1,6 @@
 """Run-time assert (the issue's case): nonzero's count must be even for view(-1, 2); the data
 has 9 nonzeros, so the compiled code's deferred assert Eq(Mod(u0, 2), 0) fails when it runs."""
+
 import sys
 
 import torch

@@ -1,5 +1,6 @@
 """A recompile limit made an error (fail_on_recompile_limit_hit): each new scale recompiles, and
 the third compile is one too many."""
+
 import torch
 
 torch._dynamo.config.recompile_limit = 2

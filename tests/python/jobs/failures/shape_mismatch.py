@@ -1,5 +1,6 @@
 """An operator fails on the fake tensors while Dynamo traces (TorchRuntimeError): the shapes of a
 matrix product do not match, which eager code would report too."""
+
 import torch
 
 

@@ -1,5 +1,6 @@
 """A branch on a tensor's value under fullgraph=True: only torch.cond fixes it, a change a
 person makes (why --verify refuses)."""
+
 import torch
 
 

@@ -1,4 +1,5 @@
 """Run-time assert: the distinct labels are read as groups of 4; there are 5."""
+
 import torch
 
 torch._dynamo.config.capture_dynamic_output_shape_ops = True

@@ -21,7 +21,7 @@ def same(a: torch.Tensor, b: torch.Tensor) -> bool:
 results = {}
 for path in sorted(cases_dir.glob("case_*.py")):
     module = importlib.import_module(path.stem)
-    function = getattr(module, "f", None) or getattr(module, "f_" + path.stem[len("case_"):])
+    function = getattr(module, "f", None) or getattr(module, "f_" + path.stem[len("case_") :])
     compiled = torch.compile(function)
     x = torch.linspace(1, 2, 8, requires_grad=getattr(module, "X_REQUIRES_GRAD", False))
     context = getattr(module, "CONTEXT", None)
@@ -30,6 +30,10 @@ for path in sorted(cases_dir.glob("case_*.py")):
         got = compiled(x)
         want = function(x)
     compiled_here = any(m.co_filename == str(path) for m in torch._dynamo.utils.get_compilation_metrics()[before:])
-    results[path.stem[len("case_"):]] = {"right": same(got, want), "compiled": compiled_here,
-                                         "got": got.detach().tolist()[:2], "want": want.detach().tolist()[:2]}
+    results[path.stem[len("case_") :]] = {
+        "right": same(got, want),
+        "compiled": compiled_here,
+        "got": got.detach().tolist()[:2],
+        "want": want.detach().tolist()[:2],
+    }
 out.write_text(json.dumps(results, indent=1))

@@ -23,8 +23,16 @@ def build(name: str) -> torch.nn.Module:
     if name == "gpt2":
         from transformers import GPT2Config, GPT2LMHeadModel
 
-        config = GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=256, n_positions=128, use_cache=False,
-                            bos_token_id=0, eos_token_id=0)
+        config = GPT2Config(
+            n_layer=2,
+            n_embd=64,
+            n_head=2,
+            vocab_size=256,
+            n_positions=128,
+            use_cache=False,
+            bos_token_id=0,
+            eos_token_id=0,
+        )
         return GPT2LMHeadModel(config).eval()
     return Tiny().eval()
 
@@ -50,8 +58,11 @@ def main() -> None:
     args = parser.parse_args()
     model = build(args.model)
     matches = []
-    tool = contextlib.nullcontext() if args.plain else dynamo_replay.replay(args.store, update=args.update or None,
-                                                                          verbose=False)
+    tool = (
+        contextlib.nullcontext()
+        if args.plain
+        else dynamo_replay.replay(args.store, update=args.update or None, verbose=False)
+    )
     with tool as session, torch.no_grad():
         compiled = torch.compile(model, dynamic=False)
         for length in (int(n) for n in args.lengths.split(",")):

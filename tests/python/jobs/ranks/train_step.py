@@ -51,13 +51,15 @@ def build(name: str, wrap: str) -> tuple[torch.nn.Module, torch.nn.Module]:
 
     torch.manual_seed(0)
     no_dropout = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0}
-    model = (MLP() if name == "mlp" else
-             GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=128, n_head=4, vocab_size=1000, n_positions=64,
-                                        **no_dropout))).train()
+    model = (
+        MLP()
+        if name == "mlp"
+        else GPT2LMHeadModel(GPT2Config(n_layer=2, n_embd=128, n_head=4, vocab_size=1000, n_positions=64, **no_dropout))
+    ).train()
     if wrap == "fsdp":
         from torch.distributed.fsdp import fully_shard
 
-        for block in (model.transformer.h if name == "gpt2" else [model.layers]):
+        for block in model.transformer.h if name == "gpt2" else [model.layers]:
             fully_shard(block)
         fully_shard(model)
         return model, model
@@ -101,9 +103,19 @@ def main() -> None:
         full = parameter.full_tensor() if hasattr(parameter, "full_tensor") else parameter
         digest.update(full.detach().contiguous().numpy().tobytes())
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"rank-{rank}.json").write_text(json.dumps({
-        "rank": rank, "world": dist.get_world_size(), "losses": losses, "parameters": digest.hexdigest(),
-        "traced": traced, "first_output_s": first, "pid": os.getpid()}))
+    (args.out / f"rank-{rank}.json").write_text(
+        json.dumps(
+            {
+                "rank": rank,
+                "world": dist.get_world_size(),
+                "losses": losses,
+                "parameters": digest.hexdigest(),
+                "traced": traced,
+                "first_output_s": first,
+                "pid": os.getpid(),
+            }
+        )
+    )
     dist.destroy_process_group()
 
 

@@ -41,21 +41,43 @@ from __future__ import annotations
 import functools
 import importlib
 import re
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Iterable
+from typing import Any
 
 # Every advice kind of `replay-inspect why`; each has at least one program below.
 ADVICE = (
-    "torch_check", "torch_cond", "guard_or_false", "data_dependent_loop", "capture_scalar_outputs",
-    "capture_dynamic_output_shape_ops", "mark_unbacked", "float_constant", "mark_dynamic", "dtype_change",
+    "torch_check",
+    "torch_cond",
+    "guard_or_false",
+    "data_dependent_loop",
+    "capture_scalar_outputs",
+    "capture_dynamic_output_shape_ops",
+    "mark_unbacked",
+    "float_constant",
+    "mark_dynamic",
+    "dtype_change",
     "requires_grad_change",
 )
 
 PROGRAMS = (
-    "empty_selection", "clamp_length", "negative_length", "branch_on_count", "tensor_predicate",
-    "library_padding", "loop_over_count", "loop_over_tolist", "item_scale", "tolist_split", "nonzero_rows",
-    "masked_select_mean", "batch_of_one", "scale_factor", "growing_sequence", "dtype_change",
+    "empty_selection",
+    "clamp_length",
+    "negative_length",
+    "branch_on_count",
+    "tensor_predicate",
+    "library_padding",
+    "loop_over_count",
+    "loop_over_tolist",
+    "item_scale",
+    "tolist_split",
+    "nonzero_rows",
+    "masked_select_mean",
+    "batch_of_one",
+    "scale_factor",
+    "growing_sequence",
+    "dtype_change",
     "requires_grad_change",
 )
 
@@ -84,16 +106,25 @@ def _same(a: Any, b: Any) -> bool:
     import torch
 
     if isinstance(a, torch.Tensor):
-        return (isinstance(b, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype
-                and torch.allclose(a.detach(), b.detach(), equal_nan=True))
+        return (
+            isinstance(b, torch.Tensor)
+            and a.shape == b.shape
+            and a.dtype == b.dtype
+            and torch.allclose(a.detach(), b.detach(), equal_nan=True)
+        )
     if isinstance(a, (list, tuple)):
         return isinstance(b, (list, tuple)) and len(a) == len(b) and all(map(_same, a, b))
     return a == b
 
 
-def compile_and_compare(fn: Callable[..., Any], calls: Iterable[Callable[[], tuple]], *,
-                        eager: Callable[..., Any] | None = None, fullgraph: bool = False,
-                        config: dict[str, Any] | None = None) -> dict[str, Any]:
+def compile_and_compare(
+    fn: Callable[..., Any],
+    calls: Iterable[Callable[[], tuple]],
+    *,
+    eager: Callable[..., Any] | None = None,
+    fullgraph: bool = False,
+    config: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Compiles fn (aot_eager, after a Dynamo reset) and makes each call, args from calls' makers
     (fresh each time, so mark_dynamic and friends mark the tensors that go in); each result is
     compared with `eager` (the broken program; fn by default) run on the same arguments. Eager
@@ -119,9 +150,17 @@ def compile_and_compare(fn: Callable[..., Any], calls: Iterable[Callable[[], tup
     return result
 
 
-def expect(file: str, *, advice: str, outcome: str, expr: str | None, broken_compiles: int,
-           symbols: dict[str, str] | None = None, recompile: dict[str, str] | None = None,
-           origin_file: str | None = None) -> dict[str, Any]:
+def expect(
+    file: str,
+    *,
+    advice: str,
+    outcome: str,
+    expr: str | None,
+    broken_compiles: int,
+    symbols: dict[str, str] | None = None,
+    recompile: dict[str, str] | None = None,
+    origin_file: str | None = None,
+) -> dict[str, Any]:
     """EXPECT for the program in `file`: lines from its markers; symbols maps each symbol to the
     regex of the operator that made it (its line is marked `# why: <symbol>` in `file`)."""
     assert advice in ADVICE, advice

@@ -6,8 +6,14 @@ import torch
 
 from . import compile_and_compare, expect
 
-EXPECT = expect(__file__, advice="mark_unbacked", outcome="recompile", expr=None, broken_compiles=2,
-                recompile={"source": "x.size()[0]", "expected": "2 <=", "seen": "1"})
+EXPECT = expect(
+    __file__,
+    advice="mark_unbacked",
+    outcome="recompile",
+    expr=None,
+    broken_compiles=2,
+    recompile={"source": "x.size()[0]", "expected": "2 <=", "seen": "1"},
+)
 
 WEIGHT = torch.linspace(-1, 1, 12).reshape(4, 3)
 

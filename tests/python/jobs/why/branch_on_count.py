@@ -5,8 +5,14 @@ import torch
 
 from . import compile_and_compare, expect
 
-EXPECT = expect(__file__, advice="torch_cond", outcome="failure", expr="u0 > 4", broken_compiles=1,
-                symbols={"u0": "item|_local_scalar_dense"})
+EXPECT = expect(
+    __file__,
+    advice="torch_cond",
+    outcome="failure",
+    expr="u0 > 4",
+    broken_compiles=1,
+    symbols={"u0": "item|_local_scalar_dense"},
+)
 
 
 def activate(x: torch.Tensor) -> torch.Tensor:

@@ -6,8 +6,14 @@ import torch
 
 from . import compile_and_compare, expect
 
-EXPECT = expect(__file__, advice="torch_check", outcome="failure", expr="u0 > 8", broken_compiles=1,
-                symbols={"u0": "item|_local_scalar_dense"})
+EXPECT = expect(
+    __file__,
+    advice="torch_check",
+    outcome="failure",
+    expr="u0 > 8",
+    broken_compiles=1,
+    symbols={"u0": "item|_local_scalar_dense"},
+)
 
 
 def prefix_mean(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -27,6 +33,8 @@ def prefix_mean_checked(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
 
 def run(variant: str) -> dict:
     fn = prefix_mean if variant == "broken" else prefix_mean_checked
-    calls = [lambda: (torch.arange(32.0).reshape(8, 4), torch.tensor([3, 5])),
-             lambda: (torch.arange(32.0).reshape(8, 4), torch.tensor([2, 7]))]
+    calls = [
+        lambda: (torch.arange(32.0).reshape(8, 4), torch.tensor([3, 5])),
+        lambda: (torch.arange(32.0).reshape(8, 4), torch.tensor([2, 7])),
+    ]
     return compile_and_compare(fn, calls, eager=prefix_mean, fullgraph=True)

@@ -6,8 +6,14 @@ import torch
 
 from . import compile_and_compare, expect
 
-EXPECT = expect(__file__, advice="dtype_change", outcome="recompile", expr=None, broken_compiles=2,
-                recompile={"source": "x.dtype", "expected": "float32", "seen": "float64"})
+EXPECT = expect(
+    __file__,
+    advice="dtype_change",
+    outcome="recompile",
+    expr=None,
+    broken_compiles=2,
+    recompile={"source": "x.dtype", "expected": "float32", "seen": "float64"},
+)
 
 
 def gelu_residual(x: torch.Tensor) -> torch.Tensor:  # why: here

@@ -6,8 +6,9 @@ import torch
 
 from . import compile_and_compare, expect
 
-EXPECT = expect(__file__, advice="torch_check", outcome="failure", expr="Eq(u0, 0)", broken_compiles=1,
-                symbols={"u0": "nonzero"})
+EXPECT = expect(
+    __file__, advice="torch_check", outcome="failure", expr="Eq(u0, 0)", broken_compiles=1, symbols={"u0": "nonzero"}
+)
 
 
 def top_scores(scores: torch.Tensor) -> torch.Tensor:

@@ -6,8 +6,14 @@ import torch
 
 from . import compile_and_compare, expect
 
-EXPECT = expect(__file__, advice="mark_dynamic", outcome="recompile", expr=None, broken_compiles=2,
-                recompile={"source": "tokens.size()[0]", "expected": "8", "seen": "16"})
+EXPECT = expect(
+    __file__,
+    advice="mark_dynamic",
+    outcome="recompile",
+    expr=None,
+    broken_compiles=2,
+    recompile={"source": "tokens.size()[0]", "expected": "8", "seen": "16"},
+)
 
 
 def causal_scores(tokens: torch.Tensor) -> torch.Tensor:  # why: here

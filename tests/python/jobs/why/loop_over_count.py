@@ -7,8 +7,14 @@ import torch
 
 from . import compile_and_compare, expect
 
-EXPECT = expect(__file__, advice="data_dependent_loop", outcome="failure", expr="u0", broken_compiles=1,
-                symbols={"u0": "item|_local_scalar_dense"})
+EXPECT = expect(
+    __file__,
+    advice="data_dependent_loop",
+    outcome="failure",
+    expr="u0",
+    broken_compiles=1,
+    symbols={"u0": "item|_local_scalar_dense"},
+)
 
 
 def decayed_sum(x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
@@ -29,6 +35,8 @@ def decayed_sum_bounded(x: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
 
 def run(variant: str) -> dict:
     fn = decayed_sum if variant == "broken" else decayed_sum_bounded
-    calls = [lambda: (torch.arange(12.0).reshape(6, 2), torch.tensor([1, 1, 1, 0, 0, 0])),
-             lambda: (torch.arange(12.0).reshape(6, 2), torch.tensor([1, 1, 1, 1, 1, 0]))]
+    calls = [
+        lambda: (torch.arange(12.0).reshape(6, 2), torch.tensor([1, 1, 1, 0, 0, 0])),
+        lambda: (torch.arange(12.0).reshape(6, 2), torch.tensor([1, 1, 1, 1, 1, 0])),
+    ]
     return compile_and_compare(fn, calls, eager=decayed_sum, fullgraph=True)

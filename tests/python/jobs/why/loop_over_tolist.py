@@ -6,8 +6,14 @@ import torch
 
 from . import compile_and_compare, expect
 
-EXPECT = expect(__file__, advice="data_dependent_loop", outcome="failure", expr="Eq(u0, 0)", broken_compiles=1,
-                symbols={"u0": "nonzero"})
+EXPECT = expect(
+    __file__,
+    advice="data_dependent_loop",
+    outcome="failure",
+    expr="Eq(u0, 0)",
+    broken_compiles=1,
+    symbols={"u0": "nonzero"},
+)
 
 
 def weighted_hits(x: torch.Tensor) -> torch.Tensor:

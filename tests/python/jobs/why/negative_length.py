@@ -7,8 +7,14 @@ import torch
 
 from . import compile_and_compare, expect
 
-EXPECT = expect(__file__, advice="torch_check", outcome="failure", expr="u0 < 0", broken_compiles=1,
-                symbols={"u0": "item|_local_scalar_dense"})
+EXPECT = expect(
+    __file__,
+    advice="torch_check",
+    outcome="failure",
+    expr="u0 < 0",
+    broken_compiles=1,
+    symbols={"u0": "item|_local_scalar_dense"},
+)
 
 
 def first_tokens(tokens: torch.Tensor, count: torch.Tensor) -> torch.Tensor:

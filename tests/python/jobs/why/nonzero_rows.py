@@ -5,8 +5,9 @@ import torch
 
 from . import compile_and_compare, expect
 
-EXPECT = expect(__file__, advice="capture_dynamic_output_shape_ops", outcome="graph_break", expr=None,
-                broken_compiles=3)
+EXPECT = expect(
+    __file__, advice="capture_dynamic_output_shape_ops", outcome="graph_break", expr=None, broken_compiles=3
+)
 
 
 def active_rows_sum(x: torch.Tensor) -> torch.Tensor:
@@ -16,6 +17,8 @@ def active_rows_sum(x: torch.Tensor) -> torch.Tensor:
 
 def run(variant: str) -> dict:
     config = {"capture_dynamic_output_shape_ops": True} if variant == "fixed" else {}  # the advised edit
-    calls = [lambda: (torch.tensor([[1.0, -1], [-2, -3], [0.5, 4]]),),
-             lambda: (torch.tensor([[-1.0, -1], [2, 3], [-5, 4]]),)]
+    calls = [
+        lambda: (torch.tensor([[1.0, -1], [-2, -3], [0.5, 4]]),),
+        lambda: (torch.tensor([[-1.0, -1], [2, 3], [-5, 4]]),),
+    ]
     return compile_and_compare(active_rows_sum, calls, config=config)

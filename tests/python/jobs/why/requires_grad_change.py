@@ -6,8 +6,14 @@ import torch
 
 from . import compile_and_compare, expect
 
-EXPECT = expect(__file__, advice="requires_grad_change", outcome="recompile", expr=None, broken_compiles=2,
-                recompile={"source": "x.requires_grad", "expected": "False", "seen": "True"})
+EXPECT = expect(
+    __file__,
+    advice="requires_grad_change",
+    outcome="recompile",
+    expr=None,
+    broken_compiles=2,
+    recompile={"source": "x.requires_grad", "expected": "False", "seen": "True"},
+)
 
 
 def layer(x: torch.Tensor) -> torch.Tensor:  # why: here

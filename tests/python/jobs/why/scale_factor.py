@@ -6,8 +6,14 @@ import torch
 
 from . import compile_and_compare, expect
 
-EXPECT = expect(__file__, advice="float_constant", outcome="recompile", expr=None, broken_compiles=2,
-                recompile={"source": "temperature", "expected": "0.5", "seen": "0.7"})
+EXPECT = expect(
+    __file__,
+    advice="float_constant",
+    outcome="recompile",
+    expr=None,
+    broken_compiles=2,
+    recompile={"source": "temperature", "expected": "0.5", "seen": "0.7"},
+)
 
 
 def softmax_with_temperature(logits: torch.Tensor, temperature) -> torch.Tensor:  # why: here

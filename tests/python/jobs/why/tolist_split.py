@@ -15,6 +15,8 @@ def per_sequence_mean(packed: torch.Tensor, lengths: torch.Tensor) -> torch.Tens
 
 def run(variant: str) -> dict:
     config = {"capture_scalar_outputs": True} if variant == "fixed" else {}  # the advised edit
-    calls = [lambda: (torch.arange(16.0).reshape(8, 2), torch.tensor([3, 5])),
-             lambda: (torch.arange(16.0).reshape(8, 2), torch.tensor([3, 5]))]  # one split: no other cause
+    calls = [
+        lambda: (torch.arange(16.0).reshape(8, 2), torch.tensor([3, 5])),
+        lambda: (torch.arange(16.0).reshape(8, 2), torch.tensor([3, 5])),
+    ]  # one split: no other cause
     return compile_and_compare(per_sequence_mean, calls, config=config)

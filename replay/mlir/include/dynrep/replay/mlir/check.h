@@ -32,10 +32,10 @@ struct GraphCheck {
   std::string opsetReason;     // why the decomposition was lowered, or why it could not be
   int nodes = 0;
   std::map<std::string, int> operators;  // target -> nodes calling it
-  std::vector<NodeIssue> issues;  // nodes not lowered
-  std::string stage = "lowered";  // lowered, verified, executed, matched, or where it stopped
-  std::string error;              // why it stopped: a verifier or JIT diagnostic, a missing sample
-  std::string reference;          // what the outputs were compared with, when not the stored samples
+  std::vector<NodeIssue> issues;         // nodes not lowered
+  std::string stage = "lowered";         // lowered, verified, executed, matched, or where it stopped
+  std::string error;                     // why it stopped: a verifier or JIT diagnostic, a missing sample
+  std::string reference;                 // what the outputs were compared with, when not the stored samples
   std::vector<OutputMatch> outputs;
   double lowerSeconds = 0, verifySeconds = 0, jitSeconds = 0, runSeconds = 0;
   bool matched() const { return stage == "matched"; }
@@ -59,7 +59,8 @@ struct ChosenGraph {
   std::string opset = "aten";
   std::string reason;  // why core_aten was taken, or why it could not be (empty: not needed)
 };
-Result<ChosenGraph> lowerStoredGraph(const Job& job, const Compile& compile, const std::string& event, const LowerOptions& options);
+Result<ChosenGraph> lowerStoredGraph(const Job& job, const Compile& compile, const std::string& event,
+                                     const LowerOptions& options);
 
 // The graph IR of a compile (graph "forward", "backward", "inference" or an event name) with its
 // event; NotFound naming what the compile has, or the reason its IR does not parse.

@@ -44,19 +44,19 @@ struct LowerOptions {
 
 // One input or output of the lowered function, in graph order.
 struct Port {
-  std::string name;     // placeholder node, or the output position
-  std::string type;     // MLIR type: tensor<?x4xf32>, i64
-  ValueMeta meta;       // the IR's description (inputs); outputs: a tensor's dtype alone
-  int result = -1;      // outputs: the function result it is, -1 for a None output
+  std::string name;         // placeholder node, or the output position
+  std::string type;         // MLIR type: tensor<?x4xf32>, i64
+  ValueMeta meta;           // the IR's description (inputs); outputs: a tensor's dtype alone
+  int result = -1;          // outputs: the function result it is, -1 for a None output
   std::string random = {};  // inputs: the node that draws random numbers whose output this is (random_ops.h)
   size_t randomOutput = 0;
 };
 
 struct LoweredGraph {
-  std::string event;     // aot_forward_graph
-  std::string function;  // forward, backward, inference
-  std::string text;      // the MLIR module
-  int nodes = 0;         // call_function nodes
+  std::string event;              // aot_forward_graph
+  std::string function;           // forward, backward, inference
+  std::string text;               // the MLIR module
+  int nodes = 0;                  // call_function nodes
   std::vector<NodeIssue> issues;  // empty: every node lowered
   std::vector<Port> inputs, outputs;
   bool complete() const { return issues.empty(); }

@@ -22,22 +22,31 @@ inline constexpr int kGraphIrNewestFormat = 2;
 // A node argument ("Arguments" in the schema doc): a plain JSON value or a one-key object.
 struct Argument {
   enum class Kind {
-    None, Bool, Int, Float, String, List,
-    Ref,           // text: the node whose value it is
-    Tuple,         // items (also torch.Size)
-    DType, Layout, MemoryFormat, Device,  // text: float32, strided, contiguous_format, cpu
-    Sym,           // text: a symbolic expression not bound to a node
-    Slice,         // items: start, stop, step
+    None,
+    Bool,
+    Int,
+    Float,
+    String,
+    List,
+    Ref,    // text: the node whose value it is
+    Tuple,  // items (also torch.Size)
+    DType,
+    Layout,
+    MemoryFormat,
+    Device,  // text: float32, strided, contiguous_format, cpu
+    Sym,     // text: a symbolic expression not bound to a node
+    Slice,   // items: start, stop, step
     Ellipsis,
-    Complex,       // items: real, imaginary
-    Callable,      // text: its qualified name ({"py": ...})
-    Repr,          // text: anything else, which nothing can rebuild
-    Expr, Enum,    // format 1 only: text as printed (`{"expr"}`, `{"enum": "torch.channels_last"}`)
+    Complex,   // items: real, imaginary
+    Callable,  // text: its qualified name ({"py": ...})
+    Repr,      // text: anything else, which nothing can rebuild
+    Expr,
+    Enum,  // format 1 only: text as printed (`{"expr"}`, `{"enum": "torch.channels_last"}`)
   };
   Kind kind = Kind::None;
   bool boolean = false;
   int64_t integer = 0;
-  double real = 0;             // Float: finite, or inf/-inf/nan from {"float": "inf"}
+  double real = 0;  // Float: finite, or inf/-inf/nan from {"float": "inf"}
   std::string text;
   std::vector<Argument> items;
 
@@ -121,8 +130,8 @@ struct Node {
   size_t position = 0;  // in the graph
   std::string name;
   Op op = Op::CallFunction;
-  std::string opName;   // as written: placeholder, call_function, ...
-  std::string target;   // empty for placeholders and output
+  std::string opName;  // as written: placeholder, call_function, ...
+  std::string target;  // empty for placeholders and output
   std::vector<Argument> args;
   std::map<std::string, Argument> kwargs;
   std::vector<ValueMeta> outputs;
@@ -171,10 +180,10 @@ struct ResultSource {
 
 struct Graph {
   int format = kGraphIrOldestFormat;
-  std::string event;   // the trace event: aot_forward_graph, ...; "" where the document does not say
-  std::string origin;  // graph or text
-  std::string opset;   // "" or core_aten
-  std::vector<Node> nodes;  // in graph order; names are unique
+  std::string event;                      // the trace event: aot_forward_graph, ...; "" where the document does not say
+  std::string origin;                     // graph or text
+  std::string opset;                      // "" or core_aten
+  std::vector<Node> nodes;                // in graph order; names are unique
   std::map<std::string, Schema> schemas;  // by operator target
   std::map<std::string, Constant> constants;  // by get_attr target
   std::vector<ResultSource> results;
@@ -210,7 +219,7 @@ struct SampleValue {
   std::string dtype, device;
   std::vector<Dimension> shape;
   std::optional<std::vector<Dimension>> stride;  // written beside `skipped`
-  std::string blob;  // empty: not stored, `skipped` says why
+  std::string blob;                              // empty: not stored, `skipped` says why
   std::optional<uint64_t> bytes;
   std::string skipped;
   bool parameter = false;
@@ -240,7 +249,7 @@ struct SymbolEntry {
   bool ranged = false;               // the row has a [low, high] range
   std::optional<int64_t> low, high;  // none: unbounded (int_oo) or not an integer
   std::string source;
-  std::optional<int64_t> hint;       // an integer hint
+  std::optional<int64_t> hint;  // an integer hint
 };
 
 // The compile's symbol table; empty when capture wrote none.

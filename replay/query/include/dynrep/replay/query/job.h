@@ -47,12 +47,12 @@ struct DroppedGuard {
 struct SymbolOrigin {
   std::string symbol;  // s0, u0, zf0
   bool unbacked = false;
-  std::string phase;   // dynamo, aot or inductor: which stage of the compile made it
-  std::string op;      // the operator that produced it: aten.nonzero.default, torch.Tensor.item
-  std::string node;    // the FX node it was made for, where one was found
-  std::string source;  // an input's size or value for a backed symbol: L['x'].size()[0]
-  std::string value;   // its value at capture (a backed symbol's hint)
-  UserFrame userFrame; // file empty when no user line is known
+  std::string phase;       // dynamo, aot or inductor: which stage of the compile made it
+  std::string op;          // the operator that produced it: aten.nonzero.default, torch.Tensor.item
+  std::string node;        // the FX node it was made for, where one was found
+  std::string source;      // an input's size or value for a backed symbol: L['x'].size()[0]
+  std::string value;       // its value at capture (a backed symbol's hint)
+  UserFrame userFrame;     // file empty when no user line is known
   std::string attributed;  // where userFrame came from: user_stack or graph_node
 };
 
@@ -69,27 +69,27 @@ struct ConstraintFacts {
   std::string source;  // L['x'].size()[0]
   std::string tensor;  // L['x']
   int dim = 0;
-  bool ranged = false;           // a range was asked for (min/max), else only "dynamic"
-  std::string askedLow, askedHigh;      // "" = unbounded
-  bool specialized = false;      // the code made it this constant:
+  bool ranged = false;              // a range was asked for (min/max), else only "dynamic"
+  std::string askedLow, askedHigh;  // "" = unbounded
+  bool specialized = false;         // the code made it this constant:
   int64_t value = 0;
-  std::string symbol;            // else its symbol, and the range the code allows:
+  std::string symbol;                   // else its symbol, and the range the code allows:
   std::string allowedLow, allowedHigh;  // "" = unbounded or not recorded
-  UserFrame userFrame;           // the line that specialized it, where PyTorch kept one
+  UserFrame userFrame;                  // the line that specialized it, where PyTorch kept one
 };
 
 // A failed compile (dynamo_replay.compile_failure) or a graph break (dynamo_replay.graph_break):
 // the facts apart from PyTorch's message.
 struct CompileFailure {
-  std::string type;                 // UserError, Unsupported, ...
-  std::vector<std::string> chain;   // exception types, outermost first (UserError, GuardOnDataDependentSymNode)
-  std::string kind;                 // data_dependent, constraint_violation, ... (docs/why.md); "" in older stores
-  std::string expr;                 // the expression it could not decide, where there is one: Eq(u0, 0)
-  std::vector<std::string> symbols; // the symbols in expr
-  bool integer = false;             // PyTorch needed the number itself, not a true/false answer
-  std::string gbType;               // a graph break's registry type: Dynamic shape operator
-  UserFrame userFrame;              // the user line it failed at
-  std::string message;              // the exception's first line
+  std::string type;                  // UserError, Unsupported, ...
+  std::vector<std::string> chain;    // exception types, outermost first (UserError, GuardOnDataDependentSymNode)
+  std::string kind;                  // data_dependent, constraint_violation, ... (docs/why.md); "" in older stores
+  std::string expr;                  // the expression it could not decide, where there is one: Eq(u0, 0)
+  std::vector<std::string> symbols;  // the symbols in expr
+  bool integer = false;              // PyTorch needed the number itself, not a true/false answer
+  std::string gbType;                // a graph break's registry type: Dynamic shape operator
+  UserFrame userFrame;               // the user line it failed at
+  std::string message;               // the exception's first line
   std::vector<ConstraintFacts> constraints;
 };
 
@@ -133,9 +133,9 @@ struct Compile {
   std::string reason;  // "first compile", or why the previous entry's guards failed
   std::string status;  // "ok", or the failure type and reason
   uint64_t guardCount = 0;
-  std::string guardTreeKey;                  // blob: the guard tree as PyTorch renders it
-  std::string guardListKey;                  // blob: JSON list of {kind, source, code, file, line, ...}
-  std::map<std::string, std::string> graphs;  // trace event name -> blob key of its code
+  std::string guardTreeKey;                     // blob: the guard tree as PyTorch renders it
+  std::string guardListKey;                     // blob: JSON list of {kind, source, code, file, line, ...}
+  std::map<std::string, std::string> graphs;    // trace event name -> blob key of its code
   std::map<std::string, std::string> graphIrs;  // aten graph event name -> blob key of its IR (JSON)
   // The same graphs decomposed to the Core ATen opset: event -> IR blob, or why there is none.
   std::map<std::string, std::string> coreAtenIrs, coreAtenErrors;
@@ -163,7 +163,7 @@ struct Compile {
   // Real values of unbacked symbols: symbol -> {value, where from (outputs, partial_graph, failure)}.
   std::map<std::string, std::pair<std::string, std::string>> symbolValues;
   CallSite callSite;
-  int64_t calls = -1;  // how many times this compile's code ran during capture; -1 not counted
+  int64_t calls = -1;      // how many times this compile's code ran during capture; -1 not counted
   int64_t generation = 0;  // 0: the capture; G: added by the store's G-th update (replay --update)
 };
 

@@ -19,12 +19,33 @@ inline bool drawsRandom(const Node& node) {
     bool train = args.size() < 3 || args[2].kind != Argument::Kind::Bool || args[2].boolean;
     return drops && train;
   }
-  for (const char* op : {"aten::bernoulli", "aten::rand", "aten::rand_like", "aten::randn", "aten::randn_like", "aten::randint",
-                         "aten::randint_like", "aten::randperm", "aten::normal", "aten::normal_functional", "aten::uniform",
-                         "aten::exponential", "aten::geometric", "aten::log_normal", "aten::cauchy", "aten::multinomial",
-                         "aten::rrelu_with_noise", "aten::rrelu_with_noise_functional", "aten::_fused_dropout",
-                         "aten::poisson", "aten::_standard_gamma", "aten::binomial", "aten::_sample_dirichlet",
-                         "prims::inductor_random", "prims::inductor_randint", "prims::inductor_seeds", "prims::inductor_lookup_seed"})
+  for (const char* op : {"aten::bernoulli",
+                         "aten::rand",
+                         "aten::rand_like",
+                         "aten::randn",
+                         "aten::randn_like",
+                         "aten::randint",
+                         "aten::randint_like",
+                         "aten::randperm",
+                         "aten::normal",
+                         "aten::normal_functional",
+                         "aten::uniform",
+                         "aten::exponential",
+                         "aten::geometric",
+                         "aten::log_normal",
+                         "aten::cauchy",
+                         "aten::multinomial",
+                         "aten::rrelu_with_noise",
+                         "aten::rrelu_with_noise_functional",
+                         "aten::_fused_dropout",
+                         "aten::poisson",
+                         "aten::_standard_gamma",
+                         "aten::binomial",
+                         "aten::_sample_dirichlet",
+                         "prims::inductor_random",
+                         "prims::inductor_randint",
+                         "prims::inductor_seeds",
+                         "prims::inductor_lookup_seed"})
     if (name == op) return true;
   return false;
 }

@@ -20,22 +20,30 @@ namespace dynrep::replay {
 // FloorDiv and TruncDiv, and those of an integer are the integer.
 struct SizeExpr {
   enum class Kind {
-    Integer,   // value; never negative (a negative literal is Neg)
-    Symbol,    // name
-    Add, Sub, Mul,
+    Integer,  // value; never negative (a negative literal is Neg)
+    Symbol,   // name
+    Add,
+    Sub,
+    Mul,
     Neg,
     FloorDiv,  // a // b: rounds toward -inf
     CeilDiv,   // rounds toward +inf
     TruncDiv,  // rounds toward 0 (C's /): TruncToInt(IntTrueDiv(a, b))
     Mod,       // a % b: the sign of b, as sympy's Mod and PyTorch's PythonMod
     Pow,       // a ** b, b >= 0
-    Max, Min,  // one or more operands
-    Eq, Ne, Lt, Le, Gt, Ge,  // 1 or 0, as Python's bool is an int
-    Where,     // Where(c, a, b): a if c else b
+    Max,
+    Min,  // one or more operands
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,     // 1 or 0, as Python's bool is an int
+    Where,  // Where(c, a, b): a if c else b
   };
   Kind kind = Kind::Integer;
-  int64_t value = 0;         // Integer
-  std::string name;          // Symbol
+  int64_t value = 0;  // Integer
+  std::string name;   // Symbol
   std::vector<SizeExpr> args;
 };
 

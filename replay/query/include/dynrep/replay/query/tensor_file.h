@@ -15,7 +15,7 @@
 namespace dynrep::replay {
 
 struct RawValue {
-  std::string kind;  // tensor, int, float, bool, none
+  std::string kind;   // tensor, int, float, bool, none
   std::string dtype;  // float32, as PyTorch names it
   std::vector<int64_t> shape;
   std::string bytes;  // contiguous, row-major

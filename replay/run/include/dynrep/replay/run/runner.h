@@ -21,11 +21,11 @@ struct RunOptions {
   InputSource inputs = InputSource::Samples;
   std::map<std::string, int64_t> sizes;  // symbol -> value, for random inputs ("s0" -> 7)
   uint64_t seed = 0;
-  double rtol = 1e-4, atol = 1e-5;  // float outputs against the stored ones; exact otherwise
-  int repeat = 1;                   // calls to time; the first one's outputs are checked
+  double rtol = 1e-4, atol = 1e-5;     // float outputs against the stored ones; exact otherwise
+  int repeat = 1;                      // calls to time; the first one's outputs are checked
   std::vector<std::string> libraries;  // shared libraries registering custom operators
-  std::string dumpPath;             // where to write (inputs, outputs) as tuples (torch.load reads it)
-  std::string rawDumpPath;          // the same as a tensor file (query/tensor_file.h), for tools without torch
+  std::string dumpPath;                // where to write (inputs, outputs) as tuples (torch.load reads it)
+  std::string rawDumpPath;             // the same as a tensor file (query/tensor_file.h), for tools without torch
 };
 
 // The node a run stopped at, with where it came from in the user's code.
@@ -40,8 +40,8 @@ struct OutputCheck {
 };
 
 struct RunReport {
-  std::string compileId, graph;  // graph: the trace event, e.g. aot_forward_graph
-  std::string inputs;            // "samples" or "random (seed 0)"
+  std::string compileId, graph;          // graph: the trace event, e.g. aot_forward_graph
+  std::string inputs;                    // "samples" or "random (seed 0)"
   std::map<std::string, int64_t> sizes;  // the value each symbol had in this run
   // Inputs the capture described but did not store (over the sample cap), filled with seeded
   // random values; the outputs are then checked against a second run, not the stored ones.
