@@ -14,7 +14,7 @@ from dynamo_replay._core import CodeObject
 from dynamo_replay.fingerprint import source_hash
 
 if TYPE_CHECKING:
-    from dynamo_replay.capture.session import Session
+    from dynamo_replay.capture.recording import Recording
 
 _FIELDS = (
     "co_name",
@@ -45,7 +45,7 @@ def code_fields(code: CodeType) -> dict[str, Any]:
 
 
 class CodeObjects:
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Recording) -> None:
         self._session = session
         self.module_globals: dict[str, str] = {}  # see _torch.module_globals
 

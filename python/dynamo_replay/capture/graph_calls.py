@@ -10,13 +10,13 @@ from dynamo_replay import schema
 from dynamo_replay.capture import tensor_samples
 
 if TYPE_CHECKING:
-    from dynamo_replay.capture.session import Session
+    from dynamo_replay.capture.recording import Recording
 
 CompileId = tuple[int, int, int]
 
 
 class GraphCalls:
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Recording) -> None:
         self._session = session
         self.recorders: list[tuple[CompileId, tensor_samples.CallRecorder]] = []  # compile id, recorder
 

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 from dynamo_replay import _torch, schema
 
 if TYPE_CHECKING:
-    from dynamo_replay.capture.session import Session
+    from dynamo_replay.capture.recording import Recording
 
 CompileId = tuple[int, int, int]
 
 
 class PrecompileNotes:
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Recording) -> None:
         self._session = session
         self.not_packaged: list[tuple[str, str]] = []  # frame, why PyTorch's precompile left it out
         self.dropped: set[tuple[CompileId, str, str]] = set()  # compile id, kind, source

@@ -12,13 +12,13 @@ from dynamo_replay import _torch, schema
 from dynamo_replay.capture import core_aten, graph_feeds, graph_ir, graph_text, guards, symbols
 
 if TYPE_CHECKING:
-    from dynamo_replay.capture.session import Session
+    from dynamo_replay.capture.recording import Recording
 
 CompileId = tuple[int, int, int]
 
 
 class StructuredEvents:
-    def __init__(self, session: Session, decompose: bool) -> None:
+    def __init__(self, session: Recording, decompose: bool) -> None:
         self._session = session
         self.decompose = decompose  # store each aten graph decomposed to Core ATen as well
         self.ir_texts: list[tuple[CompileId, str, str]] = []  # compile id, event, text

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from dynamo_replay import _torch
 
 if TYPE_CHECKING:
-    from dynamo_replay.capture.session import Session
+    from dynamo_replay.capture.recording import Recording
 
 
 def job_facts() -> dict[str, Any]:
@@ -39,7 +39,7 @@ def job_facts() -> dict[str, Any]:
     }
 
 
-def summary(session: Session) -> dict[str, Any]:
+def summary(session: Recording) -> dict[str, Any]:
     notes = session.precompile_notes
     return {
         "counters": _torch.settings.dynamo_counters(),

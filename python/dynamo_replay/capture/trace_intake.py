@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dynamo_replay.capture.session import Session
+    from dynamo_replay.capture.recording import Recording
 
 TRACE_LOGGER = "torch.__trace"
 NO_COMPILE = (-1, -1, -1)  # the compile id of an event outside any compile
@@ -52,7 +52,7 @@ def bypass_reason(payload: Any) -> str:
 class TraceHandler(logging.Handler):
     """Turns each structured-trace log record into a TraceEvent record (payload as a blob)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Recording) -> None:
         super().__init__(level=logging.DEBUG)
         self._session = session
 
@@ -63,7 +63,7 @@ class TraceHandler(logging.Handler):
             self._session.note_failure("trace handler")
 
 
-def listen(session: Session) -> Callable[[], None]:
+def listen(session: Recording) -> Callable[[], None]:
     """Puts the session's handler on the structured-trace logger; returns what takes it off."""
     logger = logging.getLogger(TRACE_LOGGER)
     handler = TraceHandler(session)
@@ -83,7 +83,7 @@ def listen(session: Session) -> Callable[[], None]:
 class TraceIntake:
     """Where each structured-trace record goes: the store first, then the rooms that read it."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Recording) -> None:
         self._session = session
 
     def logged(self, metadata: dict[str, Any], payload: str | None) -> None:
