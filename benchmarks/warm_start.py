@@ -211,6 +211,97 @@ WORKLOADS.update(
 )
 REAL_WORKLOADS = ["gpt2", "bert", "gpt2-train", "t5", "llama", "vit", "llama-train"]
 
+# Issue 35's held-out models, in no other benchmark or test: a sliding-window decoder, a mixture of
+# experts, a decoder with soft-capped logits and alternating sliding windows, a speech encoder-decoder
+# whose config is a validated dataclass setting fields inside forward, a convnet, T5 at its default
+# (t5-small) size, and GPT-2 compiled dynamic=True over three lengths.
+_THREE_LENGTHS = """
+        dynamic = None
+        def first_output(fn):
+            generator = torch.Generator().manual_seed(0)
+            with torch.no_grad():
+                outputs = [fn(torch.randint(0, 1000, (2, n), generator=generator)) for n in (32, 64, 96)]
+            return outputs[-1][0]
+"""
+WORKLOADS.update(
+    {
+        "mistral": """
+        from transformers import MistralConfig, MistralForCausalLM
+        torch.manual_seed(0)
+        model = MistralForCausalLM(MistralConfig(hidden_size=512, intermediate_size=1376, num_hidden_layers=6,
+                                                 num_attention_heads=8, num_key_value_heads=2, vocab_size=32000,
+                                                 sliding_window=48, attn_implementation="sdpa")).eval()
+"""
+        + _TWO_SHAPES,
+        "mixtral": """
+        from transformers import MixtralConfig, MixtralForCausalLM
+        torch.manual_seed(0)
+        model = MixtralForCausalLM(MixtralConfig(hidden_size=256, intermediate_size=512, num_hidden_layers=4,
+                                                 num_attention_heads=8, num_key_value_heads=2, vocab_size=32000,
+                                                 num_local_experts=4, num_experts_per_tok=2,
+                                                 attn_implementation="sdpa")).eval()
+"""
+        + _TWO_SHAPES,
+        "gemma2": """
+        from transformers import Gemma2Config, Gemma2ForCausalLM
+        torch.manual_seed(0)
+        model = Gemma2ForCausalLM(Gemma2Config(hidden_size=256, intermediate_size=1024, num_hidden_layers=6,
+                                               num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+                                               vocab_size=32000, sliding_window=48,
+                                               attn_implementation="eager")).eval()  # soft-capping: no sdpa
+"""
+        + _TWO_SHAPES,
+        "whisper": """
+        from transformers import WhisperConfig, WhisperForConditionalGeneration
+        torch.manual_seed(0)
+        model = WhisperForConditionalGeneration(WhisperConfig(
+            d_model=256, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
+            encoder_ffn_dim=1024, decoder_ffn_dim=1024, num_mel_bins=80, max_source_positions=200,
+            max_target_positions=64, attn_implementation="sdpa")).eval()
+        dynamic = None
+        def first_output(fn):
+            generator = torch.Generator().manual_seed(0)
+            with torch.no_grad():
+                outputs = [fn(input_features=torch.randn(n, 80, 400, generator=generator),
+                              decoder_input_ids=torch.randint(0, 1000, (n, 16), generator=generator))
+                           for n in (1, 2)]
+            return outputs[-1].logits
+    """,
+        "resnet": """
+        from transformers import ResNetConfig, ResNetForImageClassification
+        torch.manual_seed(0)
+        model = ResNetForImageClassification(ResNetConfig()).eval()  # ResNet-50
+        dynamic = None
+        def first_output(fn):
+            generator = torch.Generator().manual_seed(0)
+            with torch.no_grad():
+                outputs = [fn(torch.randn(n, 3, 128, 128, generator=generator)) for n in (1, 2)]
+            return outputs[-1].logits
+    """,
+        "t5-small": """
+        from transformers import T5Config, T5ForConditionalGeneration
+        torch.manual_seed(0)
+        model = T5ForConditionalGeneration(T5Config(attn_implementation="sdpa")).eval()  # t5-small, 6+6 layers
+        dynamic = None
+        def first_output(fn):
+            generator = torch.Generator().manual_seed(0)
+            with torch.no_grad():
+                outputs = [fn(input_ids=torch.randint(0, 1000, (2, n), generator=generator),
+                              decoder_input_ids=torch.randint(0, 1000, (2, 8), generator=generator))
+                           for n in (48, 96)]
+            return outputs[-1].logits
+    """,
+        "gpt2-dynamic": """
+        from transformers import GPT2Config, GPT2LMHeadModel
+        torch.manual_seed(0)
+        model = GPT2LMHeadModel(GPT2Config(attn_implementation="sdpa")).eval()  # 124M
+"""
+        + _THREE_LENGTHS.replace("dynamic = None", "dynamic = True"),
+    }
+)
+HELD_OUT_WORKLOADS = ["mistral", "mixtral", "gemma2", "whisper", "resnet", "t5-small", "gpt2-dynamic"]
+WORKLOAD_SETS = {"real": REAL_WORKLOADS, "held-out": HELD_OUT_WORKLOADS}
+
 # The job behind PyTorch 2.15's ahead-of-time paths, called as their APIs require (see the
 # docstring); the child defines it after the workload, which defines `model`.
 AHEAD_OF_TIME = """
@@ -404,7 +495,8 @@ if mode.startswith("replay"):
         "loaded": summary.loaded, "refused": summary.refused, "precompiled": summary.precompiled,
         "entries_installed": summary.entries_installed, "kernel_libraries": summary.kernel_libraries,
         "compiled": [str(frame) for frame in summary.compiled], "skipped": summary.skipped,
-        "not_packaged": summary.not_packaged, "import_s": summary.import_seconds,
+        "not_packaged": summary.not_packaged, "saved_frames": summary.saved_frames,
+        "unused_frames": summary.unused_frames, "import_s": summary.import_seconds,
         "load_s": summary.load_seconds, "install_s": summary.install_seconds}, default=str), flush=True)
 if mode.startswith("save-"):
     with open(artifact, "wb") as file:
@@ -799,6 +891,16 @@ def table(results: dict[str, dict[str, Any]]) -> str:
                 f"Overall: **{'MET' if five and below and valid else 'MISSED'}**"
                 + ("" if valid else " (replay's output differed from the capture's, or the store was not loaded)")
             )
+            if name in HELD_OUT_WORKLOADS and "warm" in pytorch:
+                five_needed = cold_first > 20
+                warm_ratio = pytorch["warm"] / replay_over if replay_over > 0 else float("inf")
+                met = (five or not five_needed) and warm_ratio >= 3 and valid
+                lines.append(
+                    "target (issue 35, held-out): <= 5% of cold "
+                    + (f"{'MET' if five else 'MISSED'}" if five_needed else "not required (cold under 20 s)")
+                    + f"; PyTorch's warm caches {warm_ratio:.1f}x dynamo-replay's overhead, >= 3x: "
+                    f"{'MET' if warm_ratio >= 3 else 'MISSED'}. Overall: **{'MET' if met else 'MISSED'}**"
+                )
         phases = {
             c: rs
             for c, rs in runs.items()
@@ -850,16 +952,39 @@ def table(results: dict[str, dict[str, Any]]) -> str:
 def frames_line(summary: dict[str, Any]) -> str:
     """What a replay's summary says of its frames: installed, not saved, refused, compiled."""
 
-    def counted(entries: list[str], what: str) -> str:
-        reasons = sorted({entry.split(": ", 1)[-1] for entry in entries})
-        return f"{len(entries)} {what}" + (f" ({'; '.join(reasons)[:300]})" if reasons else "")
-
     return (
         f"{summary.get('entries_installed')} saved entries installed, "
-        f"{counted(summary.get('not_packaged', []), 'frames not saved')}, "
-        f"{counted(summary.get('skipped', []), 'refused at install')}, "
+        f"{_reasons(summary.get('not_packaged', []))} frames not saved, "
+        f"{_reasons(summary.get('skipped', []))} refused at install, "
         f"{len(summary.get('compiled', []))} compiles at replay"
     )
+
+
+def frames_table(results: dict[str, dict[str, Any]]) -> str:
+    """Every workload's frames under replay, one line each: saved by the capture, run from the
+    store, refused at install and not saved, each with its reasons (issue 35's count)."""
+    lines = [
+        "\n**Frames under dynamo-replay** (first timed replay of each workload)\n",
+        "| workload | frames saved | run from the store | refused at install | not saved | compiles at replay |",
+        "|---|---:|---:|---|---|---:|",
+    ]
+    for name, result in results.items():
+        summary = next((r["summary"] for r in result["runs"].get("replay", []) if r.get("summary")), None)
+        if summary is None:
+            lines.append(f"| {name} | replay not measured | | | | |")
+            continue
+        saved = summary.get("saved_frames", [])
+        used = len(saved) - len(summary.get("unused_frames", []))
+        lines.append(
+            f"| {name} | {len(saved)} | {used} | {_reasons(summary.get('skipped', []))} | "
+            f"{_reasons(summary.get('not_packaged', []))} | {len(summary.get('compiled', []))} |"
+        )
+    return "\n".join(lines)
+
+
+def _reasons(entries: list[str]) -> str:
+    reasons = sorted({entry.split(": ", 1)[-1] for entry in entries})
+    return f"{len(entries)}" + (f": {'; '.join(reasons)[:300]}" if reasons else "")
 
 
 def profile_replay(name: str, work: Path, how: str, column: str, reuse: bool) -> None:
@@ -935,9 +1060,10 @@ def main() -> int:
     parser.add_argument(
         "--workloads",
         nargs="+",
-        default=REAL_WORKLOADS,
-        choices=list(WORKLOADS),
-        help=f"default: {' '.join(REAL_WORKLOADS)}",
+        default=["real"],
+        choices=[*WORKLOADS, *WORKLOAD_SETS],
+        help=f"workloads, or a set of them: real ({' '.join(REAL_WORKLOADS)}, the default) or "
+        f"held-out ({' '.join(HELD_OUT_WORKLOADS)})",
     )
     parser.add_argument(
         "--columns",
@@ -968,6 +1094,7 @@ def main() -> int:
         help="the column --profile-replay profiles (default: replay)",
     )
     args = parser.parse_args()
+    args.workloads = [name for given in args.workloads for name in WORKLOAD_SETS.get(given, [given])]
     columns = [c for c in COLUMNS if c in {"eager", "cold", *args.columns}]
     work_context = tempfile.TemporaryDirectory(prefix="warm-start-") if not args.work else None
     work = Path(work_context.name if work_context else args.work)
@@ -1002,6 +1129,7 @@ def main() -> int:
         f"load average {meta['loadavg_start'][0]:.1f} at start, {meta['loadavg_end'][0]:.1f} at end"
     )
     print(table(results))
+    print(frames_table(results))
     problems = [p for r in results.values() for p in r["problems"]]
     replay_failures = [
         f"{name} {c}: {r['failed'][c]}" for name, r in results.items() for c in REPLAY_COLUMNS if c in r["failed"]

@@ -16,6 +16,8 @@ import threading
 import types
 from typing import Any
 
+from dynamo_replay.library_values import describe_library_value
+
 # Frames whose code lives in these modules are pinned by the torch build and Python version,
 # which the fingerprint compares.
 _PINNED_ROOTS = frozenset(sys.stdlib_module_names) | {"torch", "builtins"}
@@ -23,9 +25,10 @@ _PINNED_ROOTS = frozenset(sys.stdlib_module_names) | {"torch", "builtins"}
 
 def describe_value(value: Any) -> str | None:
     """A description of a value that is equal in two processes exactly when they hold the same
-    function, class, module, enum member or constant (identity itself cannot travel); None when
-    this value has no such description (an arbitrary object: two different ones would look
-    alike, so it must never count as a match)."""
+    function, class, module, enum member or constant (identity itself cannot travel), or the
+    same value of the standard library that library code closes over (library_values); None
+    when this value has no such description (an arbitrary object: two different ones would
+    look alike, so it must never count as a match)."""
     if isinstance(value, types.ModuleType):
         return f"module {value.__name__}"
     if isinstance(value, types.CellType):
@@ -58,7 +61,7 @@ def describe_value(value: Any) -> str | None:
         return f"callable {_qualified(value)}"
     if callable(value) and _resolves_to(value):
         return f"callable {_qualified(value)}"
-    return None
+    return describe_library_value(value, describe_value)
 
 
 # The functions being described on this thread, outermost first: a closure that leads back to

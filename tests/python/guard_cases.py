@@ -20,6 +20,12 @@ from pathlib import Path
 
 KEPT, RECHECKED, COMPILED = "kept", "rechecked", "compiled"
 
+# A function made by a factory, closing over `held`: CHECK(v) is v * 2.0 where `test` holds.
+_FACTORY = (
+    "def make(held):\n    def check(v):\n        return v * (2.0 if {test} else 3.0)\n    return check\n"
+    "CHECK = make({held})"
+)
+
 CASES: dict[str, tuple[tuple[str, ...], str, bool, str, str]] = {
     "enum_member": (
         ("ID_MATCH",),
@@ -282,6 +288,83 @@ CASES: dict[str, tuple[tuple[str, ...], str, bool, str, str]] = {
         True,
         "LIN = torch.nn.Identity()\nif CHANGED:\n    LIN.register_forward_hook(lambda m, i, o: o * 1.5)",
         "LIN(x) * 2.0",
+    ),
+    # Values of the standard library a function made by a factory closes over (library_values.py),
+    # as huggingface_hub's validators close over their dataclass field: one row per kind of value.
+    # Where a guard PyTorch keeps already catches the change (a string compared, `is` a global),
+    # the row needs none of replay's checks: it proves the frame is now saved, and right.
+    "closure_dataclass_field": (
+        ("CLOSURE_MATCH",),
+        RECHECKED,
+        True,
+        "import dataclasses\n@dataclasses.dataclass\nclass Cfg:\n    layers: int if CHANGED else float = 2\n"
+        + _FACTORY.format(held="dataclasses.fields(Cfg)[0]", test="held.type is float"),
+        "CHECK(x)",
+    ),
+    "closure_union_type": (
+        ("CLOSURE_MATCH", "ID_MATCH"),
+        RECHECKED,
+        True,
+        _FACTORY.format(held="(int | None) if CHANGED else (float | None)", test="held.__args__[0] is float"),
+        "CHECK(x)",
+    ),
+    "closure_literal": (
+        ("CLOSURE_MATCH", "ID_MATCH"),
+        RECHECKED,
+        False,
+        "import typing\n"
+        + _FACTORY.format(
+            held="typing.Literal['a'] if CHANGED else typing.Literal['a', 'b']", test="len(held.__args__) == 2"
+        ),
+        "CHECK(x)",
+    ),
+    "closure_generic_alias": (
+        ("CLOSURE_MATCH",),
+        RECHECKED,
+        True,
+        _FACTORY.format(held="list[int] if CHANGED else list[float]", test="held.__args__[0] is float"),
+        "CHECK(x)",
+    ),
+    "closure_typevar": (
+        ("CLOSURE_MATCH", "ID_MATCH"),
+        RECHECKED,
+        True,
+        "import typing\n"
+        + _FACTORY.format(held="typing.TypeVar('T', bound=int if CHANGED else float)", test="held.__bound__ is float"),
+        "CHECK(x)",
+    ),
+    "closure_regex": (
+        ("CLOSURE_MATCH", "ID_MATCH"),
+        RECHECKED,
+        True,
+        "import re\n" + _FACTORY.format(held="re.compile('b+' if CHANGED else 'a+')", test="held.pattern == 'a+'"),
+        "CHECK(x)",
+    ),
+    "closure_partial": (
+        ("CLOSURE_MATCH",),
+        RECHECKED,
+        False,
+        "def make(held):\n    def check(v):\n        return held(v)\n    return check\n"
+        "CHECK = make(functools.partial(torch.mul, other=3.0 if CHANGED else 2.0))",
+        "CHECK(x)",
+    ),
+    "closure_sentinel": (
+        ("CLOSURE_MATCH",),
+        RECHECKED,
+        False,
+        "import dataclasses\n"
+        + _FACTORY.format(held="None if CHANGED else dataclasses.MISSING", test="held is dataclasses.MISSING"),
+        "CHECK(x)",
+    ),
+    "closure_tuple_of_types": (
+        ("CLOSURE_MATCH",),
+        RECHECKED,
+        True,
+        _FACTORY.format(
+            held="(list[int], int | None) if CHANGED else (list[float], int | None)",
+            test="held[0].__args__[0] is float",
+        ),
+        "CHECK(x)",
     ),
     # A lazy (copy-on-write) clone: 2.14 on guards what torch._C._is_cow_tensor said.
     "cow_tensor": (

@@ -105,14 +105,16 @@ _GUARD_TABLE_2_13: dict[str, tuple[str, str]] = {
     "ID_MATCH": (
         RECHECKED,
         "identity cannot travel; the value's description can, where it is faithful: "
-        "modules, functions, classes, enum members, constants and containers of them; an "
-        "object copy.deepcopy guarded (it uses the identity only as its memo's key) by its "
-        "class and state",
+        "modules, functions, classes, enum members, constants and containers of them; values of "
+        "the standard library that library code closes over (dataclass fields, typing constructs, "
+        "regexes, partials, signatures, module sentinels); an object copy.deepcopy guarded (it "
+        "uses the identity only as its memo's key) by its class and state",
     ),
     "FUNCTION_MATCH": (
         RECHECKED,
         "PyTorch cannot save it: capture leaves it out of the saved frame and records "
-        "the function by module, name, code, defaults, keyword defaults and closure",
+        "the function by module, name, code, defaults, keyword defaults and closure (what a "
+        "closure holds is described as ID_MATCH's values are)",
     ),
     "CLOSURE_MATCH": (RECHECKED, "as FUNCTION_MATCH (PyTorch's precompile drops it itself)"),
     "CLASS_MATCH": (

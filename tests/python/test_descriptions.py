@@ -1,0 +1,104 @@
+"""Descriptions that another process can compare (descriptions.py, library_values.py): one line per
+kind of value library code closes over. Each line gives a value and another value of the same
+kind; the descriptions must exist, be equal in a fresh process with another string-hash seed, and
+tell the two values apart. Values no description can tell apart stay None (they fail closed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from dynamo_replay.descriptions import describe_value
+
+# name -> (setup, value, other value): Python expressions, evaluated after the setup.
+_FIELDS = "import dataclasses\n@dataclasses.dataclass\nclass C:\n    a: int = 1\n    b: 'int | None' = None\n"
+_VALIDATOR = (
+    "import dataclasses\n"
+    "def make(field):\n    def validator(value):\n        return isinstance(value, field.type)\n    return validator\n"
+    "@dataclasses.dataclass\nclass C:\n    a: int = 1\n    b: float = 1.0\n"
+)
+KINDS: dict[str, tuple[str, str, str]] = {
+    "dataclass field": (_FIELDS, "dataclasses.fields(C)[0]", "dataclasses.fields(C)[1]"),
+    "field default": (_FIELDS, "dataclasses.field(default=1)", "dataclasses.field(default=2)"),
+    "field metadata": ("import dataclasses", "dataclasses.field(metadata={'v': 1})", "dataclasses.field()"),
+    "validator from a factory": (_VALIDATOR, "make(dataclasses.fields(C)[0])", "make(dataclasses.fields(C)[1])"),
+    "generic alias": ("", "list[int]", "list[float]"),
+    "nested generic": ("", "dict[str, list[int]]", "dict[str, list[str]]"),
+    "typing generic": ("import typing", "typing.List[int]", "list[int]"),
+    "union type": ("", "int | None", "float | None"),
+    "typing union": ("import typing", "typing.Optional[int]", "int | None"),
+    "literal": ("import typing", "typing.Literal['a', 'b']", "typing.Literal['a']"),
+    "callable type": ("import typing", "typing.Callable[[int], str]", "typing.Callable[[str], str]"),
+    "annotated": ("import typing", "typing.Annotated[int, 'positive']", "typing.Annotated[int, 'negative']"),
+    "special form": ("import typing", "typing.Union", "typing.Literal"),
+    "type variable": ("import typing", "typing.TypeVar('T', bound=int)", "typing.TypeVar('T', bound=float)"),
+    "forward reference": ("import typing", "typing.ForwardRef('int')", "typing.ForwardRef('float')"),
+    "compiled regex": ("import re", "re.compile('a+')", "re.compile('a+', re.IGNORECASE)"),
+    "partial": ("import functools", "functools.partial(max, 1)", "functools.partial(max, 2)"),
+    "signature": ("import inspect", "inspect.signature(lambda a, b=1: 0)", "inspect.signature(lambda a, b=2: 0)"),
+    "module sentinel": ("import dataclasses", "dataclasses.MISSING", "dataclasses.KW_ONLY"),
+    "mapping proxy": ("import types", "types.MappingProxyType({'a': 1})", "types.MappingProxyType({'a': 2})"),
+    "frozenset of types": ("", "frozenset({int, list[int]})", "frozenset({int, list[str]})"),
+    "tuple of constructs": ("import re", "(re.compile('a'), int | None)", "(re.compile('b'), int | None)"),
+    "range": ("", "range(3)", "range(4)"),
+    "property": ("", "property(len)", "property(abs)"),
+}
+# Values whose description would have to pretend: they stay None.
+UNDESCRIBED: dict[str, tuple[str, str]] = {
+    "plain object": ("", "object()"),
+    "field with an object default": ("import dataclasses", "dataclasses.field(default=object())"),
+    "partial of an object's method": ("import functools", "functools.partial(object().__eq__)"),
+    "annotated with an object": ("import typing", "typing.Annotated[int, object()]"),
+    "closure over a field of an object": (
+        "import dataclasses\ndef make(f):\n    return lambda v: f.default\n",
+        "make(dataclasses.field(default=object()))",
+    ),
+}
+
+
+def _describe_all(kinds: dict[str, tuple[str, str, str]]) -> dict[str, list[str | None]]:
+    found = {}
+    for name, (setup, *values) in kinds.items():
+        scope: dict = {}
+        exec(setup, scope)  # noqa: S102 - the table's own code
+        found[name] = [describe_value(eval(value, scope)) for value in values]  # noqa: S307
+    return found
+
+
+HERE = _describe_all(KINDS)
+
+
+@pytest.fixture(scope="module")
+def in_a_fresh_process() -> dict[str, list[str | None]]:
+    script = (
+        "import json, sys\nsys.path.insert(0, sys.argv[1])\nimport test_descriptions as t\n"
+        "print(json.dumps(t._describe_all(t.KINDS)))"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    result = subprocess.run(
+        [sys.executable, "-c", script, os.path.dirname(__file__)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_kind_is_described_the_same_in_two_processes_and_tells_values_apart(
+    kind: str, in_a_fresh_process: dict
+) -> None:
+    one, other = HERE[kind]
+    assert one is not None and other is not None, (one, other)
+    assert one != other, f"{kind}: two different values look alike: {one}"
+    assert in_a_fresh_process[kind] == [one, other]
+
+
+@pytest.mark.parametrize("kind", UNDESCRIBED)
+def test_a_value_without_a_faithful_description_stays_none(kind: str) -> None:
+    setup, value = UNDESCRIBED[kind]
+    scope: dict = {}
+    exec(setup, scope)  # noqa: S102
+    assert describe_value(eval(value, scope)) is None  # noqa: S307
