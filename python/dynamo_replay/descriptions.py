@@ -24,6 +24,21 @@ _PINNED_ROOTS = frozenset(sys.stdlib_module_names) | {"torch", "builtins"}
 
 
 def describe_value(value: Any) -> str | None:
+    """Within digests_kept(), each value is described once (a config class's validators are
+    reached from hundreds of guards); see _describe_value."""
+    kept = getattr(_DESCRIBING, "values", None)
+    if kept is None:
+        return _describe_value(value)
+    found = kept.get(id(value))
+    if found is not None and found[0] is value:
+        return found[1]
+    described = _describe_value(value)
+    if described is None or _ENCLOSING not in described:  # a cycle's text depends on the stack
+        kept[id(value)] = (value, described)  # the value is held, so its id is not reused
+    return described
+
+
+def _describe_value(value: Any) -> str | None:
     """A description of a value that is equal in two processes exactly when they hold the same
     function, class, module, enum member or constant (identity itself cannot travel), or the
     same value of the standard library that library code closes over (library_values); None
@@ -68,6 +83,7 @@ def describe_value(value: Any) -> str | None:
 # one of them (a decorator's wrapper and the function it wraps, each holding the other) is
 # described by how many levels up it leads, which is as faithful and ends.
 _DESCRIBING = threading.local()
+_ENCLOSING = " enclosing by "
 
 
 def _describe_function(fn: types.FunctionType) -> str | None:
@@ -75,7 +91,7 @@ def _describe_function(fn: types.FunctionType) -> str | None:
     keyword defaults and closure cells (a default fixed at import differs between processes)."""
     stack: list[int] = _DESCRIBING.__dict__.setdefault("stack", [])
     if id(fn) in stack:
-        return f"function {_qualified(fn)} enclosing by {len(stack) - stack.index(id(fn))}"
+        return f"function {_qualified(fn)}{_ENCLOSING}{len(stack) - stack.index(id(fn))}"
     members = [("defaults", value) for value in fn.__defaults__ or ()]
     members += [("closure", cell) for cell in fn.__closure__ or ()]
     members += [(f"kwdefault {name}=", value) for name, value in sorted((fn.__kwdefaults__ or {}).items())]
@@ -205,14 +221,16 @@ def pinned_module(name: str) -> bool:
 
 @contextlib.contextmanager
 def digests_kept() -> Any:
-    """Within the block, each class's contents are digested once (installing one saved frame
-    re-checks hundreds of guards over the same few classes, which cannot change meanwhile)."""
-    outer = getattr(_DESCRIBING, "classes", None)
-    _DESCRIBING.classes = {} if outer is None else outer
+    """Within the block, each class's contents are digested once and each value described once
+    (installing one saved frame re-checks hundreds of guards over the same few classes and
+    values, which no user code runs to change meanwhile)."""
+    outer = getattr(_DESCRIBING, "classes", None), getattr(_DESCRIBING, "values", None)
+    _DESCRIBING.classes = {} if outer[0] is None else outer[0]
+    _DESCRIBING.values = {} if outer[1] is None else outer[1]
     try:
         yield
     finally:
-        _DESCRIBING.classes = outer
+        _DESCRIBING.classes, _DESCRIBING.values = outer
 
 
 def _class_digest(cls: type) -> str:

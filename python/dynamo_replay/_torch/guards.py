@@ -409,12 +409,19 @@ def add_log_filter(logger_name: str, log_filter: logging.Filter) -> Callable[[],
 # --- replay: dropped guards checked again ------------------------------------------------------
 
 
-def recheck_at_install(guard: DroppedGuard, local_scope: dict[str, Any], global_scope: dict[str, Any]) -> str | None:
+def recheck_at_install(
+    guard: DroppedGuard,
+    local_scope: dict[str, Any],
+    global_scope: dict[str, Any],
+    matched: dict[DroppedGuard, Any] | None = None,
+) -> str | None:
     """Why a saved frame must not be used because of this dropped guard, or None. On user code
     (risky): a value the capture could not describe faithfully fails closed; a global that
     cannot be read now, or reads another value, fails; a local known only at the call is left
     to the call-time check. On what torch or the standard library holds (pinned by the
-    fingerprint): compared where it was described and can be read, never failing closed."""
+    fingerprint): compared where it was described and can be read, never failing closed.
+    `matched` gets the live object each guard read and found equal to its description, which
+    the call-time check then starts pinned to (the frame is installed at its first call)."""
     if guard.value is None:
         return (
             f"{guard.source} ({guard.kind}) has no description that another process can compare"
@@ -422,17 +429,16 @@ def recheck_at_install(guard: DroppedGuard, local_scope: dict[str, Any], global_
             else None
         )
     try:
-        now = describe_like(
-            guard.value,
-            eval(
-                readable_source(guard.source, _in_frame(guard)),  # noqa: S307 - a Dynamo source
-                _eval_scope(local_scope, global_scope),
-            ),
+        value = eval(  # noqa: S307 - a Dynamo source
+            readable_source(guard.source, _in_frame(guard)), _eval_scope(local_scope, global_scope)
         )
+        now = describe_like(guard.value, value)
     except Exception as error:
         if not guard.risky or "L[" in guard.source:
             return None  # pinned, or an argument: checked on each call
         return f"{guard.source} was {guard.value} at capture, and cannot be read now ({type(error).__name__})"
+    if now == guard.value and matched is not None:
+        matched[guard] = value
     if now == guard.value or now is None and not guard.risky:
         return None
     return f"{guard.source} was {guard.value} at capture, is {now or 'a value without a faithful description'} now"
@@ -506,13 +512,17 @@ def add_live_aliasing_check(manager: Any, guard: AliasingGuard, global_scope: di
     return None
 
 
-def add_call_time_recheck(manager: Any, guard: DroppedGuard, global_scope: dict[str, Any]) -> None:
+def add_call_time_recheck(
+    manager: Any, guard: DroppedGuard, global_scope: dict[str, Any], matched: dict[DroppedGuard, Any]
+) -> None:
     """Adds to a loaded frame's guards a check, on every call, that the dropped guard's source
     still holds a value with the captured description; once one value passes, that object is
-    pinned and later calls compare identity only, as Dynamo's own ID_MATCH does."""
+    pinned and later calls compare identity only, as Dynamo's own ID_MATCH does. A value that
+    matched at install (`matched`, from recheck_at_install) starts pinned: describing a class
+    again on the first call would cost as much as the install's check did."""
     live = _LiveExpression(readable_source(guard.source), global_scope)
     expected = guard.value
-    pinned: list[Any] = []
+    pinned: list[Any] = [matched[guard]] if guard in matched else []
 
     def check(f_locals: Any) -> bool:
         try:

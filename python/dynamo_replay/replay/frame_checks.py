@@ -28,12 +28,13 @@ class FrameChecks:
             self._dropped.setdefault(guard.frame, []).append(guard)
         self._trees = data.guard_trees
         self._enabled = enabled
+        self._matched: dict[DroppedGuard, Any] = {}  # live values that matched at install, per guard
 
     def before_load(self, frame: str, local_scope: dict[str, Any], global_scope: dict[str, Any]) -> str | None:
         if not self._enabled:
             return None
         for guard in self._dropped.get(frame, []):
-            refusal = _torch_guards.recheck_at_install(guard, local_scope, global_scope)
+            refusal = _torch_guards.recheck_at_install(guard, local_scope, global_scope, self._matched)
             if refusal:
                 return refusal + (f" (guarded at {guard.line})" if guard.line else "")
         return None
@@ -53,5 +54,5 @@ class FrameChecks:
                 return refusal
         for guard in self._dropped.get(frame, []):
             if _torch_guards.checked_on_every_call(guard):
-                _torch_guards.add_call_time_recheck(manager, guard, global_scope)
+                _torch_guards.add_call_time_recheck(manager, guard, global_scope, self._matched)
         return None
