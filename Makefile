@@ -119,6 +119,7 @@ RELEASE_TESTS := tests/python/test_capture.py tests/python/test_replay.py tests/
                  tests/python/test_torch_touchpoints.py tests/python/test_private_touchpoints.py \
                  tests/python/test_releases.py tests/python/test_ranks.py tests/python/test_torchrun.py \
                  tests/python/test_store_growth.py tests/python/test_store_lifecycle.py \
+                 tests/python/test_library_closures.py \
                  -k 'not hf_t5 and not hf_train and not then_every_rank_replays and not two_jobs_at_once \
                      and not keeps_a_store_of_its_own and not every_rank_replays_the_one_store \
                      and not check_predicts and not check_on_a_fleet and not fleet_update_publishes \
