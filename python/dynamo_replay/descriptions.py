@@ -67,7 +67,7 @@ def _describe_value(value: Any) -> str | None:
         return f"class {_qualified(value)} contents {_class_digest(value)}"
     if value is None or value is Ellipsis or isinstance(value, (bool, int, float, complex, str, bytes)):
         return f"constant {value!r}"
-    if isinstance(value, (tuple, list, frozenset, set, dict)):
+    if type(value) in (tuple, list, frozenset, set, dict):  # a subclass may hold state: library_values' rows
         return _describe_container(value)
     if _is_torch_constant(value):
         return f"constant {value!r}"

@@ -1,21 +1,23 @@
 """Values of the standard library that library code closes over, each described by what makes
 it what it is: a validator made by a factory holds its dataclass field, whose type is a
-`typing` construct; other closures hold compiled regexes, partials, signatures and module
-sentinels. descriptions.describe_value asks this table after its own kinds; `describe` is
-describe_value itself, for what these values hold. A value that has no faithful description
-here stays None (it fails closed).
+`typing` construct; other closures hold compiled regexes, partials, getters, cached functions,
+named tuples, ordered mappings, signatures and module sentinels. descriptions.describe_value
+asks this table after its own kinds; `describe` is describe_value itself, for what these values
+hold. A value that has no faithful description here stays None (it fails closed).
 
 A row: (test, describe(value, describe) -> str | None). The first row whose test takes the
 value describes it."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime
 import decimal
 import fractions
 import functools
 import inspect
+import operator
 import pathlib
 import re
 import sys
@@ -106,6 +108,38 @@ def _mapping_proxy(value: types.MappingProxyType, describe: Describe) -> str | N
     return None if inner is None else f"mappingproxy {inner}"
 
 
+def _named_tuple(value: tuple, describe: Describe) -> str | None:
+    parts = [("class", describe(type(value))), ("values", describe(tuple(value)))]
+    return _all(parts, "namedtuple")
+
+
+def _getter(value: Any, describe: Describe) -> str | None:
+    """operator.itemgetter, attrgetter and methodcaller: by what they are built from."""
+    return _all([("of", describe(value.__reduce__()))], f"operator.{type(value).__name__}")
+
+
+def _lru_cached(value: Any, describe: Describe) -> str | None:
+    parts = [("function", describe(value.__wrapped__)), ("parameters", describe(value.cache_parameters()))]
+    return _all(parts, "lru_cache")
+
+
+def _ordered_mapping(value: Any, describe: Describe) -> str | None:
+    """OrderedDict, defaultdict and Counter: their items in order (an OrderedDict's order is its
+    value), and a defaultdict's factory."""
+    keys = [describe(k) for k in value]
+    if any(k is None for k in keys):
+        return None
+    parts = [(f"item {k}", describe(v)) for k, v in zip(keys, value.values())]
+    if isinstance(value, collections.defaultdict):
+        parts.append(("default_factory", describe(value.default_factory)))
+    return _all(parts, type(value).__name__)
+
+
+def _is_torch_size(value: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and type(value) is torch.Size
+
+
 def _module_singleton(value: Any, describe: Describe) -> str | None:
     """A sentinel of the standard library or torch (dataclasses.MISSING, the field kinds, typing's
     special forms): the one object its module holds under a name, which the build pins."""
@@ -136,8 +170,16 @@ _BY_REPR = (
     pathlib.PurePath,
 )
 
+_LRU_CACHED = type(functools.lru_cache(maxsize=None)(lambda: None))  # functools' wrapper type, public or not
+
 ROWS: list[tuple[Callable[[Any], bool], Callable[[Any, Describe], str | None]]] = [
     (lambda v: isinstance(v, dataclasses.Field), _field),
+    (lambda v: isinstance(v, tuple) and type(v) is not tuple and hasattr(type(v), "_fields"), _named_tuple),
+    (_is_torch_size, lambda v, describe: _all([("sizes", describe(tuple(v)))], "torch.Size")),
+    (lambda v: type(v) in (operator.itemgetter, operator.attrgetter, operator.methodcaller), _getter),
+    (lambda v: type(v) is _LRU_CACHED, _lru_cached),
+    (lambda v: type(v) is types.SimpleNamespace, lambda v, describe: _all([("of", describe(vars(v)))], "namespace")),
+    (lambda v: type(v) in (collections.OrderedDict, collections.defaultdict, collections.Counter), _ordered_mapping),
     (lambda v: type(v) in _BY_REPR or isinstance(v, pathlib.PurePath), lambda v, _: f"constant {v!r}"),
     (lambda v: isinstance(v, re.Pattern), lambda v, _: f"regex {v.pattern!r} flags {int(v.flags)}"),
     (lambda v: type(v) is functools.partial, _partial),

@@ -366,6 +366,54 @@ CASES: dict[str, tuple[tuple[str, ...], str, bool, str, str]] = {
         ),
         "CHECK(x)",
     ),
+    "closure_named_tuple": (
+        ("CLOSURE_MATCH", "CONSTANT_MATCH"),
+        RECHECKED,
+        False,
+        "import collections\nP = collections.namedtuple('P', 'a b')\n"
+        + _FACTORY.format(held="P(3.0 if CHANGED else 2.0, 1.0)", test="held.a == 2.0"),
+        "CHECK(x)",
+    ),
+    "closure_item_getter": (
+        ("CLOSURE_MATCH",),
+        RECHECKED,
+        False,
+        "import operator\n"
+        + _FACTORY.format(held="operator.itemgetter(1 if CHANGED else 0)", test="held((2.0, 3.0)) == 2.0"),
+        "CHECK(x)",
+    ),
+    "closure_cached_function": (
+        ("CLOSURE_MATCH",),
+        RECHECKED,
+        True,
+        "@functools.lru_cache(maxsize=None)\ndef two():\n    return 2.0\n"
+        "@functools.lru_cache(maxsize=None)\ndef three():\n    return 3.0\n"
+        "def make(held):\n    def check(v):\n        return v * held()\n    return check\n"
+        "CHECK = make(three if CHANGED else two)",
+        "CHECK(x)",
+    ),
+    "closure_torch_size": (
+        ("CLOSURE_MATCH", "CONSTANT_MATCH"),
+        RECHECKED,
+        False,
+        _FACTORY.format(held="torch.Size([3 if CHANGED else 2, 4])", test="held[0] == 2"),
+        "CHECK(x)",
+    ),
+    "closure_namespace": (
+        ("CLOSURE_MATCH", "CONSTANT_MATCH"),
+        RECHECKED,
+        False,
+        _FACTORY.format(held="types.SimpleNamespace(scale=3.0 if CHANGED else 2.0)", test="held.scale == 2.0"),
+        "CHECK(x)",
+    ),
+    "closure_ordered_dict": (
+        ("CLOSURE_MATCH", "CONSTANT_MATCH"),
+        RECHECKED,
+        False,
+        "import collections\n"
+        + _FACTORY.format(held="collections.OrderedDict(a=3.0 if CHANGED else 2.0)", test="held['a'] == 2.0"),
+        "CHECK(x)",
+    ),
     # A lazy (copy-on-write) clone: 2.14 on guards what torch._C._is_cow_tensor said.
     "cow_tensor": (
         ("COW_TENSOR_MATCH",),

@@ -44,6 +44,18 @@ KINDS: dict[str, tuple[str, str, str]] = {
     "mapping proxy": ("import types", "types.MappingProxyType({'a': 1})", "types.MappingProxyType({'a': 2})"),
     "frozenset of types": ("", "frozenset({int, list[int]})", "frozenset({int, list[str]})"),
     "tuple of constructs": ("import re", "(re.compile('a'), int | None)", "(re.compile('b'), int | None)"),
+    "named tuple": ("import collections\nP = collections.namedtuple('P', 'a b')", "P(1, 2)", "P(1, 3)"),
+    "torch size": ("import torch", "torch.Size([2, 3])", "torch.Size([3, 2])"),
+    "item getter": ("import operator", "operator.itemgetter(0)", "operator.itemgetter(1)"),
+    "method caller": ("import operator", "operator.methodcaller('mul', 2)", "operator.methodcaller('mul', 3)"),
+    "cached function": (
+        "import functools\nf = functools.lru_cache(maxsize=8)(lambda n: n)\ng = functools.lru_cache(maxsize=8)(lambda n: -n)",
+        "f",
+        "g",
+    ),
+    "namespace": ("import types", "types.SimpleNamespace(a=1)", "types.SimpleNamespace(a=2)"),
+    "ordered dict": ("import collections", "collections.OrderedDict(a=1, b=2)", "collections.OrderedDict(b=2, a=1)"),
+    "default dict": ("import collections", "collections.defaultdict(int, a=1)", "collections.defaultdict(list, a=1)"),
     "range": ("", "range(3)", "range(4)"),
     "property": ("", "property(len)", "property(abs)"),
 }
@@ -53,6 +65,8 @@ UNDESCRIBED: dict[str, tuple[str, str]] = {
     "field with an object default": ("import dataclasses", "dataclasses.field(default=object())"),
     "partial of an object's method": ("import functools", "functools.partial(object().__eq__)"),
     "annotated with an object": ("import typing", "typing.Annotated[int, object()]"),
+    "named tuple of an object": ("import collections", "collections.namedtuple('P', 'a')(object())"),
+    "ordered dict keyed by an object": ("import collections", "collections.OrderedDict({object(): 1})"),
     "closure over a field of an object": (
         "import dataclasses\ndef make(f):\n    return lambda v: f.default\n",
         "make(dataclasses.field(default=object()))",

@@ -107,7 +107,8 @@ _GUARD_TABLE_2_13: dict[str, tuple[str, str]] = {
         "identity cannot travel; the value's description can, where it is faithful: "
         "modules, functions, classes, enum members, constants and containers of them; values of "
         "the standard library that library code closes over (dataclass fields, typing constructs, "
-        "regexes, partials, signatures, module sentinels); an object copy.deepcopy guarded (it "
+        "regexes, partials, getters, cached functions, named tuples, torch.Size, ordered "
+        "mappings, signatures, module sentinels); an object copy.deepcopy guarded (it "
         "uses the identity only as its memo's key) by its class and state",
     ),
     "FUNCTION_MATCH": (
