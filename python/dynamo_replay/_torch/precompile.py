@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from dynamo_replay._torch import releases
 from dynamo_replay._torch.guards import (
     CLASS_CONTENTS,
     MODULE_HOOKS,
@@ -264,7 +265,7 @@ def _naming_failure(code: types.CodeType) -> str:
         where = "a property"
     else:
         where = "a function defined inside another, or renamed"
-    return f"{code.co_name} is {where}: PyTorch 2.13 cannot save a frame whose code it cannot name from its module"
+    return f"{code.co_name} is {where}: PyTorch {releases.VERSION} cannot save a frame whose code it cannot name from its module"
 
 
 def _property_names(code: types.CodeType) -> set[str]:
@@ -281,5 +282,8 @@ def _saving_failure(error: Exception) -> str:
     line = str(error).split("\n")[0]
     text = line[:200]
     if "defined in local scope" in line:
-        return f"its guards check an object whose class is defined inside a function, which PyTorch 2.13 cannot save ({text})"
-    return f"PyTorch 2.13 cannot save its guards: {text}"
+        return (
+            f"its guards check an object whose class is defined inside a function, which PyTorch "
+            f"{releases.VERSION} cannot save ({text})"
+        )
+    return f"PyTorch {releases.VERSION} cannot save its guards: {text}"
