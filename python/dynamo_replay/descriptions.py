@@ -76,7 +76,7 @@ def _describe_value(value: Any) -> str | None:
         return f"callable {_qualified(value)}"
     if callable(value) and _resolves_to(value):
         return f"callable {_qualified(value)}"
-    return describe_library_value(value, describe_value)
+    return describe_library_value(value, describe_value, pinned_by_build)
 
 
 # The functions being described on this thread, outermost first: a closure that leads back to

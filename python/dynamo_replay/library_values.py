@@ -6,7 +6,8 @@ asks this table after its own kinds; `describe` is describe_value itself, for wh
 hold. A value that has no faithful description here stays None (it fails closed).
 
 A row: (test, describe(value, describe) -> str | None). The first row whose test takes the
-value describes it."""
+value describes it; a value no row takes, of a class the build pins, is described by the name
+its module holds it under, if it has one."""
 
 from __future__ import annotations
 
@@ -150,12 +151,6 @@ def _module_singleton(value: Any, describe: Describe) -> str | None:
     return None
 
 
-def _pinned_instance(value: Any) -> bool:
-    from dynamo_replay.descriptions import pinned_by_build
-
-    return pinned_by_build(type(value))
-
-
 # Immutable values of the standard library whose repr says exactly what they are.
 _BY_REPR = (
     range,
@@ -191,12 +186,13 @@ ROWS: list[tuple[Callable[[Any], bool], Callable[[Any, Describe], str | None]]] 
     (lambda v: isinstance(v, (typing.TypeVar, typing.ParamSpec)), _type_variable),
     (lambda v: isinstance(v, typing.ForwardRef), _forward_reference),
     (_is_typing_construct, _typing_construct),
-    (_pinned_instance, _module_singleton),
 ]
 
 
-def describe_library_value(value: Any, describe: Describe) -> str | None:
+def describe_library_value(value: Any, describe: Describe, pinned: Callable[[type], bool]) -> str | None:
+    """`pinned(cls)`: whether the build pins the class (torch or the standard library), whose
+    module's sentinels are then described by name."""
     for test, describer in ROWS:
         if test(value):
             return describer(value, describe)
-    return None
+    return _module_singleton(value, describe) if pinned(type(value)) else None
