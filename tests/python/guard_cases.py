@@ -433,8 +433,11 @@ CASES: dict[str, tuple[tuple[str, ...], str, bool, str, str]] = {
     ),
 }
 
-# Rows whose guard kind a release adds: name -> the first release line that has it.
-SINCE = {"cow_tensor": "2.14"}
+# Rows whose guard kind a release adds: name -> the first release line that has it. And
+# closure_sentinel: 2.13 checks `held is dataclasses.MISSING` over its saved copy of the globals,
+# where the sentinel is a copy that is never the live one, so its saved frame never passes its
+# own guards there (the frame compiles, and is right); from 2.14 the check reads the live globals.
+SINCE = {"cow_tensor": "2.14", "closure_sentinel": "2.14"}
 
 # Rows that need replay's checks only before a release that keeps their guard itself: name ->
 # that release. 2.13 builds object-aliasing guards (`KIND is Kind.A`) as lambda guards over its
