@@ -106,6 +106,20 @@ _TWO_SHAPES = """
                 outputs = [fn(torch.randint(0, 1000, (2, n), generator=generator)) for n in (64, 128)]
             return outputs[-1][0]  # logits (gpt2), last hidden state (bert)
 """
+
+
+def _images(size: int, batches: tuple[int, ...], field: str) -> str:
+    """first_output for a vision model: square RGB images at each batch size, the last call's field."""
+    return f"""
+        dynamic = None
+        def first_output(fn):
+            generator = torch.Generator().manual_seed(0)
+            with torch.no_grad():
+                outputs = [fn(torch.randn(n, 3, {size}, {size}, generator=generator)) for n in {batches}]
+            return outputs[-1].{field}
+"""
+
+
 # A training step over `net` and `optimizer`, compiled whole, two steps at (2, 64).
 _TRAINING_STEP = """
         def model(input_ids):  # the training step; torch.compile(step)
@@ -196,13 +210,8 @@ WORKLOADS.update(
         from transformers import ViTConfig, ViTModel
         torch.manual_seed(0)
         model = ViTModel(ViTConfig(num_hidden_layers=6, image_size=160, attn_implementation="sdpa")).eval()
-        dynamic = None
-        def first_output(fn):
-            generator = torch.Generator().manual_seed(0)
-            with torch.no_grad():
-                outputs = [fn(torch.randn(n, 3, 160, 160, generator=generator)) for n in (1, 3)]
-            return outputs[-1].last_hidden_state
-    """,
+"""
+        + _images(160, (1, 3), "last_hidden_state"),
         "llama-train": """
         from transformers import LlamaConfig, LlamaForCausalLM
         torch.manual_seed(0)
@@ -276,13 +285,8 @@ WORKLOADS.update(
         from transformers import ResNetConfig, ResNetForImageClassification
         torch.manual_seed(0)
         model = ResNetForImageClassification(ResNetConfig()).eval()  # ResNet-50
-        dynamic = None
-        def first_output(fn):
-            generator = torch.Generator().manual_seed(0)
-            with torch.no_grad():
-                outputs = [fn(torch.randn(n, 3, 128, 128, generator=generator)) for n in (1, 2)]
-            return outputs[-1].logits
-    """,
+"""
+        + _images(128, (1, 2), "logits"),
         "t5-small": """
         from transformers import T5Config, T5ForConditionalGeneration
         torch.manual_seed(0)

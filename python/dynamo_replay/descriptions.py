@@ -64,7 +64,7 @@ def _describe_value(value: Any) -> str | None:
     if isinstance(value, type):
         if pinned_by_build(value):
             return f"class {_qualified(value)}"
-        return f"class {_qualified(value)} contents {_class_digest(value)}"
+        return f"class {_qualified(value)} contents {_digest_class(value)}"
     if value is None or value is Ellipsis or isinstance(value, (bool, int, float, complex, str, bytes)):
         return f"constant {value!r}"
     if type(value) in (tuple, list, frozenset, set, dict):  # a subclass may hold state: library_values' rows
@@ -221,26 +221,15 @@ def pinned_module(name: str) -> bool:
 
 @contextlib.contextmanager
 def digests_kept() -> Any:
-    """Within the block, each class's contents are digested once and each value described once
+    """Within the block, each value is described once, a class's contents digest included
     (installing one saved frame re-checks hundreds of guards over the same few classes and
     values, which no user code runs to change meanwhile)."""
-    outer = getattr(_DESCRIBING, "classes", None), getattr(_DESCRIBING, "values", None)
-    _DESCRIBING.classes = {} if outer[0] is None else outer[0]
-    _DESCRIBING.values = {} if outer[1] is None else outer[1]
+    outer = getattr(_DESCRIBING, "values", None)
+    _DESCRIBING.values = {} if outer is None else outer
     try:
         yield
     finally:
-        _DESCRIBING.classes, _DESCRIBING.values = outer
-
-
-def _class_digest(cls: type) -> str:
-    kept = getattr(_DESCRIBING, "classes", None)
-    if kept is None:
-        return _digest_class(cls)
-    found = kept.get(cls)
-    if found is None:
-        found = kept[cls] = _digest_class(cls)
-    return found
+        _DESCRIBING.values = outer
 
 
 def _digest_class(cls: type) -> str:

@@ -35,7 +35,7 @@ def _answer(result: subprocess.CompletedProcess[str]) -> str:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory) -> tuple[Path, str]:
+def captured(tmp_path_factory) -> tuple[Path, str]:
     """The store, and the captured run's answer (a plain torch.compile's: capture changes nothing)."""
     root = tmp_path_factory.mktemp("validated-config")
     path = root / "job.dynrep"
@@ -44,16 +44,16 @@ def store(tmp_path_factory) -> tuple[Path, str]:
     return path, _answer(captured)
 
 
-def test_a_validated_config_replays_with_nothing_traced(store: tuple[Path, str]) -> None:
-    store, captured = store
+def test_a_validated_config_replays_with_nothing_traced(captured: tuple[Path, str]) -> None:
+    store, answer = captured
     replayed = _run(store.parent, "unchanged", "-m", "dynamo_replay", "replay", str(store))
-    assert _answer(replayed) == captured
+    assert _answer(replayed) == answer
     assert "compiled here: 0 frames" in replayed.stderr, replayed.stderr[-3000:]
     assert "has no description" not in replayed.stderr
 
 
-def test_a_changed_validator_is_right(store: tuple[Path, str]) -> None:
-    store, _ = store
+def test_a_changed_validator_is_right(captured: tuple[Path, str]) -> None:
+    store, _ = captured
     plain = _run(store.parent, "plain-strict", DYNREP_VALIDATOR="strict")
     assert _answer(plain).startswith("REJECTED StrictDataclassFieldValidationError")
     replayed = _run(store.parent, "strict", "-m", "dynamo_replay", "replay", str(store), DYNREP_VALIDATOR="strict")
@@ -61,7 +61,7 @@ def test_a_changed_validator_is_right(store: tuple[Path, str]) -> None:
     assert "forward (" in replayed.stderr.split("compiled here:")[-1]  # the saved frame was not used, and said why
 
 
-def test_without_replays_checks_the_changed_validator_would_be_skipped(store: tuple[Path, str]) -> None:
-    store, _ = store
+def test_without_replays_checks_the_changed_validator_would_be_skipped(captured: tuple[Path, str]) -> None:
+    store, _ = captured
     off = _run(store.parent, "off", str(CHECKS_OFF), "replay", str(store), DYNREP_VALIDATOR="strict")
     assert _answer(off).startswith("OUTPUT"), "the saved frame ran the old validator: the test above can fail"

@@ -265,7 +265,10 @@ def _naming_failure(code: types.CodeType) -> str:
         where = "a property"
     else:
         where = "a function defined inside another, or renamed"
-    return f"{code.co_name} is {where}: PyTorch {releases.VERSION} cannot save a frame whose code it cannot name from its module"
+    return (
+        f"{code.co_name} is {where}: PyTorch {releases.VERSION} cannot save a frame whose code it "
+        "cannot name from its module"
+    )
 
 
 def _property_names(code: types.CodeType) -> set[str]:
