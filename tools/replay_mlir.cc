@@ -23,6 +23,9 @@ int run(int argc, char** argv) {
   mlir->add_option("--dialect", m.dialect, "torch, linalg or llvm")->check(CLI::IsMember({"torch", "linalg", "llvm"}));
   mlir->add_option("--library", m.library, "custom-op library: func.func definitions named after operators");
   mlir->add_option("-o,--output", m.output, "write the module here instead of stdout");
+  mlir->add_flag("--allow-different", m.allowDifferent,
+                 "write the module without running it against the job's outputs (by default one that computes "
+                 "a different number is not written)");
   dynrep::replay::lowering::MlirRequest ir;
   auto* lowerIr = app.add_subcommand("lower-ir", "a graph IR file (JSON, format 2) as MLIR, without a store");
   lowerIr->add_option("IR", ir.store, "graph IR file")->required();
@@ -38,10 +41,10 @@ int run(int argc, char** argv) {
   check->add_option("--seed", c.seed, "seed of the random inputs");
   check->add_flag("--json", c.json, "machine-readable output");
   if (int code; !dynrep::tools::parse(app, argc, argv, &code)) return code;
+  std::string runner = dynrep::tools::besideSelf("replay-run");  // the reference for --sizes, where built
+  if (dynrep::tools::isExecutable(runner)) c.runner = m.runner = runner;
   if (mlir->parsed()) return dynrep::replay::lowering::mlirCommand(m, std::cout, std::cerr);
   if (lowerIr->parsed()) return dynrep::replay::lowering::lowerIrCommand(ir, std::cout, std::cerr);
-  std::string runner = dynrep::tools::besideSelf("replay-run");  // the reference for --sizes, where built
-  if (dynrep::tools::isExecutable(runner)) c.runner = runner;
   return dynrep::replay::lowering::lowerCheckCommand(c, std::cout, std::cerr);
 }
 

@@ -32,13 +32,22 @@ def _tool() -> str:
 
 
 def lower(
-    store: PathLike, compile_id: str, graph: str = "forward", dialect: str = "linalg", library: PathLike | None = None
+    store: PathLike,
+    compile_id: str,
+    graph: str = "forward",
+    dialect: str = "linalg",
+    library: PathLike | None = None,
+    allow_different: bool = False,
 ) -> str:
-    """The graph as an MLIR module (text). Raises GraphError naming the nodes that were not
-    lowered, or what is wrong with the store or the library."""
+    """The graph as an MLIR module (text), run against the job's outputs first (its first line
+    says how that went). Raises GraphError naming the nodes that were not lowered, what is wrong
+    with the store or the library, or the outputs a module computes differently (a lowering
+    bug): `allow_different=True` returns it unchecked."""
     args = [_tool(), "mlir", os.fspath(store), compile_id, "--graph", graph, "--dialect", dialect]
     if library is not None:
         args += ["--library", os.fspath(library)]
+    if allow_different:
+        args.append("--allow-different")
     done = subprocess.run(args, capture_output=True, text=True)
     if done.returncode != 0:
         raise GraphError(done.stderr.strip() or f"replay-mlir exited {done.returncode}")

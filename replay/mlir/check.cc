@@ -525,6 +525,10 @@ Result<std::pair<std::string, Graph>> graphIr(const Job& job, const Compile& com
                           " graph (it has: " + (have.empty() ? "none" : have) + ")");
 }
 
+GraphCheck checkGraph(const Job& job, const Compile& compile, const std::string& event, const CheckOptions& options) {
+  return CompileCheck(job, compile, options).check(event);
+}
+
 std::vector<GraphCheck> checkStore(const Job& job, const CheckOptions& options) {
   std::vector<GraphCheck> out;
   for (const Compile& compile : job.compiles()) {

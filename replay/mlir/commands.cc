@@ -49,6 +49,29 @@ std::string number(double v) {
   return buf;
 }
 
+// Before a module is written, lower-check's verdict on it, as a comment the module starts with;
+// empty (and why on `err`) when it computes a different number than the job did: a module
+// that is known wrong is not written unless the user asks for it (--allow-different).
+std::string checkBeforeWriting(const Job& job, const Compile& compile, const std::string& event,
+                               const LowerOptions& lowering, const MlirRequest& r, std::ostream& err) {
+  if (r.allowDifferent) return "// dynrep: not checked against the job's outputs (--allow-different)\n";
+  CheckOptions options;
+  options.library = lowering.library;
+  options.store = r.store;
+  options.runner = r.runner;
+  GraphCheck g = checkGraph(job, compile, event, options);
+  std::string against = g.reference.empty() ? "the job's stored outputs" : g.reference;
+  if (g.matched()) return "// dynrep: lower-check ran this module and it matched " + against + "\n";
+  if (g.stage != "differs") return "// dynrep: not checked: " + (g.error.empty() ? g.stage : g.error) + "\n";
+  err << "replay-inspect mlir: not written: lower-check ran this module and it computes a different number than "
+      << against << ":";
+  for (const OutputMatch& o : g.outputs)
+    if (o.status == "differs" || o.status == "shape differs")
+      err << " output " << o.position << " " << o.status << " (max |diff| " << number(o.maxAbsDiff) << ")";
+  err << ". This is a bug in the lowering; --allow-different writes the module anyway\n";
+  return "";
+}
+
 }  // namespace
 
 int mlirCommand(const MlirRequest& r, std::ostream& out, std::ostream& err) {
@@ -76,6 +99,11 @@ int mlirCommand(const MlirRequest& r, std::ostream& out, std::ostream& err) {
   } catch (const std::exception& e) {
     err << "replay-inspect mlir: " << e.what() << "\n";
     return 2;
+  }
+  if (options.dialect != Dialect::Torch && lowered.complete()) {
+    std::string verdict = checkBeforeWriting(opened->job, *compile, lowered.event, options, r, err);
+    if (verdict.empty()) return 1;
+    lowered.text = verdict + lowered.text;
   }
   return emit(lowered, options, r, out, err);
 }

@@ -29,6 +29,11 @@ struct Value {
   double number = 0;         // constant scalars (ssa empty)
   std::string text;          // Text: a dtype, device, layout, memory format or string argument
   std::vector<Value> items;  // List
+  std::string sym;           // Int: the symbolic expression the IR prints for it ("s0*2"), where it has one
+  // Tensor: how PyTorch laid it out in memory, as the IR says. Values here are always row-major
+  // tensors; only what reads memory positions (as_strided, sym_stride) looks at these.
+  std::optional<std::vector<Dim>> strides;
+  std::optional<Dim> storageOffset;
 
   static Value tensor(std::string ssa, TensorType type);
   static Value integer(int64_t v);

@@ -9,6 +9,7 @@
 #include "dynrep/replay/query/random_ops.h"
 #include "graph_nodes.h"
 #include "op_call.h"
+#include "python_scalars.h"
 #include "ops/ops.h"
 #include "to_torch_dialect.h"
 
@@ -86,6 +87,9 @@ class GraphLowering {
   static TensorType tensorType(const TensorMeta& meta) {
     TensorType t;
     auto dtype = parseDType(meta.dtype);
+    if (!dtype && meta.dtype.rfind("float8", 0) == 0)
+      throw Unsupported("dtype " + meta.dtype + " is not lowered: float8 values would need PyTorch's saturating "
+                        "conversions and MLIR's emulation of 8-bit floats, which this lowering does not reproduce");
     if (!dtype) throw Unsupported("dtype " + (meta.dtype.empty() ? std::string("?") : meta.dtype) + " is not lowered");
     t.dtype = *dtype;
     for (const Dimension& d : meta.shape) {
@@ -97,6 +101,18 @@ class GraphLowering {
       t.dims.push_back(dim);
     }
     return t;
+  }
+  // The value with the layout the IR records for it.
+  static Value withLayout(Value v, const TensorMeta& meta) {
+    auto toDim = [](const Dimension& d) { return d.isStatic() ? Dim{d.size, ""} : Dim{-1, d.expr}; };
+    v.strides.reset();
+    if (meta.stride) {
+      v.strides.emplace();
+      for (const Dimension& d : *meta.stride) v.strides->push_back(toDim(d));
+    }
+    v.storageOffset.reset();
+    if (meta.storageOffset) v.storageOffset = toDim(*meta.storageOffset);
+    return v;
   }
   static TensorType tensorType(const ValueMeta& meta) {
     if (!meta.isTensor()) throw Unsupported("dtype ? is not lowered");
@@ -118,13 +134,14 @@ class GraphLowering {
         Value::Kind k = kind == "float" ? Value::Kind::Float : kind == "bool" ? Value::Kind::Bool : Value::Kind::Int;
         port.type = k == Value::Kind::Float ? "f64" : k == Value::Kind::Bool ? "i1" : "i64";
         values_[port.name] = Value::scalar(k, arg);
+        values_[port.name].sym = meta.sym;
         const std::string& expr = meta.sym;
         if (k == Value::Kind::Int && plainSymbol(expr) && !e_.bound(expr)) e_.bindSymbol(expr, e_.toIndex(arg));
       } else if (meta.isTensor()) {
         try {
           TensorType t = tensorType(meta);
           port.type = t.str();
-          values_[port.name] = Value::tensor(arg, t);
+          values_[port.name] = withLayout(Value::tensor(arg, t), meta.tensor);
           for (size_t d = 0; d < t.rank(); ++d)
             if (!t.dims[d].isStatic() && plainSymbol(t.dims[d].expr) && !e_.bound(t.dims[d].expr)) {
               std::string idx = e_.fresh("sym");
@@ -268,8 +285,10 @@ class GraphLowering {
             throw Unsupported("the lowering produced " + v.type.str() + " where the IR says " + want.str());
           v = Value::tensor(e_.cast(v, want), want);
         }
+        v = withLayout(std::move(v), meta.tensor);  // this node's, whichever value the lowering reused
       } else if (v.kind == Value::Kind::Int && meta.kind == ValueMeta::Kind::Symbolic) {
         const std::string& expr = meta.sym;
+        v.sym = expr;
         if (plainSymbol(expr) && !e_.bound(expr)) {
           e_.bindSymbol(expr, e_.toIndex(v.isConst() ? e_.scalars().constant(v.number, DType::I64) : v.ssa));
         }
@@ -476,63 +495,14 @@ class GraphLowering {
       if (i < 0 || i >= static_cast<int64_t>(seq.items.size())) throw Unsupported("getitem index out of range");
       return seq.items[static_cast<size_t>(i)];
     }
-    if (target == "torch.sym_float" || target == "torch.sym_int" || name == "neg") {
-      Value a = resolve(args.at(0), "");
-      bool toFloat = target == "torch.sym_float" || (name == "neg" && a.kind == Value::Kind::Float);
-      if (a.isConst())
-        return toFloat ? Value::real(name == "neg" ? -a.number : a.number)
-                       : Value::integer(static_cast<int64_t>(name == "neg" ? -a.number : a.number));
-      Scalars s = e_.scalars();
-      DType t = toFloat ? DType::F64 : DType::I64;
-      std::string v = s.of(a, t);
-      if (name == "neg") v = s.op(toFloat ? "arith.subf" : "arith.subi", s.constant(0, t), v, t);
-      return Value::scalar(toFloat ? Value::Kind::Float : Value::Kind::Int, v);
-    }
-    static const std::set<std::string> kBinary = {"add", "sub", "mul", "truediv", "floordiv", "mod",
-                                                  "eq",  "ne",  "lt",  "le",      "gt",       "ge"};
-    if (!kBinary.count(name) || args.size() != 2)
-      throw Unsupported("the Python function " + target + " is not lowered");
-    Value a = resolve(args[0], ""), b = resolve(args[1], "");
-    if (!a.isScalar() || !b.isScalar()) throw Unsupported(target + " on non-scalars");
-    bool real = a.kind == Value::Kind::Float || b.kind == Value::Kind::Float || name == "truediv";
-    bool compare = name == "eq" || name == "ne" || name == "lt" || name == "le" || name == "gt" || name == "ge";
-    if (a.isConst() && b.isConst()) {
-      double x = a.number, y = b.number;
-      if (name == "add") return real ? Value::real(x + y) : Value::integer(static_cast<int64_t>(x + y));
-      if (name == "sub") return real ? Value::real(x - y) : Value::integer(static_cast<int64_t>(x - y));
-      if (name == "mul") return real ? Value::real(x * y) : Value::integer(static_cast<int64_t>(x * y));
-      if (name == "truediv") return Value::real(x / y);
-      if (name == "floordiv")
-        return real ? Value::real(std::floor(x / y)) : Value::integer(static_cast<int64_t>(std::floor(x / y)));
-      if (name == "mod")
-        return real ? Value::real(x - y * std::floor(x / y))
-                    : Value::integer(static_cast<int64_t>(x - y * std::floor(x / y)));
-      bool r = name == "eq"   ? x == y
-               : name == "ne" ? x != y
-               : name == "lt" ? x < y
-               : name == "le" ? x <= y
-               : name == "gt" ? x > y
-                              : x >= y;
-      return Value::boolean(r);
-    }
-    Scalars s = e_.scalars();
-    DType t = real ? DType::F64 : DType::I64;
-    std::string x = s.of(a, t), y = s.of(b, t);
-    if (compare) {
-      std::string pred = real ? (name == "eq"   ? "oeq"
-                                 : name == "ne" ? "une"
-                                                : "o" + name)
-                              : (name == "eq" || name == "ne" ? name : "s" + name);
-      return Value::scalar(Value::Kind::Bool, s.cmp(pred, x, y, t));
-    }
-    const char* op = name == "add"        ? (real ? "arith.addf" : "arith.addi")
-                     : name == "sub"      ? (real ? "arith.subf" : "arith.subi")
-                     : name == "mul"      ? (real ? "arith.mulf" : "arith.muli")
-                     : name == "truediv"  ? "arith.divf"
-                     : name == "floordiv" ? (real ? nullptr : "arith.floordivsi")
-                                          : (real ? "arith.remf" : "arith.remsi");
-    if (!op) throw Unsupported("floor division of floats is not lowered");
-    return Value::scalar(real ? Value::Kind::Float : Value::Kind::Int, s.op(op, x, y, t));
+    std::vector<Value> values;
+    for (const Argument& a : args) values.push_back(resolve(a, ""));
+    const ValueMeta meta = node.meta() ? *node.meta() : ValueMeta{};
+    Value::Kind result = meta.symType == "float" ? Value::Kind::Float
+                         : meta.symType == "bool" ? Value::Kind::Bool
+                         : meta.symType == "int"  ? Value::Kind::Int
+                                                  : (values.empty() ? Value::Kind::Int : values[0].kind);
+    return pythonScalar(e_, target, values, result);
   }
 
   // A graph constant as a dense literal of its stored bytes.

@@ -93,4 +93,13 @@ TensorType TensorType::withDtype(DType t) const {
   return out;
 }
 
+bool sameShape(const TensorType& a, const TensorType& b) {
+  if (a.rank() != b.rank()) return false;
+  for (size_t d = 0; d < a.rank(); ++d) {
+    const Dim &x = a.dims[d], &y = b.dims[d];
+    if (x.isStatic() != y.isStatic() || (x.isStatic() ? x.size != y.size : x.expr != y.expr)) return false;
+  }
+  return true;
+}
+
 }  // namespace dynrep::replay::lowering

@@ -40,4 +40,7 @@ struct TensorType {
   TensorType withDtype(DType t) const;
 };
 
+// Same dims, a dynamic one by its expression: tensor<?x?xf32> of [s0, s1] is not [s0*s1//2, 2].
+bool sameShape(const TensorType& a, const TensorType& b);
+
 }  // namespace dynrep::replay::lowering

@@ -144,6 +144,8 @@ TensorMeta tensorMeta(const json& entry, const std::string& where) {
   if (const json* shape = member(entry, "shape")) t.shape = dimensions(*shape, where + ".shape");
   if (const json* stride = member(entry, "stride"); stride && !stride->is_null())
     t.stride = dimensions(*stride, where + ".stride");
+  if (const json* offset = member(entry, "storage_offset"); offset && !offset->is_null())
+    t.storageOffset = dimension(*offset, where + ".storage_offset");
   t.device = text(entry, "device", where);
   if (const json* g = member(entry, "requires_grad"); g && !g->is_null()) {
     if (!g->is_boolean()) bad(where + ".requires_grad", "expected a boolean, found " + typeName(*g));

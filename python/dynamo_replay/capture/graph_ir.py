@@ -63,6 +63,7 @@ def describe_meta(value: Any) -> Any:
         }
         try:
             entry["stride"] = [_dim(s) for s in value.stride()]
+            entry["storage_offset"] = _dim(value.storage_offset())  # as_strided reads from it
         except RuntimeError:  # sparse and nested tensors have no strides
             entry["stride"] = None
         entry["device"] = str(value.device)

@@ -433,11 +433,61 @@ Strings spatialSizes(Emitter& e, const TensorType& x, size_t k) {
 // never wins) and its flat index in the plane ((d * H) + h) * W + w, chosen as PyTorch's kernel
 // does: `val > max || isnan(val)` in window order, starting from the window's first position
 // inside the input. The input is padded high enough for ceil_mode's last window.
+// One window's candidate, inside a max-with-index region: its value (of the input's dtype),
+// whether it lies inside the input, and its flat index in the plane (an index value).
+struct Candidate {
+  std::string value, valid, flat;
+};
+
+// Each window's maximum of x and its flat index, chosen as PyTorch's kernels do: `val > max ||
+// isnan(val)` in window order, starting from the window's first position inside the input.
+// The first `parallel` of `loops` dims are the outputs'; `candidate` gets the region's block
+// arguments of `ins`.
+Value maxWithIndex(OpCall& c, const Value& x, const std::vector<GenericInput>& ins, size_t parallel, size_t loops,
+                   const std::function<Candidate(const Strings&)>& candidate) {
+  DType dt = x.type.dtype, ct = computeType(dt);
+  double lowest = isFloat(dt)                           ? -HUGE_VAL
+                  : dt == DType::Bool || isUnsigned(dt) ? 0
+                                                        : -std::ldexp(1.0, bitWidth(dt) - 1);
+  TensorType vt = c.out(0), it = c.out(1);
+  Strings iters(loops, "parallel"), maps, inits = {c.e.fill(vt, lowest), c.e.fill(it, -1)}, a, ssas, types;
+  std::fill(iters.begin() + static_cast<long>(parallel), iters.end(), "reduction");
+  for (const GenericInput& in : ins) {
+    maps.push_back(mapText(loops, in.map));
+    ssas.push_back(in.ssa), types.push_back(in.type.str());
+  }
+  maps.push_back(mapText(loops, loopDims(parallel)));
+  maps.push_back(maps.back());
+  std::string name = c.e.fresh("mp"), args, outTypes = vt.str() + ", " + it.str();
+  for (std::string& i : iters) i = mlirString(i);
+  c.e.open(name + ":2 = linalg.generic {indexing_maps = [" + join(maps) + "], iterator_types = [" + join(iters) +
+           "]} ins(" + join(ssas) + " : " + join(types) + ") outs(" + join(inits) + " : " + outTypes + ") {");
+  std::vector<DType> argTypes;
+  for (const GenericInput& in : ins) argTypes.push_back(in.type.dtype);
+  argTypes.push_back(dt), argTypes.push_back(DType::I64);
+  for (size_t i = 0; i < argTypes.size(); ++i)
+    a.push_back(c.e.fresh("b")), args += (i ? ", " : "") + a.back() + ": " + elementType(argTypes[i]);
+  c.e.label("^bb0(" + args + "):");
+  Scalars s = c.e.scalars();
+  Candidate at = candidate(a);
+  const std::string &best = a[ins.size()], &bestAt = a[ins.size() + 1];
+  std::string v = s.cast(at.value, dt, ct), better = s.cmp(isFloat(ct) ? "ogt" : "sgt", v, s.cast(best, dt, ct), ct);
+  if (isFloat(ct)) better = s.op("arith.ori", better, s.cmp("uno", v, v, ct), DType::Bool);
+  better = s.op("arith.andi", at.valid,
+                s.op("arith.ori", better, s.cmp("eq", bestAt, s.constant(-1, DType::I64), DType::I64), DType::Bool),
+                DType::Bool);
+  std::string flat = c.e.fromIndex(at.flat, DType::I64);
+  c.e.line("linalg.yield " + s.select(better, at.value, best, dt) + ", " + s.select(better, flat, bestAt, DType::I64) +
+           " : " + elementType(dt) + ", i64");
+  c.e.close("} -> (" + outTypes + ")");
+  return Value::list({Value::tensor(name + "#0", vt), Value::tensor(name + "#1", it)});
+}
+
 Value maxPool(OpCall& c, size_t k) {
   const Value& x = c.tensor(0);
   Pool p = poolParams(c, x, 1, true, k);
-  size_t L = p.lead, loops = L + 2 * k;
-  DType dt = x.type.dtype, ct = computeType(dt);
+  size_t L = p.lead;
+  DType dt = x.type.dtype;
   double lowest = isFloat(dt)                           ? -HUGE_VAL
                   : dt == DType::Bool || isUnsigned(dt) ? 0
                                                         : -std::ldexp(1.0, bitWidth(dt) - 1);
@@ -445,44 +495,20 @@ Value maxPool(OpCall& c, size_t k) {
   for (size_t i = 0; i < k; ++i) high[i] = p.padding[i] + (p.kernel[i] - 1) * p.dilation[i];
   Value xp = pad(c.e, x, known(lead(L, p.padding)), known(lead(L, high)), lowest);
   Strings size = spatialSizes(c.e, x.type, k);
-  TensorType vt = c.out(0), it = c.out(1);
-  std::vector<GenericInput> ins = {{xp.ssa, xp.type, windows(p)}, kernelExtent(c.e, p)};
-  Strings iters(loops, "parallel"), maps, inits = {c.e.fill(vt, lowest), c.e.fill(it, -1)}, a;
-  std::fill(iters.begin() + static_cast<long>(L + k), iters.end(), "reduction");
-  for (const GenericInput& in : ins) maps.push_back(mapText(loops, in.map));
-  maps.push_back(mapText(loops, loopDims(L + k)));
-  maps.push_back(maps.back());
-  std::string name = c.e.fresh("mp"), args, types = vt.str() + ", " + it.str();
-  for (std::string& i : iters) i = mlirString(i);
-  c.e.open(name + ":2 = linalg.generic {indexing_maps = [" + join(maps) + "], iterator_types = [" + join(iters) +
-           "]} ins(" + xp.ssa + ", " + ins[1].ssa + " : " + xp.type.str() + ", " + ins[1].type.str() + ") outs(" +
-           join(inits) + " : " + types + ") {");
-  DType argTypes[4] = {dt, DType::F32, dt, DType::I64};
-  for (size_t i = 0; i < 4; ++i)
-    a.push_back(c.e.fresh("b")), args += (i ? ", " : "") + a.back() + ": " + elementType(argTypes[i]);
-  c.e.label("^bb0(" + args + "):");
-  Scalars s = c.e.scalars();
-  std::string valid = s.constant(1, DType::Bool), flat;
-  for (size_t i = 0; i < k; ++i) {
-    std::string at = c.e.indexOp("arith.addi", c.e.indexOp("arith.muli", c.e.loopIndex(L + i), c.e.index(p.stride[i])),
-                                 c.e.indexOp("arith.muli", c.e.loopIndex(L + k + i), c.e.index(p.dilation[i])));
-    std::string pos = c.e.indexOp("arith.subi", at, c.e.index(p.padding[i]));
-    valid =
-        s.op("arith.andi", valid,
-             s.op("arith.andi", c.e.indexCmp("sge", pos, c.e.index(0)), c.e.indexCmp("slt", pos, size[i]), DType::Bool),
-             DType::Bool);
-    flat = i ? c.e.indexOp("arith.addi", c.e.indexOp("arith.muli", flat, size[i]), pos) : pos;
-  }
-  std::string v = s.cast(a[0], dt, ct), better = s.cmp(isFloat(ct) ? "ogt" : "sgt", v, s.cast(a[2], dt, ct), ct);
-  if (isFloat(ct)) better = s.op("arith.ori", better, s.cmp("uno", v, v, ct), DType::Bool);
-  better = s.op("arith.ori", better,
-                s.op("arith.andi", valid, s.cmp("eq", a[3], s.constant(-1, DType::I64), DType::I64), DType::Bool),
-                DType::Bool);
-  flat = c.e.fromIndex(flat, DType::I64);
-  c.e.line("linalg.yield " + s.select(better, a[0], a[2], dt) + ", " + s.select(better, flat, a[3], DType::I64) +
-           " : " + elementType(dt) + ", i64");
-  c.e.close("} -> (" + types + ")");
-  return Value::list({Value::tensor(name + "#0", vt), Value::tensor(name + "#1", it)});
+  return maxWithIndex(c, x, {{xp.ssa, xp.type, windows(p)}, kernelExtent(c.e, p)}, L + k, L + 2 * k, [&](const Strings& a) {
+    Scalars s = c.e.scalars();
+    std::string valid = s.constant(1, DType::Bool), flat;
+    for (size_t i = 0; i < k; ++i) {
+      std::string at = c.e.indexOp("arith.addi", c.e.indexOp("arith.muli", c.e.loopIndex(L + i), c.e.index(p.stride[i])),
+                                   c.e.indexOp("arith.muli", c.e.loopIndex(L + k + i), c.e.index(p.dilation[i])));
+      std::string pos = c.e.indexOp("arith.subi", at, c.e.index(p.padding[i]));
+      valid = s.op("arith.andi", valid,
+                   s.op("arith.andi", c.e.indexCmp("sge", pos, c.e.index(0)), c.e.indexCmp("slt", pos, size[i]), DType::Bool),
+                   DType::Bool);
+      flat = i ? c.e.indexOp("arith.addi", c.e.indexOp("arith.muli", flat, size[i]), pos) : pos;
+    }
+    return Candidate{a[0], valid, flat};
+  });
 }
 
 // grad_input[plane, indices[p]] += grad_output[p]: scf.for loops over the output gradient,
@@ -490,7 +516,7 @@ Value maxPool(OpCall& c, size_t k) {
 Value maxPoolBackward(OpCall& c, size_t k) {
   const Value& gy = c.tensor(0);
   const Value& x = c.tensor(1);
-  const Value& idx = c.tensor(7);
+  const Value& idx = c.tensor(c.index("indices"));
   const TensorType& out = c.out();
   if (x.type.rank() < k + 1 || x.type.rank() > k + 2 || gy.type.rank() != x.type.rank())
     throw Unsupported("max_pool" + std::to_string(k) + "d backward of a " + std::to_string(x.type.rank()) + "-d input");
@@ -685,10 +711,40 @@ Value adaptiveAvgPool(OpCall& c, bool backward, size_t k) {
   return Value::tensor(q, out);
 }
 
+// adaptive_max_pool{2,3}d: each bin's maximum and its flat index in the input plane.
+Value adaptiveMaxPool(OpCall& c, size_t k) {
+  const Value& x = c.tensor(0);
+  if (x.type.rank() < k + 1 || x.type.rank() > k + 2)
+    throw Unsupported(std::to_string(k) + "-d adaptive pooling of a " + std::to_string(x.type.rank()) + "-d input");
+  size_t L = x.type.rank() - k;
+  Strings in = spatialSizes(c.e, x.type, k), po = spatialSizes(c.e, c.out(0), k);
+  std::vector<Dim> span;
+  for (size_t i = 0; i < k; ++i) span.push_back(widestBin(c.e, x.type.dims[L + i], c.out(0).dims[L + i]));
+  return maxWithIndex(c, x, {extent(c.e, span, loopDims(k, L + k))}, L + k, L + 2 * k, [&](const Strings&) {
+    Scalars s = c.e.scalars();
+    Strings at;
+    for (size_t i = 0; i < L; ++i) at.push_back(c.e.loopIndex(i));
+    std::string valid = s.constant(1, DType::Bool), flat;
+    for (size_t i = 0; i < k; ++i) {
+      std::string o = c.e.loopIndex(L + i);
+      std::string j = c.e.indexOp("arith.addi", binStart(c.e, o, in[i], po[i]), c.e.loopIndex(L + k + i));
+      valid = s.op("arith.andi", valid, c.e.indexCmp("slt", j, binEnd(c.e, o, in[i], po[i])), DType::Bool);
+      j = c.e.indexOp("arith.minsi", j, c.e.indexOp("arith.subi", in[i], c.e.index(1)));
+      at.push_back(j);
+      flat = i ? c.e.indexOp("arith.addi", c.e.indexOp("arith.muli", flat, in[i]), j) : j;
+    }
+    std::string v = c.e.fresh("x");
+    c.e.line(v + " = tensor.extract " + x.ssa + "[" + join(at) + "] : " + x.type.str());
+    return Candidate{v, valid, flat};
+  });
+}
+
 }  // namespace
 
 void addConvolutionOps(OpTable& t) {
-  t["aten::convolution.default"] = convolution;
+  // _convolution (the spelling graphs of older code and of torch-mlir's tests carry): its first
+  // nine arguments are convolution's; the rest choose kernels (benchmark, cudnn, tf32).
+  t["aten::convolution.default"] = t["aten::_convolution.default"] = t["aten::_convolution.deprecated"] = convolution;
   t["aten::convolution_backward.default"] = convolutionBackward;
   for (size_t k : {2, 3}) {
     std::string n = std::to_string(k) + "d";
@@ -698,6 +754,8 @@ void addConvolutionOps(OpTable& t) {
     t["aten::avg_pool" + n + "_backward.default"] = [k](OpCall& c) { return avgPool(c, true, k); };
     t["aten::_adaptive_avg_pool" + n + ".default"] = [k](OpCall& c) { return adaptiveAvgPool(c, false, k); };
     t["aten::_adaptive_avg_pool" + n + "_backward.default"] = [k](OpCall& c) { return adaptiveAvgPool(c, true, k); };
+    t["aten::adaptive_max_pool" + n + ".default"] = [k](OpCall& c) { return adaptiveMaxPool(c, k); };
+    t["aten::adaptive_max_pool" + n + "_backward.default"] = [k](OpCall& c) { return maxPoolBackward(c, k); };
   }
 }
 

@@ -25,9 +25,20 @@ Value range(OpCall& c, const Value& start, const Value& step) {
   return Value::tensor(name, out);
 }
 
+// eye(n[, m]): ones on the diagonal.
+Value eye(OpCall& c) {
+  const TensorType& out = c.out();
+  std::string name = c.e.generic(out, {"d0", "d1"}, {}, {"parallel", "parallel"}, [&](std::vector<std::string>&) {
+    Scalars s = c.e.scalars();
+    return s.cast(c.e.indexCmp("eq", c.e.loopIndex(0), c.e.loopIndex(1)), DType::Bool, out.dtype);
+  });
+  return Value::tensor(name, out);
+}
+
 }  // namespace
 
 void addCreationOps(OpTable& t) {
+  t["aten::eye.default"] = t["aten::eye.m"] = eye;
   for (const char* name : {"aten::zeros.default", "aten::zeros_like.default", "aten::new_zeros.default",
                            "aten::empty.memory_format", "aten::empty_like.default", "aten::new_empty.default",
                            "aten::empty_strided.default", "aten::new_empty_strided.default"})

@@ -259,6 +259,20 @@ bool tanhApproximation(const OpCall& c) {
   return c.arg(i).kind == Value::Kind::Text && c.arg(i).text == "tanh";
 }
 
+// a << b or a >> b as PyTorch's CPU kernels shift: a count below zero or of the bit width or
+// more gives 0 (left) or the sign fill, a >> (bits - 1) (right); unsigned types shift logically.
+std::string shift(Scalars& s, const std::string& a, const std::string& b, DType t, bool left) {
+  if (isFloat(t) || t == DType::Bool) throw Unsupported("a shift of a float or bool tensor (PyTorch rejects it)");
+  bool u = isUnsigned(t);
+  std::string bits = s.constant(bitWidth(t), t), zero = s.constant(0, t);
+  std::string out = s.cmp(u ? "uge" : "sge", b, bits, t);
+  if (!u) out = s.op("arith.ori", out, s.cmp("slt", b, zero, t), DType::Bool);
+  const char* right = u ? "arith.shrui" : "arith.shrsi";
+  std::string count = s.select(out, left ? zero : s.constant(bitWidth(t) - 1, t), b, t);
+  std::string shifted = s.op(left ? "arith.shli" : right, a, count, t);
+  return left ? s.select(out, zero, shifted, t) : shifted;
+}
+
 std::string maxOf(Scalars& s, const std::string& a, const std::string& b, DType t) {
   return s.op(isFloat(t) ? "arith.maximumf" : integerOp("arith.maxsi", t), a, b, t);
 }
@@ -492,6 +506,13 @@ void addElementwiseOps(OpTable& t) {
       if (isFloat(d)) throw Unsupported("bitwise operation on a float tensor");
       return s.op(op, v[0], v[1], d);
     });
+  for (bool left : {true, false}) {
+    std::string py = left ? "aten::__lshift__" : "aten::__rshift__";
+    std::string named = left ? "aten::bitwise_left_shift" : "aten::bitwise_right_shift";
+    for (const std::string& name : {py + ".Tensor", py + ".Scalar", named + ".Tensor", named + ".Tensor_Scalar",
+                                    named + ".Scalar_Tensor"})
+      t[name] = map(2, [left](Scalars& s, std::vector<std::string>& v, DType d) { return shift(s, v[0], v[1], d, left); });
+  }
   t["aten::bitwise_not.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) {
     if (isFloat(d)) throw Unsupported("bitwise_not of a float tensor");
     return s.op("arith.xori", v[0], s.constant(d == DType::Bool ? 1 : -1, d), d);

@@ -604,41 +604,6 @@ Value sizeProduct(Emitter& e, const Value& x, size_t from, size_t to) {
   return Value::scalar(Value::Kind::Int, e.fromIndex(v));
 }
 
-std::string indexOf(Emitter& e, const Value& v) {
-  if (v.isConst()) return e.index(static_cast<int64_t>(v.number));
-  if (v.kind != Value::Kind::Int) throw Unsupported("a size that is not an integer");
-  return e.toIndex(v.ssa);
-}
-
-// as_strided of a contiguous input (the graph's values are dense row-major, so a view of a
-// non-contiguous tensor's storage is not reproduced): out[i] = flat[offset + sum i_d * stride_d].
-Value asStrided(OpCall& c) {
-  const Value& x = c.tensor(0);
-  const TensorType& out = c.out();
-  const Value& strides = c.arg(2);
-  if (strides.kind != Value::Kind::List || strides.items.size() != out.rank()) throw Unsupported("as_strided strides");
-  Strings st, all;
-  for (const Value& s : strides.items) st.push_back(indexOf(c.e, s));
-  std::string offset = c.none(3) ? c.e.index(0) : indexOf(c.e, c.arg(3)), flat = x.ssa;
-  TensorType flatT{x.type.dtype, {}};
-  if (x.type.rank() > 0) {
-    Dim n{1, ""};
-    for (const Dim& d : x.type.dims) n = d.isStatic() && n.isStatic() ? Dim{n.size * d.size, ""} : Dim{-1, "n"};
-    flatT.dims.push_back(n);
-    for (size_t d = 0; d < x.type.rank(); ++d) all.push_back(std::to_string(d));
-    flat = c.e.assign("flat", "tensor.collapse_shape " + x.ssa + " [[" + join(all) + "]] : " + x.type.str() + " into " +
-                                  flatT.str());
-  }
-  std::string name = c.e.generic(out, loopDims(out.rank()), {}, Strings(out.rank(), "parallel"), [&](Strings&) {
-    std::string at = offset;
-    for (size_t d = 0; d < out.rank(); ++d)
-      at = c.e.indexOp("arith.addi", at, c.e.indexOp("arith.muli", c.e.loopIndex(d), st[d]));
-    return c.e.scalars().cast(extract(c.e, flat, flatT, flatT.dims.empty() ? Strings{} : Strings{at}), x.type.dtype,
-                              out.dtype);
-  });
-  return Value::tensor(name, out);
-}
-
 }  // namespace
 
 void addIndexingOps(OpTable& t) {
@@ -677,16 +642,11 @@ void addIndexingOps(OpTable& t) {
     return scatter(c, r.text);
   };
   t["aten::index_add.default"] = indexAdd;
-  t["aten::as_strided.default"] = asStrided;
   t["aten::sym_size.int"] = [](OpCall& c) {
     size_t d = static_cast<size_t>(OpCall::dim(c.integer(1), c.tensor(0).type.rank()));
     return sizeProduct(c.e, c.tensor(0), d, d + 1);
   };
   t["aten::sym_numel.default"] = [](OpCall& c) { return sizeProduct(c.e, c.tensor(0), 0, c.tensor(0).type.rank()); };
-  t["aten::sym_stride.int"] = [](OpCall& c) {  // the graph's values are contiguous
-    size_t d = static_cast<size_t>(OpCall::dim(c.integer(1), c.tensor(0).type.rank()));
-    return sizeProduct(c.e, c.tensor(0), d + 1, c.tensor(0).type.rank());
-  };
   t["aten::_local_scalar_dense.default"] = [](OpCall& c) {
     const Value& x = c.tensor(0);
     std::string v = extract(c.e, x.ssa, x.type, Strings(x.type.rank(), c.e.index(0)));

@@ -1,6 +1,8 @@
 // Matrix products as linalg's named ops. float16/bfloat16 operands are multiplied in float32
 // and rounded once, as PyTorch's CPU kernels accumulate.
-#include "ops.h"
+#include <algorithm>
+
+#include "reduction.h"
 
 namespace dynrep::replay::lowering {
 
@@ -30,9 +32,43 @@ Value scaledSum(OpCall& c, const Value& prod) {
   });
 }
 
+// _trilinear(i1, i2, i3, expand1..3, sumdim): each input with size-1 dims inserted at its expand
+// list, the three multiplied (broadcast) and summed over sumdim, which the result drops. It is
+// what nn.Bilinear and torch-mlir's tests call.
+Value trilinear(OpCall& c) {
+  const Value* in[3] = {&c.tensor(0), &c.tensor(1), &c.tensor(2)};
+  std::vector<int64_t> expand[3] = {c.ints(3), c.ints(4), c.ints(5)}, sum = c.ints(6);
+  size_t rank = in[0]->type.rank() + expand[0].size();
+  auto has = [](const std::vector<int64_t>& v, size_t d) {
+    return std::find(v.begin(), v.end(), static_cast<int64_t>(d)) != v.end();
+  };
+  TensorType space{computeType(c.out().dtype), std::vector<Dim>(rank, Dim{1, ""})};
+  std::vector<reduction::Operand> ops(3);
+  for (size_t k = 0; k < 3; ++k) {
+    if (in[k]->type.rank() + expand[k].size() != rank) throw Unsupported("_trilinear inputs of different ranks");
+    ops[k].v = *in[k];
+    for (size_t d = 0, at = 0; d < rank; ++d) {
+      if (has(expand[k], d)) continue;
+      const Dim& dim = in[k]->type.dims[at++];
+      bool one = dim.isStatic() && dim.size == 1;
+      if (!one && space.dims[d].isStatic() && space.dims[d].size == 1) space.dims[d] = dim;
+      ops[k].map.push_back(one ? "0" : "d" + std::to_string(d));
+    }
+  }
+  std::vector<bool> red(rank, false);
+  for (int64_t d : sum) red[static_cast<size_t>(OpCall::dim(d, rank))] = true;
+  DType ct = space.dtype;
+  Value r = reduction::reduce(c.e, space, ops, red, false, ct, ct, 0, [&](Scalars& s, Strings& v, const std::string& acc) {
+    const char* mul = isFloat(ct) ? "arith.mulf" : "arith.muli";
+    return s.op(isFloat(ct) ? "arith.addf" : "arith.addi", acc, s.op(mul, s.op(mul, v[0], v[1], ct), v[2], ct), ct);
+  });
+  return c.e.convert(r, c.out().dtype);
+}
+
 }  // namespace
 
 void addLinearOps(OpTable& t) {
+  t["aten::_trilinear.default"] = trilinear;
   t["aten::mm.default"] = [](OpCall& c) { return product(c.e, "linalg.matmul", c.tensor(0), c.tensor(1), c.out()); };
   t["aten::bmm.default"] = [](OpCall& c) {
     return product(c.e, "linalg.batch_matmul", c.tensor(0), c.tensor(1), c.out());

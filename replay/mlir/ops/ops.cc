@@ -16,6 +16,8 @@ const OpTable& builtinOps() {
     addIndexingOps(t);
     addLossOps(t);
     addAttentionOps(t);
+    addQuantizeOps(t);
+    addStridedOps(t);
     return t;
   }();
   return table;

@@ -15,6 +15,8 @@ void addNormalizationOps(OpTable& table);  // ops/normalization.cc: layer norm, 
 void addIndexingOps(OpTable& table);       // ops/indexing.cc: embedding, gather, index, scatter
 void addLossOps(OpTable& table);           // ops/losses.cc: nll_loss and its backward
 void addAttentionOps(OpTable& table);      // ops/attention.cc: scaled dot-product attention
+void addQuantizeOps(OpTable& table);       // ops/quantize.cc: fake quantization (QAT)
+void addStridedOps(OpTable& table);        // ops/strided.cc: as_strided, sym_stride (memory positions)
 
 const OpTable& builtinOps();
 

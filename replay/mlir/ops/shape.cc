@@ -9,7 +9,7 @@ namespace {
 
 // x reshaped to `out` (same elements, row-major), sizes from the IR's output type.
 Value reshape(Emitter& e, const Value& x, const TensorType& out) {
-  if (x.type.str() == out.str() && out.rank() == x.type.rank()) return x;
+  if (x.type.dtype == out.dtype && sameShape(x.type, out)) return x;
   std::vector<std::string> sizes;
   for (size_t d = 0; d < out.rank(); ++d) sizes.push_back(e.dimSize(out, d));
   std::string shape = e.fresh("shape");

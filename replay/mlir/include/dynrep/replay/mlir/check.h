@@ -42,6 +42,8 @@ struct GraphCheck {
 };
 
 std::vector<GraphCheck> checkStore(const Job& job, const CheckOptions& options);
+// One graph of a compile ("aot_forward_graph", ...): a backward graph runs its forward first.
+GraphCheck checkGraph(const Job& job, const Compile& compile, const std::string& event, const CheckOptions& options);
 
 // The ranges of a compile's symbols, for the entry checks ("s0" -> [2, 64]).
 std::map<std::string, std::pair<int64_t, int64_t>> symbolRanges(const Job& job, const Compile& compile);

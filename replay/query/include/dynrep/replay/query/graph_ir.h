@@ -71,6 +71,7 @@ struct TensorMeta {
   std::string dtype;  // float32, int64, ... as PyTorch names it without "torch."
   std::vector<Dimension> shape;
   std::optional<std::vector<Dimension>> stride;  // none for sparse or nested tensors, and in format 1 where not printed
+  std::optional<Dimension> storageOffset;        // beside stride, since 2026-11-28
   std::string device;
   bool requiresGrad = false;
 };
