@@ -23,6 +23,12 @@ def _set_values(x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
     return y
 
 
+def _set_given(x: torch.Tensor, m: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    y = x.clone()
+    y[m] = v  # as many rows as the mask holds, checked at run time
+    return y
+
+
 def _set_rows(x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
     y = x.clone()
     y[m] = torch.arange(x.shape[1], dtype=x.dtype)  # one row broadcast to every selected row
@@ -54,14 +60,17 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[], tuple]]] = {
     "nonzero_3d_bool": (torch.nonzero, lambda: (torch.randn(2, 3, 4) > 0,)),
     "nonzero_nan_is_nonzero": (torch.nonzero, lambda: (torch.tensor([0.0, float("nan"), 0.0, -1.0]),)),
     "nonzero_all_zero": (torch.nonzero, lambda: (torch.zeros(3, 4),)),
+    "nonzero_static": (lambda x: torch.nonzero_static(x, size=5, fill_value=-7), lambda: (_mixed(12, 2).reshape(3, 4),)),
+    "argwhere": (torch.argwhere, lambda: (_mixed(12, 4).reshape(3, 4),)),
+    "where_one_argument": (lambda x: torch.where(x)[1] * 2, lambda: (_mixed(12, 4).reshape(3, 4),)),
     "nonzero_then_gather": (_nonzero_rows, lambda: (torch.randn(6, 3),)),
     "mask_2d": (lambda x: x[x > 0], lambda: (torch.randn(4, 5),)),
     "mask_1d_rows": (lambda x, m: x[m], lambda: (torch.randn(5, 3), ROWS_MASK)),
     "mask_after_slice": (lambda x, m: x[:, m] + 1, lambda: (torch.randn(3, 5, 2), ROWS_MASK)),
     "mask_all_false": (lambda x: x[x > 10], lambda: (torch.randn(4, 5),)),
-    "mask_uint8": (lambda x, m: x[m.to(torch.uint8)], lambda: (torch.randn(5, 3), ROWS_MASK)),
     "set_scalar": (lambda x: x.masked_fill(x > 0, 0), lambda: (torch.randn(4, 5),)),
     "set_values": (_set_values, lambda: (torch.randn(5, 3), ROWS_MASK)),
+    "set_values_input": (_set_given, lambda: (torch.randn(5, 3), ROWS_MASK, torch.randn(3, 3))),
     "set_rows": (_set_rows, lambda: (torch.randn(5, 3), ROWS_MASK)),
     "index_put_accumulate": (
         lambda x, m: x.index_put((m,), torch.tensor(1.5), accumulate=True),

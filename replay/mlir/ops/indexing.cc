@@ -228,10 +228,19 @@ Value indexTensor(OpCall& c) {
 Value indexPut(OpCall& c) {
   const Value& self = c.tensor(0);
   const Value& values = c.tensor(2);
-  Value indices = hasMaskIndex(c.arg(1)) ? expandMaskIndex(c.e, c.arg(1), nullptr) : c.arg(1);
+  bool mask = hasMaskIndex(c.arg(1));
+  Value indices = mask ? expandMaskIndex(c.e, c.arg(1), nullptr) : c.arg(1);
   IndexPlan p = plan(self, indices);
   Strings selfSizes = sizesOf(c.e, self.type), sizes = resultSizes(c.e, self, p);
   if (values.type.rank() > sizes.size()) throw Unsupported("index_put values of higher rank than the indexed result");
+  // A mask's count is known only now: values that PyTorch would reject must not be read past their end.
+  for (size_t m = 0; mask && m < values.type.rank(); ++m) {
+    if (values.type.dims[m].isStatic() && values.type.dims[m].size == 1) continue;
+    std::string ok =
+        c.e.indexCmp("eq", c.e.dimSize(values.type, m), sizes[sizes.size() - values.type.rank() + m]);
+    c.e.line("cf.assert " + ok + ", " + mlirString("index_put: values dim " + std::to_string(m) +
+                                                   " must match the masked shape"));
+  }
   return scatterLoop(
       c, sizes, [&](const Strings& iv) { return selfCoordinates(c.e, p, iv, selfSizes); },
       [&](Scalars& s, const Strings& iv, DType ct) {
