@@ -60,7 +60,10 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[], tuple]]] = {
     "nonzero_3d_bool": (torch.nonzero, lambda: (torch.randn(2, 3, 4) > 0,)),
     "nonzero_nan_is_nonzero": (torch.nonzero, lambda: (torch.tensor([0.0, float("nan"), 0.0, -1.0]),)),
     "nonzero_all_zero": (torch.nonzero, lambda: (torch.zeros(3, 4),)),
-    "nonzero_static": (lambda x: torch.nonzero_static(x, size=5, fill_value=-7), lambda: (_mixed(12, 2).reshape(3, 4),)),
+    "nonzero_static": (
+        lambda x: torch.nonzero_static(x, size=5, fill_value=-7),  # 6 nonzero: the first 5
+        lambda: (_mixed(12, 2).reshape(3, 4),),
+    ),
     "argwhere": (torch.argwhere, lambda: (_mixed(12, 4).reshape(3, 4),)),
     "where_one_argument": (lambda x: torch.where(x)[1] * 2, lambda: (_mixed(12, 4).reshape(3, 4),)),
     "nonzero_then_gather": (_nonzero_rows, lambda: (torch.randn(6, 3),)),
@@ -81,7 +84,10 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[], tuple]]] = {
         lambda: (torch.randn(5, 3), torch.zeros(5, dtype=torch.bool)),
     ),
     "masked_select": (lambda x: torch.masked_select(x, x > 0), lambda: (torch.randn(4, 5),)),
-    "masked_select_broadcast": (lambda x, m: torch.masked_select(x, m[:, None]), lambda: (torch.randn(5, 3), ROWS_MASK)),
+    "masked_select_broadcast": (
+        lambda x, m: torch.masked_select(x, m[:, None]),
+        lambda: (torch.randn(5, 3), ROWS_MASK),
+    ),
     "follow_on_sum_and_cat": (_follow_on, lambda: (torch.randn(4, 5),)),
 }
 
@@ -106,3 +112,23 @@ def test_data_dependent_size_matches(name: str, dynamic: bool, tmp_path: Path) -
     store = _capture(tmp_path / "op.dynrep", fn, inputs(), dynamic)
     report = mlir.lower_check(store)
     assert report["graphs"] and all(g["matched"] for g in report["graphs"]), report["graphs"]
+
+
+def _train_step(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    y = x * w
+    return (y[y > 0] ** 2).sum() + torch.masked_select(y, y < -0.5).sum()
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_gradient_through_a_mask_matches(dynamic: bool, tmp_path: Path) -> None:
+    """The backward graph takes the counts as symbolic inputs and scatters through the masks
+    (index_put with accumulate, masked_scatter); x[mask] there is asserted to hold that count."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    x, w = torch.randn(4, 5), torch.randn(4, 5, requires_grad=True)
+    store = tmp_path / "train.dynrep"
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True), dr.capture(store, precompile=False):
+        torch.compile(_train_step, backend="aot_eager", dynamic=dynamic, fullgraph=True)(x, w).backward()
+    report = mlir.lower_check(store)
+    assert {g["graph"] for g in report["graphs"]} == {"aot_forward_graph", "aot_backward_graph"}
+    assert all(g["matched"] for g in report["graphs"]), report["graphs"]

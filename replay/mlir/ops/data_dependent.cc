@@ -11,6 +11,7 @@ namespace dynrep::replay::lowering {
 
 namespace {
 
+// A bare symbol (u0), not an expression over symbols: only those are bound, as to_linalg.cc binds them.
 bool plainSymbol(const std::string& s) {
   if (s.empty() || !std::isalpha(static_cast<unsigned char>(s[0]))) return false;
   for (char ch : s)
@@ -109,7 +110,8 @@ Value nonzero(OpCall& c) {
 Value nonzeroStatic(OpCall& c) {
   const Value& x = c.tensor(0);
   const TensorType& out = c.out();
-  if (out.rank() != 2 || !out.dims[0].isStatic()) throw Unsupported("nonzero_static with a result that is not [size, rank]");
+  if (out.rank() != 2 || !out.dims[0].isStatic())
+    throw Unsupported("nonzero_static with a result that is not [size, rank]");
   std::string init = c.e.fill(out, static_cast<double>(c.integer(c.index("fill_value"))));
   return Value::tensor(fillNonzero(c.e, x, init, out, c.e.index(out.dims[0].size)), out);
 }

@@ -236,10 +236,9 @@ Value indexPut(OpCall& c) {
   // A mask's count is known only now: values that PyTorch would reject must not be read past their end.
   for (size_t m = 0; mask && m < values.type.rank(); ++m) {
     if (values.type.dims[m].isStatic() && values.type.dims[m].size == 1) continue;
-    std::string ok =
-        c.e.indexCmp("eq", c.e.dimSize(values.type, m), sizes[sizes.size() - values.type.rank() + m]);
-    c.e.line("cf.assert " + ok + ", " + mlirString("index_put: values dim " + std::to_string(m) +
-                                                   " must match the masked shape"));
+    std::string ok = c.e.indexCmp("eq", c.e.dimSize(values.type, m), sizes[sizes.size() - values.type.rank() + m]);
+    c.e.line("cf.assert " + ok + ", " +
+             mlirString("index_put: values dim " + std::to_string(m) + " must match the masked shape"));
   }
   return scatterLoop(
       c, sizes, [&](const Strings& iv) { return selfCoordinates(c.e, p, iv, selfSizes); },
