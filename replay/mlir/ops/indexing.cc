@@ -147,9 +147,6 @@ IndexPlan plan(const Value& self, const Value& list) {
   for (size_t i = 0; i < list.items.size(); ++i) {
     if (list.items[i].isNone()) continue;
     if (!list.items[i].isTensor()) throw Unsupported("an index that is not a tensor");
-    if (list.items[i].type.dtype == DType::Bool || list.items[i].type.dtype == DType::U8)
-      throw Unsupported("a boolean mask index is data-dependent (how many elements it selects is known only at run "
-                        "time): not lowered");
     requireIntegerIndex(list.items[i]);
     p.at[i] = &list.items[i];
     p.bRank = std::max(p.bRank, list.items[i].type.rank());
@@ -213,8 +210,9 @@ Strings selfCoordinates(Emitter& e, const IndexPlan& p, const Strings& r, const 
 
 Value indexTensor(OpCall& c) {
   const Value& self = c.tensor(0);
-  IndexPlan p = plan(self, c.arg(1));
   const TensorType& out = c.out();
+  Value indices = hasMaskIndex(c.arg(1)) ? expandMaskIndex(c.e, c.arg(1), &out) : c.arg(1);
+  IndexPlan p = plan(self, indices);
   if (out.rank() != p.slots.size()) throw Unsupported("the IR's result rank differs from the indexing's");
   Strings selfSizes = sizesOf(c.e, self.type);
   std::string name = c.e.generic(out, loopDims(out.rank()), {}, Strings(out.rank(), "parallel"), [&](Strings&) {
@@ -230,9 +228,18 @@ Value indexTensor(OpCall& c) {
 Value indexPut(OpCall& c) {
   const Value& self = c.tensor(0);
   const Value& values = c.tensor(2);
-  IndexPlan p = plan(self, c.arg(1));
+  bool mask = hasMaskIndex(c.arg(1));
+  Value indices = mask ? expandMaskIndex(c.e, c.arg(1), nullptr) : c.arg(1);
+  IndexPlan p = plan(self, indices);
   Strings selfSizes = sizesOf(c.e, self.type), sizes = resultSizes(c.e, self, p);
   if (values.type.rank() > sizes.size()) throw Unsupported("index_put values of higher rank than the indexed result");
+  // A mask's count is known only now: values that PyTorch would reject must not be read past their end.
+  for (size_t m = 0; mask && m < values.type.rank(); ++m) {
+    if (values.type.dims[m].isStatic() && values.type.dims[m].size == 1) continue;
+    std::string ok = c.e.indexCmp("eq", c.e.dimSize(values.type, m), sizes[sizes.size() - values.type.rank() + m]);
+    c.e.line("cf.assert " + ok + ", " +
+             mlirString("index_put: values dim " + std::to_string(m) + " must match the masked shape"));
+  }
   return scatterLoop(
       c, sizes, [&](const Strings& iv) { return selfCoordinates(c.e, p, iv, selfSizes); },
       [&](Scalars& s, const Strings& iv, DType ct) {
@@ -623,7 +630,7 @@ void addIndexingOps(OpTable& t) {
     return gatherAlong(c, index, dim, index.type.rank() ? Strings{"d" + std::to_string(dim)} : Strings{});
   };
   t["aten::index.Tensor"] = t["aten::_unsafe_index.Tensor"] = indexTensor;
-  t["aten::index_put.default"] = t["aten::_unsafe_index_put.default"] = indexPut;
+  t["aten::index_put.default"] = t["aten::_unsafe_index_put.default"] = t["aten::_index_put_impl.default"] = indexPut;
   t["aten::scatter.src"] = t["aten::scatter.value"] = [](OpCall& c) { return scatter(c, ""); };
   t["aten::scatter_add.default"] = [](OpCall& c) { return scatter(c, "add"); };
   t["aten::scatter_reduce.two"] = scatterReduce;
@@ -631,10 +638,6 @@ void addIndexingOps(OpTable& t) {
   t["aten::sort.stable"] = [](OpCall& c) { return sort(c, true); };
   t["aten::topk.default"] = topk;
   t["aten::masked_scatter.default"] = maskedScatter;
-  t["aten::nonzero.default"] = [](OpCall&) -> Value {
-    throw Unsupported("nonzero is data-dependent (its result's size is the number of nonzero elements, known only at "
-                      "run time): not lowered");
-  };
   t["aten::scatter.reduce"] = t["aten::scatter.value_reduce"] = [](OpCall& c) {
     const Value& r = c.arg(c.index("reduce"));
     if (r.kind != Value::Kind::Text || (r.text != "add" && r.text != "multiply"))

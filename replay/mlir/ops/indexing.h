@@ -9,6 +9,12 @@ namespace dynrep::replay::lowering {
 std::string extract(Emitter& e, const std::string& t, const TensorType& type, const Strings& at);  // tensor.extract
 std::string insert(Emitter& e, const std::string& v, const std::string& t, const TensorType& type, const Strings& at);
 Strings sizesOf(Emitter& e, const TensorType& t);
+// Index lists (index, index_put) with a boolean mask (data_dependent.cc): PyTorch reads a mask
+// of rank k as the k int64 index tensors nonzero(mask) splits into, and so does the lowering.
+// `result` is index's result type, whose dim at the mask's place is the count (null for
+// index_put); a mask beside other index tensors throws Unsupported.
+bool hasMaskIndex(const Value& indices);
+Value expandMaskIndex(Emitter& e, const Value& indices, const TensorType* result);
 // Throws Unsupported for a bool or float index tensor (uint8 is an integer index here; only
 // index and index_put read it as a mask).
 void requireIntegerIndex(const Value& t);

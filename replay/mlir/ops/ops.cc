@@ -14,6 +14,7 @@ const OpTable& builtinOps() {
     addReductionOps(t);
     addNormalizationOps(t);
     addIndexingOps(t);
+    addDataDependentOps(t);
     addLossOps(t);
     addAttentionOps(t);
     addQuantizeOps(t);

@@ -13,6 +13,7 @@ void addConvolutionOps(OpTable& table);    // ops/convolution.cc: convolution, p
 void addReductionOps(OpTable& table);      // ops/reduction.cc: sum, mean, amax, var, softmax
 void addNormalizationOps(OpTable& table);  // ops/normalization.cc: layer norm, batch norm
 void addIndexingOps(OpTable& table);       // ops/indexing.cc: embedding, gather, index, scatter
+void addDataDependentOps(OpTable& table);  // ops/data_dependent.cc: nonzero, masked_select (sizes counted at run time)
 void addLossOps(OpTable& table);           // ops/losses.cc: nll_loss and its backward
 void addAttentionOps(OpTable& table);      // ops/attention.cc: scaled dot-product attention
 void addQuantizeOps(OpTable& table);       // ops/quantize.cc: fake quantization (QAT)
