@@ -54,6 +54,9 @@ struct Scalars {
   std::string select(const std::string& c, const std::string& a, const std::string& b, DType t);
   // The value of a Value scalar (constant or SSA) as element type t.
   std::string of(const Value& v, DType t);
+
+ private:
+  std::string castComplex(const std::string& v, DType from, DType to);
 };
 
 using Strings = std::vector<std::string>;

@@ -46,6 +46,22 @@ Value parseDefault(const std::string& text, const std::string& type) {
   return v;
 }
 
+bool complexValue(const Value& v) {
+  if (v.isTensor()) return isComplex(v.type.dtype);
+  for (const Value& item : v.items)
+    if (complexValue(item)) return true;
+  return false;
+}
+
+// Whether a node reads or writes a complex tensor.
+bool touchesComplex(const OpCall& c) {
+  for (const Value& v : c.args)
+    if (complexValue(v)) return true;
+  for (const TensorType& t : c.outs)
+    if (isComplex(t.dtype)) return true;
+  return false;
+}
+
 std::string elementOf(const std::string& listType) {
   size_t open = listType.find('[');
   return open == std::string::npos ? "" : listType.substr(0, open);
@@ -339,6 +355,8 @@ class GraphLowering {
         auto it = builtinOps().find(target);
         if (it == builtinOps().end()) throw Unsupported("no lowering for " + target);
         OpCall c = call(node, target);
+        if (touchesComplex(c) && !loweredForComplex(target))
+          throw Unsupported("no lowering for " + target + " on complex tensors");
         bindOutput(node, it->second(c));
       }
     });

@@ -16,6 +16,8 @@ const OpTable& builtinOps() {
     addIndexingOps(t);
     addLossOps(t);
     addAttentionOps(t);
+    addComplexOps(t);  // after addElementwiseOps: it extends abs and exp
+    addFftOps(t);
     return t;
   }();
   return table;

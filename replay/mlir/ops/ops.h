@@ -15,6 +15,11 @@ void addNormalizationOps(OpTable& table);  // ops/normalization.cc: layer norm, 
 void addIndexingOps(OpTable& table);       // ops/indexing.cc: embedding, gather, index, scatter
 void addLossOps(OpTable& table);           // ops/losses.cc: nll_loss and its backward
 void addAttentionOps(OpTable& table);      // ops/attention.cc: scaled dot-product attention
+void addComplexOps(OpTable& table);        // ops/complex.cc: parts, abs and conj of complex tensors
+void addFftOps(OpTable& table);            // ops/fft.cc: _fft_r2c, _fft_c2c, _fft_c2r as direct DFTs
+
+// Whether the built-in lowering of `target` is written for complex tensors too (ops/complex.cc).
+bool loweredForComplex(const std::string& target);
 
 const OpTable& builtinOps();
 
