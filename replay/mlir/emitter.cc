@@ -34,6 +34,13 @@ Value Value::boolean(bool b) {
   v.number = b;
   return v;
 }
+Value Value::complex(double re, double im) {
+  Value v;
+  v.kind = Kind::Complex;
+  v.number = re;
+  v.imag = im;
+  return v;
+}
 Value Value::scalar(Kind kind, std::string ssa) {
   Value v;
   v.kind = kind;
@@ -252,6 +259,13 @@ std::string Scalars::select(const std::string& c, const std::string& a, const st
 }
 
 std::string Scalars::of(const Value& v, DType t) {
+  if (v.kind == Value::Kind::Complex) {
+    if (!isComplex(t)) throw Unsupported("a complex scalar in arithmetic of dtype " + std::string(dtypeName(t)));
+    std::string name = e.fresh("c");
+    std::string re = constant(v.number, componentType(t)), im = constant(v.imag, componentType(t));
+    e.line(name + " = complex.create " + re + ", " + im + " : " + elementType(t));
+    return name;
+  }
   if (v.isConst()) return constant(v.number, t);
   DType from = v.kind == Value::Kind::Float ? DType::F64 : v.kind == Value::Kind::Bool ? DType::Bool : DType::I64;
   if (v.kind == Value::Kind::Tensor) throw Unsupported("a tensor where a scalar was expected");

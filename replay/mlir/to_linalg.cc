@@ -47,6 +47,7 @@ Value parseDefault(const std::string& text, const std::string& type) {
 }
 
 bool complexValue(const Value& v) {
+  if (v.kind == Value::Kind::Complex) return true;
   if (v.isTensor()) return isComplex(v.type.dtype);
   for (const Value& item : v.items)
     if (complexValue(item)) return true;
@@ -263,9 +264,14 @@ class GraphLowering {
         return it->second;
       }
       case K::Sym: return Value::scalar(Value::Kind::Int, e_.fromIndex(e_.symbolValue(arg.text)));
+      case K::Complex: {
+        if (arg.items.size() != 2) break;
+        Value re = resolve(arg.items[0], "float"), im = resolve(arg.items[1], "float");
+        if (!re.isConst() || !im.isConst()) break;
+        return Value::complex(re.number, im.number);
+      }
       case K::Slice:
       case K::Ellipsis:
-      case K::Complex:
       case K::Callable:
       case K::Repr:
       case K::Expr:

@@ -57,6 +57,10 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[], tuple]]] = {
         lambda x: (torch.view_as_complex(x) * 3, torch.view_as_complex(x).to(torch.complex128), x.to(torch.complex64)),
         _real(4, 5, 2),
     ),
+    "complex_scalars": (
+        lambda z, x: (z * 1j + (2 - 1j), x * (0.5 + 2j), torch.full_like(z, 3 + 1j)),
+        lambda: (torch.randn(3, 4, dtype=torch.complex64), torch.randn(3, 4)),
+    ),
     "complex128_input": (lambda z: torch.fft.fft(z * 0.5, norm="ortho").abs(), _complex(3, 7, dtype=torch.complex128)),
 }
 

@@ -112,7 +112,8 @@ bool loweredForComplex(const std::string& target) {
       "aten::cat.default", "aten::repeat.default", "aten::flip.default", "aten::constant_pad_nd.default",
       "aten::zeros.default", "aten::zeros_like.default", "aten::new_zeros.default", "aten::ones.default",
       "aten::ones_like.default", "aten::new_ones.default", "aten::empty.memory_format", "aten::empty_like.default",
-      "aten::new_empty.default", "aten::sym_size.int", "aten::sym_numel.default"};
+      "aten::new_empty.default", "aten::full.default", "aten::full_like.default", "aten::new_full.default",
+      "aten::fill.Scalar", "aten::scalar_tensor.default", "aten::sym_size.int", "aten::sym_numel.default"};
   return kLowered.count(target) > 0;
 }
 

@@ -18,7 +18,7 @@ DType arithmeticType(const OpCall& c, size_t operands) {
   for (size_t i = 0; i < operands && i < c.args.size(); ++i)
     if (c.args[i].isTensor()) t = t ? promote(*t, c.args[i].type.dtype) : c.args[i].type.dtype;
   DType out = c.out().dtype;
-  if (!t || (out != DType::Bool && (isFloat(out) || !isFloat(*t)))) t = out;
+  if (!t || isComplex(out) || (out != DType::Bool && (isFloat(out) || !isFloat(*t)))) t = out;
   return computeType(*t);
 }
 
