@@ -34,6 +34,13 @@ Value Value::boolean(bool b) {
   v.number = b;
   return v;
 }
+Value Value::complex(double re, double im) {
+  Value v;
+  v.kind = Kind::Complex;
+  v.number = re;
+  v.imag = im;
+  return v;
+}
 Value Value::scalar(Kind kind, std::string ssa) {
   Value v;
   v.kind = kind;
@@ -132,6 +139,13 @@ std::string hexFloat(double v, DType t) {
 }  // namespace
 
 std::string Scalars::constant(double v, DType t) {
+  if (isComplex(t)) {  // v + 0i
+    DType part = componentType(t);
+    std::string name = e.fresh("c");
+    std::string re = constant(v, part), im = constant(0, part);
+    e.line(name + " = complex.create " + re + ", " + im + " : " + elementType(t));
+    return name;
+  }
   std::string name = e.fresh("c");
   std::string literal;
   if (t == DType::Bool) {
@@ -150,7 +164,32 @@ std::string Scalars::constant(double v, DType t) {
   return name;
 }
 
+// Complex to complex converts both parts; real to complex has imaginary part 0; complex to a
+// real dtype keeps the real part (PyTorch warns and does the same), to bool tests both parts.
+std::string Scalars::castComplex(const std::string& v, DType from, DType to) {
+  if (!isComplex(from)) {
+    DType part = componentType(to);
+    std::string re = cast(v, from, part), name = e.fresh("cx");
+    e.line(name + " = complex.create " + re + ", " + constant(0, part) + " : " + elementType(to));
+    return name;
+  }
+  DType part = componentType(from);
+  std::string re = unary("complex.re", v, from);
+  if (to == DType::Bool) {
+    std::string im = unary("complex.im", v, from);
+    return op("arith.ori", cast(re, part, DType::Bool), cast(im, part, DType::Bool), DType::Bool);
+  }
+  if (!isComplex(to)) return cast(re, part, to);
+  std::string im = unary("complex.im", v, from);
+  DType toPart = componentType(to);
+  std::string name = e.fresh("cx");
+  e.line(name + " = complex.create " + cast(re, part, toPart) + ", " + cast(im, part, toPart) + " : " +
+         elementType(to));
+  return name;
+}
+
 std::string Scalars::cast(const std::string& v, DType from, DType to) {
+  if (from != to && (isComplex(from) || isComplex(to))) return castComplex(v, from, to);
   if (from == to || (std::string(elementType(from)) == elementType(to) && from != DType::U8 && to != DType::U8))
     return v;
   std::string name = e.fresh("cv");
@@ -181,13 +220,20 @@ std::string Scalars::cast(const std::string& v, DType from, DType to) {
   return name;
 }
 
+// An arith or math op spelled over complex values would not verify, or worse: refused by name.
+static void requireReal(const std::string& name, DType t) {
+  if (isComplex(t) && name.rfind("complex.", 0) != 0) throw Unsupported(name + " on complex values is not lowered");
+}
+
 std::string Scalars::op(const std::string& name, const std::string& a, const std::string& b, DType t) {
+  requireReal(name, t);
   std::string out = e.fresh();
   e.line(out + " = " + name + " " + a + ", " + b + " : " + elementType(t));
   return out;
 }
 
 std::string Scalars::unary(const std::string& name, const std::string& a, DType t) {
+  requireReal(name, t);
   std::string out = e.fresh();
   e.line(out + " = " + name + " " + a + " : " + elementType(t));
   return out;
@@ -195,6 +241,12 @@ std::string Scalars::unary(const std::string& name, const std::string& a, DType 
 
 std::string Scalars::cmp(const std::string& predicate, const std::string& a, const std::string& b, DType t) {
   std::string out = e.fresh();
+  if (isComplex(t)) {  // complex numbers are not ordered: equality only
+    bool eq = predicate == "eq" || predicate == "oeq", ne = predicate == "ne" || predicate == "une";
+    if (!eq && !ne) throw Unsupported("the comparison " + predicate + " of complex values");
+    e.line(out + " = " + (eq ? "complex.eq " : "complex.neq ") + a + ", " + b + " : " + elementType(t));
+    return out;
+  }
   e.line(out + " = " + (isFloat(t) ? "arith.cmpf " : "arith.cmpi ") + predicate + ", " + a + ", " + b + " : " +
          elementType(t));
   return out;
@@ -207,6 +259,13 @@ std::string Scalars::select(const std::string& c, const std::string& a, const st
 }
 
 std::string Scalars::of(const Value& v, DType t) {
+  if (v.kind == Value::Kind::Complex) {
+    if (!isComplex(t)) throw Unsupported("a complex scalar in arithmetic of dtype " + std::string(dtypeName(t)));
+    std::string name = e.fresh("c");
+    std::string re = constant(v.number, componentType(t)), im = constant(v.imag, componentType(t));
+    e.line(name + " = complex.create " + re + ", " + im + " : " + elementType(t));
+    return name;
+  }
   if (v.isConst()) return constant(v.number, t);
   DType from = v.kind == Value::Kind::Float ? DType::F64 : v.kind == Value::Kind::Bool ? DType::Bool : DType::I64;
   if (v.kind == Value::Kind::Tensor) throw Unsupported("a tensor where a scalar was expected");

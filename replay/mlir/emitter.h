@@ -22,11 +22,14 @@ struct Unsupported : std::runtime_error {
 // What a node produced: a tensor, a scalar (an SSA i64/f64/i1 value, or a constant known
 // while lowering), None, or a list (a tuple output, an int[] argument).
 struct Value {
-  enum class Kind { None, Tensor, Int, Float, Bool, List, Text };
+  // Complex: a constant complex scalar (number + imag i); not isScalar(), so that code reading
+  // `number` as a real never takes it: only Scalars::of turns it into a value.
+  enum class Kind { None, Tensor, Int, Float, Bool, List, Text, Complex };
   Kind kind = Kind::None;
   std::string ssa;           // tensors and non-constant scalars
   TensorType type;           // tensors
   double number = 0;         // constant scalars (ssa empty)
+  double imag = 0;           // Complex: the imaginary part
   std::string text;          // Text: a dtype, device, layout, memory format or string argument
   std::vector<Value> items;  // List
   std::string sym;           // Int: the symbolic expression the IR prints for it ("s0*2"), where it has one
@@ -39,6 +42,7 @@ struct Value {
   static Value integer(int64_t v);
   static Value real(double v);
   static Value boolean(bool v);
+  static Value complex(double re, double im);
   static Value scalar(Kind kind, std::string ssa);  // an SSA i64 (Int), f64 (Float) or i1 (Bool)
   static Value list(std::vector<Value> items);
   bool isTensor() const { return kind == Kind::Tensor; }
@@ -59,6 +63,9 @@ struct Scalars {
   std::string select(const std::string& c, const std::string& a, const std::string& b, DType t);
   // The value of a Value scalar (constant or SSA) as element type t.
   std::string of(const Value& v, DType t);
+
+ private:
+  std::string castComplex(const std::string& v, DType from, DType to);
 };
 
 using Strings = std::vector<std::string>;

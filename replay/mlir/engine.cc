@@ -24,6 +24,7 @@
 #include <mlir/Dialect/Bufferization/Pipelines/Passes.h>
 #include <mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h>
 #include <mlir/Dialect/Bufferization/Transforms/Passes.h>
+#include <mlir/Dialect/Complex/IR/Complex.h>
 #include <mlir/Dialect/ControlFlow/IR/ControlFlow.h>
 #include <mlir/Dialect/ControlFlow/Transforms/BufferDeallocationOpInterfaceImpl.h>
 #include <mlir/Dialect/ControlFlow/Transforms/BufferizableOpInterfaceImpl.h>
@@ -79,7 +80,7 @@ std::unique_ptr<mlir::MLIRContext> makeContext() {
   registry.insert<mlir::func::FuncDialect, mlir::arith::ArithDialect, mlir::math::MathDialect,
                   mlir::linalg::LinalgDialect, mlir::tensor::TensorDialect, mlir::scf::SCFDialect,
                   mlir::cf::ControlFlowDialect, mlir::memref::MemRefDialect, mlir::bufferization::BufferizationDialect,
-                  mlir::affine::AffineDialect, mlir::LLVM::LLVMDialect>();
+                  mlir::affine::AffineDialect, mlir::complex::ComplexDialect, mlir::LLVM::LLVMDialect>();
   mlir::arith::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
   mlir::linalg::registerBufferizableOpInterfaceExternalModels(registry);
@@ -142,15 +143,18 @@ void runPipeline(mlir::MLIRContext* context, mlir::ModuleOp module, Diagnostics&
 }  // namespace
 
 // convert-math-to-funcs outlines math.ipowi (integer pow), which has no LLVM lowering, as a
-// function of cf and arith branches; it runs before those are lowered.
+// function of cf and arith branches; it runs before those are lowered. convert-complex-to-standard
+// spells abs, div and the rest over the parts (arith and math), before those are lowered too;
+// complex-to-llvm then takes create, re, im, add, sub and mul.
 const char* llvmPipeline() {
   return "builtin.module(inline,symbol-dce,"
          "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},"
          "buffer-deallocation-pipeline,convert-bufferization-to-memref,func.func(convert-linalg-to-loops),"
-         "convert-math-to-funcs,convert-scf-to-cf,expand-strided-metadata,lower-affine,arith-expand,finalize-memref-to-"
+         "convert-complex-to-standard,convert-math-to-funcs,convert-scf-to-cf,expand-strided-metadata,lower-affine,"
+         "arith-expand,finalize-memref-to-"
          "llvm,convert-math-to-llvm,"
-         "convert-math-to-libm,convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,convert-func-to-llvm,"
-         "reconcile-unrealized-casts)";
+         "convert-math-to-libm,convert-complex-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,"
+         "convert-func-to-llvm,reconcile-unrealized-casts)";
 }
 
 struct Module::Impl {
@@ -242,17 +246,25 @@ std::unique_ptr<Jit> Jit::compile(std::unique_ptr<Module> module) {
 
 namespace {
 
+// tensor<?x4xcomplex<f32>> -> "?x4x" and "complex<f32>": the element type may hold an 'x' itself.
+std::pair<std::string, std::string> shapeAndElement(const std::string& type) {
+  std::string body = type.substr(type.find('<') + 1, type.rfind('>') - type.find('<') - 1);
+  size_t complex = body.find("complex<");
+  size_t split = complex != std::string::npos           ? complex
+                 : body.rfind('x') == std::string::npos ? 0
+                                                        : body.rfind('x') + 1;
+  return {body.substr(0, split), body.substr(split)};
+}
+
 size_t rankOf(const std::string& type) {  // tensor<?x4xf32> -> 2
-  size_t open = type.find('<'), close = type.rfind('>');
-  std::string body = type.substr(open + 1, close - open - 1);
-  return static_cast<size_t>(std::count(body.begin(), body.end(), 'x'));
+  std::string shape = shapeAndElement(type).first;
+  return static_cast<size_t>(std::count(shape.begin(), shape.end(), 'x'));
 }
 
 std::optional<DType> elementOf(const std::string& type) {  // tensor<?x4xf32> -> f32
-  std::string body = type.substr(type.find('<') + 1, type.rfind('>') - type.find('<') - 1);
-  std::string e = body.substr(body.rfind('x') == std::string::npos ? 0 : body.rfind('x') + 1);
-  for (DType t :
-       {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32, DType::I16, DType::I8, DType::Bool})
+  std::string e = shapeAndElement(type).second;
+  for (DType t : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32, DType::I16, DType::I8,
+                  DType::Bool, DType::C64, DType::C128})
     if (e == elementType(t)) return t;
   return std::nullopt;
 }

@@ -38,9 +38,24 @@ HostValue HostValue::tensor(DType dtype, std::vector<int64_t> shape) {
   return v;
 }
 
+double HostValue::part(size_t i) const {
+  if (!isComplex(dtype)) return element(i);
+  const uint8_t* p = data.data() + i * byteSize(componentType(dtype));
+  if (dtype == DType::C128) {
+    double x;
+    std::memcpy(&x, p, 8);
+    return x;
+  }
+  float x;
+  std::memcpy(&x, p, 4);
+  return x;
+}
+
 double HostValue::element(size_t i) const {
   const uint8_t* p = data.data() + i * byteSize(dtype);
   switch (dtype) {
+    case DType::C64:
+    case DType::C128: return part(2 * i);
     case DType::F64: {
       double x;
       std::memcpy(&x, p, 8);
@@ -110,7 +125,7 @@ Comparison compare(const HostValue& got, const HostValue& want, double rtol, dou
   }
   if (got.shape != want.shape || got.dtype != want.dtype) return {"shape differs", 0};
   if (got.data == want.data) return {"bitwise", 0};
-  bool close = isFloat(got.dtype);
+  bool close = isFloat(got.dtype) || isComplex(got.dtype);
   if (got.dtype == DType::BF16 || got.dtype == DType::F16) {
     rtol = std::max(rtol, got.dtype == DType::BF16 ? 1.6e-2 : 1e-3);
     double scale = 0;
@@ -118,8 +133,8 @@ Comparison compare(const HostValue& got, const HostValue& want, double rtol, dou
       if (std::isfinite(want.element(i))) scale = std::max(scale, std::fabs(want.element(i)));
     atol = std::max(atol, rtol * scale);
   }
-  for (size_t i = 0; i < got.numel(); ++i) {
-    double a = got.element(i), b = want.element(i);
+  for (size_t i = 0; i < got.parts(); ++i) {
+    double a = got.part(i), b = want.part(i);
     if (std::isnan(a) && std::isnan(b)) continue;
     if (a == b) continue;  // equal infinities
     double diff = std::fabs(a - b);

@@ -20,7 +20,10 @@ struct HostValue {
   double real = 0;
 
   size_t numel() const;
-  double element(size_t i) const;                                    // as double (float16/bfloat16 widened)
+  double element(size_t i) const;  // as double (float16/bfloat16 widened); complex: its real part
+  // The real numbers the tensor holds: one per element, two for a complex one (real, imaginary).
+  size_t parts() const { return isComplex(dtype) ? 2 * numel() : numel(); }
+  double part(size_t i) const;
   static HostValue tensor(DType dtype, std::vector<int64_t> shape);  // zero-filled
   std::string describe() const;                                      // float32[2, 8]
 };
@@ -30,7 +33,8 @@ struct HostValue {
 // rounded intermediate (PyTorch's kernels and the lowering accumulate in different orders)
 // moves every value computed from it by about that bit of *its* scale, so there rtol is at least
 // the dtype's (1e-3 float16, 1.6e-2 bfloat16, as torch.testing.assert_close takes them) and atol
-// at least rtol times the tensor's largest magnitude. Integers, bools and scalars must be equal.
+// at least rtol times the tensor's largest magnitude. Complex tensors compare their real and
+// imaginary parts each so. Integers, bools and scalars must be equal.
 struct Comparison {
   std::string status;  // "bitwise", "close", "differs", "shape differs"
   double maxAbsDiff = 0;

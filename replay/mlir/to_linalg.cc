@@ -47,6 +47,23 @@ Value parseDefault(const std::string& text, const std::string& type) {
   return v;
 }
 
+bool complexValue(const Value& v) {
+  if (v.kind == Value::Kind::Complex) return true;
+  if (v.isTensor()) return isComplex(v.type.dtype);
+  for (const Value& item : v.items)
+    if (complexValue(item)) return true;
+  return false;
+}
+
+// Whether a node reads or writes a complex tensor.
+bool touchesComplex(const OpCall& c) {
+  for (const Value& v : c.args)
+    if (complexValue(v)) return true;
+  for (const TensorType& t : c.outs)
+    if (isComplex(t.dtype)) return true;
+  return false;
+}
+
 std::string elementOf(const std::string& listType) {
   size_t open = listType.find('[');
   return open == std::string::npos ? "" : listType.substr(0, open);
@@ -264,9 +281,14 @@ class GraphLowering {
         return it->second;
       }
       case K::Sym: return Value::scalar(Value::Kind::Int, e_.fromIndex(e_.symbolValue(arg.text)));
+      case K::Complex: {
+        if (arg.items.size() != 2) break;
+        Value re = resolve(arg.items[0], "float"), im = resolve(arg.items[1], "float");
+        if (!re.isConst() || !im.isConst()) break;
+        return Value::complex(re.number, im.number);
+      }
       case K::Slice:
       case K::Ellipsis:
-      case K::Complex:
       case K::Callable:
       case K::Repr:
       case K::Expr:
@@ -358,6 +380,8 @@ class GraphLowering {
         auto it = builtinOps().find(target);
         if (it == builtinOps().end()) throw Unsupported("no lowering for " + target);
         OpCall c = call(node, target);
+        if (touchesComplex(c) && !loweredForComplex(target))
+          throw Unsupported("no lowering for " + target + " on complex tensors");
         bindOutput(node, it->second(c));
       }
     });

@@ -275,9 +275,18 @@ class Run {
       r.kind = "tensor";
       r.dtype = c10::toString(t.scalar_type());
       std::string name = r.dtype;  // PyTorch's C++ names (Float, Long) -> Python's (float32, int64)
-      static const std::map<std::string, std::string> kNames = {
-          {"Float", "float32"}, {"Double", "float64"}, {"Half", "float16"}, {"BFloat16", "bfloat16"}, {"Long", "int64"},
-          {"Int", "int32"},     {"Short", "int16"},    {"Char", "int8"},    {"Byte", "uint8"},        {"Bool", "bool"}};
+      static const std::map<std::string, std::string> kNames = {{"Float", "float32"},
+                                                                {"Double", "float64"},
+                                                                {"Half", "float16"},
+                                                                {"BFloat16", "bfloat16"},
+                                                                {"Long", "int64"},
+                                                                {"Int", "int32"},
+                                                                {"Short", "int16"},
+                                                                {"Char", "int8"},
+                                                                {"Byte", "uint8"},
+                                                                {"Bool", "bool"},
+                                                                {"ComplexFloat", "complex64"},
+                                                                {"ComplexDouble", "complex128"}};
       auto it = kNames.find(name);
       r.dtype = it == kNames.end() ? name : it->second;
       r.shape = t.sizes().vec();

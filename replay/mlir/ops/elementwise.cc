@@ -18,7 +18,7 @@ DType arithmeticType(const OpCall& c, size_t operands) {
   for (size_t i = 0; i < operands && i < c.args.size(); ++i)
     if (c.args[i].isTensor()) t = t ? promote(*t, c.args[i].type.dtype) : c.args[i].type.dtype;
   DType out = c.out().dtype;
-  if (!t || (out != DType::Bool && (isFloat(out) || !isFloat(*t)))) t = out;
+  if (!t || isComplex(out) || (out != DType::Bool && (isFloat(out) || !isFloat(*t)))) t = out;
   return computeType(*t);
 }
 
@@ -48,6 +48,7 @@ LowerFn map(size_t operands, Body body, bool boolResult = false) {
 
 Body math(const char* op) {
   return [=](Scalars& s, std::vector<std::string>& v, DType t) {
+    if (isComplex(t)) throw Unsupported(std::string(op) + " of a complex tensor is not lowered");
     if (!isFloat(t)) throw Unsupported(std::string(op) + " of an integer tensor");
     return s.unary(op, v[0], t);
   };
@@ -55,7 +56,10 @@ Body math(const char* op) {
 
 // ceil, floor, round, trunc: an integer tensor is returned as it is, as PyTorch does.
 Body rounding(const char* op) {
-  return [=](Scalars& s, std::vector<std::string>& v, DType t) { return isFloat(t) ? s.unary(op, v[0], t) : v[0]; };
+  return [=](Scalars& s, std::vector<std::string>& v, DType t) {
+    if (isComplex(t)) throw Unsupported(std::string(op) + " of a complex tensor (PyTorch rejects it)");
+    return isFloat(t) ? s.unary(op, v[0], t) : v[0];
+  };
 }
 
 Body compare(const char* floatPred, const char* intPred) {
@@ -67,14 +71,17 @@ Body compare(const char* floatPred, const char* intPred) {
 // False); - is an error there.
 std::string add(Scalars& s, const std::string& a, const std::string& b, DType t) {
   if (t == DType::Bool) return s.op("arith.ori", a, b, t);
+  if (isComplex(t)) return s.op("complex.add", a, b, t);
   return s.op(isFloat(t) ? "arith.addf" : "arith.addi", a, b, t);
 }
 std::string sub(Scalars& s, const std::string& a, const std::string& b, DType t) {
   if (t == DType::Bool) throw Unsupported("subtraction of bool tensors (PyTorch rejects it)");
+  if (isComplex(t)) return s.op("complex.sub", a, b, t);
   return s.op(isFloat(t) ? "arith.subf" : "arith.subi", a, b, t);
 }
 std::string mul(Scalars& s, const std::string& a, const std::string& b, DType t) {
   if (t == DType::Bool) return s.op("arith.andi", a, b, t);
+  if (isComplex(t)) return s.op("complex.mul", a, b, t);
   return s.op(isFloat(t) ? "arith.mulf" : "arith.muli", a, b, t);
 }
 
@@ -124,6 +131,10 @@ std::string floorDivide(Scalars& s, const std::string& a, const std::string& b, 
 // `storage` is the result's dtype, t the one computed in.
 std::string divide(Scalars& s, const std::string& a, const std::string& b, DType t, DType storage,
                    const std::string& mode) {
+  if (isComplex(t)) {
+    if (!mode.empty()) throw Unsupported("division of complex values with rounding mode " + mode);
+    return s.op("complex.div", a, b, t);
+  }
   if (!isFloat(t)) {
     std::string d = divisor(s, b, t);
     if (isUnsigned(t)) return s.op("arith.divui", a, d, t);  // floor and trunc alike
@@ -300,6 +311,7 @@ void addElementwiseOps(OpTable& t) {
     t[name] = map(2, [](Scalars& s, std::vector<std::string>& v, DType d) { return fmod(s, v[0], v[1], d); });
   t["aten::neg.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) {
     if (d == DType::Bool) throw Unsupported("negation of a bool tensor (PyTorch rejects it)");
+    if (isComplex(d)) return s.unary("complex.neg", v[0], d);
     return isFloat(d) ? s.unary("arith.negf", v[0], d) : s.op("arith.subi", s.constant(0, d), v[0], d);
   });
   t["aten::abs.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) {
@@ -457,7 +469,7 @@ void addElementwiseOps(OpTable& t) {
         DType d = c.arg(0).isTensor() ? c.arg(0).type.dtype : DType::F32;
         if (c.arg(1).isTensor())
           d = promote(d, c.arg(1).type.dtype);
-        else if (c.arg(1).kind == Value::Kind::Float && !isFloat(d))
+        else if (c.arg(1).kind == Value::Kind::Float && !isFloat(d) && !isComplex(d))
           d = DType::F32;
         else if (c.arg(1).kind == Value::Kind::Int && d == DType::Bool)
           d = DType::I64;
@@ -478,12 +490,14 @@ void addElementwiseOps(OpTable& t) {
   t["aten::isnan.default"] = map(
       1,
       [](Scalars& s, std::vector<std::string>& v, DType d) {
+        if (isComplex(d)) throw Unsupported("isnan of a complex tensor is not lowered");
         return isFloat(d) ? s.cmp("uno", v[0], v[0], d) : s.constant(0, DType::Bool);
       },
       true);
   t["aten::isinf.default"] = map(
       1,
       [](Scalars& s, std::vector<std::string>& v, DType d) {
+        if (isComplex(d)) throw Unsupported("isinf of a complex tensor is not lowered");
         return isFloat(d) ? s.cmp("oeq", s.unary("math.absf", v[0], d), s.constant(HUGE_VAL, d), d)
                           : s.constant(0, DType::Bool);
       },

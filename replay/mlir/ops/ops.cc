@@ -19,6 +19,8 @@ const OpTable& builtinOps() {
     addAttentionOps(t);
     addQuantizeOps(t);
     addStridedOps(t);
+    addComplexOps(t);  // after addElementwiseOps: it extends abs and exp
+    addFftOps(t);
     return t;
   }();
   return table;

@@ -18,6 +18,11 @@ void addLossOps(OpTable& table);           // ops/losses.cc: nll_loss and its ba
 void addAttentionOps(OpTable& table);      // ops/attention.cc: scaled dot-product attention
 void addQuantizeOps(OpTable& table);       // ops/quantize.cc: fake quantization (QAT)
 void addStridedOps(OpTable& table);        // ops/strided.cc: as_strided, sym_stride (memory positions)
+void addComplexOps(OpTable& table);        // ops/complex.cc: parts, abs and conj of complex tensors
+void addFftOps(OpTable& table);            // ops/fft.cc: _fft_r2c, _fft_c2c, _fft_c2r as direct DFTs
+
+// Whether the built-in lowering of `target` is written for complex tensors too (ops/complex.cc).
+bool loweredForComplex(const std::string& target);
 
 const OpTable& builtinOps();
 

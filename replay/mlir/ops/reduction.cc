@@ -184,6 +184,7 @@ std::vector<bool> reducedDims(const OpCall& c, size_t rank) {
 
 DType floatCompute(const OpCall& c, const char* what) {
   DType t = computeType(c.out().dtype);
+  if (isComplex(t)) throw Unsupported(std::string(what) + " of a complex tensor is not lowered");
   if (!isFloat(t)) throw Unsupported(std::string(what) + " with an integer result");
   return t;
 }
@@ -230,16 +231,23 @@ LowerFn accumulate(bool mean, bool product) {
   return [=](OpCall& c) {
     const Value& x = c.tensor(0);
     std::vector<bool> red = reducedDims(c, x.type.rank());
-    DType out = c.out().dtype, t = mean ? floatCompute(c, "mean") : computeType(out);
-    const char* op = product ? (isFloat(t) ? "arith.mulf" : "arith.muli") : (isFloat(t) ? "arith.addf" : "arith.addi");
+    DType out = c.out().dtype;
+    DType t = mean && isComplex(out) ? out : mean ? floatCompute(c, "mean") : computeType(out);
+    const char* op = product ? (isComplex(t) ? "complex.mul"
+                                : isFloat(t) ? "arith.mulf"
+                                             : "arith.muli")
+                             : (isComplex(t) ? "complex.add"
+                                : isFloat(t) ? "arith.addf"
+                                             : "arith.addi");
     if (t == DType::Bool) throw Unsupported("a sum or product accumulated as bool");
     Value r =
         reduce(c.e, x.type, {over(x, x.type)}, red, keepdim(c), t, t, product ? 1 : 0,
                [=](Scalars& s, std::vector<std::string>& v, const std::string& acc) { return s.op(op, v[0], acc, t); });
     if (!mean) return c.e.convert(r, out);
     std::string n = count(c.e, x.type, red, t);
-    return pointwise(c.e, r.type.withDtype(out), {over(r, r.type)}, t,
-                     [&](Scalars& s, std::vector<std::string>& v) { return s.op("arith.divf", v[0], n, t); });
+    return pointwise(c.e, r.type.withDtype(out), {over(r, r.type)}, t, [&](Scalars& s, std::vector<std::string>& v) {
+      return s.op(isComplex(t) ? "complex.div" : "arith.divf", v[0], n, t);
+    });
   };
 }
 
@@ -412,6 +420,7 @@ LowerFn scan(bool product) {
     const Value& x = c.tensor(0);
     const TensorType& out = c.out();
     size_t rank = x.type.rank();
+    if (isComplex(out.dtype)) throw Unsupported("a cumulative sum or product of a complex tensor is not lowered");
     if (rank == 0) return c.e.convert(x, out.dtype);
     size_t dim = static_cast<size_t>(OpCall::dim(c.integer(1), rank));
     DType acc = !isFloat(out.dtype) ? DType::I64 : bitWidth(out.dtype) == 16 ? DType::F32 : DType::F64;

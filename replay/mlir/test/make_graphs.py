@@ -1,10 +1,11 @@
 """Writes the graph IR files the FileCheck tests lower (one operator family each), captured
 from small functions with torch.compile(dynamic=True) so dynamic dims show. Run it again when
-the graph IR format changes: .venv-2.15.0/bin/python replay/mlir/test/make_graphs.py"""
+the graph IR format changes: .venv-2.15.0/bin/python replay/mlir/test/make_graphs.py [FAMILY...]"""
 
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 from pathlib import Path
 
@@ -61,12 +62,17 @@ FAMILIES = {
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
         (torch.randn(2, 4, 6, 8), torch.randn(2, 4, 6, 8), torch.randn(2, 4, 6, 8)),
     ),
+    "fft": (
+        lambda x, z: (torch.fft.rfft(x).abs(), torch.fft.irfft(z * 2), torch.fft.fft(z, norm="ortho")),
+        (torch.randn(4, 10), torch.randn(4, 6, dtype=torch.complex64)),
+    ),
 }
 
 
-def main() -> None:
+def main(families: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        for family, (fn, args) in FAMILIES.items():
+        for family in families or FAMILIES:
+            fn, args = FAMILIES[family]
             store = Path(tmp) / f"{family}.dynrep"
             torch._dynamo.reset()
             with dr.capture(store, precompile=False, samples=False, core_aten=False), torch.no_grad():
@@ -81,4 +87,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])  # the families named, or all
