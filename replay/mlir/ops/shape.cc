@@ -301,13 +301,23 @@ void addShapeOps(OpTable& t) {
   // (tensor.pad's bufferization mishandles dynamic sizes in MLIR 19).
   t["aten::constant_pad_nd.default"] = [](OpCall& c) {
     const Value& x = c.tensor(0);
-    std::vector<int64_t> pad = c.ints(1);
+    const Value& pad = c.arg(1);
+    if (pad.kind != Value::Kind::List) throw Unsupported("constant_pad_nd's pad is not a list");
     double value = c.none(2) ? 0 : c.real(2);
     size_t r = x.type.rank();
     std::vector<std::string> offsets = zeros(c.e, r);
-    for (size_t i = 0; i + 1 < pad.size() && i / 2 < r; i += 2) {
-      if (pad[i] < 0 || pad[i + 1] < 0) throw Unsupported("negative padding (a crop) is not lowered");
-      offsets[r - 1 - i / 2] = c.e.index(pad[i]);
+    for (size_t i = 0; i + 1 < pad.items.size() && i / 2 < r; i += 2) {
+      const Value &low = pad.items[i], &high = pad.items[i + 1];
+      for (const Value* p : {&low, &high}) {
+        if (p->isConst() && p->number < 0) throw Unsupported("negative padding (a crop) is not lowered");
+        if (!p->isConst() && p->kind != Value::Kind::Int) throw Unsupported("a pad that is not an integer");
+      }
+      // a pad computed from sizes (fft's n - size) is asserted not to be a crop
+      for (const Value* p : {&low, &high})
+        if (!p->isConst())
+          c.e.line("cf.assert " + c.e.indexCmp("sge", c.e.toIndex(p->ssa), c.e.index(0)) + ", " +
+                   mlirString("constant_pad_nd: a pad computed from sizes is negative (a crop), which is not lowered"));
+      offsets[r - 1 - i / 2] = low.isConst() ? c.e.index(static_cast<int64_t>(low.number)) : c.e.toIndex(low.ssa);
     }
     return insert(c.e, x, c.e.fill(c.out(), value), c.out(), offsets, std::vector<int64_t>(r, 1));
   };
