@@ -293,7 +293,8 @@ def header(args: argparse.Namespace, wall: float, results: dict[str, Any], mappi
     return (
         f"`{args.command}` ({date.today().isoformat()}, torch {torch.__version__}, {os.cpu_count()} cores "
         f"{platform.machine()}, {args.jobs} workers): {len([o for o in mapping.values() if o])} of {len(mapping)} "
-        f"core operators reached by {len({k for o in mapping.values() for k in o})} OpInfos; {len(results)} "
+        f"operators (the Core ATen opset and {len(corpus.HELD_OUT_OPS)} held-out ones real graphs carry) reached "
+        f"by {len({k for o in mapping.values() for k in o})} OpInfos; {len(results)} "
         f"(OpInfo, dtype, static/dynamic) cases, at most {args.cap} samples each{cap_note}; wall time "
         f"{wall / 60:.1f} min. Samples: {counts['compiled']} compiled, {counts['compile failed']} failed to compile, "
         f"{counts['no graph']} compiled to no aten graph, {counts['skipped']} skipped (fail in eager or "

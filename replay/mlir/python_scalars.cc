@@ -15,8 +15,8 @@ DType typeOf(K k) { return k == K::Float ? DType::F64 : k == K::Bool ? DType::Bo
 
 std::string functionName(const std::string& target) {
   std::string name = target.substr(target.rfind('.') + 1);
-  if (name.rfind("_sym_", 0) == 0) return name.substr(5);  // torch._sym_sqrt
-  if (name.rfind("sym_", 0) == 0) return name.substr(4);   // torch.sym_max
+  if (name.rfind("_sym_", 0) == 0) return name.substr(5);    // torch._sym_sqrt
+  if (name.rfind("sym_", 0) == 0) return name.substr(4);     // torch.sym_max
   if (!name.empty() && name.back() == '_') name.pop_back();  // operator.and_
   return name;
 }
@@ -34,7 +34,9 @@ Value fold(const std::string& f, const std::vector<Value>& a, K result) {
   auto num = [&](size_t i) { return a[i].number; };
   auto integer = [&](size_t i) { return static_cast<int64_t>(a[i].number); };
   auto out = [&](double v) {
-    return result == K::Float ? Value::real(v) : result == K::Bool ? Value::boolean(v != 0) : Value::integer(static_cast<int64_t>(v));
+    return result == K::Float  ? Value::real(v)
+           : result == K::Bool ? Value::boolean(v != 0)
+                               : Value::integer(static_cast<int64_t>(v));
   };
   bool ints = result == K::Int;
   if (f == "add") return out(num(0) + num(1));
@@ -42,8 +44,9 @@ Value fold(const std::string& f, const std::vector<Value>& a, K result) {
   if (f == "mul") return out(num(0) * num(1));
   if (f == "truediv") return Value::real(num(0) / num(1));
   if (f == "floordiv") return out(std::floor(num(0) / num(1)));
-  if (f == "mod") return ints ? Value::integer(integer(0) - integer(1) * static_cast<int64_t>(std::floor(num(0) / num(1))))
-                              : out(pyFloorMod(num(0), num(1)));
+  if (f == "mod")
+    return ints ? Value::integer(integer(0) - integer(1) * static_cast<int64_t>(std::floor(num(0) / num(1))))
+                : out(pyFloorMod(num(0), num(1)));
   if (f == "pow") return ints ? Value::integer(intPow(integer(0), integer(1))) : out(std::pow(num(0), num(1)));
   if (f == "eq") return Value::boolean(num(0) == num(1));
   if (f == "ne") return Value::boolean(num(0) != num(1));
@@ -76,8 +79,8 @@ std::string pythonMod(Scalars& s, const std::string& a, const std::string& b, DT
   bool real = isFloat(t);
   std::string r = s.op(real ? "arith.remf" : "arith.remsi", a, b, t), zero = s.constant(0, t);
   std::string nonzero = s.cmp(real ? "une" : "ne", r, zero, t);
-  std::string differ = s.op("arith.xori", s.cmp(real ? "olt" : "slt", r, zero, t), s.cmp(real ? "olt" : "slt", b, zero, t),
-                            DType::Bool);
+  std::string differ =
+      s.op("arith.xori", s.cmp(real ? "olt" : "slt", r, zero, t), s.cmp(real ? "olt" : "slt", b, zero, t), DType::Bool);
   std::string fix = s.op("arith.andi", nonzero, differ, DType::Bool);
   return s.select(fix, s.op(real ? "arith.addf" : "arith.addi", r, b, t), r, t);
 }
@@ -94,10 +97,9 @@ std::string powByConstant(Scalars& s, const std::string& base, int64_t exp, DTyp
 }
 
 const std::map<std::string, const char*> kFloatFunctions = {
-    {"sqrt", "math.sqrt"}, {"cos", "math.cos"},   {"sin", "math.sin"},   {"tan", "math.tan"},
-    {"acos", "math.acos"}, {"asin", "math.asin"}, {"atan", "math.atan"}, {"cosh", "math.cosh"},
-    {"sinh", "math.sinh"}, {"tanh", "math.tanh"}, {"log2", "math.log2"}, {"exp", "math.exp"},
-    {"log", "math.log"}};
+    {"sqrt", "math.sqrt"}, {"cos", "math.cos"},   {"sin", "math.sin"},   {"tan", "math.tan"},   {"acos", "math.acos"},
+    {"asin", "math.asin"}, {"atan", "math.atan"}, {"cosh", "math.cosh"}, {"sinh", "math.sinh"}, {"tanh", "math.tanh"},
+    {"log2", "math.log2"}, {"exp", "math.exp"},   {"log", "math.log"}};
 
 }  // namespace
 
@@ -124,12 +126,15 @@ Value pythonScalar(Emitter& e, const std::string& target, const std::vector<Valu
   auto arg = [&](size_t i, DType as) { return s.of(args.at(i), as); };
   auto done = [&](const std::string& v, DType have) { return Value::scalar(result, s.cast(v, have, rt)); };
   static const std::map<std::string, std::pair<const char*, const char*>> kArith = {
-      {"add", {"arith.addi", "arith.addf"}}, {"sub", {"arith.subi", "arith.subf"}}, {"mul", {"arith.muli", "arith.mulf"}},
-      {"max", {"arith.maxsi", "arith.maximumf"}}, {"min", {"arith.minsi", "arith.minimumf"}}};
+      {"add", {"arith.addi", "arith.addf"}},
+      {"sub", {"arith.subi", "arith.subf"}},
+      {"mul", {"arith.muli", "arith.mulf"}},
+      {"max", {"arith.maxsi", "arith.maximumf"}},
+      {"min", {"arith.minsi", "arith.minimumf"}}};
   if (auto it = kArith.find(f); it != kArith.end() && args.size() == 2)
     return done(s.op(real ? it->second.second : it->second.first, arg(0, t), arg(1, t), t), t);
   static const std::map<std::string, std::pair<const char*, const char*>> kCompare = {
-      {"eq", {"eq", "oeq"}}, {"ne", {"ne", "une"}}, {"lt", {"slt", "olt"}},
+      {"eq", {"eq", "oeq"}},  {"ne", {"ne", "une"}},  {"lt", {"slt", "olt"}},
       {"le", {"sle", "ole"}}, {"gt", {"sgt", "ogt"}}, {"ge", {"sge", "oge"}}};
   if (auto it = kCompare.find(f); it != kCompare.end() && args.size() == 2)
     return done(s.cmp(real ? it->second.second : it->second.first, arg(0, t), arg(1, t), t), DType::Bool);
@@ -143,7 +148,8 @@ Value pythonScalar(Emitter& e, const std::string& target, const std::vector<Valu
     const Value& exp = args.at(1);
     if (exp.isConst() && exp.number >= 0 && exp.number == std::floor(exp.number) && exp.number <= 64 &&
         (result == K::Int || exp.kind == K::Int))
-      return done(powByConstant(s, arg(0, typeOf(result)), static_cast<int64_t>(exp.number), typeOf(result)), typeOf(result));
+      return done(powByConstant(s, arg(0, typeOf(result)), static_cast<int64_t>(exp.number), typeOf(result)),
+                  typeOf(result));
     std::string p = s.op("math.powf", arg(0, DType::F64), arg(1, DType::F64), DType::F64);
     if (result == K::Int) p = s.unary("math.roundeven", p, DType::F64);  // exact below 2**53
     return done(p, DType::F64);
@@ -154,7 +160,10 @@ Value pythonScalar(Emitter& e, const std::string& target, const std::vector<Valu
   if (f == "abs") return done(s.unary(real ? "math.absf" : "math.absi", arg(0, t), t), t);
   if (f == "floor" || f == "ceil" || f == "trunc" || f == "round") {
     if (!real) return done(arg(0, t), t);
-    const char* op = f == "round" ? "math.roundeven" : f == "floor" ? "math.floor" : f == "ceil" ? "math.ceil" : "math.trunc";
+    const char* op = f == "round"   ? "math.roundeven"
+                     : f == "floor" ? "math.floor"
+                     : f == "ceil"  ? "math.ceil"
+                                    : "math.trunc";
     return done(s.unary(op, arg(0, t), t), t);
   }
   if ((f == "lshift" || f == "rshift") && !real)
@@ -163,11 +172,13 @@ Value pythonScalar(Emitter& e, const std::string& target, const std::vector<Valu
     DType bt = result == K::Bool ? DType::Bool : DType::I64;
     return done(s.op("arith." + f + "i", arg(0, bt), arg(1, bt), bt), bt);
   }
-  if (f == "not") return done(s.op("arith.xori", arg(0, DType::Bool), s.constant(1, DType::Bool), DType::Bool), DType::Bool);
+  if (f == "not")
+    return done(s.op("arith.xori", arg(0, DType::Bool), s.constant(1, DType::Bool), DType::Bool), DType::Bool);
   if (f == "ite") return done(s.select(arg(0, DType::Bool), arg(1, rt), arg(2, rt), rt), rt);
   if (f == "sum") {
     std::string total = s.constant(0, rt);
-    for (size_t i = 0; i < args.size(); ++i) total = s.op(isFloat(rt) ? "arith.addf" : "arith.addi", total, arg(i, rt), rt);
+    for (size_t i = 0; i < args.size(); ++i)
+      total = s.op(isFloat(rt) ? "arith.addf" : "arith.addi", total, arg(i, rt), rt);
     return done(total, rt);
   }
   if (auto it = kFloatFunctions.find(f); it != kFloatFunctions.end() && args.size() == 1)

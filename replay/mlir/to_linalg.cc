@@ -9,8 +9,8 @@
 #include "dynrep/replay/query/random_ops.h"
 #include "graph_nodes.h"
 #include "op_call.h"
-#include "python_scalars.h"
 #include "ops/ops.h"
+#include "python_scalars.h"
 #include "to_torch_dialect.h"
 
 namespace dynrep::replay::lowering {
@@ -105,7 +105,8 @@ class GraphLowering {
     TensorType t;
     auto dtype = parseDType(meta.dtype);
     if (!dtype && meta.dtype.rfind("float8", 0) == 0)
-      throw Unsupported("dtype " + meta.dtype + " is not lowered: float8 values would need PyTorch's saturating "
+      throw Unsupported("dtype " + meta.dtype +
+                        " is not lowered: float8 values would need PyTorch's saturating "
                         "conversions and MLIR's emulation of 8-bit floats, which this lowering does not reproduce");
     if (!dtype) throw Unsupported("dtype " + (meta.dtype.empty() ? std::string("?") : meta.dtype) + " is not lowered");
     t.dtype = *dtype;
@@ -522,7 +523,7 @@ class GraphLowering {
     std::vector<Value> values;
     for (const Argument& a : args) values.push_back(resolve(a, ""));
     const ValueMeta meta = node.meta() ? *node.meta() : ValueMeta{};
-    Value::Kind result = meta.symType == "float" ? Value::Kind::Float
+    Value::Kind result = meta.symType == "float"  ? Value::Kind::Float
                          : meta.symType == "bool" ? Value::Kind::Bool
                          : meta.symType == "int"  ? Value::Kind::Int
                                                   : (values.empty() ? Value::Kind::Int : values[0].kind);

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import operator
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +24,8 @@ from dynamo_replay import mlir
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-pytestmark = pytest.mark.skipif(shutil.which("mlir-opt-19") is None, reason="MLIR 19 is not installed")
+MLIR_OPT = shutil.which("mlir-opt-19")
+pytestmark = pytest.mark.skipif(MLIR_OPT is None, reason="MLIR 19 is not installed (make test installs it)")
 
 aten = torch.ops.aten
 
@@ -70,7 +72,7 @@ SYMBOL_FUNCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "bit_ops": lambda x: x * ((x.shape[0] & 6) + (x.shape[0] | 8) + (x.shape[1] ^ 5)),
     "sqrt_cos_log2": lambda x: x * (math.sqrt(x.shape[0]) + math.cos(x.shape[1]) + math.log2(x.shape[0])),
     "int_of_float": lambda x: x * int(x.shape[0] * 1.5),
-    "not_equal": lambda x: x * (not (x.shape[0] == x.shape[1])),
+    "not_equal": lambda x: x * (not (x.shape[0] == x.shape[1])),  # noqa: SIM201 - torch.sym_not
 }
 
 # name: (function, inputs, modes). A mode is "static" or "dynamic"; "dynamic" compiles with
@@ -82,13 +84,21 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[], tuple], tuple[str, ...]]
         lambda: (_channels_last(2, 3, 4, 4),),
         ("static",),
     ),
-    "as_strided_transposed": (lambda x: torch.as_strided(x, (3, 3), (2, 1), 1) + 1, lambda: (torch.randn(4, 5).t(),), ("static",)),
+    "as_strided_transposed": (
+        lambda x: torch.as_strided(x, (3, 3), (2, 1), 1) + 1,
+        lambda: (torch.randn(4, 5).t(),),
+        ("static",),
+    ),
     "channels_last_conv": (
         lambda x, w: F.conv2d(x, w, padding=1).relu(),
         lambda: (_channels_last(2, 3, 6, 6), _channels_last(4, 3, 3, 3)),
         ("static", "dynamic"),
     ),
-    "transposed_input_matmul": (lambda a, b: a @ b, lambda: (torch.randn(6, 4).t(), torch.randn(6, 3)), ("static", "dynamic")),
+    "transposed_input_matmul": (
+        lambda a, b: a @ b,
+        lambda: (torch.randn(6, 4).t(), torch.randn(6, 3)),
+        ("static", "dynamic"),
+    ),
     # losses with weights and ignore_index, forward and backward
     "nll_mean_weighted": (_nll("mean"), _nll_inputs(True), ("static", "dynamic")),
     "nll_sum_ignore": (_nll("sum"), _nll_inputs(False), ("static", "dynamic")),
@@ -120,16 +130,36 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[], tuple], tuple[str, ...]]
     ),
     # operators real graphs carry
     "eye": (lambda x: torch.eye(x.shape[0]) + x, lambda: (torch.randn(5, 5),), ("static", "dynamic")),
-    "eye_rect": (lambda x: torch.eye(3, 5, dtype=torch.int64) * 2 + x, lambda: (torch.ones(3, 5, dtype=torch.int64),), ("static",)),
-    "adaptive_max_pool2d": (lambda x: F.adaptive_max_pool2d(x, (3, 2)), lambda: (torch.randn(2, 3, 7, 5),), ("static", "dynamic")),
+    "eye_rect": (
+        lambda x: torch.eye(3, 5, dtype=torch.int64) * 2 + x,
+        lambda: (torch.ones(3, 5, dtype=torch.int64),),
+        ("static",),
+    ),
+    "adaptive_max_pool2d": (
+        lambda x: F.adaptive_max_pool2d(x, (3, 2)),
+        lambda: (torch.randn(2, 3, 7, 5),),
+        ("static", "dynamic"),
+    ),
     "adaptive_max_pool2d_indices": (
         lambda x: F.adaptive_max_pool2d(x, 4, return_indices=True)[1],
         lambda: (torch.randn(1, 2, 9, 9),),
         ("static",),
     ),
-    "adaptive_max_pool3d": (lambda x: F.adaptive_max_pool3d(x, (2, 3, 2)), lambda: (torch.randn(1, 2, 5, 6, 4),), ("static",)),
-    "adaptive_max_pool1d": (lambda x: F.adaptive_max_pool1d(x, 3), lambda: (torch.randn(2, 3, 8),), ("static", "dynamic")),
-    "convolution_all_false": (_conv_all_false, lambda: (torch.randn(1, 2, 5, 5), torch.randn(3, 2, 3, 3)), ("static", "dynamic")),
+    "adaptive_max_pool3d": (
+        lambda x: F.adaptive_max_pool3d(x, (2, 3, 2)),
+        lambda: (torch.randn(1, 2, 5, 6, 4),),
+        ("static",),
+    ),
+    "adaptive_max_pool1d": (
+        lambda x: F.adaptive_max_pool1d(x, 3),
+        lambda: (torch.randn(2, 3, 8),),
+        ("static", "dynamic"),
+    ),
+    "convolution_all_false": (
+        _conv_all_false,
+        lambda: (torch.randn(1, 2, 5, 5), torch.randn(3, 2, 3, 3)),
+        ("static", "dynamic"),
+    ),
     "trilinear": (
         lambda a, b, c: aten._trilinear(a, b, c, [1, 3], [0], [1, 2], [2, 3], 1),
         lambda: (torch.randn(3, 4), torch.randn(5, 4, 6), torch.randn(3, 6)),
@@ -147,12 +177,22 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[], tuple], tuple[str, ...]]
         ("static",),
     ),
     "fake_quantize_per_channel": (
-        lambda x: torch.fake_quantize_per_channel_affine(x, torch.tensor([0.1, 0.2, 0.05]), torch.tensor([0, 3, -2], dtype=torch.int32), 1, -128, 127),
+        lambda x: torch.fake_quantize_per_channel_affine(
+            x, torch.tensor([0.1, 0.2, 0.05]), torch.tensor([0, 3, -2], dtype=torch.int32), 1, -128, 127
+        ),
         lambda: (torch.randn(2, 3, 4),),
         ("static",),
     ),
-    "left_shift": (lambda x, y: (x << y) + (x << 2), lambda: (torch.randint(-50, 50, (4, 5)), torch.randint(0, 5, (4, 5))), ("static", "dynamic")),
-    "right_shift": (lambda x, y: torch.bitwise_right_shift(x, y) - (x >> 1), lambda: (torch.randint(-500, 500, (3, 4), dtype=torch.int32), torch.randint(0, 8, (3, 4), dtype=torch.int32)), ("static", "dynamic")),
+    "left_shift": (
+        lambda x, y: (x << y) + (x << 2),
+        lambda: (torch.randint(-50, 50, (4, 5)), torch.randint(0, 5, (4, 5))),
+        ("static", "dynamic"),
+    ),
+    "right_shift": (
+        lambda x, y: torch.bitwise_right_shift(x, y) - (x >> 1),
+        lambda: (torch.randint(-500, 500, (3, 4), dtype=torch.int32), torch.randint(0, 8, (3, 4), dtype=torch.int32)),
+        ("static", "dynamic"),
+    ),
     "causal_attention": (
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
         lambda: (torch.randn(2, 4, 6, 8), torch.randn(2, 4, 6, 8), torch.randn(2, 4, 6, 8)),
@@ -170,13 +210,25 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[], tuple], tuple[str, ...]]
         lambda: (torch.randn(3, 4),),
         ("dynamic",),
     ),
-    "symbol_truediv": (lambda x: x * (x.shape[0] / x.shape[1]) + operator.pow(x.shape[1], 2), lambda: (torch.randn(3, 4),), ("dynamic",)),
+    "symbol_truediv": (
+        lambda x: x * (x.shape[0] / x.shape[1]) + operator.pow(x.shape[1], 2),
+        lambda: (torch.randn(3, 4),),
+        ("dynamic",),
+    ),
     "symbol_float_pow": (lambda x: x * (x.shape[0] ** 0.5), lambda: (torch.randn(9, 4),), ("dynamic",)),
     **{f"symbol_{name}": (fn, lambda: (torch.randn(5, 4),), ("dynamic",)) for name, fn in SYMBOL_FUNCTIONS.items()},
     # random numbers (their values are fed from replay-run's draw; the module must parse)
     "rand": (lambda x: torch.rand(3, 4) * 0 + x, lambda: (torch.randn(3, 4),), ("static", "dynamic")),
-    "rand_like_dropout": (lambda x: F.dropout(x, 0.5, training=True) + torch.rand_like(x), lambda: (torch.randn(3, 4),), ("static",)),
-    "uniform_in_place": (lambda x: x.clone().uniform_(1.0, 10.0).mean() + x.sum(), lambda: (torch.randn(8, 8),), ("static",)),
+    "rand_like_dropout": (
+        lambda x: F.dropout(x, 0.5, training=True) + torch.rand_like(x),
+        lambda: (torch.randn(3, 4),),
+        ("static",),
+    ),
+    "uniform_in_place": (
+        lambda x: x.clone().uniform_(1.0, 10.0).mean() + x.sum(),
+        lambda: (torch.randn(8, 8),),
+        ("static",),
+    ),
     "normal_and_randint": (
         lambda x: torch.randn_like(x, dtype=torch.float64) + torch.randint(0, 5, x.shape) + x,
         lambda: (torch.randn(3, 4),),
@@ -219,3 +271,31 @@ def test_held_out_graph_matches_or_names_why(name: str, mode: str, tmp_path: Pat
         assert REFUSED[name] in reasons, graphs
     else:
         assert all(g["matched"] for g in graphs), graphs
+    # Both emitted forms parse and verify (the torch dialect in MLIR's generic syntax).
+    for g in graphs:
+        which = {"aot_forward_graph": "forward", "aot_backward_graph": "backward"}.get(g["graph"], "inference")
+        for dialect in ("linalg", "torch"):
+            done = subprocess.run(
+                [
+                    mlir._tool(),
+                    "mlir",
+                    str(store),
+                    g["compile"],
+                    "--graph",
+                    which,
+                    "--dialect",
+                    dialect,
+                    "--allow-different",
+                    "-o",
+                    str(tmp_path / f"{dialect}.mlir"),
+                ],
+                capture_output=True,
+                text=True,
+            )
+            assert done.returncode in (0, 1) and (tmp_path / f"{dialect}.mlir").exists(), done.stderr
+            verified = subprocess.run(
+                [MLIR_OPT, "--allow-unregistered-dialect", str(tmp_path / f"{dialect}.mlir")],
+                capture_output=True,
+                text=True,
+            )
+            assert verified.returncode == 0, (dialect, verified.stderr[:2000])

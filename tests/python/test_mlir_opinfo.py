@@ -64,15 +64,9 @@ CANDIDATES = [
 # Cases that cannot match yet, one line each: (OpInfo, dtype or None for any) -> (what each
 # failing graph's reason contains, why). A line whose case starts to match fails the test
 # (strict xfail): take the line out.
-KNOWN = {
-    ("sort", "bool"): (
-        "differs",
-        (
-            "sort without stable=True: PyTorch's indices among equal keys are unspecified, "
-            "the lowering's are in stable order, and a bool tensor is nearly all ties"
-        ),
-    ),
-}
+# (OpInfo, dtype) -> (the stage its graphs stop at, why): none today. sort's indices among equal
+# keys (unspecified without stable=True) are compared up to ties since issue 36.
+KNOWN: dict[tuple[str, str], tuple[str, str]] = {}
 
 
 class KnownFailure(AssertionError):

@@ -495,20 +495,23 @@ Value maxPool(OpCall& c, size_t k) {
   for (size_t i = 0; i < k; ++i) high[i] = p.padding[i] + (p.kernel[i] - 1) * p.dilation[i];
   Value xp = pad(c.e, x, known(lead(L, p.padding)), known(lead(L, high)), lowest);
   Strings size = spatialSizes(c.e, x.type, k);
-  return maxWithIndex(c, x, {{xp.ssa, xp.type, windows(p)}, kernelExtent(c.e, p)}, L + k, L + 2 * k, [&](const Strings& a) {
-    Scalars s = c.e.scalars();
-    std::string valid = s.constant(1, DType::Bool), flat;
-    for (size_t i = 0; i < k; ++i) {
-      std::string at = c.e.indexOp("arith.addi", c.e.indexOp("arith.muli", c.e.loopIndex(L + i), c.e.index(p.stride[i])),
-                                   c.e.indexOp("arith.muli", c.e.loopIndex(L + k + i), c.e.index(p.dilation[i])));
-      std::string pos = c.e.indexOp("arith.subi", at, c.e.index(p.padding[i]));
-      valid = s.op("arith.andi", valid,
-                   s.op("arith.andi", c.e.indexCmp("sge", pos, c.e.index(0)), c.e.indexCmp("slt", pos, size[i]), DType::Bool),
-                   DType::Bool);
-      flat = i ? c.e.indexOp("arith.addi", c.e.indexOp("arith.muli", flat, size[i]), pos) : pos;
-    }
-    return Candidate{a[0], valid, flat};
-  });
+  return maxWithIndex(
+      c, x, {{xp.ssa, xp.type, windows(p)}, kernelExtent(c.e, p)}, L + k, L + 2 * k, [&](const Strings& a) {
+        Scalars s = c.e.scalars();
+        std::string valid = s.constant(1, DType::Bool), flat;
+        for (size_t i = 0; i < k; ++i) {
+          std::string at =
+              c.e.indexOp("arith.addi", c.e.indexOp("arith.muli", c.e.loopIndex(L + i), c.e.index(p.stride[i])),
+                          c.e.indexOp("arith.muli", c.e.loopIndex(L + k + i), c.e.index(p.dilation[i])));
+          std::string pos = c.e.indexOp("arith.subi", at, c.e.index(p.padding[i]));
+          valid = s.op("arith.andi", valid,
+                       s.op("arith.andi", c.e.indexCmp("sge", pos, c.e.index(0)), c.e.indexCmp("slt", pos, size[i]),
+                            DType::Bool),
+                       DType::Bool);
+          flat = i ? c.e.indexOp("arith.addi", c.e.indexOp("arith.muli", flat, size[i]), pos) : pos;
+        }
+        return Candidate{a[0], valid, flat};
+      });
 }
 
 // grad_input[plane, indices[p]] += grad_output[p]: scf.for loops over the output gradient,

@@ -523,9 +523,10 @@ void addElementwiseOps(OpTable& t) {
   for (bool left : {true, false}) {
     std::string py = left ? "aten::__lshift__" : "aten::__rshift__";
     std::string named = left ? "aten::bitwise_left_shift" : "aten::bitwise_right_shift";
-    for (const std::string& name : {py + ".Tensor", py + ".Scalar", named + ".Tensor", named + ".Tensor_Scalar",
-                                    named + ".Scalar_Tensor"})
-      t[name] = map(2, [left](Scalars& s, std::vector<std::string>& v, DType d) { return shift(s, v[0], v[1], d, left); });
+    for (const std::string& name :
+         {py + ".Tensor", py + ".Scalar", named + ".Tensor", named + ".Tensor_Scalar", named + ".Scalar_Tensor"})
+      t[name] =
+          map(2, [left](Scalars& s, std::vector<std::string>& v, DType d) { return shift(s, v[0], v[1], d, left); });
   }
   t["aten::bitwise_not.default"] = map(1, [](Scalars& s, std::vector<std::string>& v, DType d) {
     if (isFloat(d)) throw Unsupported("bitwise_not of a float tensor");

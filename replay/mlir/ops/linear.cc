@@ -58,10 +58,11 @@ Value trilinear(OpCall& c) {
   std::vector<bool> red(rank, false);
   for (int64_t d : sum) red[static_cast<size_t>(OpCall::dim(d, rank))] = true;
   DType ct = space.dtype;
-  Value r = reduction::reduce(c.e, space, ops, red, false, ct, ct, 0, [&](Scalars& s, Strings& v, const std::string& acc) {
-    const char* mul = isFloat(ct) ? "arith.mulf" : "arith.muli";
-    return s.op(isFloat(ct) ? "arith.addf" : "arith.addi", acc, s.op(mul, s.op(mul, v[0], v[1], ct), v[2], ct), ct);
-  });
+  Value r =
+      reduction::reduce(c.e, space, ops, red, false, ct, ct, 0, [&](Scalars& s, Strings& v, const std::string& acc) {
+        const char* mul = isFloat(ct) ? "arith.mulf" : "arith.muli";
+        return s.op(isFloat(ct) ? "arith.addf" : "arith.addi", acc, s.op(mul, s.op(mul, v[0], v[1], ct), v[2], ct), ct);
+      });
   return c.e.convert(r, c.out().dtype);
 }
 

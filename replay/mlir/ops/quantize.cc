@@ -45,10 +45,12 @@ Value fakeQuantize(OpCall& c, const QParams& q, int64_t lo, int64_t hi, const Va
                       s.cmp("ole", qf, s.constant(static_cast<double>(hi), ct), ct), DType::Bool);
       } else {
         std::string clamped = s.op("arith.minimumf",
-                                   s.op("arith.maximumf", s.cast(qf, ct, DType::F64), s.constant(static_cast<double>(lo), DType::F64), DType::F64),
+                                   s.op("arith.maximumf", s.cast(qf, ct, DType::F64),
+                                        s.constant(static_cast<double>(lo), DType::F64), DType::F64),
                                    s.constant(static_cast<double>(hi), DType::F64), DType::F64);
         std::string level = s.op("arith.subi", s.cast(clamped, DType::F64, DType::I64), zp, DType::I64);
-        result = s.cast(s.op("arith.mulf", s.cast(level, DType::I64, ct), s.cast(scale, DType::F32, ct), ct), ct, out.dtype);
+        result =
+            s.cast(s.op("arith.mulf", s.cast(level, DType::I64, ct), s.cast(scale, DType::F32, ct), ct), ct, out.dtype);
       }
       if (enabled) {
         std::string on = s.cmp("oge", read(*enabled, DType::F64), s.constant(1, DType::F64), DType::F64);
@@ -60,9 +62,7 @@ Value fakeQuantize(OpCall& c, const QParams& q, int64_t lo, int64_t hi, const Va
   return Value::list({Value::tensor(compute(false), c.out(0)), Value::tensor(compute(true), c.out(1))});
 }
 
-Value perTensor(OpCall& c) {
-  return fakeQuantize(c, {c.arg(1), c.arg(2), {}}, c.integer(3), c.integer(4), nullptr);
-}
+Value perTensor(OpCall& c) { return fakeQuantize(c, {c.arg(1), c.arg(2), {}}, c.integer(3), c.integer(4), nullptr); }
 
 Value perTensorTensorQParams(OpCall& c) {
   const Value &scale = c.tensor(1), &zp = c.tensor(2);

@@ -142,10 +142,12 @@ Value asStrided(OpCall& c) {
     std::optional<std::vector<int64_t>> v = atTrial(all, trial);
     if (!v) throw Unsupported("as_strided over sizes whose expressions do not evaluate");
     auto at = [&](size_t from, size_t n) { return std::vector<int64_t>(v->begin() + from, v->begin() + from + n); };
-    if (!denseAndInside(at(0, r), at(r, r), (*v)[2 * r], at(2 * r + 1, o), at(2 * r + 1 + o, o), (*v)[2 * r + 1 + 2 * o]))
+    if (!denseAndInside(at(0, r), at(r, r), (*v)[2 * r], at(2 * r + 1, o), at(2 * r + 1 + o, o),
+                        (*v)[2 * r + 1 + 2 * o]))
       throw Unsupported("as_strided reads storage its input does not hold densely (the input's strides or storage "
                         "offset leave gaps, or the view reaches outside it): the values there are not in the graph");
-    if (all.size() == static_cast<size_t>(std::count_if(all.begin(), all.end(), [](const Dim& d) { return d.isStatic(); })))
+    if (all.size() ==
+        static_cast<size_t>(std::count_if(all.begin(), all.end(), [](const Dim& d) { return d.isStatic(); })))
       break;  // static: one evaluation is exact
   }
   Emitter& e = c.e;
@@ -158,7 +160,8 @@ Value asStrided(OpCall& c) {
   std::string start = e.indexOp("arith.subi", e.sizeOf(outOffset), e.sizeOf(in.offset));
   std::string name = e.generic(out, loopDims(o), {}, Strings(o, "parallel"), [&](Strings&) {
     std::string p = start;
-    for (size_t d = 0; d < o; ++d) p = e.indexOp("arith.addi", p, e.indexOp("arith.muli", e.loopIndex(d), viewStrides[d]));
+    for (size_t d = 0; d < o; ++d)
+      p = e.indexOp("arith.addi", p, e.indexOp("arith.muli", e.loopIndex(d), viewStrides[d]));
     Strings j;
     for (size_t d = 0; d < r; ++d)
       j.push_back(e.indexOp("arith.remui", e.indexOp("arith.divui", p, inStrides[d]), inSizes[d]));

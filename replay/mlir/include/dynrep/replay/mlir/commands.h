@@ -10,7 +10,7 @@ namespace dynrep::replay::lowering {
 
 struct MlirRequest {
   std::string store, compile, graph = "forward", dialect = "linalg", library, output;
-  std::string runner;          // replay-run, the reference where a value was not stored
+  std::string runner;           // replay-run, the reference where a value was not stored
   bool allowDifferent = false;  // write the module without checking it against the job's outputs
 };
 int mlirCommand(const MlirRequest& request, std::ostream& out, std::ostream& err);
