@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -14,10 +15,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import opinfo_corpus as corpus  # noqa: E402
+from dynamo_replay.tools import mlir_executable  # noqa: E402
 
-pytestmark = [
-    pytest.mark.skipif(shutil.which("mlir-opt-19") is None, reason="MLIR 19 is not installed (make test installs it)")
-]
+MLIR_OPT = shutil.which("mlir-opt-19")
+pytestmark = [pytest.mark.skipif(MLIR_OPT is None, reason="MLIR 19 is not installed (make test installs it)")]
 
 SEED = 23  # picks each case's dtype and static/dynamic
 CAP = corpus.DEFAULT_CAP  # 36 cases: about 40 s on 2 cores
@@ -63,9 +64,8 @@ CANDIDATES = [
 
 # Cases that cannot match yet, one line each: (OpInfo, dtype or None for any) -> (what each
 # failing graph's reason contains, why). A line whose case starts to match fails the test
-# (strict xfail): take the line out.
-# (OpInfo, dtype) -> (the stage its graphs stop at, why): none today. sort's indices among equal
-# keys (unspecified without stable=True) are compared up to ties since issue 36.
+# (strict xfail): take the line out. None today: sort's indices among equal keys (unspecified
+# without stable=True) are compared up to ties since issue 36.
 KNOWN: dict[tuple[str, str], tuple[str, str]] = {}
 
 
@@ -111,3 +111,16 @@ def test_opinfo_samples_lower_and_match(case: corpus.Case, tmp_path: Path) -> No
     if failures and known and all(known[0] in reason for _, reason in failures):
         raise KnownFailure(f"{known[1]}: {failures}")
     assert not failures, failures
+    # The torch-dialect form of each graph parses and verifies too (lower-check verified the linalg one).
+    for g in graphs:
+        which = {"aot_forward_graph": "forward", "aot_backward_graph": "backward"}.get(g["graph"], "inference")
+        out = tmp_path / f"{g['compile'].replace('/', '_')}-{which}.torch.mlir"
+        emitted = subprocess.run(
+            [mlir_executable(), "mlir", str(tmp_path / "job.dynrep"), g["compile"], "--graph", which]
+            + ["--dialect", "torch", "-o", str(out)],
+            capture_output=True,
+            text=True,
+        )
+        assert emitted.returncode in (0, 1) and out.exists(), emitted.stderr
+        verified = subprocess.run([MLIR_OPT, "--allow-unregistered-dialect", str(out)], capture_output=True, text=True)
+        assert verified.returncode == 0, verified.stderr[:2000]
