@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 import dynamo_replay as dr
 from dynamo_replay import mlir
+from dynamo_replay.errors import GraphError
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -299,3 +300,30 @@ def test_held_out_graph_matches_or_names_why(name: str, mode: str, tmp_path: Pat
                 text=True,
             )
             assert verified.returncode == 0, (dialect, verified.stderr[:2000])
+
+
+WRONG_RELU = """func.func @"aten::relu.default"(%x: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  return %x : tensor<?x?xf32>
+}
+"""
+
+
+def test_a_module_that_computes_a_different_number_is_not_written(tmp_path: Path) -> None:
+    store = _capture(tmp_path / "relu.dynrep", lambda x: torch.relu(x) * 2, (torch.randn(3, 4),), dynamic=False)
+    out = tmp_path / "module.mlir"
+
+    def emit(*extra: str) -> subprocess.CompletedProcess[str]:
+        args = [mlir._tool(), "mlir", str(store), "0/0", "--graph", "inference", "-o", str(out), *extra]
+        return subprocess.run(args, capture_output=True, text=True)
+
+    done = emit()
+    assert done.returncode == 0 and out.read_text().startswith("// dynrep: lower-check ran this module and it matched")
+    out.unlink()
+    (tmp_path / "wrong.mlir").write_text(WRONG_RELU)  # a "lowering" of relu that is the identity
+    done = emit("--library", str(tmp_path / "wrong.mlir"))
+    assert done.returncode == 1 and not out.exists(), done.stderr
+    assert "computes a different number" in done.stderr and "output 0 differs" in done.stderr
+    done = emit("--library", str(tmp_path / "wrong.mlir"), "--allow-different")
+    assert done.returncode == 0 and out.read_text().startswith("// dynrep: not checked"), done.stderr
+    with pytest.raises(GraphError, match="computes a different number"):
+        mlir.lower(store, "0/0", graph="inference", library=tmp_path / "wrong.mlir")
