@@ -184,6 +184,21 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[], tuple], tuple[str, ...]]
         lambda: (torch.randn(2, 3, 4),),
         ("static",),
     ),
+    "cdist_through_product": (
+        torch.cdist,
+        lambda: (torch.randn(1, 30, 3), torch.randn(1, 6, 3)),
+        ("static", "dynamic"),
+    ),
+    "cdist_p_norms": (
+        lambda a, b: torch.cdist(a, b, p=0) + torch.cdist(a, b, p=float("inf")) + torch.cdist(a, b, p=1.5),
+        lambda: (torch.randn(2, 5, 4), torch.randn(2, 7, 4)),
+        ("static", "dynamic"),
+    ),
+    "pdist": (
+        lambda x: torch.pdist(x) + torch.pdist(x, p=3).sum(),
+        lambda: (torch.randn(6, 4),),
+        ("static", "dynamic"),
+    ),
     "left_shift": (
         lambda x, y: (x << y) + (x << 2),
         lambda: (torch.randint(-50, 50, (4, 5)), torch.randint(0, 5, (4, 5))),
@@ -202,6 +217,16 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[], tuple], tuple[str, ...]]
     "causal_attention_scaled": (
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3),
         lambda: (torch.randn(1, 2, 5, 4), torch.randn(1, 2, 7, 4), torch.randn(1, 2, 7, 4)),
+        ("static", "dynamic"),
+    ),
+    "causal_attention_gqa": (
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True),
+        lambda: (torch.randn(1, 4, 6, 8), torch.randn(1, 2, 6, 8), torch.randn(1, 2, 6, 8)),
+        ("static", "dynamic"),
+    ),
+    "causal_attention_backward": (
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+        lambda: tuple(torch.randn(2, 2, 5, 4, requires_grad=True) for _ in range(3)),
         ("static", "dynamic"),
     ),
     # Python scalar arithmetic on symbols (dynamic graphs)

@@ -17,6 +17,7 @@ const OpTable& builtinOps() {
     addDataDependentOps(t);
     addLossOps(t);
     addAttentionOps(t);
+    addDistanceOps(t);
     addQuantizeOps(t);
     addStridedOps(t);
     addComplexOps(t);  // after addElementwiseOps: it extends abs and exp

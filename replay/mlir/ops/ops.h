@@ -16,6 +16,7 @@ void addIndexingOps(OpTable& table);       // ops/indexing.cc: embedding, gather
 void addDataDependentOps(OpTable& table);  // ops/data_dependent.cc: nonzero, masked_select (sizes counted at run time)
 void addLossOps(OpTable& table);           // ops/losses.cc: nll_loss and its backward
 void addAttentionOps(OpTable& table);      // ops/attention.cc: scaled dot-product attention
+void addDistanceOps(OpTable& table);       // ops/distance.cc: cdist, pdist
 void addQuantizeOps(OpTable& table);       // ops/quantize.cc: fake quantization (QAT)
 void addStridedOps(OpTable& table);        // ops/strided.cc: as_strided, sym_stride (memory positions)
 void addComplexOps(OpTable& table);        // ops/complex.cc: parts, abs and conj of complex tensors
