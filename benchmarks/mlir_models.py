@@ -73,7 +73,8 @@ from transformers import WhisperConfig, WhisperForConditionalGeneration
 net = WhisperForConditionalGeneration(WhisperConfig(
     d_model=128, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
     encoder_ffn_dim=256, decoder_ffn_dim=256, num_mel_bins=80, max_source_positions=100, max_target_positions=32,
-    vocab_size=1000, attn_implementation="sdpa")).eval()
+    vocab_size=1000, pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=3,
+    attn_implementation="sdpa")).eval()
 with torch.no_grad():
     torch.compile(net)(input_features=torch.randn(1, 80, 200), decoder_input_ids=torch.randint(0, 1000, (1, 8)))
 """,

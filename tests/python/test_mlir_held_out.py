@@ -199,6 +199,11 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[], tuple], tuple[str, ...]]
         lambda: (torch.randn(6, 4),),
         ("static", "dynamic"),
     ),
+    "histc": (
+        lambda x: torch.histc(x, bins=6, min=-1, max=1) + torch.histc(x, bins=4).sum(),
+        lambda: (torch.cat([torch.randn(40), torch.tensor([-1.0, 1.0, 2.0])]),),
+        ("static", "dynamic"),
+    ),
     "left_shift": (
         lambda x, y: (x << y) + (x << 2),
         lambda: (torch.randint(-50, 50, (4, 5)), torch.randint(0, 5, (4, 5))),

@@ -18,6 +18,7 @@ const OpTable& builtinOps() {
     addLossOps(t);
     addAttentionOps(t);
     addDistanceOps(t);
+    addRoutingOps(t);
     addQuantizeOps(t);
     addStridedOps(t);
     addComplexOps(t);  // after addElementwiseOps: it extends abs and exp
