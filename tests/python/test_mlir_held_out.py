@@ -51,6 +51,13 @@ def _nll(reduction: str) -> Callable[..., torch.Tensor]:
     return fn
 
 
+def _grid_inputs() -> tuple:
+    """Sampling points past the edges, a NaN and coordinates too large for an int32."""
+    grid = torch.rand(2, 6, 7, 2) * 2.6 - 1.3
+    grid[0, 0, 0, 0], grid[0, 4, 4, 0], grid[1, 1, 1, 1] = float("nan"), 1e20, 1e9
+    return (torch.randn(2, 3, 5, 9), grid)
+
+
 def _conv_all_false(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return aten._convolution(x, w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, False, False, False, False)
 
@@ -199,6 +206,18 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[], tuple], tuple[str, ...]]
         lambda: (torch.randn(6, 4),),
         ("static", "dynamic"),
     ),
+    **{
+        f"grid_sample_{mode}_{padding}": (
+            lambda x, g, mode=mode, padding=padding: (
+                F.grid_sample(x, g, mode=mode, padding_mode=padding, align_corners=False)
+                + F.grid_sample(x, g, mode=mode, padding_mode=padding, align_corners=True)
+            ),
+            _grid_inputs,
+            ("static", "dynamic"),
+        )
+        for mode in ("bilinear", "nearest")
+        for padding in ("zeros", "border", "reflection")
+    },
     "histc": (
         lambda x: torch.histc(x, bins=6, min=-1, max=1) + torch.histc(x, bins=4).sum(),
         lambda: (torch.cat([torch.randn(40), torch.tensor([-1.0, 1.0, 2.0])]),),

@@ -18,6 +18,7 @@ const OpTable& builtinOps() {
     addLossOps(t);
     addAttentionOps(t);
     addDistanceOps(t);
+    addGridSampleOps(t);
     addRoutingOps(t);
     addQuantizeOps(t);
     addStridedOps(t);

@@ -17,6 +17,7 @@ void addDataDependentOps(OpTable& table);  // ops/data_dependent.cc: nonzero, ma
 void addLossOps(OpTable& table);           // ops/losses.cc: nll_loss and its backward
 void addAttentionOps(OpTable& table);      // ops/attention.cc: scaled dot-product attention
 void addDistanceOps(OpTable& table);       // ops/distance.cc: cdist, pdist
+void addGridSampleOps(OpTable& table);     // ops/grid_sample.cc: grid_sampler_2d (bilinear, nearest)
 void addRoutingOps(OpTable& table);        // ops/routing.cc: histc, grouped products (mixture of experts)
 void addQuantizeOps(OpTable& table);       // ops/quantize.cc: fake quantization (QAT)
 void addStridedOps(OpTable& table);        // ops/strided.cc: as_strided, sym_stride (memory positions)
