@@ -1,6 +1,6 @@
 // The emitter's spelling of values, types, constants, symbolic sizes and locations as MLIR text.
 #include "emitter.h"
-
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -341,6 +341,13 @@ std::string Emitter::index(int64_t v) {
 }
 
 void Emitter::bindSymbol(const std::string& symbol, const std::string& indexSsa) { symbols_[symbol] = indexSsa; }
+
+bool Emitter::plainSymbol(const std::string& expr) {
+  if (expr.empty() || !std::isalpha(static_cast<unsigned char>(expr[0]))) return false;
+  for (char c : expr)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
 
 std::string Emitter::sizeOf(const Dim& dim) { return dim.isStatic() ? index(dim.size) : symbolValue(dim.expr); }
 

@@ -114,6 +114,9 @@ class Emitter {
   std::string sizeOf(const Dim& dim);                // index
   std::string symbolValue(const std::string& expr);  // index value of an expression over bound symbols
   void bindSymbol(const std::string& symbol, const std::string& indexSsa);
+  // Whether `expr` is a bare symbol (s0, u0) rather than an expression over symbols: only those
+  // are bound, from the first size or value that names one.
+  static bool plainSymbol(const std::string& expr);
   bool bound(const std::string& symbol) const { return symbols_.count(symbol) > 0; }
   const std::map<std::string, std::string>& symbols() const { return symbols_; }
 

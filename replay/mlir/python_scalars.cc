@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 
 namespace dynrep::replay::lowering {
 
@@ -29,8 +30,9 @@ int64_t intPow(int64_t base, int64_t exp) {
   return out;
 }
 
-// Every argument constant: the result computed here (ints in int64, floats in double).
-Value fold(const std::string& f, const std::vector<Value>& a, K result) {
+// Every argument constant: the result computed here (ints in int64, floats in double), or
+// nothing for a function folded only by emitting it.
+std::optional<Value> fold(const std::string& f, const std::vector<Value>& a, K result) {
   auto num = [&](size_t i) { return a[i].number; };
   auto integer = [&](size_t i) { return static_cast<int64_t>(a[i].number); };
   auto out = [&](double v) {
@@ -71,7 +73,7 @@ Value fold(const std::string& f, const std::vector<Value>& a, K result) {
   if (f == "xor") return out(static_cast<double>(integer(0) ^ integer(1)));
   if (f == "not") return Value::boolean(num(0) == 0);
   if (f == "ite") return num(0) != 0 ? a[1] : a[2];
-  throw Unsupported("");  // not folded here: emitted
+  return std::nullopt;
 }
 
 // Python's a % b from the C remainder r: r + b where r is nonzero and its sign differs from b's.
@@ -113,12 +115,8 @@ Value pythonScalar(Emitter& e, const std::string& target, const std::vector<Valu
     if (!a.isScalar()) throw Unsupported(target + " on a value that is not a scalar");
   bool allConst = true;
   for (const Value& a : args) allConst = allConst && a.isConst();
-  if (allConst) {
-    try {
-      return fold(f, args, result);
-    } catch (const Unsupported&) {
-    }
-  }
+  if (allConst)
+    if (std::optional<Value> folded = fold(f, args, result)) return *folded;
   Scalars s = e.scalars();
   bool real = false;
   for (const Value& a : args) real = real || a.kind == K::Float;

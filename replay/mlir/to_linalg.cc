@@ -17,13 +17,6 @@ namespace dynrep::replay::lowering {
 
 namespace {
 
-bool plainSymbol(const std::string& s) {
-  if (s.empty() || !std::isalpha(static_cast<unsigned char>(s[0]))) return false;
-  for (char c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-  return true;
-}
-
 Value parseDefault(const std::string& text, const std::string& type) {
   if (text == "None") return Value();
   if (text == "True" || text == "False") return Value::boolean(text == "True");
@@ -154,14 +147,15 @@ class GraphLowering {
         values_[port.name] = Value::scalar(k, arg);
         values_[port.name].sym = meta.sym;
         const std::string& expr = meta.sym;
-        if (k == Value::Kind::Int && plainSymbol(expr) && !e_.bound(expr)) e_.bindSymbol(expr, e_.toIndex(arg));
+        if (k == Value::Kind::Int && Emitter::plainSymbol(expr) && !e_.bound(expr))
+          e_.bindSymbol(expr, e_.toIndex(arg));
       } else if (meta.isTensor()) {
         try {
           TensorType t = tensorType(meta);
           port.type = t.str();
           values_[port.name] = withLayout(Value::tensor(arg, t), meta.tensor);
           for (size_t d = 0; d < t.rank(); ++d)
-            if (!t.dims[d].isStatic() && plainSymbol(t.dims[d].expr) && !e_.bound(t.dims[d].expr)) {
+            if (!t.dims[d].isStatic() && Emitter::plainSymbol(t.dims[d].expr) && !e_.bound(t.dims[d].expr)) {
               std::string idx = e_.fresh("sym");
               e_.line(idx + " = tensor.dim " + arg + ", " + e_.index(static_cast<int64_t>(d)) + " : " + t.str());
               e_.bindSymbol(t.dims[d].expr, idx);
@@ -312,7 +306,7 @@ class GraphLowering {
       } else if (v.kind == Value::Kind::Int && meta.kind == ValueMeta::Kind::Symbolic) {
         const std::string& expr = meta.sym;
         v.sym = expr;
-        if (plainSymbol(expr) && !e_.bound(expr)) {
+        if (Emitter::plainSymbol(expr) && !e_.bound(expr)) {
           e_.bindSymbol(expr, e_.toIndex(v.isConst() ? e_.scalars().constant(v.number, DType::I64) : v.ssa));
         }
       }

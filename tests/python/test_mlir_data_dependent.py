@@ -6,6 +6,7 @@ mask, and x[mask] = scalar (a masked_fill), have a static result and need nothin
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,9 @@ import torch
 
 import dynamo_replay as dr
 from dynamo_replay import mlir
+
+sys.path.insert(0, str(Path(__file__).parent))
+from compiled_capture import capture_compiled  # noqa: E402
 
 
 def _set_values(x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
@@ -92,24 +96,12 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[], tuple]]] = {
 }
 
 
-def _capture(path: Path, fn: Callable[..., Any], args: tuple, dynamic: bool) -> Path:
-    torch._dynamo.reset()
-    torch.manual_seed(0)
-    with (
-        torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True, capture_scalar_outputs=True),
-        dr.capture(path, precompile=False),
-        torch.no_grad(),
-    ):
-        torch.compile(fn, backend="aot_eager", dynamic=dynamic, fullgraph=True)(*args)
-    return path
-
-
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
 @pytest.mark.parametrize("name", list(CASES))
 def test_data_dependent_size_matches(name: str, dynamic: bool, tmp_path: Path) -> None:
     fn, inputs = CASES[name]
     torch.manual_seed(0)
-    store = _capture(tmp_path / "op.dynrep", fn, inputs(), dynamic)
+    store = capture_compiled(tmp_path / "op.dynrep", fn, inputs(), dynamic, fullgraph=True, sizes_from_data=True)
     report = mlir.lower_check(store)
     assert report["graphs"] and all(g["matched"] for g in report["graphs"]), report["graphs"]
 

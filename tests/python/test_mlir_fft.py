@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import torch
 
-import dynamo_replay as dr
 from dynamo_replay import mlir
 
 sys.path.insert(0, str(Path(__file__).parent))
+from compiled_capture import capture_compiled  # noqa: E402
 from test_mlir import MLIR_OPT  # noqa: E402
 
 pytestmark = pytest.mark.skipif(MLIR_OPT is None, reason="MLIR 19 is not installed (make test installs it)")
@@ -65,26 +65,18 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[], tuple]]] = {
 }
 
 
-def _capture(path: Path, fn: Callable[..., Any], args: tuple, dynamic: bool) -> Path:
-    torch._dynamo.reset()
-    torch.manual_seed(0)
-    with dr.capture(path, precompile=False), torch.no_grad():
-        torch.compile(fn, backend="aot_eager", dynamic=dynamic)(*args)
-    return path
-
-
 @pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
 @pytest.mark.parametrize("name", list(CASES))
 def test_fft_and_complex_graphs_match(name: str, dynamic: bool, tmp_path: Path) -> None:
     fn, inputs = CASES[name]
     torch.manual_seed(0)
-    store = _capture(tmp_path / "fft.dynrep", fn, inputs(), dynamic)
+    store = capture_compiled(tmp_path / "fft.dynrep", fn, inputs(), dynamic)
     report = mlir.lower_check(store)
     assert report["graphs"] and all(g["matched"] for g in report["graphs"]), report["graphs"]
 
 
 def test_an_unlowered_complex_op_is_refused_by_name(tmp_path: Path) -> None:
-    store = _capture(tmp_path / "sqrt.dynrep", torch.sqrt, _complex(4, 5)(), dynamic=False)
+    store = capture_compiled(tmp_path / "sqrt.dynrep", torch.sqrt, _complex(4, 5)(), dynamic=False)
     (graph,) = mlir.lower_check(store)["graphs"]
     assert graph["stage"] == "not lowered", graph
     assert any(i["op"] == "aten::sqrt.default" and "complex" in i["message"] for i in graph["issues"]), graph["issues"]

@@ -19,11 +19,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import dynamo_replay as dr
 from dynamo_replay import mlir
 from dynamo_replay.errors import GraphError
 
 sys.path.insert(0, str(Path(__file__).parent))
+from compiled_capture import capture_compiled  # noqa: E402
 
 MLIR_OPT = shutil.which("mlir-opt-19")
 pytestmark = pytest.mark.skipif(MLIR_OPT is None, reason="MLIR 19 is not installed (make test installs it)")
@@ -295,23 +295,13 @@ REFUSED: dict[str, str] = {
 }
 
 
-def _capture(path: Path, fn: Callable[..., Any], args: tuple, dynamic: bool) -> Path:
-    torch._dynamo.reset()
-    torch.manual_seed(0)
-    with dr.capture(path, precompile=False):
-        out = torch.compile(fn, backend="aot_eager", dynamic=dynamic)(*args)
-        if isinstance(out, torch.Tensor) and out.requires_grad:
-            out.sum().backward()
-    return path
-
-
 PARAMS = [(name, mode) for name, (_, _, modes) in CASES.items() for mode in modes]
 
 
 @pytest.mark.parametrize(("name", "mode"), PARAMS, ids=[f"{n}-{m}" for n, m in PARAMS])
 def test_held_out_graph_matches_or_names_why(name: str, mode: str, tmp_path: Path) -> None:
     fn, inputs, _ = CASES[name]
-    store = _capture(tmp_path / "case.dynrep", fn, inputs(), dynamic=mode == "dynamic")
+    store = capture_compiled(tmp_path / "case.dynrep", fn, inputs(), dynamic=mode == "dynamic")
     report = mlir.lower_check(store)
     graphs = report["graphs"]
     assert graphs, "the compile stored an aten graph"
@@ -358,7 +348,7 @@ WRONG_RELU = """func.func @"aten::relu.default"(%x: tensor<?x?xf32>) -> tensor<?
 
 
 def test_a_module_that_computes_a_different_number_is_not_written(tmp_path: Path) -> None:
-    store = _capture(tmp_path / "relu.dynrep", lambda x: torch.relu(x) * 2, (torch.randn(3, 4),), dynamic=False)
+    store = capture_compiled(tmp_path / "relu.dynrep", lambda x: torch.relu(x) * 2, (torch.randn(3, 4),), dynamic=False)
     out = tmp_path / "module.mlir"
 
     def emit(*extra: str) -> subprocess.CompletedProcess[str]:

@@ -19,6 +19,7 @@ from dynamo_replay import mlir
 from dynamo_replay.graphs.stored import read_compile
 
 sys.path.insert(0, str(Path(__file__).parent))
+from compiled_capture import capture_compiled  # noqa: E402
 from test_mlir import FILECHECK, MLIR_OPT  # noqa: E402
 
 pytestmark = pytest.mark.skipif(MLIR_OPT is None, reason="MLIR 19 is not installed (make test installs it)")
@@ -71,18 +72,10 @@ THROUGH_CORE_ATEN: dict[str, tuple[Callable[[torch.Tensor], torch.Tensor], str]]
 }
 
 
-def _capture(path: Path, fn: Callable[..., Any], args: tuple, dynamic: bool) -> Path:
-    torch._dynamo.reset()
-    torch.manual_seed(0)
-    with dr.capture(path, precompile=False), torch.no_grad():
-        torch.compile(fn, backend="aot_eager", dynamic=dynamic)(*args)
-    return path
-
-
 @pytest.mark.parametrize("name", list(DIRECT))
 def test_operator_matches_at_captured_and_other_dynamic_sizes(name: str, tmp_path: Path) -> None:
     fn, inputs = DIRECT[name]
-    store = _capture(tmp_path / "op.dynrep", fn, inputs(), dynamic=True)
+    store = capture_compiled(tmp_path / "op.dynrep", fn, inputs(), dynamic=True)
     report = mlir.lower_check(store)
     assert report["graphs"] and all(g["matched"] for g in report["graphs"]), report["graphs"]
     stored = read_compile(store, "0/0")
@@ -105,7 +98,7 @@ def test_operator_matches_at_captured_and_other_dynamic_sizes(name: str, tmp_pat
 @pytest.mark.parametrize("name", list(THROUGH_CORE_ATEN))
 def test_operator_without_a_lowering_goes_through_core_aten(name: str, tmp_path: Path) -> None:
     fn, checks = THROUGH_CORE_ATEN[name]
-    store = _capture(tmp_path / "op.dynrep", fn, (torch.rand(4, 4),), dynamic=False)
+    store = capture_compiled(tmp_path / "op.dynrep", fn, (torch.rand(4, 4),), dynamic=False)
     report = mlir.lower_check(store)
     (graph,) = report["graphs"]
     assert graph["matched"] and graph["opset"] == "core_aten", graph

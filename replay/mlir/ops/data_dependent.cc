@@ -3,21 +3,11 @@
 // unbacked symbol the IR names for it (u0), so later sizes that mention u0 resolve. The result
 // is then filled by one scf.for nest over the input in row-major order, carrying the result and
 // how many elements it holds so far: PyTorch's order, exactly.
-#include <cctype>
-
 #include "indexing.h"
 
 namespace dynrep::replay::lowering {
 
 namespace {
-
-// A bare symbol (u0), not an expression over symbols: only those are bound, as to_linalg.cc binds them.
-bool plainSymbol(const std::string& s) {
-  if (s.empty() || !std::isalpha(static_cast<unsigned char>(s[0]))) return false;
-  for (char ch : s)
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') return false;
-  return true;
-}
 
 // How many elements of `space` the mask (broadcast to it) holds nonzero, as an index. `cover`
 // is read too, so that every loop of the reduction has an operand giving its size.
@@ -45,7 +35,7 @@ Dim sizeOfCount(Emitter& e, const std::string& count, const Dim* want, const std
     e.bindSymbol(fresh.expr, count);
     return fresh;
   }
-  if (!want->isStatic() && plainSymbol(want->expr) && !e.bound(want->expr)) {
+  if (!want->isStatic() && Emitter::plainSymbol(want->expr) && !e.bound(want->expr)) {
     e.bindSymbol(want->expr, count);
     return *want;
   }

@@ -62,6 +62,9 @@ Value gridSampler2d(OpCall& c) {
   Emitter& e = c.e;
   DType ct = computeType(x.type.dtype);
   std::string h = e.dimSize(x.type, 2), w = e.dimSize(x.type, 3);
+  Scalars outside = e.scalars();  // the input's sizes as coordinates, once, outside the loops
+  std::string fw = outside.cast(e.fromIndex(w, DType::I64), DType::I64, ct);
+  std::string fh = outside.cast(e.fromIndex(h, DType::I64), DType::I64, ct);
   std::string name = e.generic(out, loopDims(4), {}, Strings(4, "parallel"), [&](Strings&) {
     Sampling p{e, e.scalars(), ct, padding, align};
     Scalars& s = p.s;
@@ -69,8 +72,6 @@ Value gridSampler2d(OpCall& c) {
     auto at = [&](int64_t k) {
       return s.cast(extract(e, grid.ssa, grid.type, {n, oh, ow, e.index(k)}), grid.type.dtype, ct);
     };
-    std::string fw = s.cast(e.fromIndex(w, DType::I64), DType::I64, ct),
-                fh = s.cast(e.fromIndex(h, DType::I64), DType::I64, ct);
     std::string ix = p.source(at(0), fw), iy = p.source(at(1), fh);
     // x[n, c, y, x] where (x, y) is inside the input, else 0. Compared as floats, so a NaN or
     // huge coordinate is outside (its bilinear weight still makes the sum NaN, as in PyTorch).

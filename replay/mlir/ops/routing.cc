@@ -81,9 +81,9 @@ Value groupedMm(OpCall& c) {
   std::string experts = e.fromIndex(e.dimSize(w.type, 0), DType::I64);
   TensorType space{ct, {out.dims[0], out.dims[1], x.type.dims[1]}};
   Value product = reduction::reduce(
-      e, space, {{x, {"d0", "d2"}}, {group, {"d0"}}}, {false, false, true}, false, ct, ct, 0,
+      e, space, {{x, {"d0", "d2"}}}, {false, false, true}, false, ct, ct, 0,
       [&](Scalars& q, Strings& a, const std::string& acc) {
-        std::string g = q.cast(a[1], ct, DType::I64);  // operands arrive in `compute`: back to an index
+        std::string g = extract(e, group.ssa, group.type, {e.loopIndex(0)});
         std::string valid = q.cmp("slt", g, experts, DType::I64);
         g = q.op("arith.minsi", g, q.op("arith.subi", experts, q.constant(1, DType::I64), DType::I64), DType::I64);
         std::string wv =

@@ -4,7 +4,6 @@
 // layout (any permutation of a contiguous one, channels-last among them) storage position p
 // holds the element j with j_d = ((p - offset) / stride_d) mod size_d, whatever the dims' order.
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <optional>
 
@@ -59,17 +58,9 @@ Dim argDim(const Value& v) {
   return Dim{-1, v.sym};
 }
 
-void symbolsOf(const std::string& expr, std::map<std::string, int64_t>& into) {
-  for (size_t i = 0; i < expr.size();) {
-    if (!std::isalpha(static_cast<unsigned char>(expr[i])) && expr[i] != '_') {
-      ++i;
-      continue;
-    }
-    size_t j = i;
-    while (j < expr.size() && (std::isalnum(static_cast<unsigned char>(expr[j])) || expr[j] == '_')) ++j;
-    if (j >= expr.size() || expr[j] != '(') into.emplace(expr.substr(i, j - i), 0);  // not a function name
-    i = j;
-  }
+void symbolsOf(const SizeExpr& expr, std::map<std::string, int64_t>& into) {
+  if (expr.kind == SizeExpr::Kind::Symbol) into.emplace(expr.name, 0);
+  for (const SizeExpr& arg : expr.args) symbolsOf(arg, into);
 }
 
 // The values of `dims` with every symbol set to a distinct prime, rotated by `trial`: a
@@ -77,20 +68,25 @@ void symbolsOf(const std::string& expr, std::map<std::string, int64_t>& into) {
 // products of the symbols). Nothing when an expression does not evaluate.
 std::optional<std::vector<int64_t>> atTrial(const std::vector<Dim>& dims, int trial) {
   static const int64_t kPrimes[] = {7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47};
+  std::vector<std::optional<SizeExpr>> parsed;  // none for a static dim
   std::map<std::string, int64_t> symbols;
-  for (const Dim& d : dims)
-    if (!d.isStatic()) symbolsOf(d.expr, symbols);
+  for (const Dim& d : dims) {
+    parsed.emplace_back();
+    if (d.isStatic()) continue;
+    Result<SizeExpr> tree = parseSizeExpr(d.expr);
+    if (!tree.isOk()) return std::nullopt;
+    symbolsOf(*tree, symbols);
+    parsed.back() = std::move(*tree);
+  }
   size_t i = 0;
   for (auto& [name, value] : symbols) value = kPrimes[(i++ * 5 + static_cast<size_t>(trial) * 3) % 12];
   std::vector<int64_t> out;
-  for (const Dim& d : dims) {
-    if (d.isStatic()) {
-      out.push_back(d.size);
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (!parsed[d]) {
+      out.push_back(dims[d].size);
       continue;
     }
-    Result<SizeExpr> parsed = parseSizeExpr(d.expr);
-    if (!parsed.isOk()) return std::nullopt;
-    Result<int64_t> v = evaluate(*parsed, symbols);
+    Result<int64_t> v = evaluate(*parsed[d], symbols);
     if (!v.isOk()) return std::nullopt;
     out.push_back(*v);
   }
