@@ -17,6 +17,7 @@ import types
 from typing import Any
 
 from dynamo_replay.library_values import describe_library_value
+from dynamo_replay.optimizer_values import describe_optimizer
 
 # Frames whose code lives in these modules are pinned by the torch build and Python version,
 # which the fingerprint compares.
@@ -76,6 +77,8 @@ def _describe_value(value: Any) -> str | None:
         return f"callable {_qualified(value)}"
     if callable(value) and _resolves_to(value):
         return f"callable {_qualified(value)}"
+    if _is_torch_optimizer(value):
+        return describe_optimizer(value, describe_value)
     return describe_library_value(value, describe_value, pinned_by_build)
 
 
@@ -189,6 +192,11 @@ def _is_torch_constant(value: Any) -> bool:
     """dtypes, devices, layouts and memory formats: their repr names them exactly."""
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(value, (torch.dtype, torch.device, torch.layout, torch.memory_format))
+
+
+def _is_torch_optimizer(value: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.optim.Optimizer)
 
 
 def _resolves_to(value: Any) -> bool:

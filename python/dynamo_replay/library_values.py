@@ -1,7 +1,7 @@
 """Values of the standard library that library code closes over, each described by what makes
 it what it is: a validator made by a factory holds its dataclass field, whose type is a
 `typing` construct; other closures hold compiled regexes, partials, getters, cached functions,
-named tuples, ordered mappings, signatures and module sentinels. descriptions.describe_value
+named tuples, ordered mappings, signatures, weak references and module sentinels. descriptions.describe_value
 asks this table after its own kinds; `describe` is describe_value itself, for what these values
 hold. A value that has no faithful description here stays None (it fails closed).
 
@@ -25,6 +25,7 @@ import sys
 import types
 import typing
 import uuid
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -136,6 +137,13 @@ def _ordered_mapping(value: Any, describe: Describe) -> str | None:
     return _all(parts, type(value).__name__)
 
 
+def _weak_reference(value: weakref.ref, describe: Describe) -> str | None:
+    """A plain weak reference by what it refers to (an LR scheduler's wrapper of `opt.step`
+    closes over one to its optimizer), or as dead."""
+    referent = value()
+    return "dead weakref" if referent is None else _all([("to", describe(referent))], "weakref")
+
+
 def _is_torch_size(value: Any) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and type(value) is torch.Size
@@ -178,6 +186,7 @@ ROWS: list[tuple[Callable[[Any], bool], Callable[[Any, Describe], str | None]]] 
     (lambda v: type(v) in _BY_REPR or isinstance(v, pathlib.PurePath), lambda v, _: f"constant {v!r}"),
     (lambda v: isinstance(v, re.Pattern), lambda v, _: f"regex {v.pattern!r} flags {int(v.flags)}"),
     (lambda v: type(v) is functools.partial, _partial),
+    (lambda v: type(v) is weakref.ref, _weak_reference),
     (lambda v: type(v) is types.MappingProxyType, _mapping_proxy),
     (lambda v: type(v) is inspect.Signature, _signature),
     (lambda v: type(v) is inspect.Parameter, _parameter),

@@ -11,6 +11,8 @@ is checked here. Its rooms:
 - guards: value descriptions, the guard table (what replay keeps, re-checks or compiles),
   dropped guards and guard trees;
 - precompile: one frame's precompile failure stays that frame's (PrecompileSafety);
+- optimizers: an optimizer's step saved like any frame (its tensors lifted as graph inputs,
+  its state initialized before a replayed step as Dynamo does while tracing);
 - install: replay's install of saved frames;
 - inductor: Inductor's cache, kernels, compiler and CPU vector-ISA probe;
 - graphs: graph snapshots and the Core ATen retrace, the graph PyTorch is logging;
@@ -28,6 +30,7 @@ from dynamo_replay._torch import graphs, guards, inductor, ranks, releases, sett
 from dynamo_replay._torch.graphs import decompose_to_core_aten, graph_snapshot
 from dynamo_replay._torch.guards import DroppedGuard, quiet_dropped_guards, record_dropped_guards
 from dynamo_replay._torch.inductor import _clear_isa_caches, probed_vec_isas, reuse_vec_isa_probe
+from dynamo_replay._torch.optimizers import LiftedOptimizerState
 from dynamo_replay._torch.precompile import PrecompileSafety, StableAutogradCacheKeys, quiet_missing_backend
 from dynamo_replay._torch.settings import (
     PRECOMPILE_SETTINGS,
@@ -54,6 +57,7 @@ __all__ = [
     "settings",
     "shapes",
     "DroppedGuard",
+    "LiftedOptimizerState",
     "PRECOMPILE_SETTINGS",
     "PrecompileSafety",
     "StableAutogradCacheKeys",

@@ -159,6 +159,10 @@ _HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_
 
 # Globals Dynamo installs for a frame's transformed code, which the saved frame installs again.
 _DYNAMO_GLOBAL = re.compile(r"^G\['(__import_|___module_)\w*'\]$")
+# The weak reference to an optimizer that Dynamo stores as a global while it traces the step
+# (named by the object's id in that process), guarded alive. The optimizer itself is guarded at
+# its own source (ID_MATCH, re-checked by description and pinned), so it adds nothing there.
+_OPTIMIZER_WEAKREF = re.compile(r"^G\['__optimizer_\w+'\]\(\)$")
 # Dynamo's name for the builtins dict it installs in a frame's globals: G['__builtins_dict___3']['abs'].
 _BUILTIN_SOURCE = re.compile(r"^G\['__builtins_dict___\d+'\]\[(['\"])(\w+)\1\]$")
 
@@ -317,9 +321,13 @@ def _dropped_guard(kind: str, source: str) -> DroppedGuard:
     line = user_line(entry.orig_guard if entry is not None else None)
     if value is None and entry is not None and entry.has_value and identity_used_as_key(kind, line):
         value = describe_state(entry.value)
-    # Not risky: held by torch or the standard library, or a global Dynamo installs with the
-    # saved frame itself (an import it needs).
-    risky = not (scope is not None and _holder_is_pinned(source, scope)) and not _DYNAMO_GLOBAL.match(source)
+    # Not risky: held by torch or the standard library, a global Dynamo installs with the saved
+    # frame itself (an import it needs), or Dynamo's weak reference to a guarded optimizer.
+    risky = (
+        not (scope is not None and _holder_is_pinned(source, scope))
+        and not _DYNAMO_GLOBAL.match(source)
+        and not _OPTIMIZER_WEAKREF.match(source)
+    )
     return DroppedGuard(
         kind=kind, source=source, frame=code_key(code) if code else "?", value=value, risky=risky, line=line
     )
@@ -562,9 +570,7 @@ def guard_tree_lines(manager: Any) -> list[str]:
         body = body.split("+- ", 1)[1]
         if ": " not in body:
             continue  # a leaf printed by name only (a shared NO_TENSOR_ALIASING): its text is elsewhere
-        body = _OBJECT_IDS.sub(r"\1, <id>)", body)
-        if body.startswith("GuardManager:"):
-            body = _MANAGER_DETAILS.sub("", body)
+        body = _without_manager_details(_OBJECT_IDS.sub(r"\1, <id>)", body))
         found = _NO_ALIASING.search(body)
         if found:
             body = body[: found.start()] + "check_no_aliasing(" + ", ".join(sorted(found.group(1).split(", "))) + ")"
@@ -572,8 +578,16 @@ def guard_tree_lines(manager: Any) -> list[str]:
     return sorted(lines)
 
 
+def _without_manager_details(line: str) -> str:
+    """A manager's line (`GuardManager:`, a dict's `ValueManager: GuardManager:`) without its
+    example type and tag flags."""
+    return _MANAGER_DETAILS.sub("", line) if "GuardManager:" in line else line
+
+
 def guard_tree_difference(captured: list[str], rebuilt: list[str]) -> str | None:
-    """The first captured guard PyTorch did not rebuild as it was, in words."""
+    """The first captured guard PyTorch did not rebuild as it was, in words. (A store written
+    before a dict value's manager line was stripped of its example type is read the same way.)"""
+    captured = [_without_manager_details(line) for line in captured]
     rebuilt_set, captured_set = set(rebuilt), set(captured)
     for want in captured:
         if want in rebuilt_set or _stricter_aliasing_check(want, rebuilt):

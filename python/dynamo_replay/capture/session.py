@@ -208,6 +208,8 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
         self._session = session
         try:
             _torch.forget_earlier_cache_artifacts()
+            # Replay lifts them too, so a step compiled there finds the captured graph.
+            self._undo.append(_torch.LiftedOptimizerState().remove)
             if self.precompile:
                 _torch.apply_settings(_torch.PRECOMPILE_SETTINGS)  # not put back, see PRECOMPILE_SETTINGS
                 notes = session.precompile_notes

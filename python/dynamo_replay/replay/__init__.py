@@ -198,6 +198,7 @@ class replay:  # noqa: N801 - a context manager, like capture
         summary.not_packaged = [f"{frame}: {why}" for frame, why in contents.data.not_saved.items()]
         self._reasons.update(contents.data.not_saved)
         _torch.skip_unique_ids(contents.data.unique_ids)
+        self._undo.append(_torch.LiftedOptimizerState().remove)  # as at capture: the step's graph is saved
         if contents.precompiled:
             checks = FrameChecks(contents.data)
             cache = _torch_install.SafeDynamoCache(

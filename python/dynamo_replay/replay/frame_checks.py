@@ -6,7 +6,8 @@ dynamo_replay._torch.guards says which guard kind is checked where, docs/guards.
   compiles as usual).
 - After: the guard tree PyTorch rebuilt must be the one it built at capture (PyTorch re-reads
   values reached through functions, classes and modules from the live objects), and each
-  dropped guard on user code is added back as a check on every call.
+  dropped guard on user code is added back as a check on every call; a saved optimizer step
+  first initializes the optimizer's state, as Dynamo does while it traces.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from dynamo_replay._torch import guards as _torch_guards
+from dynamo_replay._torch import optimizers as _torch_optimizers
 from dynamo_replay._torch.guards import DroppedGuard
 from dynamo_replay.replay_data import ReplayData
 
@@ -53,6 +55,8 @@ class FrameChecks:
             if refusal:
                 return refusal
         for guard in self._dropped.get(frame, []):
+            if guard.value is not None and guard.value.startswith(_torch_optimizers.OPTIMIZER_PREFIX):
+                _torch_optimizers.add_state_initialization(manager, guard.source, global_scope)
             if _torch_guards.checked_on_every_call(guard):
                 _torch_guards.add_call_time_recheck(manager, guard, global_scope, self._matched)
         return None
