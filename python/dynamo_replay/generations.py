@@ -10,6 +10,8 @@ at import: replay-inspect's Python side and `check` read generations too.
 
 from __future__ import annotations
 
+import dataclasses
+
 import re
 from typing import Any
 
@@ -53,6 +55,7 @@ def merged_replay_data(base: ReplayData, later: list[tuple[int, ReplayData]]) ->
     merged.not_saved = dict(base.not_saved)
     merged.dropped_guards = list(base.dropped_guards)
     merged.guard_trees = dict(base.guard_trees)
+    merged.entry_compiles = dict(base.entry_compiles)
     merged.compiles = [{**c, "generation": c.get("generation", 0)} for c in base.compiles]
     merged.module_globals = dict(base.module_globals)
     merged.cache_keys = list(base.cache_keys or [])
@@ -61,8 +64,13 @@ def merged_replay_data(base: ReplayData, later: list[tuple[int, ReplayData]]) ->
         merged.sources += [source for source in data.sources if source not in merged.sources]
         for frame, why in data.not_saved.items():
             merged.not_saved.setdefault(frame, why)
-        merged.dropped_guards += data.dropped_guards
+        # Each generation numbers its compiles from 0: its own ids are told apart by generation.
+        merged.dropped_guards += [
+            dataclasses.replace(g, compile_id=g.compile_id and f"{generation}:{g.compile_id}")
+            for g in data.dropped_guards
+        ]
         merged.guard_trees.update(data.guard_trees)
+        merged.entry_compiles.update({key: f"{generation}:{c}" for key, c in data.entry_compiles.items()})
         merged.compiles += [{**c, "generation": generation} for c in data.compiles]
         merged.unique_ids = max(merged.unique_ids, data.unique_ids)
         merged.module_globals.update(data.module_globals)

@@ -27,6 +27,7 @@ class ReplayData:
     not_saved: dict[str, str] = field(default_factory=dict)  # frame -> why PyTorch's precompile left it out
     dropped_guards: list[DroppedGuard] = field(default_factory=list)
     guard_trees: dict[str, list[str]] = field(default_factory=dict)  # guards_state_key -> tree lines
+    entry_compiles: dict[str, str] = field(default_factory=dict)  # guards_state_key -> its compile id
     compiles: list[dict[str, Any]] = field(default_factory=list)  # per compile: seconds, and whether it failed
     unique_ids: int = 0  # Dynamo's generated global names used by the capture
     module_globals: dict[str, str] = field(default_factory=dict)  # see _torch.module_globals
@@ -51,6 +52,7 @@ class ReplayData:
             not_saved={str(k): str(v) for k, v in raw["not_saved"].items()},
             dropped_guards=[DroppedGuard.from_json(g) for g in raw["dropped_guards"]],
             guard_trees={str(k): [str(line) for line in v] for k, v in raw["guard_trees"].items()},
+            entry_compiles={str(k): str(v) for k, v in raw.get("entry_compiles", {}).items()},  # from 2026-11-28
             compiles=list(raw["compiles"]),
             unique_ids=int(raw["unique_ids"]),
             module_globals={str(k): str(v) for k, v in raw["module_globals"].items()},

@@ -414,11 +414,11 @@ CASES: dict[str, tuple[tuple[str, ...], str, bool, str, str]] = {
         + _FACTORY.format(held="collections.OrderedDict(a=3.0 if CHANGED else 2.0)", test="held['a'] == 2.0"),
         "CHECK(x)",
     ),
-    # An optimizer: Dynamo guards it and its parameters by identity (their addresses are static in
-    # the graph), and no description could tell one over other parameters apart: it compiles.
+    # An optimizer, guarded by identity: re-checked by its description (class, hooks, groups,
+    # flags, parameters' dtypes and shapes). The lr it reads is a float PyTorch guards by value.
     "optimizer_object": (
         ("ID_MATCH",),
-        COMPILED,
+        RECHECKED,
         False,
         "W = torch.nn.Parameter(torch.ones(8))\nOPT = torch.optim.SGD([W], lr=3.0 if CHANGED else 2.0)",
         "x * OPT.param_groups[0]['lr']",

@@ -122,8 +122,7 @@ def test_replay_compiles_nothing_and_matches_bitwise(captured, workload: str) ->
 
 # The frames of each training job that PyTorch 2.13's precompile cannot save, and the words
 # that say why: transformers' loss_function (a property) and a dataclass __init__ (generated
-# code). The optimizer step is saved (its CLASS_MATCH guards are re-checked by replay) and then
-# refused at replay: its guards hold the optimizer by identity, which has no faithful description.
+# code). The optimizer step is saved and replayed (tests/python/test_training.py).
 NOT_SAVED = {
     "train": {},
     "hf_train": {
@@ -136,9 +135,8 @@ NOT_SAVED = {
 @pytest.mark.parametrize("workload", ["train", "hf_train"])
 def test_frames_precompile_cannot_save_are_named_and_traced_alone(captured, workload: str) -> None:
     """A whole training step: the frames PyTorch could not save are traced at replay, each named
-    with its reason at capture and at replay; so are those replay refuses because a dropped
-    guard checks an object without a faithful description (the optimizer), with the frames
-    that resume them. The losses and trained parameters are bitwise those of the captured run."""
+    with its reason at capture and at replay, and no other (the optimizer's step replays). The
+    losses and trained parameters are bitwise those of the captured run."""
     job = captured(workload)
     for frame, reason in NOT_SAVED[workload].items():
         assert f"not saved for replay without Dynamo, compiles at replay: {frame} (" in job.stderr
@@ -146,12 +144,7 @@ def test_frames_precompile_cannot_save_are_named_and_traced_alone(captured, work
     result, out = job.replay("replay")
     assert result.returncode == 0, result.stderr[-3000:]
     report = compiler_report(out)
-    # Also traced: frames whose dropped guards check an object without a faithful description
-    # (the optimizer's identity), which fail closed, each named with its guard.
-    refused = result.stderr.split("saved frames not used")[-1] if "saved frames not used" in result.stderr else ""
-    if set(report["frames_traced"]) - set(NOT_SAVED[workload]):  # that frame and the resume functions after it
-        assert "(ID_MATCH) has no description that another process can compare" in refused
-    assert set(NOT_SAVED[workload]) <= set(report["frames_traced"])
+    assert set(report["frames_traced"]) == set(NOT_SAVED[workload])
     assert "CLASS_MATCH guard cannot be serialized" not in job.stderr + result.stderr
     assert report["fxgraph_cache_miss"] == 0 and report["autograd_cache_miss"] == 0
     assert "not compiled during capture" not in result.stderr
@@ -162,7 +155,7 @@ def test_frames_precompile_cannot_save_are_named_and_traced_alone(captured, work
 # (workload, capture options, why its frame compiles here).
 FALLBACKS = {
     "not saved, and recompiled": ("local_class", (), "class is defined inside a function"),
-    "refused at install": ("train", (), "(ID_MATCH) has no description that another process can compare"),
+    "refused at install": ("train_opaque", (), "(ID_MATCH) has no description that another process can compare"),
     "captured without precompile": ("gpt", ("--no-precompile",), "traced again (captured with --no-precompile)"),
 }
 

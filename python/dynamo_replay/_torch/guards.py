@@ -251,6 +251,9 @@ class DroppedGuard:
     value: str | None  # describe_value() of what it checked; None: no faithful description
     risky: bool  # what holds the value is not pinned by the torch build
     line: str  # the user line that made Dynamo guard it: "file:line: code", or ""
+    # The compile whose guards dropped it ("frame/compile/attempt"): the saved entry it belongs
+    # to. "" where unknown (a store written before 2026-11-28): then it holds for every entry.
+    compile_id: str = ""
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> DroppedGuard:
@@ -261,6 +264,7 @@ class DroppedGuard:
             value=data.get("value") or None,
             risky=bool(data.get("risky", True)),
             line=str(data.get("line", "")),
+            compile_id=str(data.get("compile_id", "")),
         )
 
 

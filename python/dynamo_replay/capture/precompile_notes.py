@@ -27,6 +27,7 @@ class PrecompileNotes:
     # The three below are _torch.PrecompileSafety's callbacks.
     def guard_tree(self, key: str, lines: list[str]) -> None:
         self._session.replay_data.guard_trees[key] = lines
+        self._session.replay_data.entry_compiles[key] = compile_id_text(_torch.current_compile_id())
 
     def not_saved(self, frame: str, reason: str) -> None:
         self.not_packaged.append((frame, reason))
@@ -40,6 +41,7 @@ class PrecompileNotes:
             return
         self.dropped.add((compile_id, guard.kind, guard.source))
         self.risky_dropped += guard.risky
+        guard = dataclasses.replace(guard, compile_id=compile_id_text(compile_id))
         self._session.replay_data.dropped_guards.append(guard)
         # In the event, a value without a faithful description is "" (the field is a string).
         self._session.put_event(
@@ -69,6 +71,11 @@ class PrecompileNotes:
                 f"(replay-inspect show --guards)",
                 file=sys.stderr,
             )
+
+
+def compile_id_text(compile_id: CompileId) -> str:
+    """How the replay data names a compile: "frame/compile/attempt" ("" outside one)."""
+    return "" if compile_id[0] < 0 else "/".join(map(str, compile_id))
 
 
 def _reasons_by_frame(entries: list[tuple[str, str]]) -> dict[str, str]:

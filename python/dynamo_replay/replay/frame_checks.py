@@ -29,6 +29,7 @@ class FrameChecks:
         for guard in data.dropped_guards:
             self._dropped.setdefault(guard.frame, []).append(guard)
         self._trees = data.guard_trees
+        self._entry_compiles = data.entry_compiles
         self._enabled = enabled
         self._matched: dict[DroppedGuard, Any] = {}  # live values that matched at install, per guard
 
@@ -44,7 +45,8 @@ class FrameChecks:
     def after_load(self, frame: str, guards_state: bytes, manager: Any, global_scope: dict[str, Any]) -> str | None:
         if not self._enabled:
             return None
-        captured = self._trees.get(_torch_guards.guards_state_key(guards_state))
+        key = _torch_guards.guards_state_key(guards_state)
+        captured = self._trees.get(key)
         if captured is None:
             return "the store has no record of its guards as PyTorch built them at capture"
         difference = _torch_guards.guard_tree_difference(captured, _torch_guards.guard_tree_lines(manager))
@@ -54,9 +56,20 @@ class FrameChecks:
             refusal = _torch_guards.add_live_aliasing_check(manager, aliasing, global_scope)
             if refusal:
                 return refusal
-        for guard in self._dropped.get(frame, []):
+        for guard in self._entry_guards(frame, key):
             if guard.value is not None and guard.value.startswith(_torch_optimizers.OPTIMIZER_PREFIX):
                 _torch_optimizers.add_state_initialization(manager, guard.source, global_scope)
             if _torch_guards.checked_on_every_call(guard):
                 _torch_guards.add_call_time_recheck(manager, guard, global_scope, self._matched)
         return None
+
+    def _entry_guards(self, frame: str, key: str) -> list[DroppedGuard]:
+        """The dropped guards of one saved entry of a frame (the compile that saved it): a frame
+        of library code (an optimizer's `step`) has one entry per object it was compiled for,
+        each described by its own. A store that does not say whose they are gives them all."""
+        compile_id = self._entry_compiles.get(key)
+        return [
+            guard
+            for guard in self._dropped.get(frame, [])
+            if not compile_id or not guard.compile_id or guard.compile_id == compile_id
+        ]

@@ -47,12 +47,20 @@ def gpt(new_shape: bool) -> list[torch.Tensor]:
         return [compiled(torch.randint(0, 97, shape, generator=generator)) for shape in shapes]
 
 
-def train(new_shape: bool) -> list[torch.Tensor]:
+class Note:
+    """A plain object: nothing another process could compare it by."""
+
+
+def train(new_shape: bool, opaque: bool = False) -> list[torch.Tensor]:
     """Two training steps, each compiled whole as users write it: zero_grad (a graph that calls
-    nothing), forward, backward (a graph break) and the optimizer step (a resume function)."""
+    nothing), forward, backward (a graph break) and the optimizer step (a resume function).
+    With `opaque`, the optimizer's parameter group also holds a plain object, so the optimizer
+    has no faithful description."""
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    if opaque:
+        optimizer.param_groups[0]["note"] = Note()
 
     def step(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         optimizer.zero_grad()
@@ -170,6 +178,7 @@ def hf_train(new_shape: bool) -> list[torch.Tensor]:
 WORKLOADS = {
     "gpt": gpt,
     "train": train,
+    "train_opaque": lambda new_shape: train(new_shape, opaque=True),
     "graph_break": graph_break,
     "ladder": ladder,
     "hf_gpt2": hf_gpt2,

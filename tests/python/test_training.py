@@ -1,0 +1,74 @@
+"""Training steps start warm: each row of tests/python/training_cases.py (an optimizer, a way of
+compiling its step, one change) captured once, in one process with every other row, and
+replayed in one fresh process, first as captured and then with each row's change.
+
+As captured, every step replays from the store (no frame traced) and gives the losses and
+trained parameters of a plain torch.compile, bitwise. With the change, each row gives what a
+plain torch.compile gives with it, bitwise: replayed where the change is a value the step reads
+as an input (a tensor lr, a scheduler), compiled where it changes the code (a float baked in,
+another class, another flag). About 90 s on a 2-core machine (Inductor compiles the steps)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from training_cases import CASES, REPLAYS, write_cases  # noqa: E402
+
+JOB = Path(__file__).parent / "jobs" / "train_steps.py"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, dict]:
+    root = tmp_path_factory.mktemp("training")
+    write_cases(root / "cases")
+    store, out = root / "steps.dynrep", root / "out"
+    for action in ("capture", "replay"):
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAMO_REPLAY", "TORCHINDUCTOR_"))}
+        env["TORCHINDUCTOR_CACHE_DIR"] = str(root / f"{action}-cache")  # replay's starts empty
+        result = subprocess.run(
+            [sys.executable, str(JOB), str(root / "cases"), str(out), action, str(store)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=900,
+        )
+        assert result.returncode == 0, result.stderr[-4000:]
+    results = {name: torch.load(out / f"{name}.pt") for name in ("captured", "plain", "plain_changed")}
+    results.update({name: torch.load(out / f"{name}.pt") for name in ("replayed", "replayed_changed")})
+    results["traced"] = json.loads((out / "traced.json").read_text())
+    return results
+
+
+def assert_bitwise_equal(expected: list, actual: list) -> None:
+    assert len(expected) == len(actual)
+    for want, got in zip(expected, actual):
+        assert want.dtype == got.dtype and want.shape == got.shape
+        assert torch.equal(want, got), (want, got)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_capture_trains_as_a_plain_compile_does(runs: dict, case: str) -> None:
+    """The optimizer's tensors are graph inputs under capture, not graph constants: the same
+    numbers."""
+    assert_bitwise_equal(runs["plain"][case], runs["captured"][case])
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_replay_traces_nothing_and_trains_as_captured(runs: dict, case: str) -> None:
+    assert runs["traced"]["unchanged"][case] == []
+    assert_bitwise_equal(runs["captured"][case], runs["replayed"][case])
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_change_replays_or_compiles_and_is_never_stale(runs: dict, case: str) -> None:
+    assert_bitwise_equal(runs["plain_changed"][case], runs["replayed_changed"][case])
+    traced = runs["traced"]["changed"][case]
+    assert (traced == []) == (CASES[case][3] == REPLAYS), traced
