@@ -57,6 +57,10 @@ Workloads: models built from `transformers` configs with random weights, nothing
               attention, rotary embeddings, RMSNorm): input_ids (2, 64) then (2, 128);
   vit         ViTModel, 6 layers, 160 px images: batch 1 then 3;
   llama-train LlamaForCausalLM, 2 layers, hidden 256, with SGD and momentum: torch.compile(step), 2 steps;
+  bert-train  BertForSequenceClassification, 4 layers, with AdamW (tensor lr): the model compiled and
+              the optimizer's step compiled on its own, 2 steps at (4, 64);
+  vit-train   ViTForImageClassification, 4 layers, 96 px, with SGD and momentum: torch.compile(step), 2 steps;
+--workloads training runs gpt2-train, llama-train, bert-train and vit-train;
 the held-out set (issue 35; --workloads held-out): mistral, mixtral, gemma2, whisper, resnet,
 t5-small and gpt2-dynamic, models in no other benchmark or test, for which the target is every
 frame saved and used at replay, at most 5% of cold where cold is over 20 s and at least 3x below
@@ -224,6 +228,54 @@ WORKLOADS.update(
     }
 )
 REAL_WORKLOADS = ["gpt2", "bert", "gpt2-train", "t5", "llama", "vit", "llama-train"]
+# Issue 43's training steps, one per way of compiling training that gpt2-train (the whole step)
+# does not cover: the model compiled and AdamW's step compiled on its own (PyTorch's compiled-
+# optimizer recipe, a tensor lr, as a scheduler wants), and a ViT whose whole step with SGD and
+# momentum is one compiled function. Two steps each; the first output is the second step's loss.
+WORKLOADS.update(
+    {
+        "bert-train": """
+        from transformers import BertConfig, BertForSequenceClassification
+        torch.manual_seed(0)
+        model = BertForSequenceClassification(BertConfig(num_hidden_layers=4, attn_implementation="sdpa"))
+        optimizer = torch.optim.AdamW(model.parameters(), lr=torch.tensor(2e-5))
+        def optimizer_step():
+            optimizer.step()
+            optimizer.zero_grad()
+        if mode != "eager":
+            optimizer_step = torch.compile(optimizer_step)
+        dynamic = None
+        def first_output(fn):
+            generator = torch.Generator().manual_seed(0)
+            for _ in range(2):
+                ids = torch.randint(0, 1000, (4, 64), generator=generator)
+                loss = fn(ids, labels=torch.randint(0, 2, (4,), generator=generator)).loss
+                loss.backward()
+                optimizer_step()
+            return loss.detach()
+""",
+        "vit-train": """
+        from transformers import ViTConfig, ViTForImageClassification
+        torch.manual_seed(0)
+        net = ViTForImageClassification(ViTConfig(num_hidden_layers=4, image_size=96, num_labels=10,
+                                                  attn_implementation="sdpa"))
+        optimizer = torch.optim.SGD(net.parameters(), lr=1e-3, momentum=0.9)
+        def model(images, labels):  # the whole step; torch.compile(step)
+            loss = net(images, labels=labels).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            return loss.detach()
+        dynamic = None
+        def first_output(fn):
+            generator = torch.Generator().manual_seed(0)
+            steps = [(torch.randn(4, 3, 96, 96, generator=generator), torch.randint(0, 10, (4,), generator=generator))
+                     for _ in range(2)]
+            return [fn(images, labels) for images, labels in steps][-1]
+""",
+    }
+)
+TRAINING_WORKLOADS = ["gpt2-train", "llama-train", "bert-train", "vit-train"]
 
 # Issue 35's held-out models, in no other benchmark or test: a sliding-window decoder, a mixture of
 # experts, a decoder with soft-capped logits and alternating sliding windows, a speech encoder-decoder
@@ -309,7 +361,7 @@ WORKLOADS.update(
     }
 )
 HELD_OUT_WORKLOADS = ["mistral", "mixtral", "gemma2", "whisper", "resnet", "t5-small", "gpt2-dynamic"]
-WORKLOAD_SETS = {"real": REAL_WORKLOADS, "held-out": HELD_OUT_WORKLOADS}
+WORKLOAD_SETS = {"real": REAL_WORKLOADS, "held-out": HELD_OUT_WORKLOADS, "training": TRAINING_WORKLOADS}
 
 # The job behind PyTorch 2.15's ahead-of-time paths, called as their APIs require (see the
 # docstring); the child defines it after the workload, which defines `model`.

@@ -11,7 +11,6 @@ at import: replay-inspect's Python side and `check` read generations too.
 from __future__ import annotations
 
 import dataclasses
-
 import re
 from typing import Any
 

@@ -21,6 +21,11 @@ _VALIDATOR = (
     "def make(field):\n    def validator(value):\n        return isinstance(value, field.type)\n    return validator\n"
     "@dataclasses.dataclass\nclass C:\n    a: int = 1\n    b: float = 1.0\n"
 )
+_OPT = (
+    "import torch\nm = torch.nn.Linear(2, 2)\nn = torch.nn.Linear(2, 3)\n"
+    "def before_step(optimizer, args, kwargs):\n    pass\n"
+    "def hooked(optimizer):\n    optimizer.register_step_pre_hook(before_step)\n    return optimizer\n"
+)
 KINDS: dict[str, tuple[str, str, str]] = {
     "dataclass field": (_FIELDS, "dataclasses.fields(C)[0]", "dataclasses.fields(C)[1]"),
     "field default": (_FIELDS, "dataclasses.field(default=1)", "dataclasses.field(default=2)"),
@@ -58,6 +63,39 @@ KINDS: dict[str, tuple[str, str, str]] = {
     "default dict": ("import collections", "collections.defaultdict(int, a=1)", "collections.defaultdict(list, a=1)"),
     "range": ("", "range(3)", "range(4)"),
     "property": ("", "property(len)", "property(abs)"),
+    # An optimizer: what changes the code Dynamo compiles for its step (optimizer_values.py).
+    "optimizer class": (_OPT, "torch.optim.Adam(m.parameters())", "torch.optim.AdamW(m.parameters())"),
+    "optimizer flag": (_OPT, "torch.optim.Adam(m.parameters(), foreach=True)", "torch.optim.Adam(m.parameters())"),
+    "optimizer parameter shape": (_OPT, "torch.optim.SGD(m.parameters())", "torch.optim.SGD(n.parameters())"),
+    "optimizer parameter dtype": (_OPT, "torch.optim.SGD(m.parameters())", "torch.optim.SGD(m.double().parameters())"),
+    "optimizer groups": (
+        _OPT,
+        "torch.optim.SGD(m.parameters())",
+        "torch.optim.SGD([{'params': [m.weight]}, {'params': [m.bias]}])",
+    ),
+    "optimizer step hook": (_OPT, "torch.optim.SGD(m.parameters())", "hooked(torch.optim.SGD(m.parameters()))"),
+    "optimizer tensor lr": (
+        _OPT,
+        "torch.optim.SGD(m.parameters(), lr=torch.tensor(0.1))",
+        "torch.optim.SGD(m.parameters(), lr=0.1)",
+    ),
+    "weak reference": ("import weakref", "weakref.ref(int)", "weakref.ref(float)"),
+}
+# What an optimizer's description leaves to the guards PyTorch keeps (a float its step reads is
+# guarded by value; a tensor is a graph input): name -> (setup, value, value described alike).
+OPTIMIZERS_ALIKE: dict[str, tuple[str, str, str]] = {
+    "float lr": (_OPT, "torch.optim.SGD(m.parameters(), lr=0.1)", "torch.optim.SGD(m.parameters(), lr=0.2)"),
+    "tensor lr": (
+        _OPT,
+        "torch.optim.Adam(m.parameters(), lr=torch.tensor(0.1))",
+        "torch.optim.Adam(m.parameters(), lr=torch.tensor(0.2))",
+    ),
+    "betas": (_OPT, "torch.optim.Adam(m.parameters())", "torch.optim.Adam(m.parameters(), betas=(0.8, 0.9))"),
+    "parameter values": (
+        _OPT,
+        "torch.optim.SGD(m.parameters())",
+        "torch.optim.SGD(torch.nn.Linear(2, 2).parameters())",
+    ),
 }
 # Values whose description would have to pretend: they stay None.
 UNDESCRIBED: dict[str, tuple[str, str]] = {
@@ -67,6 +105,8 @@ UNDESCRIBED: dict[str, tuple[str, str]] = {
     "annotated with an object": ("import typing", "typing.Annotated[int, object()]"),
     "named tuple of an object": ("import collections", "collections.namedtuple('P', 'a')(object())"),
     "ordered dict keyed by an object": ("import collections", "collections.OrderedDict({object(): 1})"),
+    "optimizer holding an object": (_OPT, "torch.optim.SGD([{'params': m.parameters(), 'note': object()}])"),
+    "weak reference to an object": ("import weakref\nclass C:\n    pass\nc = C()", "weakref.ref(c)"),
     "closure over a field of an object": (
         "import dataclasses\ndef make(f):\n    return lambda v: f.default\n",
         "make(dataclasses.field(default=object()))",
@@ -116,3 +156,9 @@ def test_a_value_without_a_faithful_description_stays_none(kind: str) -> None:
     scope: dict = {}
     exec(setup, scope)  # noqa: S102
     assert describe_value(eval(value, scope)) is None  # noqa: S307
+
+
+@pytest.mark.parametrize("kind", OPTIMIZERS_ALIKE)
+def test_an_optimizer_is_described_without_what_pytorchs_own_guards_check(kind: str) -> None:
+    one, other = _describe_all({kind: OPTIMIZERS_ALIKE[kind]})[kind]
+    assert one is not None and one == other

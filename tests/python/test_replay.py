@@ -177,6 +177,29 @@ def test_a_frame_compiled_at_replay_takes_every_graph_from_the_store(captured, c
     assert_bitwise_equal(job.outputs, torch.load(out / "outputs.pt"))
 
 
+def test_a_saved_graph_that_does_not_load_makes_its_frame_compile_and_the_job_runs(captured) -> None:
+    """A training step of several frames and resume functions, its first saved graph failing to
+    load at install: that frame compiles, named, and nothing else of the package is dropped or
+    left calling a global that was not installed."""
+    job = captured("train")
+    out = job.root / "unloadable"
+    result = run(
+        str(Path(__file__).parent / "jobs" / "replay_graph_unloadable.py"),
+        "replay",
+        str(job.store),
+        str(JOB),
+        "train",
+        str(out),
+        env=job_env(job.root / "unloadable-cache", compiler=True),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "its compiled graph does not load (RuntimeError: a saved graph that does not load)" in result.stderr
+    traced = compiler_report(out)["frames_traced"]
+    # That frame, and the resume functions its new compile made (named after it); no other.
+    assert traced and all(traced[0] in name for name in traced) and "step" not in traced, traced
+    assert_bitwise_equal(job.outputs, torch.load(out / "outputs.pt"))
+
+
 def test_no_precompile_capture_replays_without_aot_inductor_or_compiler(captured) -> None:
     """A whole training step (zero_grad, forward, backward, optimizer step), captured with
     --no-precompile: Dynamo traces each frame again, and every graph comes from the store."""

@@ -11,6 +11,9 @@ replay does with the change). `P` is the model's parameters. How the step is com
 - whole: one compiled function for the whole step (forward, backward, `opt.step()`,
   `opt.zero_grad()`), as torchtitan-style loops write it;
 - eager: the model compiled, the optimizer eager.
+Adam and AdamW with foreach=True are in no row: on a CPU, PyTorch itself fails to compile their
+step once several optimizers' steps have compiled in one process (2.13: `_foreach_addcdiv_`,
+"Expected scalars to be on CPU, got meta instead"), with or without dynamo-replay.
 """
 
 from __future__ import annotations
@@ -21,19 +24,49 @@ REPLAYS, COMPILES = "replays", "compiles"
 
 CASES: dict[str, tuple[str, str, str, str]] = {
     # A tensor lr is a graph input: another value needs no recompile, and is not baked in.
-    "sgd_momentum_lr": ("split", "SGD(P, lr=torch.tensor(0.1), momentum=0.9)", "SGD(P, lr=torch.tensor(0.05), momentum=0.9)", REPLAYS),
+    "sgd_momentum_lr": (
+        "split",
+        "SGD(P, lr=torch.tensor(0.1), momentum=0.9)",
+        "SGD(P, lr=torch.tensor(0.05), momentum=0.9)",
+        REPLAYS,
+    ),
     "adam_scheduler": ("split", "Adam(P, lr=torch.tensor(0.01))", "Adam(P, lr=torch.tensor(0.03))", REPLAYS),
     "adamw_lr_eager": ("eager", "AdamW(P, lr=0.01)", "AdamW(P, lr=0.02)", REPLAYS),
-    "sgd_lr_whole": ("whole", "SGD(P, lr=torch.tensor(0.1), momentum=0.9)", "SGD(P, lr=torch.tensor(0.05), momentum=0.9)", REPLAYS),
+    "sgd_lr_whole": (
+        "whole",
+        "SGD(P, lr=torch.tensor(0.1), momentum=0.9)",
+        "SGD(P, lr=torch.tensor(0.05), momentum=0.9)",
+        REPLAYS,
+    ),
     # Fused AdamW hands its floats to one kernel as arguments of the graph: another weight decay too.
-    "adamw_fused_weight_decay": ("split", "AdamW(P, lr=torch.tensor(0.01), fused=True)", "AdamW(P, lr=torch.tensor(0.01), fused=True, weight_decay=0.1)", REPLAYS),
+    "adamw_fused_weight_decay": (
+        "split",
+        "AdamW(P, lr=torch.tensor(0.01), fused=True)",
+        "AdamW(P, lr=torch.tensor(0.01), fused=True, weight_decay=0.1)",
+        REPLAYS,
+    ),
     # Floats the step reads are baked into its graph and guarded by PyTorch: another value compiles.
-    "adam_betas": ("whole", "Adam(P, lr=torch.tensor(0.01), betas=(0.9, 0.999))", "Adam(P, lr=torch.tensor(0.01), betas=(0.8, 0.99))", COMPILES),
-    "adamw_foreach_to_single": ("whole", "AdamW(P, lr=0.01, foreach=True)", "AdamW(P, lr=0.01, foreach=False)", COMPILES),
+    "adam_betas": (
+        "whole",
+        "Adam(P, lr=torch.tensor(0.01), betas=(0.9, 0.999))",
+        "Adam(P, lr=torch.tensor(0.01), betas=(0.8, 0.99))",
+        COMPILES,
+    ),
+    "sgd_single_to_foreach": (
+        "whole",
+        "SGD(P, lr=0.1, momentum=0.9, foreach=False)",
+        "SGD(P, lr=0.1, momentum=0.9, foreach=True)",
+        COMPILES,
+    ),
     "sgd_float_lr": ("whole", "SGD(P, lr=0.1, momentum=0.9)", "SGD(P, lr=0.2, momentum=0.9)", COMPILES),
     # What the optimizer's description holds: its class and the flags that change its code.
     "adam_to_adamw": ("whole", "Adam(P, lr=torch.tensor(0.01))", "AdamW(P, lr=torch.tensor(0.01))", COMPILES),
-    "sgd_foreach_to_fused": ("split", "SGD(P, lr=torch.tensor(0.1), momentum=0.9, foreach=True)", "SGD(P, lr=torch.tensor(0.1), momentum=0.9, fused=True)", COMPILES),
+    "sgd_foreach_to_fused": (
+        "split",
+        "SGD(P, lr=torch.tensor(0.1), momentum=0.9, foreach=True)",
+        "SGD(P, lr=torch.tensor(0.1), momentum=0.9, fused=True)",
+        COMPILES,
+    ),
 }
 
 _STEPS = 3

@@ -108,7 +108,9 @@ _GUARD_TABLE_2_13: dict[str, tuple[str, str]] = {
         "modules, functions, classes, enum members, constants and containers of them; values of "
         "the standard library that library code closes over (dataclass fields, typing constructs, "
         "regexes, partials, getters, cached functions, named tuples, torch.Size, ordered "
-        "mappings, signatures, module sentinels); an object copy.deepcopy guarded (it "
+        "mappings, signatures, weak references, module sentinels); an optimizer by its class, "
+        "step hooks, groups, flags and parameters' dtypes and shapes (the numbers its step reads "
+        "are PyTorch's kept guards or graph inputs); an object copy.deepcopy guarded (it "
         "uses the identity only as its memo's key) by its class and state",
     ),
     "FUNCTION_MATCH": (
@@ -132,7 +134,12 @@ _GUARD_TABLE_2_13: dict[str, tuple[str, str]] = {
         COMPILED,
         "dropped by PyTorch's precompile, and an nn.Module instance has no faithful description: its frame compiles",
     ),
-    "WEAKREF_ALIVE": (COMPILED, "an object's lifetime in the captured process says nothing about this one"),
+    "WEAKREF_ALIVE": (
+        COMPILED,
+        "an object's lifetime in the captured process says nothing about this one (Dynamo's weak "
+        "reference to an optimizer whose step it traced adds nothing to the optimizer's own "
+        "identity guard, re-checked: it is left out)",
+    ),
     "DICT_VERSION": (COMPILED, "a dict's version counter is per process"),
 }
 # The running release's table.

@@ -158,6 +158,7 @@ class SafeDynamoCache:
         report = InstallReport()
         start = time.perf_counter()
         installed: list[tuple[dict[str, Any], str]] = []
+        loaded: list[types.CodeType] = []  # every code given a saved entry, to undo on failure
         mismatch = _package_mismatch(fn, result.dynamo)
         if mismatch:  # nothing installed: the whole function compiles as usual
             report.skipped.append((frame, mismatch))
@@ -172,6 +173,7 @@ class SafeDynamoCache:
                         self._vetting,
                         report,
                         installed,
+                        loaded,
                         self._modules,
                         lambda frame, backend_id: _Hits(self.hits, (generations.get(backend_id, 0), frame)),
                     )
@@ -179,8 +181,11 @@ class SafeDynamoCache:
             except Exception as error:  # the whole function compiles as usual
                 for scope, global_name in installed:
                     scope.pop(global_name, None)
-                with contextlib.suppress(Exception):
-                    _reset_precompile_entries(fn.__code__)
+                # Every code given an entry, not only fn's: a resume function's entry left in
+                # force would call the globals just removed.
+                for code in {id(c): c for c in [getattr(fn, "__code__", None), *loaded] if c is not None}.values():
+                    with contextlib.suppress(Exception):
+                        _reset_precompile_entries(code)
                 report.installed = 0
                 report.skipped.append((frame, f"{type(error).__name__}: {error}"))
         report.seconds = time.perf_counter() - start
@@ -231,6 +236,7 @@ def _install_entries(
     vetting: FrameVetting,
     report: InstallReport,
     installed: list[tuple[dict[str, Any], str]],
+    loaded: list[types.CodeType],
     modules: dict[str, str],
     hits: Callable[[str, str], _Hits],
 ) -> None:
@@ -267,11 +273,20 @@ def _install_entries(
                     report.skipped.append((code_key(target_code), _NO_BACKEND))
                 continue
             frame = code_key(target_code)
+            unloaded = None  # why a compiled graph of this code does not load: the code compiles
             for backend_id in entry.backend_ids:
                 if backend_id not in backends:
-                    raise RuntimeError(f"backend {backend_id} is not in the store")
-                backend = backends[backend_id].after_deserialization()
+                    unloaded = f"its compiled graph {backend_id} is not in the store"
+                    break
+                try:
+                    backend = backends[backend_id].after_deserialization()
+                except Exception as error:
+                    unloaded = f"its compiled graph does not load ({type(error).__name__}: {error})"
+                    break
                 install_global(scope, backend_id, torch._dynamo.disable(hits(frame, backend_id).counted(backend)))
+            if unloaded:
+                report.skipped.append((frame, unloaded))
+                continue
             if not entry.guarded_codes:  # Dynamo made no graph for it: PyTorch skips the frame
                 torch._dynamo.eval_frame.skip_code(target_code)
                 continue
@@ -306,6 +321,7 @@ def _install_entries(
                     if name in modules and name not in scope:
                         install_global(scope, name, importlib.import_module(modules[name]))
                 _load_precompile_entry(target_code, manager, transformed)
+                loaded.append(target_code)
                 report.installed += 1
 
 

@@ -32,19 +32,17 @@ torch._dynamo.convert_frame.register_bytecode_hook(lambda code, new_code: traced
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 from training_cases import CASES, REPLAYS  # noqa: E402
 
-# Cases run one after the other, each as captured and then with its change; those whose change
-# replays first. A frame of library code (the optimizer's step) has an entry per case once
-# the case's package is installed, and an entry another case's change compiled is more general
-# (Dynamo's recompiles are): neither must decide whether a replayed change replays.
-names = sorted((p.stem[len("train_case_") :] for p in cases_dir.glob("train_case_*.py")), key=lambda n: (CASES[n][3] != REPLAYS, n))
+# The order of the runs: each case whose change replays, as captured and then with its change;
+# then every other case as captured; then their changes. A frame of library code (the
+# optimizer's step) has an entry per case once the case's package is installed, and an entry
+# that a change compiled is more general (Dynamo's recompiles are): it must not decide whether a
+# replayed change replays, nor whether a case as captured does.
+names = sorted(p.stem[len("train_case_") :] for p in cases_dir.glob("train_case_*.py"))
 modules = {name: importlib.import_module(f"train_case_{name}") for name in names}
-
-
-def run_case(name: str, changed: bool, record: dict[str, list[str]]) -> list[torch.Tensor]:
-    traced.clear()
-    result = modules[name].run(changed)
-    record[name] = list(traced)
-    return result
+replays = [name for name in names if CASES[name][3] == REPLAYS]
+compiles = [name for name in names if name not in replays]
+ORDER = [(n, changed) for n in replays for changed in (False, True)] + [(n, False) for n in compiles]
+ORDER += [(n, True) for n in compiles]
 
 
 def run_all(unchanged: str, changed: str | None, traced_name: str) -> None:
@@ -52,10 +50,13 @@ def run_all(unchanged: str, changed: str | None, traced_name: str) -> None:
     change (out/CHANGED.pt); the frames traced for each into out/TRACED_NAME.json."""
     frames: dict[str, dict[str, list[str]]] = {"unchanged": {}, "changed": {}}
     results: dict[str, dict[str, list[torch.Tensor]]] = {"unchanged": {}, "changed": {}}
-    for name in names:
-        results["unchanged"][name] = run_case(name, False, frames["unchanged"])
-        if changed is not None:
-            results["changed"][name] = run_case(name, True, frames["changed"])
+    for name, with_change in ORDER:
+        if with_change and changed is None:
+            continue
+        kind = "changed" if with_change else "unchanged"
+        traced.clear()
+        results[kind][name] = modules[name].run(with_change)
+        frames[kind][name] = list(traced)
     torch.save(results["unchanged"], out / f"{unchanged}.pt")
     if changed is not None:
         torch.save(results["changed"], out / f"{changed}.pt")
