@@ -107,7 +107,7 @@ test-all:
 	exit $$status
 
 # What every release must keep: capture, replay and its refusals, guards, signing, PyTorch's
-# touchpoints, the release matrix itself, a job of many ranks (the rank agreement, and
+# touchpoints, the release matrix itself, training steps (the optimizer's step replayed), a job of many ranks (the rank agreement, and
 # torchrun's ranks deciding together when one refuses) and a store of several generations (an
 # update's packages merged into the capture's). Without the slowest rows (T5 and a
 # transformers training step replayed; GPT-2 under DDP and FSDP, and two torchrun jobs on one
@@ -119,7 +119,7 @@ RELEASE_TESTS := tests/python/test_capture.py tests/python/test_replay.py tests/
                  tests/python/test_torch_touchpoints.py tests/python/test_private_touchpoints.py \
                  tests/python/test_releases.py tests/python/test_ranks.py tests/python/test_torchrun.py \
                  tests/python/test_store_growth.py tests/python/test_store_lifecycle.py \
-                 tests/python/test_library_closures.py \
+                 tests/python/test_library_closures.py tests/python/test_training.py \
                  -k 'not hf_t5 and not hf_train and not then_every_rank_replays and not two_jobs_at_once \
                      and not keeps_a_store_of_its_own and not every_rank_replays_the_one_store \
                      and not check_predicts and not check_on_a_fleet and not fleet_update_publishes \
