@@ -100,11 +100,15 @@ def test_capture_command_then_every_rank_replays(
 
 @pytest.fixture(scope="module")
 def mlp_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]]:
-    """An MLP under DDP captured by torchrun's 2 ranks, and what the capture computed."""
+    """An MLP under DDP, its optimizer's step compiled too, captured by torchrun's 2 ranks, and
+    what the capture computed."""
     folder = tmp_path_factory.mktemp("mlp")
-    torchrun(folder / "capture", "--model", "mlp", tool=("capture", "-o", str(folder / "mlp.dynrep")))
+    torchrun(folder / "capture", *MLP, tool=("capture", "-o", str(folder / "mlp.dynrep")))
     return folder / "mlp.dynrep", results(folder / "capture")
 
+
+# The MLP job of the tests below: its optimizer's step is compiled too, and replays on every rank.
+MLP = ("--model", "mlp", "--compile-optimizer")
 
 # One line per way to turn replay on for a job of many ranks: (id, how).
 ENTRY_POINTS = [("command", "tool"), ("DYNAMO_REPLAY", "env")]
@@ -114,19 +118,20 @@ ENTRY_POINTS = [("command", "tool"), ("DYNAMO_REPLAY", "env")]
 def test_every_rank_replays_the_one_store(mlp_store: tuple[Path, list[dict]], tmp_path: Path, how: str) -> None:
     store, captured = mlp_store
     if how == "tool":
-        torchrun(tmp_path / "out", "--model", "mlp", tool=("replay", str(store)))
+        torchrun(tmp_path / "out", *MLP, tool=("replay", str(store)))
     else:
-        torchrun(tmp_path / "out", "--model", "mlp", env={"DYNAMO_REPLAY": str(store)})
+        torchrun(tmp_path / "out", *MLP, env={"DYNAMO_REPLAY": str(store)})
     found = results(tmp_path / "out")
     assert numbers(found) == numbers(captured)
-    assert [r["traced"] for r in found] == [["forward"], ["forward"]]  # the DDP-split frame only
+    # The DDP-split frame only: the optimizer's step and every other frame replay on each rank.
+    assert [r["traced"] for r in found] == [["forward"], ["forward"]]
 
 
 def test_one_rank_refusing_makes_every_rank_compile(mlp_store: tuple[Path, list[dict]], tmp_path: Path) -> None:
     """Rank 1 alone has a signing key, so it alone refuses the unsigned store. Deciding alone,
     rank 0 would replay while rank 1 compiles: in step only if they agree."""
     store, captured = mlp_store
-    done = torchrun(tmp_path / "out", "--model", "mlp", "--key-on-rank", "1", env={"DYNAMO_REPLAY": str(store)})
+    done = torchrun(tmp_path / "out", *MLP, "--key-on-rank", "1", env={"DYNAMO_REPLAY": str(store)})
     found = results(tmp_path / "out")
     assert numbers(found) == numbers(captured)
     assert found[0]["traced"] == found[1]["traced"]

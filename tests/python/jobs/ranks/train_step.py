@@ -1,11 +1,12 @@
 """A multi-rank training job for the rank tests and benchmarks, run under torchrun.
 
 Usage: torchrun --nproc-per-node N train_step.py OUT_DIR [--model gpt2|mlp] [--wrap ddp|fsdp]
-  [--steps K] [--rank-branch] [--key-on-rank R]
+  [--steps K] [--rank-branch] [--key-on-rank R] [--compile-optimizer]
 
 Each rank builds a 2-layer GPT-2 from a transformers config (or a 3 MB MLP; random weights,
 the same seed on every rank), wraps it in DDP (small buckets, so Dynamo's DDPOptimizer splits the graph) or
-FSDP2 (fully_shard), runs K compiled SGD steps on gloo, and writes OUT_DIR/rank-R.json: each
+FSDP2 (fully_shard), runs K compiled SGD steps on gloo (--compile-optimizer: the optimizer's
+step compiled too), and writes OUT_DIR/rank-R.json: each
 step's loss as a hex float, a digest of the final parameters, what Dynamo traced in this
 process, and the seconds to the first output; --rank-branch makes the compiled step depend on the rank (a compile that
 really differs); --key-on-rank R gives rank R alone a signing key (DYNAMO_REPLAY_KEY), so it
@@ -76,6 +77,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--rank-branch", action="store_true")
     parser.add_argument("--key-on-rank")
+    parser.add_argument("--compile-optimizer", action="store_true")
     args = parser.parse_args()
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))  # a hang ends as an error
     rank = dist.get_rank()
@@ -90,11 +92,12 @@ def main() -> None:
         return loss
 
     compiled = torch.compile(step)
+    optimizer_step = torch.compile(optimizer.step) if args.compile_optimizer else optimizer.step
     tokens = torch.randint(0, 1000, (2, 32), generator=torch.Generator().manual_seed(1))
     losses, first = [], None
     for _ in range(args.steps):
         loss = compiled(tokens, scale)
-        optimizer.step()
+        optimizer_step()
         optimizer.zero_grad()
         losses.append(float(loss.detach()).hex())
         first = first if first is not None else time.perf_counter() - START
