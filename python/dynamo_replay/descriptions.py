@@ -14,10 +14,10 @@ import importlib
 import sys
 import threading
 import types
+from collections.abc import Callable
 from typing import Any
 
 from dynamo_replay.library_values import describe_library_value
-from dynamo_replay.optimizer_values import describe_optimizer
 
 # Frames whose code lives in these modules are pinned by the torch build and Python version,
 # which the fingerprint compares.
@@ -77,9 +77,22 @@ def _describe_value(value: Any) -> str | None:
         return f"callable {_qualified(value)}"
     if callable(value) and _resolves_to(value):
         return f"callable {_qualified(value)}"
-    if _is_torch_optimizer(value):
-        return describe_optimizer(value, describe_value)
+    for test, describe in _FRAMEWORK_DESCRIBERS:
+        if test(value):
+            return describe(value, describe_value)
     return describe_library_value(value, describe_value, pinned_by_build)
+
+
+# Describers of PyTorch's own objects (an optimizer), which read PyTorch's private attributes:
+# _torch registers them when it is imported, so this module imports no torch. A row: (test,
+# describe(value, describe_value)).
+_FRAMEWORK_DESCRIBERS: list[tuple[Callable[[Any], bool], Callable[[Any, Callable[[Any], str | None]], str | None]]] = []
+
+
+def register_describer(
+    test: Callable[[Any], bool], describe: Callable[[Any, Callable[[Any], str | None]], str | None]
+) -> None:
+    _FRAMEWORK_DESCRIBERS.append((test, describe))
 
 
 # The functions being described on this thread, outermost first: a closure that leads back to
@@ -192,11 +205,6 @@ def _is_torch_constant(value: Any) -> bool:
     """dtypes, devices, layouts and memory formats: their repr names them exactly."""
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(value, (torch.dtype, torch.device, torch.layout, torch.memory_format))
-
-
-def _is_torch_optimizer(value: Any) -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(value, torch.optim.Optimizer)
 
 
 def _resolves_to(value: Any) -> bool:

@@ -63,7 +63,7 @@ KINDS: dict[str, tuple[str, str, str]] = {
     "default dict": ("import collections", "collections.defaultdict(int, a=1)", "collections.defaultdict(list, a=1)"),
     "range": ("", "range(3)", "range(4)"),
     "property": ("", "property(len)", "property(abs)"),
-    # An optimizer: what changes the code Dynamo compiles for its step (optimizer_values.py).
+    # An optimizer: what changes the code Dynamo compiles for its step (_torch/optimizer_description.py).
     "optimizer class": (_OPT, "torch.optim.Adam(m.parameters())", "torch.optim.AdamW(m.parameters())"),
     "optimizer flag": (_OPT, "torch.optim.Adam(m.parameters(), foreach=True)", "torch.optim.Adam(m.parameters())"),
     "optimizer parameter shape": (_OPT, "torch.optim.SGD(m.parameters())", "torch.optim.SGD(n.parameters())"),

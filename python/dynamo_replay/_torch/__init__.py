@@ -12,7 +12,8 @@ is checked here. Its rooms:
   dropped guards and guard trees;
 - precompile: one frame's precompile failure stays that frame's (PrecompileSafety);
 - optimizers: an optimizer's step saved like any frame (its tensors lifted as graph inputs,
-  its state initialized before a replayed step as Dynamo does while tracing);
+  its state initialized before a replayed step as Dynamo does while tracing), and
+  optimizer_description: an optimizer described so two processes can compare it;
 - install: replay's install of saved frames;
 - inductor: Inductor's cache, kernels, compiler and CPU vector-ISA probe;
 - graphs: graph snapshots and the Core ATen retrace, the graph PyTorch is logging;
@@ -26,7 +27,7 @@ not laid out as the supported releases lay it out, so a new PyTorch degrades a s
 test_private_touchpoints names the reader that stopped finding its facts.
 """
 
-from dynamo_replay._torch import graphs, guards, inductor, ranks, releases, settings, shapes
+from dynamo_replay._torch import graphs, guards, inductor, optimizer_description, ranks, releases, settings, shapes
 from dynamo_replay._torch.graphs import decompose_to_core_aten, graph_snapshot
 from dynamo_replay._torch.guards import DroppedGuard, quiet_dropped_guards, record_dropped_guards
 from dynamo_replay._torch.inductor import _clear_isa_caches, probed_vec_isas, reuse_vec_isa_probe
@@ -52,6 +53,7 @@ __all__ = [
     "graphs",
     "guards",
     "inductor",
+    "optimizer_description",
     "ranks",
     "releases",
     "settings",

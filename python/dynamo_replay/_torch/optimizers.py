@@ -7,7 +7,7 @@ lifts them as graph inputs read from the optimizer on every call (`opt.state[p][
 with their tensor guards kept: the graph no longer holds any process's tensors and PyTorch
 saves it like any other. And Dynamo runs the optimizer's state initialization (`_init_group`)
 eagerly while it traces, so a replayed step that was never traced runs it the same way first
-(init_state)."""
+(add_state_initialization)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,8 @@ def state_initializer(optimizer: Any) -> Callable[[], None] | None:
     state of each parameter that has a gradient and none yet (Adam's `exp_avg`, `step`). A
     saved step guards that state, so replay runs the same initialization before the saved
     step's guards are checked. Returns None for an optimizer without `_init_group` (Dynamo
-    traces its initialization into the graph itself). Cheap once every parameter has state."""
+    traces its initialization into the graph itself). Cheap once every parameter has state; an
+    optimizer holding parameters that never get a gradient pays `_init_group` on each step."""
     init_group = getattr(optimizer, "_init_group", None)
     if init_group is None:
         return None
@@ -106,10 +107,6 @@ def _capturable_for_gpu_init(optimizer: Any, group: dict[str, Any]) -> Any:
     finally:
         if flip:
             group["capturable"] = original
-
-
-# The description optimizer_values gives an optimizer starts with this.
-OPTIMIZER_PREFIX = "optimizer "
 
 
 def add_state_initialization(manager: Any, source: str, global_scope: dict[str, Any]) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 from dynamo_replay._torch import guards as _torch_guards
 from dynamo_replay._torch import optimizers as _torch_optimizers
 from dynamo_replay._torch.guards import DroppedGuard
+from dynamo_replay._torch.optimizer_description import OPTIMIZER_PREFIX
 from dynamo_replay.replay_data import ReplayData
 
 
@@ -57,7 +58,7 @@ class FrameChecks:
             if refusal:
                 return refusal
         for guard in self._entry_guards(frame, key):
-            if guard.value is not None and guard.value.startswith(_torch_optimizers.OPTIMIZER_PREFIX):
+            if guard.value is not None and guard.value.startswith(OPTIMIZER_PREFIX):
                 _torch_optimizers.add_state_initialization(manager, guard.source, global_scope)
             if _torch_guards.checked_on_every_call(guard):
                 _torch_guards.add_call_time_recheck(manager, guard, global_scope, self._matched)

@@ -9,14 +9,21 @@ hyperparameters (a float `lr` or `betas` that the step reads is guarded by value
 own kept guards; a tensor `lr` is a graph input, so a scheduler changing it needs no
 recompile), and the state (created lazily by the first step; PyTorch guards its keys and
 tensors). Leaving a scheduled float out keeps a frame whose entries were compiled for several
-values of it usable. Plain Python: nothing here imports torch."""
+values of it usable. It reads the optimizer's step hooks, private attributes of PyTorch's
+Optimizer: it lives behind the door, and registers itself with descriptions.describe_value."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
+from dynamo_replay.descriptions import register_describer
+
 Describe = Callable[[Any], "str | None"]
+
+# Every optimizer's description starts with this.
+OPTIMIZER_PREFIX = "optimizer "
 
 _HOOKS = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks")
 
@@ -24,7 +31,7 @@ _HOOKS = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks")
 def describe_optimizer(optimizer: Any, describe: Describe) -> str | None:
     """The description, or None when a part of it (a hook, a hyperparameter of another kind)
     has no faithful description: then the optimizer never matches."""
-    parts = [f"optimizer {describe(type(optimizer))}"]
+    parts = [f"{OPTIMIZER_PREFIX}{describe(type(optimizer))}"]
     for name in _HOOKS:
         hooks = getattr(optimizer, name, None) or {}
         described = describe(tuple(hooks.values()))
@@ -65,3 +72,11 @@ def _is_tensor(value: Any) -> bool:
 def _tensor(value: Any) -> str:
     grad = " requires_grad" if value.requires_grad else ""
     return f"{value.dtype}{list(value.shape)}@{value.device}{grad}"
+
+
+def is_optimizer(value: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.optim.Optimizer)
+
+
+register_describer(is_optimizer, describe_optimizer)
