@@ -66,7 +66,8 @@ def _hyperparameter(value: Any, describe: Describe) -> str | None:
 
 
 def _is_tensor(value: Any) -> bool:
-    return all(hasattr(value, name) for name in ("dtype", "shape", "device", "requires_grad"))
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
 
 
 def _tensor(value: Any) -> str:

@@ -64,10 +64,9 @@ def state_initializer(optimizer: Any) -> Callable[[], None] | None:
         lists = len(inspect.signature(init_group).parameters) - 1  # after `group`: the lists it fills
     except (TypeError, ValueError):
         return None
-    total = sum(len(group["params"]) for group in optimizer.param_groups)
 
     def initialize() -> None:
-        if len(optimizer.state) >= total:
+        if len(optimizer.state) >= sum(len(group["params"]) for group in optimizer.param_groups):
             return
         import torch
 

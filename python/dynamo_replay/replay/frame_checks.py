@@ -57,9 +57,14 @@ class FrameChecks:
             refusal = _torch_guards.add_live_aliasing_check(manager, aliasing, global_scope)
             if refusal:
                 return refusal
-        for guard in self._entry_guards(frame, key):
-            if guard.value is not None and guard.value.startswith(OPTIMIZER_PREFIX):
-                _torch_optimizers.add_state_initialization(manager, guard.source, global_scope)
+        guards = self._entry_guards(frame, key)
+        # Once per optimizer source the entry guards; not at Dynamo's weak global to it, which
+        # is not risky and names an object of the captured process.
+        for source in dict.fromkeys(
+            g.source for g in guards if g.risky and g.value is not None and g.value.startswith(OPTIMIZER_PREFIX)
+        ):
+            _torch_optimizers.add_state_initialization(manager, source, global_scope)
+        for guard in guards:
             if _torch_guards.checked_on_every_call(guard):
                 _torch_guards.add_call_time_recheck(manager, guard, global_scope, self._matched)
         return None
