@@ -25,7 +25,7 @@ APT_PACKAGES := g++ make libzstd-dev libcereal-dev libxxhash-dev libgtest-dev \
 # transformers builds the real models the tests and benchmarks run (from configs, no downloads).
 # tlparse (and Debian's chromium, above) read the exports and the HTML report in their tests.
 # redis is the client of the fleet store; its tests start Debian's redis-server (above).
-PY_PACKAGES  := torch==$(TORCH) numpy pytest pytest-timeout scikit-build-core pybind11 cmake ninja \
+PY_PACKAGES  := torch==$(TORCH) numpy pytest pytest-timeout pytest-xdist scikit-build-core pybind11 cmake ninja \
                 transformers==5.23.0 tlparse==0.4.3 redis==8.1.0 expecttest
 PIP          := PIP_CONSTRAINT=$(CURDIR)/$(VENV)/torch-pin.txt $(PY) -m pip install -q --disable-pip-version-check
 # torch-mlir checks the torch-dialect form (tests/python/test_torch_mlir.py). --no-deps: nothing
@@ -38,7 +38,7 @@ CXX_SOURCES := CMakeLists.txt pyproject.toml $(shell find cmake store capture re
 # moved or removed (a folder's time changes) installs again.
 PY_FOLDERS := $(shell find python/dynamo_replay -type d -not -name __pycache__)
 
-.PHONY: help demo test test-cpp test-python test-slow test-all test-releases other-releases prepare fuzz bench lint format system-packages clean
+.PHONY: help demo test test-cpp test-python test-slow test-all test-releases other-releases default-release prepare fuzz bench lint format system-packages clean
 
 help:
 	@echo "make demo   install what is missing, capture a GPT job, replay it in a fresh process, inspect the store, run a stored graph"
@@ -46,7 +46,7 @@ help:
 	@echo "            TORCH=2.13.0|2.14.1|2.15.0 picks the PyTorch release (default $(TORCH)); TESTS=... narrows pytest"
 	@echo "make test-slow       the tests marked slow (second examples and long end-to-end jobs)"
 	@echo "make test-releases   the release tests (capture, replay, guards, signing, ranks) on the other releases"
-	@echo "make test-all        what CI runs: test, test-slow, test-releases"
+	@echo "make test-all        what CI runs: test, test-releases, test-slow"
 	@echo "make lint   check the formatting (clang-format-19, ruff); make format applies it"
 	@echo "make bench  run the store benchmark (about 1 GB of artifacts; minutes)"
 
@@ -83,6 +83,9 @@ demo: system-packages $(VENV)/.built
 # tier (MARKS= runs every test of the files named).
 TESTS ?=
 MARKS ?= not slow
+# pytest-xdist: a worker per core (at most 4), each taking whole files, so a file's module
+# fixtures (a capture shared by its tests) are made once. WORKERS=0 runs in one process.
+WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n < 4 ? n : 4 )))
 test: system-packages $(VENV)/.built
 	@status=0; \
 	$(MAKE) --no-print-directory test-cpp || status=1; \
@@ -93,40 +96,39 @@ test-cpp:
 	$(VENV)/bin/ctest --test-dir $(BUILD) --output-on-failure
 
 test-python:
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest $(if $(MARKS),-m "$(MARKS)") $(TESTS)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -n $(WORKERS) --dist loadfile $(if $(MARKS),-m "$(MARKS)") $(TESTS)
 
 test-slow: system-packages $(VENV)/.built
 	@$(MAKE) --no-print-directory test-python MARKS=slow
 
-# What CI runs (.ci/run does the same, and skips a release when its time is spent).
+# What CI runs (.ci/run does the same, step by step, with each step's time).
 test-all:
 	@status=0; \
 	$(MAKE) --no-print-directory test || status=1; \
-	$(MAKE) --no-print-directory test-slow || status=1; \
 	$(MAKE) --no-print-directory test-releases || status=1; \
+	$(MAKE) --no-print-directory test-slow || status=1; \
 	exit $$status
 
 # What every release must keep: capture, replay and its refusals, guards, signing, PyTorch's
-# touchpoints, the release matrix itself, training steps (the optimizer's step replayed), a job of many ranks (the rank agreement, and
-# torchrun's ranks deciding together when one refuses) and a store of several generations (an
-# update's packages merged into the capture's). Without the slowest rows (T5 and a
-# transformers training step replayed; GPT-2 under DDP and FSDP, and two torchrun jobs on one
-# fleet; check's predictions, updates killed or side by side, the serving job) and the fleet's
-# own tests (Redis, whose protocol no release changes), which the default release runs, so that
-# CI's three releases fit its time.
+# touchpoints, the release matrix itself, training steps (the optimizer's step replayed), a job
+# of many ranks (the rank agreement, and torchrun's ranks deciding together when one refuses)
+# and a store of several generations (an update's packages merged into the capture's). The fast
+# tier of these files, and the slow tests that show where a release differs (EVERY_RELEASE in
+# tests/python/tiers.py). Without the slowest rows (torchrun's jobs on one store, check's
+# predictions), which the default release runs, so that CI's three releases fit its time.
 RELEASE_TESTS := tests/python/test_capture.py tests/python/test_replay.py tests/python/test_replay_refusals.py \
                  tests/python/test_guard_table.py tests/python/test_signed_replay.py \
                  tests/python/test_torch_touchpoints.py tests/python/test_private_touchpoints.py \
                  tests/python/test_releases.py tests/python/test_ranks.py tests/python/test_torchrun.py \
                  tests/python/test_store_growth.py tests/python/test_store_lifecycle.py \
                  tests/python/test_library_closures.py tests/python/test_training.py \
-                 -k 'not hf_t5 and not hf_train and not then_every_rank_replays and not two_jobs_at_once \
-                     and not keeps_a_store_of_its_own and not every_rank_replays_the_one_store \
-                     and not check_predicts and not check_on_a_fleet and not fleet_update_publishes \
-                     and not serving_job and not killed_at_any_point and not two_concurrent_updates'
+                 -k 'not every_rank_replays_the_one_store and not check_predicts'
+RELEASE_MARKS := not slow or every_release
 RELEASES ?= $(filter-out $(TORCH),$(SUPPORTED_TORCH))
 other-releases:
 	@echo $(RELEASES)
+default-release:
+	@echo $(TORCH)
 
 # The release's environment alone (torch and the Python packages; no Debian packages, no build).
 prepare: $(VENV)/.deps
@@ -134,7 +136,7 @@ prepare: $(VENV)/.deps
 test-releases:
 	@status=0; \
 	for release in $(RELEASES); do \
-	  $(MAKE) --no-print-directory test TORCH=$$release TESTS="$(RELEASE_TESTS)" MARKS= || status=1; \
+	  $(MAKE) --no-print-directory test TORCH=$$release TESTS="$(RELEASE_TESTS)" MARKS="$(RELEASE_MARKS)" || status=1; \
 	done; \
 	exit $$status
 

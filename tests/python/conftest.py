@@ -19,6 +19,10 @@ DATA = Path(__file__).resolve().parent.parent / "data"
 # left in the shared one (compiled graphs, Dynamo packages) must not decide what compiles here.
 os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="dynrep-test-inductor-")
 atexit.register(shutil.rmtree, os.environ["TORCHINDUCTOR_CACHE_DIR"], ignore_errors=True)
+# One compile thread in every test process and job (job_environment keeps it): the suite already
+# runs its files on every core (pytest-xdist), and Inductor's compile pool would start a process
+# that imports torch in every job that compiles. A user's setting wins.
+os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 
 
 @pytest.fixture(autouse=True)
@@ -96,7 +100,7 @@ def inspect():
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Marks the slow tier (tiers.py) before -m picks a tier."""
+    """Marks the slow tier and what runs on every release (tiers.py) before -m picks a tier."""
     import tiers
 
     names = [item.nodeid.removeprefix("tests/python/") for item in items]
@@ -107,3 +111,5 @@ def pytest_collection_modifyitems(config, items):
     for item, name in zip(items, names):
         if tiers.is_slow(name):
             item.add_marker(pytest.mark.slow)
+        if tiers.runs_on_every_release(name):
+            item.add_marker(pytest.mark.every_release)

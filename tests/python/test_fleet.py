@@ -19,6 +19,7 @@ torch = pytest.importorskip("torch")
 redis = pytest.importorskip("redis")
 
 sys.path.insert(0, str(Path(__file__).parent))
+from job_environment import job_environment  # noqa: E402
 from redis_server import free_port, start_redis  # noqa: E402
 
 JOB = Path(__file__).parent / "jobs" / "fleet_job.py"
@@ -35,8 +36,7 @@ def server(tmp_path: Path):
 
 
 def start(url: str, out: Path, cache: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAMO_REPLAY", "TORCHINDUCTOR_"))}
-    environment.update(TORCHINDUCTOR_CACHE_DIR=str(out) + "-inductor", DYNAMO_REPLAY_CACHE=str(cache), **(env or {}))
+    environment = job_environment(str(out) + "-inductor", DYNAMO_REPLAY_CACHE=str(cache), **(env or {}))
     return subprocess.Popen(
         [sys.executable, str(JOB), url, str(out), *extra],
         stdout=subprocess.PIPE,

@@ -118,13 +118,15 @@ NOT_MATCHED = {
     ("vit", "2.15"): "on 2.15 the first compile attempt restarts (0/0, then 0/0_1); 0/0's graph never ran, so "
     "it has no sample and no description of its values, and lower-check runs it on standard normals in every "
     "parameter: logits reach ~1e3 and its last hidden state differs from replay-run's by 2e-4, outside rtol 1e-3 / "
-    "atol 1e-5. 0/0_1, the same operators on the parameters' recorded statistics, matches",
+    "atol 1e-5 on some hosts and inside it on others (the last digits follow the host's vector width). 0/0_1, "
+    "the same operators on the parameters' recorded statistics, matches",
 }
 
 
 def _model_case(model: str) -> object:
     reason = NOT_MATCHED.get((model, ".".join(torch.__version__.split(".")[:2])))
-    return pytest.param(model, marks=pytest.mark.xfail(reason=reason)) if reason else model
+    # Not strict: whether the ill-conditioned graph lands inside the bound depends on the host.
+    return pytest.param(model, marks=pytest.mark.xfail(reason=reason, strict=False)) if reason else model
 
 
 @pytest.mark.parametrize("model", [_model_case(m) for m in MODELS])

@@ -13,7 +13,6 @@ About 7 minutes (Inductor compiles and fresh processes) on a 2-core machine."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -22,6 +21,8 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
+
+from job_environment import job_environment  # noqa: E402
 
 JOB = Path(__file__).parent / "jobs" / "replay_jobs.py"
 KEY = "replay-test-key"
@@ -34,8 +35,7 @@ def run(*args: str, env: dict[str, str], timeout: int = 600) -> subprocess.Compl
 def job_env(cache: Path, *, compiler: bool, **extra: str) -> dict[str, str]:
     """A fresh process's environment: its own Inductor cache, and without compiler, a PATH that
     holds only the Python environment's bin directory."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAMO_REPLAY", "TORCHINDUCTOR_"))}
-    env["TORCHINDUCTOR_CACHE_DIR"] = str(cache)
+    env = job_environment(cache)
     if not compiler:
         env["PATH"] = str(Path(sys.executable).parent)
         assert shutil.which("g++", path=env["PATH"]) is None and shutil.which("c++", path=env["PATH"]) is None

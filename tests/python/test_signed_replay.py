@@ -11,7 +11,6 @@ About 20 s on a 2-core machine."""
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import subprocess
 import sys
@@ -25,15 +24,14 @@ torch = pytest.importorskip("torch")
 import dynamo_replay as dr  # noqa: E402
 from dynamo_replay import kernels, schema  # noqa: E402
 from dynamo_replay.replay import checks  # noqa: E402
+from job_environment import job_environment  # noqa: E402
 
 KEY = "signed-replay-test-key"
 JOB = Path(__file__).parent / "jobs" / "swapped_job.py"
 
 
 def _env(cache: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAMO_REPLAY", "TORCHINDUCTOR_"))}
-    env.update(TORCHINDUCTOR_CACHE_DIR=str(cache), **extra)
-    return env
+    return job_environment(cache, **extra)
 
 
 @pytest.fixture(scope="module")

@@ -26,15 +26,14 @@ from dynamo_replay._core import Artifact, CodeObject, Store, TraceEvent  # noqa:
 from dynamo_replay.update import Limits, merge_update, store_lock  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
+from job_environment import job_environment  # noqa: E402
 from redis_server import free_port, start_redis  # noqa: E402
 
 JOB = Path(__file__).parent / "jobs" / "lifecycle" / "serve.py"
 
 
 def clean_environment(inductor: Path, **extra: str) -> dict[str, str]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAMO_REPLAY", "TORCHINDUCTOR_"))}
-    environment.update(TORCHINDUCTOR_CACHE_DIR=str(inductor), **extra)
-    return environment
+    return job_environment(inductor, **extra)
 
 
 def start(store: str, report: Path, lengths: str, *flags: str, job: Path = JOB, **env: str) -> subprocess.Popen[str]:

@@ -7,7 +7,6 @@ About 8 minutes on a 2-core machine."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 sys.path.insert(0, str(Path(__file__).parent))
+from job_environment import job_environment  # noqa: E402
 from redis_server import free_port, start_redis  # noqa: E402
 
 JOB = Path(__file__).parent / "jobs" / "ranks" / "train_step.py"
@@ -34,8 +34,7 @@ def torchrun(
 ) -> subprocess.CompletedProcess[str]:
     """One launch: `torchrun [-m dynamo_replay TOOL...] train_step.py OUT ARGS`, in an
     environment without the caller's dynamo-replay settings and with an Inductor cache of its own."""
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAMO_REPLAY", "TORCHINDUCTOR_"))}
-    environment.update(TORCHINDUCTOR_CACHE_DIR=f"{out}-inductor", DYNAMO_REPLAY_CACHE=f"{out}-cache", **(env or {}))
+    environment = job_environment(f"{out}-inductor", DYNAMO_REPLAY_CACHE=f"{out}-cache", **(env or {}))
     command = [
         sys.executable,
         "-m",
@@ -190,8 +189,7 @@ def test_fleet_two_jobs_at_once_then_every_rank_replays(tmp_path: Path) -> None:
 
 
 def _start(out: Path, env: dict[str, str]) -> subprocess.Popen[str]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAMO_REPLAY", "TORCHINDUCTOR_"))}
-    environment.update(TORCHINDUCTOR_CACHE_DIR=f"{out}-inductor", DYNAMO_REPLAY_CACHE=f"{out}-cache", **env)
+    environment = job_environment(f"{out}-inductor", DYNAMO_REPLAY_CACHE=f"{out}-cache", **env)
     command = [
         sys.executable,
         "-m",

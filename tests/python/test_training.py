@@ -11,7 +11,6 @@ another class, another flag). About 90 s on a 2-core machine (Inductor compiles 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from job_environment import job_environment  # noqa: E402
 from training_cases import CASES, REPLAYS, write_cases  # noqa: E402
 
 JOB = Path(__file__).parent / "jobs" / "train_steps.py"
@@ -31,8 +31,7 @@ def runs(tmp_path_factory) -> dict[str, dict]:
     write_cases(root / "cases")
     store, out = root / "steps.dynrep", root / "out"
     for action in ("capture", "replay"):
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAMO_REPLAY", "TORCHINDUCTOR_"))}
-        env["TORCHINDUCTOR_CACHE_DIR"] = str(root / f"{action}-cache")  # replay's starts empty
+        env = job_environment(root / f"{action}-cache")  # replay's cache starts empty
         result = subprocess.run(
             [sys.executable, str(JOB), str(root / "cases"), str(out), action, str(store)],
             capture_output=True,

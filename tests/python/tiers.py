@@ -1,6 +1,8 @@
 """Which tests `make test` runs and which CI adds (`make test-slow`), in one table.
 
 `make test` is the fast tier: every behaviour at least once, in under 10 minutes on 2 cores.
+`make test-releases` runs, on the other releases, the fast tier of the release files (the
+Makefile's RELEASE_TESTS) and the slow tests EVERY_RELEASE names.
 The slow tier holds second examples of a behaviour the fast tier already proves (another model,
 another way to turn dynamo-replay on, another release's corner) and jobs of many processes.
 A line is a node id prefix under tests/python: a file, a test, or a test with its parameter.
@@ -82,6 +84,23 @@ FAST = [
 ]
 
 
+# Slow, but run on every release (make test-releases runs the fast tier of its files and these):
+# where a release differs, the slow example is the one that shows it.
+EVERY_RELEASE = [
+    "test_guard_table.py",  # every guard kind of each release, replayed against a plain compile
+    "test_capture.py",  # the symbols and recompile reasons each release's tracing writes
+    "test_replay.py::test_frames_precompile_cannot_save_are_named_and_traced_alone[train]",  # 2.13 saves fewer
+    "test_replay.py::test_frame_whose_guards_cannot_be_saved_compiles_at_replay_with_its_graphs_from_the_store",
+    "test_replay.py::test_decorated_forward_replays_and_a_frame_whose_guards_do_not_load_compiles",
+    "test_replay.py::test_changed_config_is_refused_and_the_job_compiles_normally",  # each release's configs
+    "test_torchrun.py::test_one_rank_refusing_makes_every_rank_compile",  # each release's process groups
+]
+
+
+def runs_on_every_release(nodeid: str) -> bool:
+    return any(_matches(nodeid, line) for line in EVERY_RELEASE)
+
+
 def is_slow(nodeid: str) -> bool | None:
     """True or False by the longest matching line, None when no line matches."""
     best, slow = -1, None
@@ -97,7 +116,7 @@ def unmatched(nodeids: list[str]) -> list[str]:
     files = {nodeid.split("::")[0] for nodeid in nodeids}
     return [
         line
-        for line in SLOW + FAST
+        for line in SLOW + FAST + EVERY_RELEASE
         if line.split("::")[0] in files and not any(_matches(nodeid, line) for nodeid in nodeids)
     ]
 
