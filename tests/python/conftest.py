@@ -123,4 +123,14 @@ def pytest_runtest_setup(item):
 
     deadline = os.environ.get("DYNREP_TEST_DEADLINE")
     if deadline and time.time() > float(deadline):
-        pytest.skip("CI's time is spent (DYNREP_TEST_DEADLINE): not started")
+        pytest.skip(_NOT_STARTED)
+
+
+_NOT_STARTED = "CI's time is spent (DYNREP_TEST_DEADLINE): not started"
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The deadline's skips in one line, so a green tier that did not run whole says so."""
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if _NOT_STARTED in str(r.longrepr)]
+    if skipped:
+        terminalreporter.write_line(f"NOT RUN: {len(skipped)} tests not started, CI's time was spent", red=True)

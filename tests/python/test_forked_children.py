@@ -8,7 +8,6 @@ About 60 s: fresh processes, two of them compile with Inductor."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ import dynamo_replay as dr
 import tiers
 
 sys.path.insert(0, str(Path(__file__).parent))
+from job_environment import job_environment  # noqa: E402
 from redis_server import free_port, start_redis  # noqa: E402
 
 JOB = Path(__file__).parent / "jobs" / "forked_job.py"
@@ -59,12 +59,10 @@ def runs(request, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[s
             if name not in wanted:
                 continue
             out = work / name
-            env = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAMO_REPLAY", "TORCHINDUCTOR_"))}
-            env.update(
-                {k: v.format(**fill) for k, v in extra.items()},
-                TORCHINDUCTOR_CACHE_DIR=f"{out}-inductor",
-                DYNAMO_REPLAY_CACHE=str(work / "fleet-cache"),
-            )
+            env = job_environment(f"{out}-inductor", DYNAMO_REPLAY_CACHE=str(work / "fleet-cache"))
+            env.update({k: v.format(**fill) for k, v in extra.items()})
+            # Inductor's compile pool kept: its workers are child processes the package must leave alone.
+            env.pop("TORCHINDUCTOR_COMPILE_THREADS", None)
             args = [a.format(**fill) for a in argv] + [str(out)]
             done[name] = (
                 subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=600, env=env),

@@ -113,29 +113,27 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> GraphStores:
     return GraphStores(tmp_path_factory.mktemp, MODELS, _capture)
 
 
-# (model, PyTorch release line) -> why its graphs lower but do not match within lower-check's bound.
+# (model, PyTorch release line) -> {compile: why its graph lowers but may not match within
+# lower-check's bound}. Only that compile is excused; every other graph of the model must match.
 NOT_MATCHED = {
-    ("vit", "2.15"): "on 2.15 the first compile attempt restarts (0/0, then 0/0_1); 0/0's graph never ran, so "
-    "it has no sample and no description of its values, and lower-check runs it on standard normals in every "
-    "parameter: logits reach ~1e3 and its last hidden state differs from replay-run's by 2e-4, outside rtol 1e-3 / "
-    "atol 1e-5 on some hosts and inside it on others (the last digits follow the host's vector width). 0/0_1, "
-    "the same operators on the parameters' recorded statistics, matches",
+    ("vit", "2.15"): {
+        "0/0": "on 2.15 the first compile attempt restarts (0/0, then 0/0_1); 0/0's graph never ran, so it has "
+        "no sample and no description of its values, and lower-check runs it on standard normals in every "
+        "parameter: logits reach ~1e3 and its last hidden state differs from replay-run's by about 2e-4, outside "
+        "rtol 1e-3 / atol 1e-5 on some hosts and inside it on others (the last digits follow the host's vector "
+        "width). 0/0_1, the same operators on the parameters' recorded statistics, matches",
+    },
 }
 
 
-def _model_case(model: str) -> object:
-    reason = NOT_MATCHED.get((model, ".".join(torch.__version__.split(".")[:2])))
-    # Not strict: whether the ill-conditioned graph lands inside the bound depends on the host.
-    return pytest.param(model, marks=pytest.mark.xfail(reason=reason, strict=False)) if reason else model
-
-
-@pytest.mark.parametrize("model", [_model_case(m) for m in MODELS])
+@pytest.mark.parametrize("model", list(MODELS))
 def test_every_graph_of_a_real_model_lowers_and_matches(stores: GraphStores, model: str) -> None:
     report = mlir.lower_check(stores[model])
+    excused = NOT_MATCHED.get((model, ".".join(torch.__version__.split(".")[:2])), {})
     failed = [
         (g["compile"], g["graph"], g["stage"], g["error"][:300], [i["op"] for i in g["issues"]][:5])
         for g in report["graphs"]
-        if not g["matched"]
+        if not g["matched"] and not (g["compile"] in excused and g["stage"] == "differs")
     ]
     assert not failed, failed
     assert report["graphs"] and all(g["outputs"] for g in report["graphs"])
