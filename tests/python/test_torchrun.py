@@ -67,17 +67,18 @@ def numbers(found: list[dict]) -> list[tuple]:
     return [(r["losses"], r["parameters"]) for r in found]
 
 
-# One line per model and wrapper: (id, train_step arguments, frames every rank replays, whether
-# a launch without the tool is run too: once is enough to show capture changes no number).
+# One line per model and wrapper: (id, train_step arguments, frames every rank replays (None:
+# every frame: no rank traces any), whether a launch without the tool is run too: once is enough
+# to show capture changes no number).
 MODELS = [
-    ("gpt2-ddp", ("--model", "gpt2", "--wrap", "ddp"), {"step", "wrapper", "ForCausalLMLoss"}, True),
+    ("gpt2-ddp", ("--model", "gpt2", "--wrap", "ddp"), None, True),
     ("gpt2-fsdp", ("--model", "gpt2", "--wrap", "fsdp"), {"warn_if_padding_and_no_attention_mask"}, False),
 ]
 
 
 @pytest.mark.parametrize("args,replayed,plain_too", [m[1:] for m in MODELS], ids=[m[0] for m in MODELS])
 def test_capture_command_then_every_rank_replays(
-    tmp_path: Path, args: tuple[str, ...], replayed: set[str], plain_too: bool
+    tmp_path: Path, args: tuple[str, ...], replayed: set[str] | None, plain_too: bool
 ) -> None:
     store = tmp_path / "job.dynrep"
     torchrun(tmp_path / "capture", *args, tool=("capture", "-o", str(store)))
@@ -92,7 +93,10 @@ def test_capture_command_then_every_rank_replays(
     replay = results(tmp_path / "replay")
     assert numbers(replay) == numbers(plain)
     assert replay[0]["traced"] == replay[1]["traced"], "the ranks compiled different frames"
-    assert not replayed & set(replay[0]["traced"]), done.stderr[-3000:]
+    if replayed is None:
+        assert replay[0]["traced"] == [], done.stderr[-3000:]
+    else:
+        assert not replayed & set(replay[0]["traced"]), done.stderr[-3000:]
     assert not list(tmp_path.glob("job.dynrep.rank-*")), "rank 1's compile is rank 0's: no store of its own"
     assert done.stderr.count("dynamo-replay: ") >= 2  # each rank's summary
 
@@ -122,8 +126,50 @@ def test_every_rank_replays_the_one_store(mlp_store: tuple[Path, list[dict]], tm
         torchrun(tmp_path / "out", *MLP, env={"DYNAMO_REPLAY": str(store)})
     found = results(tmp_path / "out")
     assert numbers(found) == numbers(captured)
-    # The DDP-split frame only: the optimizer's step and every other frame replay on each rank.
-    assert [r["traced"] for r in found] == [["forward"], ["forward"]]
+    # Every frame replays on each rank: the one DDPOptimizer splits, the optimizer's step, the rest.
+    assert [r["traced"] for r in found] == [[], []]
+
+
+# One line per change to how DDP splits the graph the store holds (captured with 1 MB buckets on
+# 2 ranks): (id, train_step arguments, ranks, the frames every rank compiles, what the summary
+# says or None). Each is a real difference: the split frame compiles on every rank, and the
+# numbers are those of a plain compile. Another bucket cap changes the split alone, which its
+# check names; on one rank other guards of each frame fail first (the process group's size).
+SPLIT_CHANGES = [
+    (
+        "bucket-cap",
+        ("--bucket-cap-mb", "2"),
+        2,
+        ["forward"],
+        "its saved graph is split for DDP's bucket cap of 1048576 bytes and world size 2; here DDP's "
+        "bucket cap is 2097152 bytes and its world size 2",
+    ),
+    ("world-size", (), 1, None, None),
+]
+
+
+@pytest.mark.parametrize(
+    "args,ranks,compiled,reason", [c[1:] for c in SPLIT_CHANGES], ids=[c[0] for c in SPLIT_CHANGES]
+)
+def test_a_changed_split_compiles_the_split_frame(
+    mlp_store: tuple[Path, list[dict]],
+    tmp_path: Path,
+    args: tuple[str, ...],
+    ranks: int,
+    compiled: list[str] | None,
+    reason: str | None,
+) -> None:
+    store, _ = mlp_store
+    torchrun(tmp_path / "plain", *MLP, *args, ranks=ranks)
+    done = torchrun(tmp_path / "out", *MLP, *args, ranks=ranks, env={"DYNAMO_REPLAY": str(store)})
+    found = results(tmp_path / "out", ranks)
+    assert numbers(found) == numbers(results(tmp_path / "plain", ranks))
+    traced = [r["traced"] for r in found]
+    assert all("forward" in t for t in traced), done.stderr[-3000:]
+    if compiled is not None:
+        assert traced == [compiled] * ranks, done.stderr[-3000:]
+    if reason is not None:
+        assert reason in done.stderr
 
 
 def test_one_rank_refusing_makes_every_rank_compile(mlp_store: tuple[Path, list[dict]], tmp_path: Path) -> None:
@@ -147,7 +193,7 @@ def test_a_rank_whose_compile_differs_keeps_a_store_of_its_own(tmp_path: Path) -
     done = torchrun(tmp_path / "replay", "--model", "mlp", "--rank-branch", tool=("replay", str(store)))
     found = results(tmp_path / "replay")
     assert numbers(found) == numbers(captured)
-    assert [r["traced"] for r in found] == [["forward"], ["forward"]]
+    assert [r["traced"] for r in found] == [[], []]
     assert f"rank 1 compiles differently from rank 0: its own store {store}.rank-1 is replayed" in done.stderr
     assert Path(f"{store}.rank-1").exists()
 
@@ -182,7 +228,7 @@ def test_fleet_two_jobs_at_once_then_every_rank_replays(tmp_path: Path) -> None:
         torchrun(tmp_path / "second", "--model", "mlp", env=env)
         second = results(tmp_path / "second")
         assert numbers(second) == numbers(first[0])
-        assert [r["traced"] for r in second] == [["forward"], ["forward"]]
+        assert [r["traced"] for r in second] == [[], []]
     finally:
         server.kill()
         server.wait()

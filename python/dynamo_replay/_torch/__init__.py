@@ -11,9 +11,12 @@ is checked here. Its rooms:
 - guards: value descriptions, the guard table (what replay keeps, re-checks or compiles),
   dropped guards and guard trees;
 - precompile: one frame's precompile failure stays that frame's (PrecompileSafety);
+- ddp_split: DDP's split graphs saved as a backend of our own (save_split_graphs before a
+  save);
 - optimizers: an optimizer's step saved like any frame (its tensors lifted as graph inputs,
   its state initialized before a replayed step as Dynamo does while tracing), and
-  optimizer_description: an optimizer described so two processes can compare it;
+  optimizer_description: an optimizer described so two processes can compare it, and
+  fsdp_description: FSDP2's per-module state (its hooks' owner) the same way;
 - install: replay's install of saved frames;
 - inductor: Inductor's cache, kernels, compiler and CPU vector-ISA probe;
 - graphs: graph snapshots and the Core ATen retrace, the graph PyTorch is logging;
@@ -27,7 +30,19 @@ not laid out as the supported releases lay it out, so a new PyTorch degrades a s
 test_private_touchpoints names the reader that stopped finding its facts.
 """
 
-from dynamo_replay._torch import graphs, guards, inductor, optimizer_description, ranks, releases, settings, shapes
+from dynamo_replay._torch import (
+    ddp_split,
+    fsdp_description,
+    graphs,
+    guards,
+    inductor,
+    optimizer_description,
+    ranks,
+    releases,
+    settings,
+    shapes,
+)
+from dynamo_replay._torch.ddp_split import save_pending as save_split_graphs
 from dynamo_replay._torch.graphs import decompose_to_core_aten, graph_snapshot
 from dynamo_replay._torch.guards import DroppedGuard, quiet_dropped_guards, record_dropped_guards
 from dynamo_replay._torch.inductor import _clear_isa_caches, probed_vec_isas, reuse_vec_isa_probe
@@ -50,9 +65,11 @@ from dynamo_replay.descriptions import describe_value
 
 __all__ = [
     # The rooms, by name (_torch.releases.CURRENT, _torch.shapes...).
+    "ddp_split",
     "graphs",
     "guards",
     "inductor",
+    "fsdp_description",
     "optimizer_description",
     "ranks",
     "releases",
@@ -77,6 +94,7 @@ __all__ = [
     "quiet_missing_backend",
     "record_dropped_guards",
     "reuse_vec_isa_probe",
+    "save_split_graphs",
     "skip_unique_ids",
     "tensor_bytes",
     "tracing_shape_env",

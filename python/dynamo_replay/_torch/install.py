@@ -18,6 +18,7 @@ import types
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from dynamo_replay._torch.ddp_split import add_split_check
 from dynamo_replay._torch.guards import code_key
 from dynamo_replay.descriptions import code_digest, digests_kept
 
@@ -77,6 +78,8 @@ class SafeDynamoCache:
         self._later = later or {}  # package key -> (generation, package) saved by later generations
         # (generation, frame) -> calls of the saved graphs that generation installed for the frame
         self.hits: collections.Counter[tuple[int, str]] = collections.Counter()
+        # frame -> why a call refused its saved entry, where a check of ours knows (a DDP split)
+        self.refused: dict[str, str] = {}
         self._installed: list[Any] = []  # packages stay alive as long as replay
         self._codes: dict[int, types.CodeType] = {}  # id -> code of each function installed or pending
         # (by id: code objects compare equal across files when their bytecode is the same)
@@ -176,6 +179,7 @@ class SafeDynamoCache:
                         loaded,
                         self._modules,
                         lambda frame, backend_id: _Hits(self.hits, (generations.get(backend_id, 0), frame)),
+                        self.refused,
                     )
                 self._installed.append(package)
             except Exception as error:  # the whole function compiles as usual
@@ -239,6 +243,7 @@ def _install_entries(
     loaded: list[types.CodeType],
     modules: dict[str, str],
     hits: Callable[[str, str], _Hits],
+    refused: dict[str, str],
 ) -> None:
     """CompilePackage.install, with each guarded entry loaded on its own (PyTorch 2.13 loads
     them all or fails): what PyTorch installs per code object, in the same order. One change:
@@ -249,6 +254,8 @@ def _install_entries(
     from torch._C._dynamo.eval_frame import _load_precompile_entry
     from torch._dynamo.output_graph import get_builtins_dict
     from torch._dynamo.package import SerializedCode, _compile_frame_context, _lookup_code, load_guard_manager
+
+    from dynamo_replay._torch.split_graph import SplitGraphArtifact
 
     def install_global(scope: dict[str, Any], name: str, value: Any) -> None:
         scope[name] = value
@@ -274,6 +281,7 @@ def _install_entries(
                 continue
             frame = code_key(target_code)
             unloaded = None  # why a compiled graph of this code does not load: the code compiles
+            splits = {}  # the split graphs among them: their guards check that DDP splits as saved
             for backend_id in entry.backend_ids:
                 if backend_id not in backends:
                     unloaded = f"its compiled graph {backend_id} is not in the store"
@@ -284,6 +292,8 @@ def _install_entries(
                     unloaded = f"its compiled graph does not load ({type(error).__name__}: {error})"
                     break
                 install_global(scope, backend_id, torch._dynamo.disable(hits(frame, backend_id).counted(backend)))
+                if isinstance(backends[backend_id], SplitGraphArtifact):
+                    splits[backend_id] = backends[backend_id].content
             if unloaded:
                 report.skipped.append((frame, unloaded))
                 continue
@@ -317,6 +327,9 @@ def _install_entries(
                     report.skipped.append((frame, refusal))
                     continue
                 transformed = SerializedCode.to_code_object(guarded.dynamo_code)
+                for name in transformed.co_names:
+                    if name in splits:
+                        add_split_check(manager, splits[name], functools.partial(refused.__setitem__, frame))
                 for name in transformed.co_names:
                     if name in modules and name not in scope:
                         install_global(scope, name, importlib.import_module(modules[name]))

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import inspect
+import sys
 import types
 import warnings
 from collections.abc import Callable
@@ -109,15 +111,20 @@ class PrecompileSafety:
 def _packaged_ddp_class(base: type) -> type:
     """ConvertFrame whose clone for DDPOptimizer keeps the package: under a DDP module, Dynamo
     compiles each frame with a clone made by `_clone_with_backend`, which PyTorch makes
-    without the package, so no frame a DDP model runs would be saved."""
+    without the package, so no frame a DDP model runs would be saved. The clone's backend
+    saves each graph DDPOptimizer splits (ddp_split)."""
     from torch._dynamo import convert_frame
+
+    from dynamo_replay._torch.ddp_split import saving_split_graphs
 
     class PackagedConvertFrame(base):  # type: ignore[misc, valid-type]
         @property
         def _clone_with_backend(self) -> Callable[[Any], Any]:
             package = getattr(getattr(self, "_inner_convert", None), "_package", None)
             hooks, limit = self._hooks, self._recompile_limit
-            return lambda backend: convert_frame.convert_frame(backend, hooks, package=package, recompile_limit=limit)
+            return lambda backend: convert_frame.convert_frame(
+                saving_split_graphs(backend), hooks, package=package, recompile_limit=limit
+            )
 
     return PackagedConvertFrame
 
@@ -130,7 +137,7 @@ def quiet_missing_backend() -> Callable[[], None]:
 
 def _safe_package_class(base: type, note: Callable[[str, str], None]) -> type:
     from torch._dynamo.exc import PackageError
-    from torch._dynamo.package import SerializedCode, _DynamoCodeCacheEntry
+    from torch._dynamo.package import SerializedCode, _DynamoCodeCacheEntry, _FunctionId
 
     class SafeCompilePackage(base):  # type: ignore[misc, valid-type]
         @contextlib.contextmanager
@@ -142,7 +149,12 @@ def _safe_package_class(base: type, note: Callable[[str, str], None]) -> type:
                 try:
                     self._add_user_function(code)
                 except PackageError:
-                    note(code_key(code), _naming_failure(code))
+                    named = _named_by_its_function(code)
+                    if named is not None:
+                        module, name, source = named
+                        self._add_function(code, module, function_name=_FunctionId(name), code_source=source)
+                    else:
+                        note(code_key(code), _naming_failure(code))
                     # A bypassed entry outside the package: PyTorch's methods skip it.
                     detached[code] = _DynamoCodeCacheEntry(
                         python_code=SerializedCode.from_code_object(code),
@@ -255,6 +267,32 @@ def _note_user_objects(builder: Any, sorted_guards: Any, note_class: Callable[[D
                 line=user_line(guard),
             )
         )
+
+
+def _named_by_its_function(code: types.CodeType) -> tuple[str, str, str] | None:
+    """(module, qualified name, path from it to the code) for code PyTorch cannot name, where
+    the function that holds it can be named: a property's accessor (its qualified name leads to
+    the property; transformers' `loss_function`), or a function made by exec for a class (a
+    dataclass's `__init__`, whose code is in no module's file). PyTorch's loader follows the
+    path from the named object in the replaying process: it reaches that process's own code."""
+    for function in gc.get_referrers(code):
+        if not isinstance(function, types.FunctionType) or function.__code__ is not code:
+            continue
+        module = sys.modules.get(function.__module__ or "")
+        owner: Any = module
+        *path, name = function.__qualname__.split(".")
+        for part in path:
+            owner = vars(owner).get(part) if owner is not None and hasattr(owner, "__dict__") else None
+        named = vars(owner).get(name) if owner is not None and hasattr(owner, "__dict__") else None
+        if module is None or named is None:
+            continue
+        if named is function:
+            return module.__name__, function.__qualname__, "__code__"
+        if isinstance(named, property):
+            for accessor in ("fget", "fset", "fdel"):
+                if getattr(named, accessor) is function:
+                    return module.__name__, function.__qualname__, f"{accessor}.__code__"
+    return None
 
 
 def _naming_failure(code: types.CodeType) -> str:

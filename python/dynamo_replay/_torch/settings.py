@@ -54,8 +54,11 @@ def forget_earlier_cache_artifacts() -> None:
     from torch._dynamo.precompile_context import PrecompileContext
     from torch.compiler._cache import CacheArtifactManager
 
+    from dynamo_replay._torch import ddp_split
+
     CacheArtifactManager.clear()
     PrecompileContext.clear()
+    ddp_split.forget_pending()
 
 
 def current_compile_id() -> tuple[int, int, int]:

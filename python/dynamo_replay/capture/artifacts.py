@@ -38,6 +38,9 @@ class Artifacts:
         try:
             import torch.compiler
 
+            from dynamo_replay import _torch
+
+            _torch.save_split_graphs()  # their pieces are complete once their backward has compiled
             saved = torch.compiler.save_cache_artifacts()
             if saved is None:
                 return

@@ -17,12 +17,6 @@ NO_COMPILE = (-1, -1, -1)  # the compile id of an event outside any compile
 _ID_KEYS = ("frame_id", "frame_compile_id", "attempt")
 _NOT_NAMES = {*_ID_KEYS, "has_payload"}
 
-# Why a frame of a DDP model compiles at replay (PyTorch saves no backend for a split graph).
-DDP_SPLIT = (
-    "its graph is split at DDP's bucket boundaries (DDPOptimizer), and PyTorch's precompile saves no "
-    "split graph: Dynamo traces it, its compiled graphs come from the store"
-)
-
 # What replay's summary reads of each compile's metrics.
 COMPILE_FIELDS = (
     "compile_id",
@@ -106,5 +100,3 @@ class TraceIntake:
             session.replay_data.compiles.append({key: metadata.get(key) for key in COMPILE_FIELDS})
         elif name == "artifact" and isinstance(metadata, dict) and metadata.get("name") == "precompile_cache_bypass":
             session.precompile_notes.bypassed(compile_id, bypass_reason(payload))
-        elif name == "optimize_ddp_split_graph":
-            session.precompile_notes.bypassed(compile_id, DDP_SPLIT)

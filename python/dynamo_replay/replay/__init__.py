@@ -72,6 +72,7 @@ class replay:  # noqa: N801 - a context manager, like capture
         self._metrics_before = 0
         self._contents: Contents | None = None
         self._reasons: dict[str, str] = {}  # frame -> why it compiles here: not saved, or saved but not used
+        self._refused: dict[str, str] = {}  # frame -> why a call refused its saved entry (SafeDynamoCache.refused)
         self._agreement: ranks.Agreement | None = None  # in a job of many ranks: all use the store or none
         self._hits: dict[tuple[int, str], int] = {}  # (generation, frame) -> calls (SafeDynamoCache.hits)
 
@@ -205,6 +206,7 @@ class replay:  # noqa: N801 - a context manager, like capture
                 checks, self._installed, contents.data.module_globals, self._every_rank_agrees, later_packages
             )
             self._hits = cache.hits
+            self._refused = cache.refused
             self._undo.append(cache.remove)
             safety = _torch.PrecompileSafety(lambda frame, reason: None)  # recompiles here: same safety
             self._undo.append(safety.remove)
@@ -256,6 +258,8 @@ class replay:  # noqa: N801 - a context manager, like capture
         if name in self._reasons:
             return self._reasons[name]
         assert self._contents is not None
+        if name in self._refused:
+            return self._refused[name]
         if name in self._contents.data.frames:
             if not self._summary.precompiled:
                 return "traced again (captured with --no-precompile)"

@@ -1,10 +1,11 @@
 """A multi-rank training job for the rank tests and benchmarks, run under torchrun.
 
 Usage: torchrun --nproc-per-node N train_step.py OUT_DIR [--model gpt2|mlp] [--wrap ddp|fsdp]
-  [--steps K] [--rank-branch] [--key-on-rank R] [--compile-optimizer]
+  [--steps K] [--rank-branch] [--key-on-rank R] [--compile-optimizer] [--bucket-cap-mb MB]
 
 Each rank builds a 2-layer GPT-2 from a transformers config (or a 3 MB MLP; random weights,
-the same seed on every rank), wraps it in DDP (small buckets, so Dynamo's DDPOptimizer splits the graph) or
+the same seed on every rank), wraps it in DDP (1 MB buckets unless --bucket-cap-mb says otherwise, so Dynamo's DDPOptimizer
+splits the graph) or
 FSDP2 (fully_shard), runs K compiled SGD steps on gloo (--compile-optimizer: the optimizer's
 step compiled too), and writes OUT_DIR/rank-R.json: each
 step's loss as a hex float, a digest of the final parameters, what Dynamo traced in this
@@ -47,7 +48,7 @@ class MLP(torch.nn.Module):
         return torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten())
 
 
-def build(name: str, wrap: str) -> tuple[torch.nn.Module, torch.nn.Module]:
+def build(name: str, wrap: str, bucket_cap_mb: float) -> tuple[torch.nn.Module, torch.nn.Module]:
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(0)
@@ -66,7 +67,7 @@ def build(name: str, wrap: str) -> tuple[torch.nn.Module, torch.nn.Module]:
         return model, model
     from torch.nn.parallel import DistributedDataParallel
 
-    return DistributedDataParallel(model, bucket_cap_mb=1), model
+    return DistributedDataParallel(model, bucket_cap_mb=bucket_cap_mb), model
 
 
 def main() -> None:
@@ -78,10 +79,11 @@ def main() -> None:
     parser.add_argument("--rank-branch", action="store_true")
     parser.add_argument("--key-on-rank")
     parser.add_argument("--compile-optimizer", action="store_true")
+    parser.add_argument("--bucket-cap-mb", type=float, default=1.0)
     args = parser.parse_args()
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))  # a hang ends as an error
     rank = dist.get_rank()
-    wrapped, model = build(args.model, args.wrap)
+    wrapped, model = build(args.model, args.wrap, args.bucket_cap_mb)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     scale = 2.0 if (args.rank_branch and rank == 1) else 1.0
 
