@@ -26,6 +26,18 @@ _OPT = (
     "def before_step(optimizer, args, kwargs):\n    pass\n"
     "def hooked(optimizer):\n    optimizer.register_step_pre_hook(before_step)\n    return optimizer\n"
 )
+# FSDP2's state on a process group of one (gloo, in this process): shard() fully_shards a fresh
+# module and returns the state whose bound methods are the module's hooks.
+_FSDP = (
+    "import torch, torch.distributed as dist\n"
+    "from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard\n"
+    "if not dist.is_initialized():\n"
+    "    dist.init_process_group('gloo', store=dist.HashStore(), rank=0, world_size=1)\n"
+    "def shard(width=4, **kwargs):\n"
+    "    module = torch.nn.Linear(width, 4)\n"
+    "    fully_shard(module, **kwargs)\n"
+    "    return module._get_fsdp_state()\n"
+)
 KINDS: dict[str, tuple[str, str, str]] = {
     "dataclass field": (_FIELDS, "dataclasses.fields(C)[0]", "dataclasses.fields(C)[1]"),
     "field default": (_FIELDS, "dataclasses.field(default=1)", "dataclasses.field(default=2)"),
@@ -80,6 +92,15 @@ KINDS: dict[str, tuple[str, str, str]] = {
         "torch.optim.SGD(m.parameters(), lr=0.1)",
     ),
     "weak reference": ("import weakref", "weakref.ref(int)", "weakref.ref(float)"),
+    # FSDP2's per-module state: what changes the code around its hooks (_torch/fsdp_description.py).
+    "fsdp reshard after forward": (_FSDP, "shard()", "shard(reshard_after_forward=False)"),
+    "fsdp mixed precision": (_FSDP, "shard()", "shard(mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16))"),
+    "fsdp parameter shape": (_FSDP, "shard()", "shard(width=8)"),
+    "fsdp hooks": (
+        _FSDP,
+        "shard()._pre_forward",
+        "shard()._post_forward",
+    ),
 }
 # What an optimizer's description leaves to the guards PyTorch keeps (a float its step reads is
 # guarded by value; a tensor is a graph input): name -> (setup, value, value described alike).
@@ -156,6 +177,17 @@ def test_a_value_without_a_faithful_description_stays_none(kind: str) -> None:
     scope: dict = {}
     exec(setup, scope)  # noqa: S102
     assert describe_value(eval(value, scope)) is None  # noqa: S307
+
+
+def test_a_long_refusal_names_the_first_part_that_differs() -> None:
+    from dynamo_replay._torch.guards import differing_parts
+
+    assert differing_parts("function relu", "function gelu") == ("function relu", "function gelu")
+    common = "; ".join(f"part {i} " + "x" * 40 for i in range(10))
+    captured, live = differing_parts(
+        f"{common}; after forward mesh (2,); offload none", f"{common}; after forward none; offload none"
+    )
+    assert (captured, live) == ("...; after forward mesh (2,); ...", "...; after forward none; ...")
 
 
 @pytest.mark.parametrize("kind", OPTIMIZERS_ALIKE)

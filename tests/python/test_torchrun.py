@@ -72,7 +72,7 @@ def numbers(found: list[dict]) -> list[tuple]:
 # to show capture changes no number).
 MODELS = [
     ("gpt2-ddp", ("--model", "gpt2", "--wrap", "ddp"), None, True),
-    ("gpt2-fsdp", ("--model", "gpt2", "--wrap", "fsdp"), {"warn_if_padding_and_no_attention_mask"}, False),
+    ("gpt2-fsdp", ("--model", "gpt2", "--wrap", "fsdp"), None, False),
 ]
 
 
@@ -170,6 +170,38 @@ def test_a_changed_split_compiles_the_split_frame(
         assert traced == [compiled] * ranks, done.stderr[-3000:]
     if reason is not None:
         assert reason in done.stderr
+
+
+@pytest.fixture(scope="module")
+def fsdp_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The MLP under FSDP2 (fully_shard on its layers and on the model), captured by 2 ranks."""
+    folder = tmp_path_factory.mktemp("fsdp")
+    torchrun(folder / "capture", *FSDP_MLP, tool=("capture", "-o", str(folder / "fsdp.dynrep")))
+    return folder / "fsdp.dynrep"
+
+
+FSDP_MLP = ("--model", "mlp", "--wrap", "fsdp")
+
+# One line per change to the sharding the store was captured with (FSDP2's defaults, 2 ranks):
+# (id, train_step arguments, ranks, the part of FSDP's state the summary names as changed). Each
+# is a real difference: the frames whose guards check FSDP's hooks compile, with the numbers of
+# a plain compile. (GPT-2 under FSDP2 unchanged replays every frame: test_capture_command_...)
+SHARDING_CHANGES = [
+    ("reshard-after-forward", ("--no-reshard-after-forward",), 2, "reshard after forward False"),
+    ("world-size", (), 1, "group 0: mesh FSDPMeshInfo(cpu (1,) shard_mesh_size=1)"),
+]
+
+
+@pytest.mark.parametrize("args,ranks,changed", [c[1:] for c in SHARDING_CHANGES], ids=[c[0] for c in SHARDING_CHANGES])
+def test_a_changed_sharding_compiles_the_frames_that_check_it(
+    fsdp_store: Path, tmp_path: Path, args: tuple[str, ...], ranks: int, changed: str
+) -> None:
+    torchrun(tmp_path / "plain", *FSDP_MLP, *args, ranks=ranks)
+    done = torchrun(tmp_path / "out", *FSDP_MLP, *args, ranks=ranks, env={"DYNAMO_REPLAY": str(fsdp_store)})
+    found = results(tmp_path / "out", ranks)
+    assert numbers(found) == numbers(results(tmp_path / "plain", ranks))
+    assert all("step" in r["traced"] for r in found), done.stderr[-3000:]
+    assert f"is ...; {changed}" in done.stderr, done.stderr[-3000:]
 
 
 def test_one_rank_refusing_makes_every_rank_compile(mlp_store: tuple[Path, list[dict]], tmp_path: Path) -> None:

@@ -461,7 +461,26 @@ def recheck_at_install(
         matched[guard] = value
     if now == guard.value or now is None and not guard.risky:
         return None
-    return f"{guard.source} was {guard.value} at capture, is {now or 'a value without a faithful description'} now"
+    if now is None:
+        return f"{guard.source} was {guard.value} at capture, is a value without a faithful description now"
+    captured, live = differing_parts(guard.value, now)
+    return f"{guard.source} was {captured} at capture, is {live} now"
+
+
+def differing_parts(captured: str, live: str, limit: int = 400) -> tuple[str, str]:
+    """Two descriptions as a message shows them: whole when short, else the first of their
+    `; `-separated parts that differs, in its place (a module's hooks under FSDP describe
+    the whole sharding state, twice)."""
+    if len(captured) + len(live) <= limit:
+        return captured, live
+    a, b = captured.split("; "), live.split("; ")
+    index = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+    def shown(parts: list[str]) -> str:
+        part = parts[index] if index < len(parts) else "(no more)"
+        return ("...; " if index else "") + part + ("; ..." if index < len(parts) - 1 else "")
+
+    return shown(a), shown(b)
 
 
 class _LiveExpression:

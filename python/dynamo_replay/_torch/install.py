@@ -433,7 +433,10 @@ def _load_guards_state(data: bytes) -> tuple[Any, list[str]]:
     try:
         # PyTorch's loader imports FSDP (all of torch.distributed, about half a second) to turn
         # off FSDP's module construction while unpickling; only a state that names FSDP needs it.
-        return (package.load_guards_state(data) if b"fsdp" in data else pickle.loads(data)), []
+        if b"fsdp" not in data:
+            return pickle.loads(data), []
+        with _fsdp_modules_keep_their_class():
+            return package.load_guards_state(data), []
     except Exception as error:
         first = error
     try:  # 2.15 saves a pruned container as a persistent id, which only PyTorch's loader reads
@@ -464,6 +467,26 @@ def _load_guards_state(data: bytes) -> tuple[Any, list[str]]:
         return LenientUnpickler(io.BytesIO(data)).load(), lenient
     except Exception:
         raise first from None
+
+
+@contextlib.contextmanager
+def _fsdp_modules_keep_their_class() -> Any:
+    """While a saved guard state loads, an FSDP2 module is made with its FSDP class. FSDP's
+    `__new__` makes an instance of the class it wraps instead (for a container indexed into),
+    so the loaded module's type guard would check the plain class (GPT2Model, not
+    FSDPGPT2Model) and fail on every call of the live, sharded module."""
+    from torch.distributed.fsdp import FSDPModule
+
+    original = FSDPModule.__dict__["__new__"]
+
+    def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:
+        return super(FSDPModule, cls).__new__(cls)
+
+    FSDPModule.__new__ = __new__  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        FSDPModule.__new__ = original  # type: ignore[method-assign]
 
 
 def _own_attributes(cls: type) -> dict[str, Any]:

@@ -2,11 +2,13 @@
 
 Usage: torchrun --nproc-per-node N train_step.py OUT_DIR [--model gpt2|mlp] [--wrap ddp|fsdp]
   [--steps K] [--rank-branch] [--key-on-rank R] [--compile-optimizer] [--bucket-cap-mb MB]
+  [--no-reshard-after-forward]
 
 Each rank builds a 2-layer GPT-2 from a transformers config (or a 3 MB MLP; random weights,
 the same seed on every rank), wraps it in DDP (1 MB buckets unless --bucket-cap-mb says otherwise, so Dynamo's DDPOptimizer
 splits the graph) or
-FSDP2 (fully_shard), runs K compiled SGD steps on gloo (--compile-optimizer: the optimizer's
+FSDP2 (fully_shard; --no-reshard-after-forward keeps parameters unsharded between forward and
+backward), runs K compiled SGD steps on gloo (--compile-optimizer: the optimizer's
 step compiled too), and writes OUT_DIR/rank-R.json: each
 step's loss as a hex float, a digest of the final parameters, what Dynamo traced in this
 process, and the seconds to the first output; --rank-branch makes the compiled step depend on the rank (a compile that
@@ -48,7 +50,7 @@ class MLP(torch.nn.Module):
         return torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten())
 
 
-def build(name: str, wrap: str, bucket_cap_mb: float) -> tuple[torch.nn.Module, torch.nn.Module]:
+def build(name: str, wrap: str, bucket_cap_mb: float, reshard: bool) -> tuple[torch.nn.Module, torch.nn.Module]:
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(0)
@@ -61,9 +63,10 @@ def build(name: str, wrap: str, bucket_cap_mb: float) -> tuple[torch.nn.Module, 
     if wrap == "fsdp":
         from torch.distributed.fsdp import fully_shard
 
+        sharding = {} if reshard else {"reshard_after_forward": False}
         for block in model.transformer.h if name == "gpt2" else [model.layers]:
-            fully_shard(block)
-        fully_shard(model)
+            fully_shard(block, **sharding)
+        fully_shard(model, **sharding)
         return model, model
     from torch.nn.parallel import DistributedDataParallel
 
@@ -80,10 +83,11 @@ def main() -> None:
     parser.add_argument("--key-on-rank")
     parser.add_argument("--compile-optimizer", action="store_true")
     parser.add_argument("--bucket-cap-mb", type=float, default=1.0)
+    parser.add_argument("--no-reshard-after-forward", dest="reshard", action="store_false")
     args = parser.parse_args()
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))  # a hang ends as an error
     rank = dist.get_rank()
-    wrapped, model = build(args.model, args.wrap, args.bucket_cap_mb)
+    wrapped, model = build(args.model, args.wrap, args.bucket_cap_mb, args.reshard)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     scale = 2.0 if (args.rank_branch and rank == 1) else 1.0
 
