@@ -111,18 +111,21 @@ test-all:
 
 # What every release must keep: capture, replay and its refusals, guards, signing, PyTorch's
 # touchpoints, the release matrix itself, training steps (the optimizer's step replayed), a job
-# of many ranks (the rank agreement, and torchrun's ranks deciding together when one refuses)
-# and a store of several generations (an update's packages merged into the capture's). The fast
-# tier of these files, and the slow tests that show where a release differs (EVERY_RELEASE in
-# tests/python/tiers.py). Without the slowest rows (torchrun's jobs on one store, check's
-# predictions), which the default release runs, so that CI's three releases fit its time.
+# of many ranks (the rank agreement, torchrun's ranks replaying DDP's split graph and the
+# optimizer's step from one store, and deciding together when one refuses), value descriptions
+# (FSDP2's state reads each release's layout) and a store of several generations (an update's
+# packages merged into the capture's). The fast tier of these files, and the slow tests that
+# show where a release differs (EVERY_RELEASE in tests/python/tiers.py). Without the slowest
+# rows (torchrun's second way to turn replay on, check's predictions), which the default
+# release runs, so that CI's three releases fit its time.
 RELEASE_TESTS := tests/python/test_capture.py tests/python/test_replay.py tests/python/test_replay_refusals.py \
                  tests/python/test_guard_table.py tests/python/test_signed_replay.py \
                  tests/python/test_torch_touchpoints.py tests/python/test_private_touchpoints.py \
                  tests/python/test_releases.py tests/python/test_ranks.py tests/python/test_torchrun.py \
                  tests/python/test_store_growth.py tests/python/test_store_lifecycle.py \
                  tests/python/test_library_closures.py tests/python/test_training.py \
-                 -k 'not every_rank_replays_the_one_store and not check_predicts'
+                 tests/python/test_descriptions.py \
+                 -k 'not (every_rank_replays_the_one_store and DYNAMO_REPLAY) and not check_predicts'
 RELEASE_MARKS := not slow or every_release
 RELEASES ?= $(filter-out $(TORCH),$(SUPPORTED_TORCH))
 other-releases:

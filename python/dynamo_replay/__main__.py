@@ -39,6 +39,10 @@ def _capture(args: argparse.Namespace) -> int:
     from dynamo_replay import capture
 
     _prepare_job(args)
+    if args.world_size:  # one process compiles for every rank of the job
+        from dynamo_replay._torch.ranks import fake_world
+
+        fake_world(args.world_size)
     with capture(
         args.output,
         level=args.level,
@@ -179,6 +183,13 @@ def main(argv: list[str] | None = None) -> int:
     cap = sub.add_parser("capture", help="run a script or module and record its torch.compile work")
     cap.add_argument("-o", "--output", required=True, help="store file to write (replaced if it exists)")
     cap.add_argument("--level", type=int, default=3, help="zstd level (default 3)")
+    cap.add_argument(
+        "--world-size",
+        type=int,
+        metavar="N",
+        help="capture for a job of N ranks in this one process: the job's process group is PyTorch's fake "
+        "one (collectives do nothing, so its numbers are not the job's), rank 0 of N",
+    )
     cap.add_argument("--no-samples", action="store_true", help="do not store graphs' first-call inputs and outputs")
     cap.add_argument(
         "--parameters",

@@ -21,7 +21,7 @@ is checked here. Its rooms:
 - inductor: Inductor's cache, kernels, compiler and CPU vector-ISA probe;
 - graphs: graph snapshots and the Core ATen retrace, the graph PyTorch is logging;
 - ranks: a job of many ranks: its default process group, that group's c10d store, Dynamo's
-  compile-start callbacks;
+  compile-start callbacks, and N ranks faked in one process for capture;
 - shapes: what capture reads from PyTorch's frames and exceptions (symbols, guards, failures,
   values on the run, call sites).
 

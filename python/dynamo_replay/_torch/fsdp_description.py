@@ -30,6 +30,8 @@ FSDP_PREFIX = "fsdp state "
 
 
 def describe_fsdp_state(state: Any, describe: Describe) -> str | None:
+    if describe(type(state)) is None:
+        return None
     try:
         parts = [
             f"{FSDP_PREFIX}{describe(type(state))}",
@@ -42,10 +44,13 @@ def describe_fsdp_state(state: Any, describe: Describe) -> str | None:
                 f"group {index}: mesh {_mesh(group.mesh_info)}; after forward {_mesh(group.post_forward_mesh_info)}; "
                 f"offload {_policy(group.offload_policy, describe)}; params [{params}]"
             )
-    except AttributeError:  # not laid out as the supported releases lay it out
+    except (AttributeError, _Undescribed):  # another release's layout, or a value with no description
         return None
-    text = "; ".join(parts)
-    return None if "None-described" in text else text
+    return "; ".join(parts)
+
+
+class _Undescribed(Exception):
+    """A part of the state has no faithful description: the whole state has none."""
 
 
 def _policy(policy: Any, describe: Describe) -> str:
@@ -54,14 +59,17 @@ def _policy(policy: Any, describe: Describe) -> str:
     if policy is None:
         return "none"
     if not dataclasses.is_dataclass(policy):
-        return "None-described"
+        raise _Undescribed(type(policy).__name__)
     fields = []
     for field in dataclasses.fields(policy):
         value = getattr(policy, field.name)
         if value is None or isinstance(value, (bool, int, float, str)) or _is_dtype(value):
             fields.append(f"{field.name}={value!r}")
         else:
-            fields.append(f"{field.name}={describe(value) or 'None-described'}")
+            described = describe(value)
+            if described is None:
+                raise _Undescribed(field.name)
+            fields.append(f"{field.name}={described}")
     return f"{type(policy).__name__}({', '.join(fields)})"
 
 
