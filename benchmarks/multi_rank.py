@@ -15,7 +15,9 @@ Columns (each launch has its own empty TORCHINDUCTOR_CACHE_DIR unless said other
   fleet         DYNAMO_REPLAY=redis://...?name=JOB, the entry published by an untimed launch
                 (each timed launch downloads it into an empty local cache);
   replay-1rank  the same model in one process (world size 1), replaying its own store: the
-                reference the slowest rank is compared with.
+                reference the slowest rank is compared with;
+  replay-once   python -m dynamo_replay replay STORE, the store captured by one process for
+                every rank (`capture --world-size N`, PyTorch's fake process group).
 The figure is each launch's slowest rank: seconds from the rank's start (before `import torch`)
 to its first loss. Columns alternate within each round; medians (min, max) are reported, and
 every launch's losses and parameters must be bitwise equal to cold's.
@@ -43,7 +45,7 @@ sys.path.insert(0, str(ROOT / "tests" / "python"))
 from redis_server import free_port, start_redis  # noqa: E402
 
 WORKLOADS = {"gpt2-ddp": ("--wrap", "ddp"), "gpt2-fsdp": ("--wrap", "fsdp")}
-COLUMNS = ["cold", "warm", "warm-redis", "replay", "fleet", "replay-1rank"]
+COLUMNS = ["cold", "warm", "warm-redis", "replay", "fleet", "replay-1rank", "replay-once"]
 
 
 def launch(out: Path, args: tuple[str, ...], ranks: int, env: dict[str, str], tool: tuple[str, ...] = ()) -> list[dict]:
@@ -71,6 +73,18 @@ def launch(out: Path, args: tuple[str, ...], ranks: int, env: dict[str, str], to
     return [json.loads((out / f"rank-{rank}.json").read_text()) for rank in range(ranks)]
 
 
+def capture_once(out: Path, args: tuple[str, ...], ranks: int, store: Path) -> None:
+    """One process captures the store every rank replays (no torchrun)."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAMO_REPLAY", "TORCHINDUCTOR_"))}
+    environment["TORCHINDUCTOR_CACHE_DIR"] = str(out) + "-inductor"
+    command = [sys.executable, "-m", "dynamo_replay", "capture", "--world-size", str(ranks), "-o", str(store)]
+    done = subprocess.run(
+        [*command, str(JOB), str(out), *args], capture_output=True, text=True, env=environment, timeout=900
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"capture --world-size {ranks} failed:\n{done.stderr[-3000:]}")
+
+
 def bench(name: str, ranks: int, repeat: int, work: Path, redis_port: int) -> dict[str, list[float]]:
     args = WORKLOADS[name]
     remote = {
@@ -86,6 +100,8 @@ def bench(name: str, ranks: int, repeat: int, work: Path, redis_port: int) -> di
     launch(work / "fill-store", args, ranks, {}, tool=("capture", "-o", str(store)))
     launch(work / "fill-single", args, 1, {}, tool=("capture", "-o", str(single)))
     launch(work / "fill-fleet", args, ranks, {**fleet, "DYNAMO_REPLAY_CACHE": str(work / "fill-fleet-cache")})
+    once = work / "once.dynrep"
+    capture_once(work / "fill-once", args, ranks, once)
     expected = [(r["losses"], r["parameters"]) for r in reference]
     times: dict[str, list[float]] = {column: [] for column in COLUMNS}
     for round_ in range(repeat):
@@ -104,6 +120,8 @@ def bench(name: str, ranks: int, repeat: int, work: Path, redis_port: int) -> di
                 env = {**fleet, "DYNAMO_REPLAY_CACHE": str(out) + "-cache"}
             elif column == "replay-1rank":
                 tool, count = ("replay", "-q", str(single)), 1
+            elif column == "replay-once":
+                tool = ("replay", "-q", str(once))
             found = launch(out, args, count, env, tool)
             if count == ranks and [(r["losses"], r["parameters"]) for r in found] != expected:
                 raise SystemExit(f"{name} {column}: the outputs differ from cold's")
@@ -130,13 +148,18 @@ def main() -> None:
         server.kill()
         shutil.rmtree(work, ignore_errors=True)
     print(f"slowest rank's time to first output, s: median (min-max) of {args.repeat}, {args.ranks} ranks")
-    print(f"{'workload':<10} " + " ".join(f"{c:>18}" for c in COLUMNS) + "  replay/1rank  warm/replay  redis/replay")
+    print(
+        f"{'workload':<10} "
+        + " ".join(f"{c:>18}" for c in COLUMNS)
+        + "  replay/1rank  warm/replay  redis/replay  once/replay"
+    )
     for name, times in report.items():
         median = {c: statistics.median(v) for c, v in times.items()}
         cells = " ".join(f"{median[c]:6.2f} ({min(times[c]):.1f}-{max(times[c]):.1f})".rjust(18) for c in COLUMNS)
         print(
             f"{name:<10} {cells}  {median['replay'] / median['replay-1rank']:11.2f}  "
-            f"{median['warm'] / median['replay']:10.2f}  {median['warm-redis'] / median['replay']:11.2f}"
+            f"{median['warm'] / median['replay']:10.2f}  {median['warm-redis'] / median['replay']:11.2f}  "
+            f"{median['replay-once'] / median['replay']:11.2f}"
         )
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))

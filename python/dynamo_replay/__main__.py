@@ -39,7 +39,13 @@ def _capture(args: argparse.Namespace) -> int:
     from dynamo_replay import capture
 
     _prepare_job(args)
-    if args.world_size:  # one process compiles for every rank of the job
+    if args.world_size is not None:  # one process compiles for every rank of the job
+        import os
+
+        if "WORLD_SIZE" in os.environ or args.world_size < 1:
+            why = "this process is already a rank of a launched job" if args.world_size >= 1 else "N must be 1 or more"
+            print(f"error: capture --world-size {args.world_size}: {why}", file=sys.stderr)
+            return 2
         from dynamo_replay._torch.ranks import fake_world
 
         fake_world(args.world_size)

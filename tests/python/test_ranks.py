@@ -5,6 +5,9 @@ test_torchrun.py runs the same under torchrun."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -175,3 +178,27 @@ def test_dynamo_replay_acts_in_the_jobs_processes_only(command: list[str], acts:
     from dynamo_replay._autoload import is_pytorch_helper
 
     assert is_pytorch_helper(command) is not acts
+
+
+# One line per capture --world-size that cannot run: (id, N, extra environment, what the error
+# says). Nothing runs: the job is not started, and no store is written.
+ONE_CAPTURE_REFUSED = [
+    ("under a launcher", "2", {"WORLD_SIZE": "2", "RANK": "0"}, "this process is already a rank of a launched job"),
+    ("no ranks", "0", {}, "N must be 1 or more"),
+]
+
+
+@pytest.mark.parametrize(
+    "n,environ,error", [c[1:] for c in ONE_CAPTURE_REFUSED], ids=[c[0] for c in ONE_CAPTURE_REFUSED]
+)
+def test_capture_for_every_rank_refuses_what_it_cannot_be(
+    tmp_path: Path, n: str, environ: dict[str, str], error: str
+) -> None:
+    job = tmp_path / "job.py"
+    job.write_text("open(__file__ + '.ran', 'w').close()\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    command = [sys.executable, "-m", "dynamo_replay", "capture", "--world-size", n, "-o", str(tmp_path / "s.dynrep")]
+    done = subprocess.run([*command, str(job)], capture_output=True, text=True, env={**env, **environ}, timeout=60)
+    assert done.returncode == 2
+    assert f"error: capture --world-size {n}: {error}" in done.stderr
+    assert not (tmp_path / "job.py.ran").exists() and not (tmp_path / "s.dynrep").exists()
