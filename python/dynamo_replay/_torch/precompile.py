@@ -150,11 +150,12 @@ def _safe_package_class(base: type, note: Callable[[str, str], None]) -> type:
                     self._add_user_function(code)
                 except PackageError:
                     named = _named_by_its_function(code)
-                    if named is not None:
+                    if named is not None:  # saved like any frame
                         module, name, source = named
                         self._add_function(code, module, function_name=_FunctionId(name), code_source=source)
                     else:
                         note(code_key(code), _naming_failure(code))
+                if code not in self._codes:
                     # A bypassed entry outside the package: PyTorch's methods skip it.
                     detached[code] = _DynamoCodeCacheEntry(
                         python_code=SerializedCode.from_code_object(code),
@@ -273,8 +274,9 @@ def _named_by_its_function(code: types.CodeType) -> tuple[str, str, str] | None:
     """(module, qualified name, path from it to the code) for code PyTorch cannot name, where
     the function that holds it can be named: a property's accessor (its qualified name leads to
     the property; transformers' `loss_function`), or a function made by exec for a class (a
-    dataclass's `__init__`, whose code is in no module's file). PyTorch's loader follows the
-    path from the named object in the replaying process: it reaches that process's own code."""
+    dataclass's `__init__`, whose code is in no module's file) with its module's globals.
+    PyTorch's loader follows the path from the named object in the replaying process: it
+    reaches that process's own code."""
     for function in gc.get_referrers(code):
         if not isinstance(function, types.FunctionType) or function.__code__ is not code:
             continue
@@ -284,8 +286,8 @@ def _named_by_its_function(code: types.CodeType) -> tuple[str, str, str] | None:
         for part in path:
             owner = vars(owner).get(part) if owner is not None and hasattr(owner, "__dict__") else None
         named = vars(owner).get(name) if owner is not None and hasattr(owner, "__dict__") else None
-        if module is None or named is None:
-            continue
+        if module is None or named is None or function.__globals__ is not vars(module):
+            continue  # PyTorch installs a frame's compiled graphs into its module's globals
         if named is function:
             return module.__name__, function.__qualname__, "__code__"
         if isinstance(named, property):

@@ -175,6 +175,45 @@ def hf_train(new_shape: bool) -> list[torch.Tensor]:
     return losses + [p.detach().clone() for p in model.parameters()]
 
 
+class Unnamed(torch.nn.Module):
+    """Code PyTorch's package cannot find by module and qualified name, each with a graph on
+    both sides of a graph break, so each is a frame of its own: a property's getter and a method
+    made by exec (as a dataclass's __init__ is). `is_compiling()` is baked into a compiled
+    graph, so a frame that ran eagerly at replay gives another number."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.linspace(-1, 1, 12))
+
+    @property
+    def offset(self) -> torch.Tensor:
+        y = torch.sin(self.w) * 2
+        torch._dynamo.graph_break()
+        return y + (1.0 if torch.compiler.is_compiling() else 2.0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.scaled(x) + self.offset
+
+
+_made: dict = {}
+exec(  # noqa: S102 - code made at run time in the module's globals, as dataclasses make __init__
+    "def scaled(self, x):\n"
+    "    y = torch.cos(x) * 3\n"
+    "    torch._dynamo.graph_break()\n"
+    "    return y + (1.0 if torch.compiler.is_compiling() else 2.0)\n",
+    globals(),
+    _made,
+)
+_made["scaled"].__qualname__ = "Unnamed.scaled"
+Unnamed.scaled = _made["scaled"]
+
+
+def unnamed_code(new_shape: bool) -> list[torch.Tensor]:
+    """The frames of Unnamed, saved through the function that holds their code."""
+    with torch.no_grad():
+        return [torch.compile(Unnamed())(torch.linspace(-2, 2, 12))]
+
+
 WORKLOADS = {
     "gpt": gpt,
     "train": train,
@@ -185,6 +224,7 @@ WORKLOADS = {
     "hf_train": hf_train,
     "local_class": local_class,
     "hf_t5": hf_t5,
+    "unnamed_code": unnamed_code,
 }
 
 if __name__ == "__main__":
