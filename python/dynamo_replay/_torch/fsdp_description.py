@@ -30,11 +30,12 @@ FSDP_PREFIX = "fsdp state "
 
 
 def describe_fsdp_state(state: Any, describe: Describe) -> str | None:
-    if describe(type(state)) is None:
+    state_class = describe(type(state))
+    if state_class is None:
         return None
     try:
         parts = [
-            f"{FSDP_PREFIX}{describe(type(state))}",
+            f"{FSDP_PREFIX}{state_class}",
             f"mixed precision {_policy(state._mp_policy, describe)}",
             f"reshard after forward {state._auto_reshard_after_forward!r}",
         ]
