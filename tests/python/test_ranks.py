@@ -5,6 +5,7 @@ test_torchrun.py runs the same under torchrun."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -202,3 +203,58 @@ def test_capture_for_every_rank_refuses_what_it_cannot_be(
     assert done.returncode == 2
     assert f"error: capture --world-size {n}: {error}" in done.stderr
     assert not (tmp_path / "job.py.ran").exists() and not (tmp_path / "s.dynrep").exists()
+
+
+# One line per compiled function of jobs/ranks/rank_reads.py (rank 0 of a fake process group of
+# 2): (its name, whether its trace reads the process's rank). Dynamo puts a rank read while it
+# traces into the graph with no guard, so that frame is not saved: each rank compiles it, and
+# capture says so. What every rank shares, and a rank passed in as an argument (guarded like any
+# int), is saved and replays.
+RANK_READS = [
+    ("get_rank", True),
+    ("get_rank_of_group", True),
+    ("group_rank", True),
+    ("mesh_local_rank", True),
+    ("mesh_rank", True),
+    ("mesh_coordinate", True),
+    ("world_size", False),
+    ("rank_argument", False),
+    ("no_rank", False),
+]
+
+
+@pytest.fixture(scope="module")
+def rank_reads(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, subprocess.CompletedProcess[str], dict]:
+    """The job captured, then replayed in a fresh process: (the capture's results, the
+    replay's run, its results)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from job_environment import job_environment
+
+    folder = tmp_path_factory.mktemp("rank-reads")
+    job = Path(__file__).parent / "jobs" / "ranks" / "rank_reads.py"
+    runs = []
+    for tool in (("capture", "-o"), ("replay",)):
+        env = job_environment(f"{folder}/{tool[0]}-inductor", DYNAMO_REPLAY_CACHE=f"{folder}/{tool[0]}-cache")
+        out = folder / f"{tool[0]}.json"
+        command = [sys.executable, "-m", "dynamo_replay", *tool, str(folder / "s.dynrep"), str(job), str(out)]
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr[-4000:]
+        runs.append((done, json.loads(out.read_text())))
+    (captured, capture_results), (replayed, replay_results) = runs
+    return capture_results | {"stderr": captured.stderr}, replayed, replay_results
+
+
+@pytest.mark.parametrize("function,reads", RANK_READS, ids=[c[0] for c in RANK_READS])
+def test_a_frame_whose_graph_holds_the_rank_compiles_on_every_rank(
+    rank_reads: tuple[dict, subprocess.CompletedProcess[str], dict], function: str, reads: bool
+) -> None:
+    captured, replayed, found = rank_reads
+    assert found["outputs"][function] == captured["outputs"][function]
+    said = f"compiles at replay: {function} ("
+    assert (said in captured["stderr"]) is reads, captured["stderr"][-3000:]
+    assert (function in found["traced"]) is reads, replayed.stderr[-3000:]
+    if reads:
+        line = next(line for line in captured["stderr"].splitlines() if said in line)
+        assert "its graph holds this process's rank, read as Dynamo traced it" in line
+        assert "so each rank compiles this frame" in line
+        assert f"{function} (" in replayed.stderr

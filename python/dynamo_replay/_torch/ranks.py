@@ -111,3 +111,66 @@ def _local_ddp_reduction() -> Callable[[], None]:
 
     DistributedDataParallel.__init__ = __init__  # type: ignore[method-assign]
     return lambda: setattr(DistributedDataParallel, "__init__", original)
+
+
+def rank_reads_left_unsaved() -> Callable[[], None]:
+    """While a capture runs: a compile whose trace reads this process's rank is not saved, and
+    the store says why. Dynamo calls torch.distributed.get_rank, a group's rank() and a device
+    mesh's rank or coordinate as it traces and puts the number in the graph with no guard, so
+    another rank replaying that graph would compute with this rank's number. Reads by eager
+    code (a rank passed into the compiled function is guarded like any int) and by logging are
+    not counted. Returns the undo."""
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return lambda: None
+    from torch._C._distributed_c10d import ProcessGroup
+    from torch.distributed.device_mesh import DeviceMesh
+
+    originals = {(ProcessGroup, "rank"): ProcessGroup.rank, (DeviceMesh, "get_coordinate"): DeviceMesh.get_coordinate}
+
+    def watched(cls: type, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        def read(self: Any, *args: Any, **kwargs: Any) -> Any:
+            value = original(self, *args, **kwargs)
+            output = _graph_being_traced()
+            if output is not None:
+                output.bypass_package(
+                    f"its graph holds this process's rank, read as Dynamo traced it ({cls.__name__}.{name}() "
+                    f"returned {value}; no guard checks it): another rank would replay it with this rank's "
+                    f"number, so each rank compiles this frame"
+                )
+            return value
+
+        read.__name__ = read.__qualname__ = name
+        return read
+
+    for (cls, name), original in originals.items():
+        setattr(cls, name, watched(cls, name, original))
+
+    def undo() -> None:
+        for (cls, name), original in originals.items():
+            setattr(cls, name, original)
+
+    return undo
+
+
+def _graph_being_traced() -> Any:
+    """The output graph Dynamo is tracing when the caller's caller (below torch.distributed's
+    own frames) is Dynamo itself calling a function as it traces; None otherwise."""
+    import os
+    import sys
+
+    import torch.distributed
+    from torch._dynamo import symbolic_convert
+
+    tx = getattr(symbolic_convert.tls, "current_tx", None)
+    if tx is None:
+        return None
+    distributed = os.path.dirname(torch.distributed.__file__) + os.sep
+    dynamo = os.path.dirname(symbolic_convert.__file__) + os.sep
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(distributed):
+        frame = frame.f_back
+    if frame is None or not frame.f_code.co_filename.startswith(dynamo):
+        return None
+    return getattr(tx, "output", None)

@@ -56,10 +56,11 @@ class PrecompileNotes:
         """frame -> why it is not saved, for the replay data (`compiles`: each compile's metrics)."""
         return _reasons_by_frame(self.not_packaged + _name_bypasses(self.bypasses, compiles))
 
-    def report(self) -> None:
-        """One line per frame PyTorch's precompile could not save, and one for the guards it
-        dropped; the details are in the store (replay-inspect show --guards)."""
-        for frame, reason in self.not_packaged:
+    def report(self, not_saved: dict[str, str]) -> None:
+        """One line per frame PyTorch's precompile could not save (`not_saved`: frame -> why,
+        from reasons_by_frame), and one for the guards it dropped; the details are in the store
+        (replay-inspect show --guards)."""
+        for frame, reason in not_saved.items():
             print(
                 f"dynamo-replay: not saved for replay without Dynamo, compiles at replay: {frame}: {reason}",
                 file=sys.stderr,

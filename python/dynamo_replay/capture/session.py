@@ -105,7 +105,6 @@ class Session:
     def finish(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         """Writes what capture keeps until the job is done, the job's exception if any, the
         artifacts and the summary; the signature, with a key, covers every artifact before it."""
-        self.precompile_notes.report()
         if exc is not None and not (isinstance(exc, SystemExit) and not exc.code):
             self.put_event(
                 schema.EVENT_ERROR,
@@ -119,6 +118,7 @@ class Session:
         self.artifacts.save_kernels(self.cache)
         data = self.replay_data
         data.not_saved = self.precompile_notes.reasons_by_frame(data.compiles)
+        self.precompile_notes.report(data.not_saved)
         data.unique_ids = _torch.unique_ids_used()
         data.module_globals = self.code.module_globals
         data.vec_isa = _torch.probed_vec_isas()
@@ -217,6 +217,7 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
                 self._undo.append(safety.remove)
                 self._undo.append(_torch.record_dropped_guards(notes.dropped_guard))
                 self._undo.append(_torch.StableAutogradCacheKeys().remove)
+                self._undo.append(_torch.ranks.rank_reads_left_unsaved())
             session.replay_data.environment = environment_fingerprint()
             session.store.put(
                 Manifest(
