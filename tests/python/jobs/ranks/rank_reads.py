@@ -61,7 +61,16 @@ def no_rank(x: torch.Tensor) -> torch.Tensor:
 def main() -> None:
     outputs = {}
     x = torch.arange(4.0)
-    for case in (get_rank, get_rank_of_group, group_rank, mesh_local_rank, mesh_rank, mesh_coordinate, world_size, no_rank):
+    for case in (
+        get_rank,
+        get_rank_of_group,
+        group_rank,
+        mesh_local_rank,
+        mesh_rank,
+        mesh_coordinate,
+        world_size,
+        no_rank,
+    ):
         compiled = torch.compile(case)
         outputs[case.__name__] = [compiled(x).tolist() for _ in range(2)]
     compiled = torch.compile(rank_argument)
