@@ -55,6 +55,7 @@ def merged_replay_data(base: ReplayData, later: list[tuple[int, ReplayData]]) ->
     merged.dropped_guards = list(base.dropped_guards)
     merged.guard_trees = dict(base.guard_trees)
     merged.entry_compiles = dict(base.entry_compiles)
+    merged.world_size_reads = dict(base.world_size_reads)
     merged.compiles = [{**c, "generation": c.get("generation", 0)} for c in base.compiles]
     merged.module_globals = dict(base.module_globals)
     merged.cache_keys = list(base.cache_keys or [])
@@ -70,6 +71,7 @@ def merged_replay_data(base: ReplayData, later: list[tuple[int, ReplayData]]) ->
         ]
         merged.guard_trees.update(data.guard_trees)
         merged.entry_compiles.update({key: f"{generation}:{c}" for key, c in data.entry_compiles.items()})
+        merged.world_size_reads.update({f"{generation}:{c}": n for c, n in data.world_size_reads.items()})
         merged.compiles += [{**c, "generation": generation} for c in data.compiles]
         merged.unique_ids = max(merged.unique_ids, data.unique_ids)
         merged.module_globals.update(data.module_globals)

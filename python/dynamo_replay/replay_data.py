@@ -28,6 +28,7 @@ class ReplayData:
     dropped_guards: list[DroppedGuard] = field(default_factory=list)
     guard_trees: dict[str, list[str]] = field(default_factory=dict)  # guards_state_key -> tree lines
     entry_compiles: dict[str, str] = field(default_factory=dict)  # guards_state_key -> its compile id
+    world_size_reads: dict[str, int] = field(default_factory=dict)  # compile id -> the world size its graph holds
     compiles: list[dict[str, Any]] = field(default_factory=list)  # per compile: seconds, and whether it failed
     unique_ids: int = 0  # Dynamo's generated global names used by the capture
     module_globals: dict[str, str] = field(default_factory=dict)  # see _torch.module_globals
@@ -53,6 +54,7 @@ class ReplayData:
             dropped_guards=[DroppedGuard.from_json(g) for g in raw["dropped_guards"]],
             guard_trees={str(k): [str(line) for line in v] for k, v in raw["guard_trees"].items()},
             entry_compiles={str(k): str(v) for k, v in raw.get("entry_compiles", {}).items()},  # from 2026-11-28
+            world_size_reads={str(k): int(v) for k, v in raw.get("world_size_reads", {}).items()},  # from 2026-11-29
             compiles=list(raw["compiles"]),
             unique_ids=int(raw["unique_ids"]),
             module_globals={str(k): str(v) for k, v in raw["module_globals"].items()},

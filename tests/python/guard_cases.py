@@ -482,7 +482,7 @@ UNEXERCISED = {
     "FSDP_TRAINING_STATE": "needs FSDP (distributed); no case yet",
     "FUNCTORCH_STACK_MATCH": "needs a functorch transform around the compiled call; no case yet",
     "DUAL_LEVEL": "needs forward-mode AD around the compiled call; no case yet",
-    "FAKE_SCRIPT_TYPE_MATCH": "needs a TorchScript class with a fake; no case yet",
+    "FAKE_SCRIPT_TYPE_MATCH": "no case here; a device mesh read in a compiled function emits it (2.15): test_ranks.py, mesh_size",
     "OPAQUE_OBJ_GUARD_FN_MATCH": "needs a registered opaque object; no case yet",
     "CURRENT_STREAM_MATCH": "needs a device stream (CUDA, XPU); no case yet (CPU only here)",
     "LIST_REVERSEITERATOR_LEN": "guards an iterator the program consumes; no case yet",

@@ -206,55 +206,72 @@ def test_capture_for_every_rank_refuses_what_it_cannot_be(
 
 
 # One line per compiled function of jobs/ranks/rank_reads.py (rank 0 of a fake process group of
-# 2): (its name, whether its trace reads the process's rank). Dynamo puts a rank read while it
-# traces into the graph with no guard, so that frame is not saved: each rank compiles it, and
-# capture says so. What every rank shares, and a rank passed in as an argument (guarded like any
-# int), is saved and replays.
+# 2): (its name, whether its trace reads the process's rank, whether it reads the world size,
+# whether a replay at the same world size runs it from the store). Dynamo puts either number
+# into the graph with no guard. A frame holding the rank is not saved: each rank compiles it,
+# and capture says so. One holding the world size is saved; a job of another world size
+# compiles it, saying why. A rank passed in as an argument is guarded like any int: saved, and
+# replayed. A device mesh read in a compiled function is guarded by a function PyTorch does not
+# save (an opaque object's guard): that frame compiles, named.
 RANK_READS = [
-    ("get_rank", True),
-    ("get_rank_of_group", True),
-    ("group_rank", True),
-    ("mesh_local_rank", True),
-    ("mesh_rank", True),
-    ("mesh_coordinate", True),
-    ("world_size", False),
-    ("rank_argument", False),
-    ("no_rank", False),
+    ("get_rank", True, False, False),
+    ("get_rank_of_group", True, False, False),
+    ("group_rank", True, False, False),
+    ("mesh_local_rank", True, False, False),
+    ("mesh_rank", True, False, False),
+    ("mesh_coordinate", True, False, False),
+    ("world_size", False, True, True),
+    ("mesh_size", False, True, False),
+    ("rank_argument", False, False, True),
+    ("no_rank", False, False, True),
 ]
 
 
 @pytest.fixture(scope="module")
-def rank_reads(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, subprocess.CompletedProcess[str], dict]:
-    """The job captured, then replayed in a fresh process: (the capture's results, the
-    replay's run, its results)."""
+def rank_reads(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, dict]]:
+    """The job captured at world size 2, then replayed in fresh processes at world sizes 2 and
+    4: each run's stderr and results, by name."""
     sys.path.insert(0, str(Path(__file__).parent))
     from job_environment import job_environment
 
     folder = tmp_path_factory.mktemp("rank-reads")
     job = Path(__file__).parent / "jobs" / "ranks" / "rank_reads.py"
-    runs = []
-    for tool in (("capture", "-o"), ("replay",)):
-        env = job_environment(f"{folder}/{tool[0]}-inductor", DYNAMO_REPLAY_CACHE=f"{folder}/{tool[0]}-cache")
-        out = folder / f"{tool[0]}.json"
-        command = [sys.executable, "-m", "dynamo_replay", *tool, str(folder / "s.dynrep"), str(job), str(out)]
+    runs = {}
+    for name, tool, world in (
+        ("capture", ("capture", "-o"), "2"),
+        ("replay", ("replay",), "2"),
+        ("world-4", ("replay",), "4"),
+    ):
+        env = job_environment(f"{folder}/{name}-inductor", DYNAMO_REPLAY_CACHE=f"{folder}/{name}-cache")
+        out = folder / f"{name}.json"
+        command = [sys.executable, "-m", "dynamo_replay", *tool, str(folder / "s.dynrep"), str(job), str(out), world]
         done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
         assert done.returncode == 0, done.stderr[-4000:]
-        runs.append((done, json.loads(out.read_text())))
-    (captured, capture_results), (replayed, replay_results) = runs
-    return capture_results | {"stderr": captured.stderr}, replayed, replay_results
+        runs[name] = (done.stderr, json.loads(out.read_text()))
+    return runs
 
 
-@pytest.mark.parametrize("function,reads", RANK_READS, ids=[c[0] for c in RANK_READS])
-def test_a_frame_whose_graph_holds_the_rank_compiles_on_every_rank(
-    rank_reads: tuple[dict, subprocess.CompletedProcess[str], dict], function: str, reads: bool
+@pytest.mark.parametrize("function,reads_rank,reads_world,replays", RANK_READS, ids=[c[0] for c in RANK_READS])
+def test_a_graph_holding_the_rank_or_world_size_never_runs_where_it_differs(
+    rank_reads: dict[str, tuple[str, dict]], function: str, reads_rank: bool, reads_world: bool, replays: bool
 ) -> None:
-    captured, replayed, found = rank_reads
-    assert found["outputs"][function] == captured["outputs"][function]
+    (captured, at_capture), (replayed, found) = rank_reads["capture"], rank_reads["replay"]
+    assert found["outputs"][function] == at_capture["outputs"][function]
     said = f"compiles at replay: {function} ("
-    assert (said in captured["stderr"]) is reads, captured["stderr"][-3000:]
-    assert (function in found["traced"]) is reads, replayed.stderr[-3000:]
-    if reads:
-        line = next(line for line in captured["stderr"].splitlines() if said in line)
+    assert (said in captured) is reads_rank, captured[-3000:]
+    assert (function in found["traced"]) is not replays, replayed[-3000:]
+    if reads_rank:
+        line = next(line for line in captured.splitlines() if said in line)
         assert "its graph holds this process's rank, read as Dynamo traced it" in line
         assert "so each rank compiles this frame" in line
-        assert f"{function} (" in replayed.stderr
+    if not replays:
+        assert f"{function} (" in replayed
+    other, in_4 = rank_reads["world-4"]
+    assert (function in in_4["traced"]) is (not replays or reads_world), other[-3000:]
+    if reads_world:
+        assert in_4["outputs"][function] == [[4.0 * v for v in range(4)]] * 2  # x * 4, not x * 2
+    if reads_world and replays:
+        reason = "its graph holds the world size 2, read as Dynamo traced it (no guard checks it); this job's world size is 4"
+        assert any(line.strip().startswith(f"{function} (") and reason in line for line in other.splitlines()), other[
+            -3000:
+        ]

@@ -113,13 +113,16 @@ def _local_ddp_reduction() -> Callable[[], None]:
     return lambda: setattr(DistributedDataParallel, "__init__", original)
 
 
-def rank_reads_left_unsaved() -> Callable[[], None]:
-    """While a capture runs: a compile whose trace reads this process's rank is not saved, and
-    the store says why. Dynamo calls torch.distributed.get_rank, a group's rank() and a device
-    mesh's rank or coordinate as it traces and puts the number in the graph with no guard, so
-    another rank replaying that graph would compute with this rank's number. Reads by eager
-    code (a rank passed into the compiled function is guarded like any int) and by logging are
-    not counted. Returns the undo."""
+def watch_distributed_reads(world_size_read: Callable[[int], None]) -> Callable[[], None]:
+    """While a capture runs, what Dynamo reads of the job's ranks as it traces: it calls
+    torch.distributed.get_rank and get_world_size, a group's rank() and size(), and a device
+    mesh's rank, coordinate and size, and puts the number in the graph with no guard.
+    - A compile that reads this process's rank is not saved, and the store says why: another
+      rank replaying it would compute with this rank's number.
+    - A compile that reads the world size is saved, and `world_size_read(size)` is told while
+      it compiles (replay refuses its entry in a job of another world size).
+    Reads by eager code (a rank passed into the compiled function is guarded like any int) and
+    by logging are not counted. Returns the undo."""
     import torch.distributed as dist
 
     if not dist.is_available():
@@ -127,18 +130,30 @@ def rank_reads_left_unsaved() -> Callable[[], None]:
     from torch._C._distributed_c10d import ProcessGroup
     from torch.distributed.device_mesh import DeviceMesh
 
-    originals = {(ProcessGroup, "rank"): ProcessGroup.rank, (DeviceMesh, "get_coordinate"): DeviceMesh.get_coordinate}
+    def rank_read(output: Any, read: str, value: Any) -> None:
+        output.bypass_package(
+            f"its graph holds this process's rank, read as Dynamo traced it ({read} returned {value}; no "
+            f"guard checks it): another rank would replay it with this rank's number, so each rank "
+            f"compiles this frame"
+        )
+
+    def size_read(output: Any, read: str, value: Any) -> None:
+        world_size_read(int(dist.get_world_size()))
+
+    reads = {
+        (ProcessGroup, "rank"): rank_read,
+        (DeviceMesh, "get_coordinate"): rank_read,
+        (ProcessGroup, "size"): size_read,
+        (DeviceMesh, "size"): size_read,
+    }
+    originals = {(cls, name): getattr(cls, name) for cls, name in reads}
 
     def watched(cls: type, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         def read(self: Any, *args: Any, **kwargs: Any) -> Any:
             value = original(self, *args, **kwargs)
             output = _graph_being_traced()
             if output is not None:
-                output.bypass_package(
-                    f"its graph holds this process's rank, read as Dynamo traced it ({cls.__name__}.{name}() "
-                    f"returned {value}; no guard checks it): another rank would replay it with this rank's "
-                    f"number, so each rank compiles this frame"
-                )
+                reads[cls, name](output, f"{cls.__name__}.{name}()", value)
             return value
 
         read.__name__ = read.__qualname__ = name

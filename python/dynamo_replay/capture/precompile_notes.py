@@ -48,6 +48,12 @@ class PrecompileNotes:
             schema.EVENT_DROPPED_GUARD, compile_id, {**dataclasses.asdict(guard), "value": guard.value or ""}, None
         )
 
+    def world_size_read(self, world_size: int) -> None:
+        """The compile running now put the world size in its graph (_torch.ranks.watch_distributed_reads)."""
+        compile_id = compile_id_text(_torch.current_compile_id())
+        if compile_id:
+            self._session.replay_data.world_size_reads[compile_id] = world_size
+
     def bypassed(self, compile_id: CompileId, reason: str) -> None:
         """A compile PyTorch left out of its package (its bypass artifact, a DDP split graph)."""
         self.bypasses.append((compile_id, reason))

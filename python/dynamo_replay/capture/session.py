@@ -217,7 +217,7 @@ class capture:  # noqa: N801 - used as a context manager and decorator, like con
                 self._undo.append(safety.remove)
                 self._undo.append(_torch.record_dropped_guards(notes.dropped_guard))
                 self._undo.append(_torch.StableAutogradCacheKeys().remove)
-                self._undo.append(_torch.ranks.rank_reads_left_unsaved())
+                self._undo.append(_torch.ranks.watch_distributed_reads(notes.world_size_read))
             session.replay_data.environment = environment_fingerprint()
             session.store.put(
                 Manifest(

@@ -16,6 +16,7 @@ from typing import Any
 
 from dynamo_replay._torch import guards as _torch_guards
 from dynamo_replay._torch import optimizers as _torch_optimizers
+from dynamo_replay._torch import ranks as _torch_ranks
 from dynamo_replay._torch.guards import DroppedGuard
 from dynamo_replay._torch.optimizer_description import OPTIMIZER_PREFIX
 from dynamo_replay.replay_data import ReplayData
@@ -31,6 +32,7 @@ class FrameChecks:
             self._dropped.setdefault(guard.frame, []).append(guard)
         self._trees = data.guard_trees
         self._entry_compiles = data.entry_compiles
+        self._world_size_reads = data.world_size_reads
         self._enabled = enabled
         self._matched: dict[DroppedGuard, Any] = {}  # live values that matched at install, per guard
 
@@ -50,6 +52,9 @@ class FrameChecks:
         captured = self._trees.get(key)
         if captured is None:
             return "the store has no record of its guards as PyTorch built them at capture"
+        refusal = self._world_size_refusal(key)
+        if refusal:
+            return refusal
         difference = _torch_guards.guard_tree_difference(captured, _torch_guards.guard_tree_lines(manager))
         if difference:
             return difference
@@ -68,6 +73,19 @@ class FrameChecks:
             if _torch_guards.checked_on_every_call(guard):
                 _torch_guards.add_call_time_recheck(manager, guard, global_scope, self._matched)
         return None
+
+    def _world_size_refusal(self, key: str) -> str | None:
+        """Why an entry whose graph holds the world size (read as Dynamo traced it, with no
+        guard) cannot run in this job, if it cannot."""
+        captured = self._world_size_reads.get(self._entry_compiles.get(key, ""))
+        if captured is None:
+            return None
+        here = _torch_ranks.process_group_rank()
+        world = here[1] if here else None
+        if world == captured:
+            return None
+        now = f"this job's world size is {world}" if world else "this process has no default process group"
+        return f"its graph holds the world size {captured}, read as Dynamo traced it (no guard checks it); {now}"
 
     def _entry_guards(self, frame: str, key: str) -> list[DroppedGuard]:
         """The dropped guards of one saved entry of a frame (the compile that saved it): a frame

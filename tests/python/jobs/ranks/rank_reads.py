@@ -1,8 +1,8 @@
-"""One process, rank 0 of PyTorch's fake process group of 2 ranks: each compiled function below
+"""One process, rank 0 of PyTorch's fake process group of WORLD ranks (2 by default): each compiled function below
 reads the process's rank one way (or, the controls, reads something every rank shares) and is
 called twice; OUT (a JSON file) gets each function's outputs and the functions Dynamo traced.
 
-Usage: rank_reads.py OUT"""
+Usage: rank_reads.py OUT [WORLD]"""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ from torch.testing._internal.distributed import fake_pg  # registers the "fake" 
 traced: list[str] = []
 torch._dynamo.convert_frame.register_bytecode_hook(lambda code, new_code: traced.append(code.co_name))
 
-dist.init_process_group(backend="fake", store=fake_pg.FakeStore(), rank=0, world_size=2)
-MESH = init_device_mesh("cpu", (2,))
+WORLD = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+dist.init_process_group(backend="fake", store=fake_pg.FakeStore(), rank=0, world_size=WORLD)
+MESH = init_device_mesh("cpu", (WORLD,))
 
 
 def get_rank(x: torch.Tensor) -> torch.Tensor:
@@ -50,6 +51,10 @@ def world_size(x: torch.Tensor) -> torch.Tensor:
     return x * dist.get_world_size()
 
 
+def mesh_size(x: torch.Tensor) -> torch.Tensor:
+    return x * MESH.size()
+
+
 def rank_argument(x: torch.Tensor, rank: int) -> torch.Tensor:
     return x + rank
 
@@ -69,6 +74,7 @@ def main() -> None:
         mesh_rank,
         mesh_coordinate,
         world_size,
+        mesh_size,
         no_rank,
     ):
         compiled = torch.compile(case)
