@@ -146,7 +146,10 @@ def watch_distributed_reads(world_size_read: Callable[[int], None]) -> Callable[
         (ProcessGroup, "size"): size_read,
         (DeviceMesh, "size"): size_read,
     }
-    originals = {(cls, name): getattr(cls, name) for cls, name in reads}
+    # What each class holds (a pybind11 method's descriptor, which getattr would unwrap), and
+    # the function to call.
+    held = {(cls, name): vars(cls)[name] for cls, name in reads if name in vars(cls)}
+    watchers = {}
 
     def watched(cls: type, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         def read(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -159,12 +162,14 @@ def watch_distributed_reads(world_size_read: Callable[[int], None]) -> Callable[
         read.__name__ = read.__qualname__ = name
         return read
 
-    for (cls, name), original in originals.items():
-        setattr(cls, name, watched(cls, name, original))
+    for cls, name in held:
+        watchers[cls, name] = watched(cls, name, getattr(cls, name))
+        setattr(cls, name, watchers[cls, name])
 
     def undo() -> None:
-        for (cls, name), original in originals.items():
-            setattr(cls, name, original)
+        for (cls, name), original in held.items():
+            if vars(cls).get(name) is watchers[cls, name]:  # not already put back by an outer capture
+                setattr(cls, name, original)
 
     return undo
 
