@@ -39,9 +39,16 @@ class FrameVetting(Protocol):
     def before_load(self, frame: str, local_scope: dict[str, Any], global_scope: dict[str, Any]) -> str | None:
         """Why the frame must not be used, from what is known before its guards load, or None."""
 
-    def after_load(self, frame: str, guards_state: bytes, manager: Any, global_scope: dict[str, Any]) -> str | None:
+    def after_load(
+        self,
+        frame: str,
+        guards_state: bytes,
+        manager: Any,
+        global_scope: dict[str, Any],
+        refused: Callable[[str], None],
+    ) -> str | None:
         """Why this guarded entry must not be used, given its loaded guard manager (to which
-        checks may be added), or None."""
+        checks may be added; one that rejects a call tells `refused` why), or None."""
 
 
 class SafeDynamoCache:
@@ -322,7 +329,9 @@ def _install_entries(
                 except Exception as error:
                     report.skipped.append((frame, f"its saved guards do not load ({type(error).__name__}: {error})"))
                     continue
-                refusal = vetting.after_load(frame, guarded.guards_state, manager, scope)
+                refusal = vetting.after_load(
+                    frame, guarded.guards_state, manager, scope, functools.partial(refused.__setitem__, frame)
+                )
                 if refusal:
                     report.skipped.append((frame, refusal))
                     continue

@@ -150,11 +150,12 @@ def watch_distributed_reads(world_size_read: Callable[[int], None]) -> Callable[
     # the function to call.
     held = {(cls, name): vars(cls)[name] for cls, name in reads if name in vars(cls)}
     watchers = {}
+    being_traced = _tracing_output_graph()
 
     def watched(cls: type, name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         def read(self: Any, *args: Any, **kwargs: Any) -> Any:
             value = original(self, *args, **kwargs)
-            output = _graph_being_traced()
+            output = being_traced()
             if output is not None:
                 reads[cls, name](output, f"{cls.__name__}.{name}()", value)
             return value
@@ -174,23 +175,45 @@ def watch_distributed_reads(world_size_read: Callable[[int], None]) -> Callable[
     return undo
 
 
-def _graph_being_traced() -> Any:
-    """The output graph Dynamo is tracing when the caller's caller (below torch.distributed's
-    own frames) is Dynamo itself calling a function as it traces; None otherwise."""
+def add_world_size_check(manager: Any, world_size: int, refused: Callable[[str], None]) -> None:
+    """Adds to a saved entry's guards, checked on every call, that the job's world size is the
+    one its graph holds (read as Dynamo traced it, which PyTorch does not guard). Otherwise the
+    frame compiles, and `refused` is told why."""
+
+    def same_world(f_locals: Any) -> bool:
+        here = process_group_rank()
+        if here is not None and here[1] == world_size:
+            return True
+        now = f"this job's world size is {here[1]}" if here else "this process has no default process group"
+        refused(f"its graph holds the world size {world_size}, read as Dynamo traced it (no guard checks it); {now}")
+        return False
+
+    manager.root.add_lambda_guard(same_world, [f"dynamo-replay: world size {world_size}"], None)
+
+
+def _tracing_output_graph() -> Callable[[], Any]:
+    """A function giving the output graph Dynamo is tracing when its caller's caller (below
+    torch.distributed's own frames) is Dynamo itself calling a function as it traces, None
+    otherwise. What it needs is looked up once: it runs on every call it watches."""
     import os
     import sys
 
     import torch.distributed
     from torch._dynamo import symbolic_convert
 
-    tx = getattr(symbolic_convert.tls, "current_tx", None)
-    if tx is None:
-        return None
+    tls = symbolic_convert.tls
     distributed = os.path.dirname(torch.distributed.__file__) + os.sep
     dynamo = os.path.dirname(symbolic_convert.__file__) + os.sep
-    frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith(distributed):
-        frame = frame.f_back
-    if frame is None or not frame.f_code.co_filename.startswith(dynamo):
-        return None
-    return getattr(tx, "output", None)
+
+    def output_graph() -> Any:
+        tx = getattr(tls, "current_tx", None)
+        if tx is None:
+            return None
+        frame = sys._getframe(2)
+        while frame is not None and frame.f_code.co_filename.startswith(distributed):
+            frame = frame.f_back
+        if frame is None or not frame.f_code.co_filename.startswith(dynamo):
+            return None
+        return getattr(tx, "output", None)
+
+    return output_graph

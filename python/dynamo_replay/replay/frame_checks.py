@@ -12,6 +12,7 @@ dynamo_replay._torch.guards says which guard kind is checked where, docs/guards.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from dynamo_replay._torch import guards as _torch_guards
@@ -45,16 +46,20 @@ class FrameChecks:
                 return refusal + (f" (guarded at {guard.line})" if guard.line else "")
         return None
 
-    def after_load(self, frame: str, guards_state: bytes, manager: Any, global_scope: dict[str, Any]) -> str | None:
+    def after_load(
+        self,
+        frame: str,
+        guards_state: bytes,
+        manager: Any,
+        global_scope: dict[str, Any],
+        refused: Callable[[str], None],
+    ) -> str | None:
         if not self._enabled:
             return None
         key = _torch_guards.guards_state_key(guards_state)
         captured = self._trees.get(key)
         if captured is None:
             return "the store has no record of its guards as PyTorch built them at capture"
-        refusal = self._world_size_refusal(key)
-        if refusal:
-            return refusal
         difference = _torch_guards.guard_tree_difference(captured, _torch_guards.guard_tree_lines(manager))
         if difference:
             return difference
@@ -72,20 +77,10 @@ class FrameChecks:
         for guard in guards:
             if _torch_guards.checked_on_every_call(guard):
                 _torch_guards.add_call_time_recheck(manager, guard, global_scope, self._matched)
+        world_size = self._world_size_reads.get(self._entry_compiles.get(key, ""))
+        if world_size is not None:  # its graph holds the world size: a call in another world compiles
+            _torch_ranks.add_world_size_check(manager, world_size, refused)
         return None
-
-    def _world_size_refusal(self, key: str) -> str | None:
-        """Why an entry whose graph holds the world size (read as Dynamo traced it, with no
-        guard) cannot run in this job, if it cannot."""
-        captured = self._world_size_reads.get(self._entry_compiles.get(key, ""))
-        if captured is None:
-            return None
-        here = _torch_ranks.process_group_rank()
-        world = here[1] if here else None
-        if world == captured:
-            return None
-        now = f"this job's world size is {world}" if world else "this process has no default process group"
-        return f"its graph holds the world size {captured}, read as Dynamo traced it (no guard checks it); {now}"
 
     def _entry_guards(self, frame: str, key: str) -> list[DroppedGuard]:
         """The dropped guards of one saved entry of a frame (the compile that saved it): a frame

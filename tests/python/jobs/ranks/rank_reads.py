@@ -1,8 +1,10 @@
-"""One process, rank 0 of PyTorch's fake process group of WORLD ranks (2 by default): each compiled function below
-reads the process's rank one way (or, the controls, reads something every rank shares) and is
-called twice; OUT (a JSON file) gets each function's outputs and the functions Dynamo traced.
+"""One process, rank 0 of PyTorch's fake process group of WORLD ranks, for each WORLD in turn (2
+by default; the process group is made again for each): each compiled function below reads the
+process's rank one way (or, the controls, reads something every rank shares) and is called
+twice; OUT (a JSON file) gets, per world size, each function's outputs and the functions Dynamo
+traced.
 
-Usage: rank_reads.py OUT [WORLD]"""
+Usage: rank_reads.py OUT [WORLD ...]"""
 
 from __future__ import annotations
 
@@ -18,9 +20,7 @@ from torch.testing._internal.distributed import fake_pg  # registers the "fake" 
 traced: list[str] = []
 torch._dynamo.convert_frame.register_bytecode_hook(lambda code, new_code: traced.append(code.co_name))
 
-WORLD = int(sys.argv[2]) if len(sys.argv) > 2 else 2
-dist.init_process_group(backend="fake", store=fake_pg.FakeStore(), rank=0, world_size=WORLD)
-MESH = init_device_mesh("cpu", (WORLD,))
+MESH = None  # the device mesh of the world size being run
 
 
 def get_rank(x: torch.Tensor) -> torch.Tensor:
@@ -63,7 +63,11 @@ def no_rank(x: torch.Tensor) -> torch.Tensor:
     return x.sin()
 
 
-def main() -> None:
+def run(world: int) -> dict:
+    global MESH
+    dist.init_process_group(backend="fake", store=fake_pg.FakeStore(), rank=0, world_size=world)
+    MESH = init_device_mesh("cpu", (world,))
+    traced.clear()
     outputs = {}
     x = torch.arange(4.0)
     for case in (
@@ -81,9 +85,14 @@ def main() -> None:
         outputs[case.__name__] = [compiled(x).tolist() for _ in range(2)]
     compiled = torch.compile(rank_argument)
     outputs["rank_argument"] = [compiled(x, dist.get_rank()).tolist() for _ in range(2)]
-    with open(sys.argv[1], "w") as out:
-        json.dump({"outputs": outputs, "traced": traced}, out)
     dist.destroy_process_group()
+    return {"outputs": outputs, "traced": list(traced)}
+
+
+def main() -> None:
+    worlds = sys.argv[2:] or ["2"]
+    with open(sys.argv[1], "w") as out:
+        json.dump({world: run(int(world)) for world in worlds}, out)
 
 
 if __name__ == "__main__":
