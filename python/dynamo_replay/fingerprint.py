@@ -44,12 +44,6 @@ def _canonical(value: object) -> str:
     return repr(value)
 
 
-def _config_entries(prefix: str, module) -> dict[str, str]:
-    """The module's configs that affect compilation (not marked compile-ignored)."""
-    values = module._get_dict(ignored_keys=list(module._compile_ignored_keys), readonly_values=True)
-    return {f"{prefix}.{key}": _canonical(value) for key, value in values.items()}
-
-
 def environment_fingerprint() -> dict[str, str]:
     """Fingerprint entries, name -> value, all strings. Imports torch."""
     import torch
@@ -59,7 +53,6 @@ def environment_fingerprint() -> dict[str, str]:
     # The compiler Inductor would pick: the first name its config gives (cpp_builder, which
     # resolves it fully, costs a second to import in a job that never uses Inductor).
     cxx = next(iter(settings.inductor_cxx_names()), "c++")
-    configs = settings.config_modules()
     entries = {
         "torch.version": releases.VERSION,
         "torch.git_version": torch.version.git_version,
@@ -72,8 +65,8 @@ def environment_fingerprint() -> dict[str, str]:
         FINGERPRINT_CPU_FLAGS: cpu_isa_flags(),
         "cxx.compiler": _compiler_version(cxx),
     }
-    for name in ("dynamo", "inductor", "functorch"):
-        entries.update(_config_entries(f"config.{name}", configs[name]))
+    for name, values in settings.compile_config_values().items():
+        entries.update({f"config.{name}.{key}": _canonical(value) for key, value in values.items()})
     return entries
 
 
@@ -92,11 +85,9 @@ def ignored_by_pytorch(key: str) -> bool:
 def cpu_isa_flags() -> str:
     """The CPU features Inductor picks its vector ISA by, as PyTorch's CPU checks report
     them (no compiler probe, no Inductor import)."""
-    import torch
+    from dynamo_replay._torch import inductor
 
-    names = ("avx2", "avx512", "vnni", "avx512_bf16", "amx_tile", "amx_fp16")
-    flags = [name for name in names if getattr(torch.cpu, f"_is_{name}_supported", lambda: False)()]
-    return ",".join([platform.machine(), *flags])
+    return ",".join([platform.machine(), *inductor.cpu_isa_features()])
 
 
 def source_hash(filename: str, code: CodeType | None = None, lines: list[int] | None = None) -> tuple[list[int], str]:

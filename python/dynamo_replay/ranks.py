@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dynamo_replay._core import Artifact, Store
-
 AGREEMENT_WAIT_ENV = "DYNAMO_REPLAY_RANK_WAIT"
 _DEFAULT_AGREEMENT_WAIT_S = 120.0
 _POLL_S = 0.02
@@ -81,14 +79,11 @@ def cache_keys(path: str) -> tuple[set[str], set[str]] | None:
     """(PyTorch's cache keys, frames compiled) of a finished store, or None when it cannot be
     read (missing, unfinished, locked by its writer, or from before the keys were recorded)."""
     from dynamo_replay import schema
-    from dynamo_replay.replay_data import ReplayData
+    from dynamo_replay.store_view import StoreView
 
-    try:
-        with Store.open(path) as store:
-            raw = next(
-                (store.get_blob(a.blob_key) for a in store.records(Artifact) if a.name == schema.REPLAY_DATA_NAME), None
-            )
-        data = ReplayData.from_json(raw) if raw is not None else None
+    try:  # every generation's keys: an update adds compiles rank 0's store then covers
+        view = StoreView.open(path, only=(schema.REPLAY_DATA_NAME,))
+        data = view.replay_data() if view.finished else None
     except Exception:  # any reason it cannot be read: nothing is decided from it
         return None
     if data is None or data.cache_keys is None:

@@ -40,40 +40,47 @@ def _precompile_settings_put_back():
 
 
 @pytest.fixture(scope="session")
-def why_stores(tmp_path_factory) -> dict[str, dict[str, Path]]:
+def why_stores() -> dict[str, dict[str, Path]]:
     """{program: {"broken": store, "fixed": store}} for every why-program (why_programs.py),
-    captured once a session for test_why_programs and test_why."""
+    captured once a build (shared_captures) for test_why_programs and test_why."""
+    from shared_captures import shared
     from why_programs import why_stores as capture_why_stores
 
-    return capture_why_stores(tmp_path_factory.mktemp("why"))
+    return capture_why_stores(shared("why-programs", capture_why_stores))
 
 
 @pytest.fixture(scope="session")
-def gpt2_recompile_break(tmp_path_factory) -> tuple[Path, Path]:
-    """jobs/gpt2_recompile_break.py captured once a session (GPT-2 with a recompile and a graph
-    break), while PyTorch's own TORCH_TRACE handler logged the same run: (store, PyTorch's log).
-    The export and report tests read it."""
+def gpt2_recompile_break() -> tuple[Path, Path]:
+    """jobs/gpt2_recompile_break.py captured once a build (shared_captures: GPT-2 with a
+    recompile and a graph break), while PyTorch's own TORCH_TRACE handler logged the same run:
+    (store, PyTorch's log). The export and report tests read it."""
+    from shared_captures import shared
+
+    folder = shared("gpt2-recompile-break", _capture_gpt2_recompile_break)
+    return folder / "gpt2.dynrep", next((folder / "torch_trace").glob("dedicated_log_torch_trace_*.log"))
+
+
+def _capture_gpt2_recompile_break(folder: Path) -> None:
     import sys
 
-    folder = tmp_path_factory.mktemp("gpt2")
-    store, trace_dir = folder / "gpt2.dynrep", folder / "torch_trace"
     job = Path(__file__).parent / "jobs" / "gpt2_recompile_break.py"
     subprocess.run(
-        [sys.executable, str(job), str(store)],
-        env={**os.environ, "TORCH_TRACE": str(trace_dir)},
+        [sys.executable, str(job), str(folder / "gpt2.dynrep")],
+        env={**os.environ, "TORCH_TRACE": str(folder / "torch_trace")},
         check=True,
         capture_output=True,
         timeout=300,
     )
-    return store, next(trace_dir.glob("dedicated_log_torch_trace_*.log"))
 
 
 @pytest.fixture(scope="session")
-def graph_stores(tmp_path_factory):
-    """graph_jobs.JOBS' stores, each captured once a session when a test first reads it."""
+def graph_stores():
+    """graph_jobs.JOBS' stores, each captured when a test first reads it (once a build, for every
+    worker and tier: shared_captures)."""
     from graph_jobs import GraphStores
+    from shared_captures import shared
 
-    return GraphStores(tmp_path_factory.mktemp)
+    return GraphStores(lambda job, make: shared(f"graph-{job}", make))
 
 
 @pytest.fixture

@@ -163,23 +163,26 @@ def capture_on_one_thread(path: Path, job: Callable[[], None]) -> None:
 class GraphStores:
     """Jobs' stores (JOBS' by default), each captured (on one thread by default) the first time
     a test reads it: test files that read the same job share its store, and a tier that reads
-    fewer jobs captures fewer."""
+    fewer jobs captures fewer. folder(job, make) gives the folder make(folder) filled (the
+    suite's shared_captures.shared keeps it for every worker and tier of a build)."""
 
     def __init__(
         self,
-        directory: Callable[[str], Path],
+        folder: Callable[[str, Callable[[Path], None]], Path],
         jobs: dict[str, Callable[[], None]] | None = None,
         capture: Callable[[Path, Callable[[], None]], None] = capture_on_one_thread,
     ) -> None:
-        self._directory, self._jobs, self._capture = directory, jobs or JOBS, capture
+        self._folder, self._jobs, self._capture = folder, jobs or JOBS, capture
         self._stores: dict[str, Path] = {}
 
     def __getitem__(self, job: str) -> Path:
         if job not in self._stores:
-            path = self._directory(job) / "job.dynrep"
-            torch._dynamo.reset()
-            self._capture(path, self._jobs[job])
-            self._stores[job] = path
+
+            def make(folder: Path) -> None:
+                torch._dynamo.reset()
+                self._capture(folder / "job.dynrep", self._jobs[job])
+
+            self._stores[job] = self._folder(job, make) / "job.dynrep"
         return self._stores[job]
 
     def view(self, names: dict[str, str]) -> Mapping[str, Path]:

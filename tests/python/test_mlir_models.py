@@ -21,6 +21,7 @@ from dynamo_replay.tools import runner_executable
 
 sys.path.insert(0, str(Path(__file__).parent))
 from graph_jobs import GraphStores  # noqa: E402
+from shared_captures import shared  # noqa: E402
 from test_mlir import MLIR_OPT  # noqa: E402
 
 pytestmark = pytest.mark.skipif(MLIR_OPT is None, reason="MLIR 19 is not installed (make test installs it)")
@@ -108,9 +109,9 @@ def _capture(path: Path, job: Callable[[], None]) -> None:
 
 
 @pytest.fixture(scope="module")
-def stores(tmp_path_factory: pytest.TempPathFactory) -> GraphStores:
-    """Each model captured when a test first reads it: the fast tier captures only its own."""
-    return GraphStores(tmp_path_factory.mktemp, MODELS, _capture)
+def stores() -> GraphStores:
+    """Each model captured when a test first reads it (once a build: shared_captures)."""
+    return GraphStores(lambda model, make: shared(f"mlir-model-{model}", make, inputs=[__file__]), MODELS, _capture)
 
 
 # (model, PyTorch release line) -> {compile: why its graph lowers but may not match within

@@ -1,12 +1,15 @@
 """PyTorch's private API is touched in one place, dynamo_replay._torch: no other module of the
-package names `torch._...`, `sys._getframe` or a frame's `f_locals` (an AST scan, so the
-`torch._check(...)` lines `why` writes as text do not count). And each of _torch's readers of
+package names `torch._...`, `sys._getframe` or a frame's `f_locals`, reads a private attribute
+of a PyTorch object (`op._schema`, `config._get_dict`: any underscore name PyTorch's own Python
+defines and this package does not, through a dot or getattr) or a private operator
+(`aten._foo`) (an AST scan, so the `torch._check(...)` lines `why` writes as text do not count). And each of _torch's readers of
 PyTorch's own stack frames finds what it reads in a real capture of this PyTorch: a PyTorch that
 renames a local fails here, by name, instead of quietly leaving facts out of stores. About 5 s."""
 
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import subprocess
@@ -23,11 +26,54 @@ PACKAGE = Path(dynamo_replay.__file__).resolve().parent
 DOOR = PACKAGE / "_torch"
 
 
+# A private name a file defines: `def _x(`, `self._x =`, `_x = ` or `_x: T` at the start of a line.
+_DEFINED = re.compile(r"(?:\bdef\s+|\bself\.|^[ \t]*)(_[A-Za-z]\w*)\s*(?:\(|=(?!=)|:)", re.M)
+
+
+def _defined_names(folder: Path, pattern: str) -> frozenset[str]:
+    return frozenset(n for p in folder.rglob(pattern) for n in _DEFINED.findall(p.read_text(errors="replace")))
+
+
+@functools.cache
+def torch_private_names() -> frozenset[str]:
+    """The underscore names PyTorch's Python (and its stubs of the C extension) defines that this
+    package does not define itself: reading one off an object is reading PyTorch's private API."""
+    import torch
+
+    folder = Path(torch.__file__).parent
+    defined = _defined_names(folder, "*.py") | _defined_names(folder, "*.pyi")
+    return defined - _defined_names(PACKAGE, "*.py") - _NAMEDTUPLE_API
+
+
+# A named tuple's public API, spelled with an underscore so as not to clash with field names.
+_NAMEDTUPLE_API = frozenset({"_fields", "_field_defaults", "_asdict", "_replace", "_make"})
+
+
+def _private_attribute(node: ast.AST) -> str:
+    """The private PyTorch attribute a node reads (`x._schema`, `getattr(x, "_schema")`,
+    `getattr(x, f"_is_{n}")`, `aten._foo`), or ""."""
+    if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+        base = _dotted(node.value) or ""
+        if base in ("self", "cls"):
+            return ""
+        if base == "aten" or base.startswith("torch.ops") or node.attr in torch_private_names():
+            return ast.unparse(node)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
+        name = node.args[1] if len(node.args) >= 2 else None
+        if isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value in torch_private_names():
+            return f"{node.func.id}(..., {name.value!r})"
+        if isinstance(name, ast.JoinedStr) and name.values:  # a private name made at run time
+            first = name.values[0]
+            if isinstance(first, ast.Constant) and str(first.value).startswith("_"):
+                return f"{node.func.id}(..., {ast.unparse(name)})"
+    return ""
+
+
 def touchpoints(path: Path, root: Path = PACKAGE) -> list[str]:
     """`file:line: what` for each private PyTorch name or frame read in a Python file."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        what = ""
+        what = _private_attribute(node)
         if isinstance(node, ast.Attribute):
             name = _dotted(node) or ""
             if re.match(r"torch\._[A-Za-z]", name) or node.attr in ("_getframe", "f_locals", "f_back"):
@@ -64,6 +110,11 @@ def test_the_scan_sees_a_touchpoint(tmp_path):
         "f = sys._getframe(1)",
         "y = f.f_locals",
         "s = 'torch._check(n)'",
+        "schema = op._schema",
+        "values = module._get_dict(ignored_keys=[])",
+        "supported = getattr(torch.cpu, f'_is_{name}_supported')",
+        "op = aten._scaled_dot_product_flash_attention_for_cpu_backward.default",
+        "mine = self._stores",
     ]
     sample.write_text("\n".join(lines) + "\n")
     hits = [h.split(": ", 1)[1] for h in touchpoints(sample, tmp_path)]
@@ -73,8 +124,12 @@ def test_the_scan_sees_a_touchpoint(tmp_path):
         "torch._dynamo.config.verbose",
         "sys._getframe",
         "f.f_locals",
+        "op._schema",
+        "module._get_dict",
+        "getattr(..., f'_is_{name}_supported')",
+        "aten._scaled_dot_product_flash_attention_for_cpu_backward",
     }
-    assert not any("torch._check" in h for h in hits)
+    assert not any("torch._check" in h or "_stores" in h for h in hits)
 
 
 @pytest.fixture(scope="module")

@@ -119,38 +119,67 @@ def test_before_the_process_group_exists_each_rank_decides_alone() -> None:
     assert alone.refuse("anything") is False  # tried again at the next compile
 
 
-def _store_with_keys(path: Path, keys: list[str], frames: list[str]) -> None:
-    from dynamo_replay import Artifact, Store, schema
+def _store_with_keys(path: Path, keys: list[str], frames: list[str], *updates: tuple[list[str], list[str]]) -> None:
+    """A store whose generation 0 holds these PyTorch cache keys and frames, and each update
+    (keys, frames) a later generation, laid out as dynamo_replay.update writes them."""
+    from dynamo_replay import Artifact, Store, generations, schema
     from dynamo_replay.replay_data import ReplayData
 
     with Store.create(str(path), overwrite=True) as store:
-        data = ReplayData(frames=frames, cache_keys=keys).to_json()
-        store.put(
-            Artifact(
-                name=schema.REPLAY_DATA_NAME,
-                media_type=schema.REPLAY_DATA_MEDIA_TYPE,
-                blob_key=store.put_blob(data),
-                size=len(data),
-            )
-        )
+        for generation, (its_keys, its_frames) in enumerate([(keys, frames), *updates]):
+            data = ReplayData(frames=its_frames, cache_keys=its_keys).to_json()
+            for name, media_type, payload in (
+                (schema.REPLAY_DATA_NAME, schema.REPLAY_DATA_MEDIA_TYPE, data),
+                (schema.MEGA_CACHE_NAME, "application/octet-stream", b"cache artifacts"),
+            ):
+                store.put(
+                    Artifact(
+                        name=generations.artifact_name(generation, name),
+                        media_type=media_type,
+                        blob_key=store.put_blob(payload),
+                        size=len(payload),
+                    )
+                )
 
 
-# One line per side store against rank 0's: (side keys, side frames, rank 0 keys, rank 0 frames, kept).
+# One line per side store against rank 0's: (side keys, side frames, rank 0 keys, rank 0 frames,
+# rank 0's later generations (keys, frames) written by replay --update, kept).
 SIDE_STORES = [
-    (["inductor:a"], ["f (x.py:1)"], ["inductor:a", "inductor:b"], ["f (x.py:1)"], False),  # the same compile
-    (["inductor:c"], ["f (x.py:1)"], ["inductor:a"], ["f (x.py:1)"], True),  # another graph
-    (["inductor:a"], ["g (x.py:9)"], ["inductor:a"], ["f (x.py:1)"], True),  # another frame
+    (["inductor:a"], ["f (x.py:1)"], ["inductor:a", "inductor:b"], ["f (x.py:1)"], [], False),  # the same compile
+    (["inductor:c"], ["f (x.py:1)"], ["inductor:a"], ["f (x.py:1)"], [], True),  # another graph
+    (["inductor:a"], ["g (x.py:9)"], ["inductor:a"], ["f (x.py:1)"], [], True),  # another frame
+    # rank 0's update added the side store's compile: generation 1 covers it
+    (["inductor:b"], ["g (x.py:9)"], ["inductor:a"], ["f (x.py:1)"], [(["inductor:b"], ["g (x.py:9)"])], False),
+    # covered by generations 1 and 2 together
+    (
+        ["inductor:b", "inductor:c"],
+        ["f (x.py:1)", "g (x.py:9)"],
+        ["inductor:a"],
+        ["f (x.py:1)"],
+        [(["inductor:b"], ["g (x.py:9)"]), (["inductor:c"], [])],
+        False,
+    ),
+    # rank 0's update added another graph: the side store still holds what rank 0's lacks
+    (["inductor:c"], ["g (x.py:9)"], ["inductor:a"], ["f (x.py:1)"], [(["inductor:b"], ["g (x.py:9)"])], True),
 ]
 
 
 @pytest.mark.parametrize(
-    "side_keys,side_frames,keys,frames,kept", SIDE_STORES, ids=["same", "graph differs", "frame differs"]
+    "side_keys,side_frames,keys,frames,updates,kept",
+    SIDE_STORES,
+    ids=["same", "graph differs", "frame differs", "an update covers it", "two updates cover it", "update differs"],
 )
 def test_a_side_store_is_kept_only_while_it_holds_what_rank_0s_lacks(
-    tmp_path: Path, side_keys: list[str], side_frames: list[str], keys: list[str], frames: list[str], kept: bool
+    tmp_path: Path,
+    side_keys: list[str],
+    side_frames: list[str],
+    keys: list[str],
+    frames: list[str],
+    updates: list[tuple[list[str], list[str]]],
+    kept: bool,
 ) -> None:
     main = tmp_path / "job.dynrep"
-    _store_with_keys(main, keys, frames)
+    _store_with_keys(main, keys, frames, *updates)
     _store_with_keys(Path(ranks.side_store(str(main), 1)), side_keys, side_frames)
     path, note = ranks.store_for_rank(str(main), ranks.JobRank(1, 2, "test"))
     assert (path == ranks.side_store(str(main), 1)) is kept

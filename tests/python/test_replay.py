@@ -23,6 +23,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from job_environment import job_environment  # noqa: E402
+from shared_captures import copy_of, shared  # noqa: E402
 
 JOB = Path(__file__).parent / "jobs" / "replay_jobs.py"
 KEY = "replay-test-key"
@@ -44,24 +45,17 @@ def job_env(cache: Path, *, compiler: bool, **extra: str) -> dict[str, str]:
 
 
 class Captured:
+    """A workload captured with options (once a build: shared_captures), copied into root, where
+    its replays write."""
+
     def __init__(self, root: Path, workload: str, *options: str) -> None:
         self.root, self.workload = root, workload
-        self.store = root / f"{workload}.dynrep"
-        extra = {"DYNAMO_REPLAY_KEY": KEY} if workload == "graph_break" else {}
-        result = run(
-            "-m",
-            "dynamo_replay",
-            "capture",
-            *options,
-            "-o",
-            str(self.store),
-            str(JOB),
-            workload,
-            str(root / "capture"),
-            env=job_env(root / "capture-cache", compiler=True, **extra),
+        made = shared(
+            " ".join(["replay", workload, *options]), lambda f: _capture(f, workload, options), inputs=[__file__]
         )
-        assert result.returncode == 0, result.stderr[-3000:]
-        self.stderr = result.stderr
+        copy_of(made, root)
+        self.store = root / f"{workload}.dynrep"
+        self.stderr = (root / "capture.stderr").read_text()
         self.outputs = torch.load(root / "capture" / "outputs.pt")
 
     def replay(
@@ -92,6 +86,25 @@ def captured(tmp_path_factory):
         return stores[key]
 
     return get
+
+
+def _capture(folder: Path, workload: str, options: tuple[str, ...]) -> None:
+    extra = {"DYNAMO_REPLAY_KEY": KEY} if workload == "graph_break" else {}
+    result = run(
+        "-m",
+        "dynamo_replay",
+        "capture",
+        *options,
+        "-o",
+        str(folder / f"{workload}.dynrep"),
+        str(JOB),
+        workload,
+        str(folder / "capture"),
+        env=job_env(folder / "capture-cache", compiler=True, **extra),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    (folder / "capture.stderr").write_text(result.stderr)
+    shutil.rmtree(folder / "capture-cache", ignore_errors=True)
 
 
 def compiler_report(out: Path) -> dict:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -25,6 +26,7 @@ import dynamo_replay as dr  # noqa: E402
 from dynamo_replay import kernels, schema  # noqa: E402
 from dynamo_replay.replay import checks  # noqa: E402
 from job_environment import job_environment  # noqa: E402
+from shared_captures import copy_of, shared  # noqa: E402
 
 KEY = "signed-replay-test-key"
 JOB = Path(__file__).parent / "jobs" / "swapped_job.py"
@@ -36,17 +38,30 @@ def _env(cache: Path, **extra: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def signed(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("signed")
-    store = root / "signed.dynrep"
+    """The signed capture (once a build: shared_captures), copied: tests rewrite its records."""
+    made = shared("signed", _capture_signed, inputs=[__file__])
+    return copy_of(made, tmp_path_factory.mktemp("signed")) / "signed.dynrep"
+
+
+def _capture_signed(root: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "dynamo_replay", "capture", "-o", str(store), str(JOB), str(root / "out.pt")],
+        [
+            sys.executable,
+            "-m",
+            "dynamo_replay",
+            "capture",
+            "-o",
+            str(root / "signed.dynrep"),
+            str(JOB),
+            str(root / "out.pt"),
+        ],
         capture_output=True,
         text=True,
         timeout=600,
         env=_env(root / "cache", DYNAMO_REPLAY_KEY=KEY),
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    return store
+    shutil.rmtree(root / "cache", ignore_errors=True)
 
 
 # (record kind, record, the store read, the store written) -> the record to write, or None to drop it

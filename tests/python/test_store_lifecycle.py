@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from dynamo_replay.update import Limits, merge_update, store_lock  # noqa: E402
 sys.path.insert(0, str(Path(__file__).parent))
 from job_environment import job_environment  # noqa: E402
 from redis_server import free_port, start_redis  # noqa: E402
+from shared_captures import shared  # noqa: E402
 
 JOB = Path(__file__).parent / "jobs" / "lifecycle" / "serve.py"
 
@@ -125,21 +127,29 @@ def server(tmp_path: Path):
 
 
 @pytest.fixture(scope="module")
-def captured(tmp_path_factory) -> dict[str, Path]:
+def captured() -> dict[str, Path]:
     """A store of the job at length 8, and captures at lengths 16 and 24 (an update's delta is
-    a capture of what compiled), of a copy of the job ("job", which a test may edit and put back)."""
-    root = tmp_path_factory.mktemp("lifecycle")
-    stores = {"job": root / "serve.py"}
-    stores["job"].write_text(JOB.read_text())
+    a capture of what compiled), of a copy of the job ("job", which a test may edit and put back).
+    Made once a build (shared_captures): tests copy a store before they change it."""
+    root = shared("lifecycle", _capture_lengths, inputs=[__file__, JOB])
+    stores = {"job": root / "serve.py", **{n: root / f"capture-{n}" / "job.dynrep" for n in ("8", "16", "24")}}
+    if stores["job"].read_text() != JOB.read_text():  # an edit a killed test did not put back
+        stores["job"].write_text(JOB.read_text())
+    return stores
+
+
+def _capture_lengths(root: Path) -> None:
+    job = root / "serve.py"
+    job.write_text(JOB.read_text())
     processes = []
     for lengths in ("8", "16", "24"):
         folder = root / f"capture-{lengths}"
         folder.mkdir()
-        stores[lengths] = folder / "job.dynrep"
-        processes.append(start(str(stores[lengths]), folder / "report.json", lengths, "--update", job=stores["job"]))
+        processes.append(start(str(folder / "job.dynrep"), folder / "report.json", lengths, "--update", job=job))
     for process in processes:
         finish(process)
-    return stores
+    for lengths in ("8", "16", "24"):
+        shutil.rmtree(root / f"capture-{lengths}" / "inductor", ignore_errors=True)
 
 
 def generations_of(path: Path) -> list[int]:

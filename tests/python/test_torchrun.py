@@ -7,6 +7,7 @@ About 15 minutes on a 2-core machine."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ pytest.importorskip("transformers")
 sys.path.insert(0, str(Path(__file__).parent))
 from job_environment import job_environment  # noqa: E402
 from redis_server import free_port, start_redis  # noqa: E402
+from shared_captures import copy_of, shared  # noqa: E402
 
 JOB = Path(__file__).parent / "jobs" / "ranks" / "train_step.py"
 LAUNCH_TIMEOUT_S = 300
@@ -60,6 +62,21 @@ def results(out: Path, ranks: int = 2) -> list[dict]:
     found = [json.loads((out / f"rank-{rank}.json").read_text()) for rank in range(ranks)]
     assert [r["rank"] for r in found] == list(range(ranks))
     return found
+
+
+def captured_by_two_ranks(
+    name: str, args: tuple[str, ...], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, list[dict]]:
+    """A capture by torchrun's 2 ranks, made once a build (shared_captures), and copied: a rank
+    that compiles at replay writes a store of its own beside the one it read."""
+
+    def capture(folder: Path) -> None:
+        torchrun(folder / "capture", *args, tool=("capture", "-o", str(folder / "job.dynrep")))
+        for scratch in ("capture-inductor", "capture-cache"):
+            shutil.rmtree(folder / scratch, ignore_errors=True)
+
+    folder = copy_of(shared(f"torchrun-{name}", capture, inputs=[__file__]), tmp_path_factory.mktemp(name))
+    return folder / "job.dynrep", results(folder / "capture")
 
 
 def numbers(found: list[dict]) -> list[tuple]:
@@ -105,9 +122,7 @@ def test_capture_command_then_every_rank_replays(
 def mlp_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]]:
     """An MLP under DDP, its optimizer's step compiled too, captured by torchrun's 2 ranks, and
     what the capture computed."""
-    folder = tmp_path_factory.mktemp("mlp")
-    torchrun(folder / "capture", *MLP, tool=("capture", "-o", str(folder / "mlp.dynrep")))
-    return folder / "mlp.dynrep", results(folder / "capture")
+    return captured_by_two_ranks("mlp", MLP, tmp_path_factory)
 
 
 # The MLP job of the tests below: its optimizer's step is compiled too, and replays on every rank.
@@ -170,9 +185,7 @@ def test_a_changed_split_compiles_the_split_frame(
 def fsdp_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]]:
     """The MLP under FSDP2 (fully_shard on its layers and on the model), captured by 2 ranks,
     and what the capture computed."""
-    folder = tmp_path_factory.mktemp("fsdp")
-    torchrun(folder / "capture", *FSDP_MLP, tool=("capture", "-o", str(folder / "fsdp.dynrep")))
-    return folder / "fsdp.dynrep", results(folder / "capture")
+    return captured_by_two_ranks("fsdp", FSDP_MLP, tmp_path_factory)
 
 
 FSDP_MLP = ("--model", "mlp", "--wrap", "fsdp")

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import tiers
+from shared_captures import copy_of, shared
 
 JOBS = Path(__file__).resolve().parent / "jobs" / "failures"
 
@@ -127,7 +128,15 @@ def marker_line(script: str, tag: str) -> int:
 
 
 def _capture(case: Case, directory: Path) -> dict:
-    store = directory / f"{case.id}.dynrep"
+    """The case's capture (once a build: shared_captures), copied into directory: its store, the
+    capture's exit code and its messages."""
+    made = shared(f"why-failure-{case.id}", lambda folder: _run_capture(case, folder), inputs=[__file__])
+    copy_of(made, directory / case.id)
+    said = json.loads((directory / case.id / "capture.json").read_text())
+    return {"store": directory / case.id / f"{case.id}.dynrep", **said}
+
+
+def _run_capture(case: Case, folder: Path) -> None:
     done = subprocess.run(
         [
             sys.executable,
@@ -135,17 +144,17 @@ def _capture(case: Case, directory: Path) -> dict:
             "dynamo_replay",
             "capture",
             "-o",
-            str(store),
+            str(folder / f"{case.id}.dynrep"),
             str(JOBS / f"{case.script}.py"),
             *case.args,
         ],
-        cwd=directory,
+        cwd=folder,
         capture_output=True,
         text=True,
         timeout=600,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )
-    return {"store": store, "returncode": done.returncode, "stderr": done.stderr}
+    (folder / "capture.json").write_text(json.dumps({"returncode": done.returncode, "stderr": done.stderr}))
 
 
 @pytest.fixture(scope="module")

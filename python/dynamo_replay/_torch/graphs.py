@@ -86,6 +86,24 @@ def decompose_to_core_aten(module: Any, extra: dict[Any, Any] | None = None) -> 
     return decomposed
 
 
+def operator_schema(namespace: str, name: str, overload: str) -> Any | None:
+    """The schema (torch._C.FunctionSchema) of torch.ops.NAMESPACE.NAME.OVERLOAD, or None when
+    this PyTorch has no such operator."""
+    import torch
+
+    try:
+        return getattr(getattr(getattr(torch.ops, namespace), name), overload)._schema
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def aten_operator(name: str, overload: str = "default") -> Any:
+    """torch.ops.aten.NAME.OVERLOAD, for an operator whose name is private (a leading underscore)."""
+    import torch
+
+    return getattr(getattr(torch.ops.aten, name), overload)
+
+
 def logging_frame() -> FrameType | None:
     """The frame of the PyTorch function that is logging a trace event (trace_structured's caller)."""
     frame = sys._getframe(1)

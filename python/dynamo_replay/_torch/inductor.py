@@ -12,6 +12,15 @@ from typing import Any
 _ISA_EXTRAS = {"avx512_bf16": "_is_avx512_bf16_supported", "amx_fp16": "_is_amx_fp16_supported"}
 
 
+def cpu_isa_features() -> list[str]:
+    """The CPU features Inductor picks its vector ISA by that this CPU has, as PyTorch's own
+    checks report them (torch.cpu: no compiler probe, no Inductor import)."""
+    import torch
+
+    names = ("avx2", "avx512", "vnni", "avx512_bf16", "amx_tile", "amx_fp16")
+    return [name for name in names if getattr(torch.cpu, f"_is_{name}_supported", lambda: False)()]
+
+
 def probed_vec_isas() -> list[dict[str, Any]] | None:
     """What Inductor's probe found in this process, or None if it never ran: each vector ISA it
     accepted, with the two extras it probes separately (AVX-512 bf16 conversions, AMX fp16)."""

@@ -158,6 +158,15 @@ def config_modules() -> dict[str, Any]:
     return {"dynamo": torch._dynamo.config, "inductor": torch._inductor.config, "functorch": torch._functorch.config}
 
 
+def compile_config_values() -> dict[str, dict[str, Any]]:
+    """Each config module's settings that affect compilation (PyTorch's own list of the
+    compile-ignored ones left out), by the fingerprint's name for the module."""
+    return {
+        name: module._get_dict(ignored_keys=list(module._compile_ignored_keys), readonly_values=True)
+        for name, module in config_modules().items()
+    }
+
+
 def inductor_cxx_names() -> list[str]:
     """The compilers Inductor's config names, in the order it tries them."""
     import torch._inductor.config

@@ -54,7 +54,6 @@ def flash_attention_backward(
 
 
 def extra_decompositions() -> dict[Any, Any]:
-    import torch
+    from dynamo_replay._torch import graphs
 
-    aten = torch.ops.aten
-    return {aten._scaled_dot_product_flash_attention_for_cpu_backward.default: flash_attention_backward}
+    return {graphs.aten_operator("_scaled_dot_product_flash_attention_for_cpu_backward"): flash_attention_backward}

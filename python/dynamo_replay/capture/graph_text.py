@@ -175,13 +175,12 @@ def schema_of(target: str) -> dict[str, Any] | None:
     Cached: graphs share most operators, and schemas do not change within a process."""
     if "::" not in target:
         return None
-    import torch
+    from dynamo_replay._torch import graphs
 
     namespace, rest = target.split("::", 1)
     op_name, _, overload = rest.partition(".")
-    try:
-        schema = getattr(getattr(getattr(torch.ops, namespace), op_name), overload or "default")._schema
-    except (AttributeError, RuntimeError):
+    schema = graphs.operator_schema(namespace, op_name, overload or "default")
+    if schema is None:
         return None
     text = str(schema)
     try:  # torchgen reads the schema the way native_functions.yaml spells it: Scalar, int[1]?

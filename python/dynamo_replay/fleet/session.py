@@ -317,18 +317,12 @@ class fleet_replay:  # noqa: N801 - a context manager, like replay
 
 def upload_store(entries: FleetEntries, digest: str, path: Path) -> str:
     """Uploads a finished store with a manifest that says what it was captured for."""
-    from dynamo_replay import generations, schema
-    from dynamo_replay._core import Artifact, Store
-    from dynamo_replay.replay.checks import read_replay_data
+    from dynamo_replay import schema
     from dynamo_replay.replay_data import ReplayData
+    from dynamo_replay.store_view import StoreView
 
-    with Store.open(str(path)) as store:
-        artifacts = {
-            a.name: (a.media_type, store.get_blob(a.blob_key))
-            for a in store.records(Artifact)
-            if a.name.endswith(schema.REPLAY_DATA_NAME) or a.name.endswith(schema.MEGA_CACHE_NAME)
-        }
-    data = read_replay_data(artifacts) if schema.REPLAY_DATA_NAME in artifacts else ReplayData()
+    view = StoreView.open(path, only=(schema.REPLAY_DATA_NAME,))
+    data = view.replay_data() if schema.REPLAY_DATA_NAME in view.artifacts else ReplayData()
     manifest = {
         "job": entries.url.job,
         "environment": data.environment,
@@ -336,7 +330,7 @@ def upload_store(entries: FleetEntries, digest: str, path: Path) -> str:
         "frames": len(data.frames),
         "not_saved": len(data.not_saved),
         "holder": json.loads(holder_text()),
-        "generations": len(generations.generations(artifacts)),
+        "generations": len(view.generations()),
         **ranks.manifest_fields(ranks.job_rank()),
     }
     return entries.upload(digest, path.read_bytes(), manifest)

@@ -8,12 +8,12 @@ import linecache
 from dataclasses import dataclass, field
 from typing import Any
 
-from dynamo_replay import generations, kernels, schema, signing
-from dynamo_replay._core import Artifact, Store
+from dynamo_replay import kernels, schema, signing
 from dynamo_replay._torch import releases
 from dynamo_replay.errors import StoreError
 from dynamo_replay.fingerprint import environment_fingerprint, ignored_by_pytorch, source_hash
 from dynamo_replay.replay_data import ReplayData
+from dynamo_replay.store_view import StoreView, UnreadableReplayData, merged_replay_data
 
 # Fingerprint entries that describe the host but do not decide whether compiled code is valid.
 NOT_COMPARED = {"platform"}
@@ -44,30 +44,21 @@ def read_store(path: str) -> Contents:
     """The store's artifacts; replay reads no other record, so a signature over the artifacts
     covers all it reads."""
     try:
-        with Store.open(path) as store:
-            state = store.info().state
-            if state != "finished":
-                raise Refused(f"the store was not finished by its writer ({state}); capture the job again")
-            artifacts = {a.name: (a.media_type, store.get_blob(a.blob_key)) for a in store.records(Artifact)}
+        view = StoreView.open(path)
     except StoreError as error:
         raise Refused(str(error)) from None
-    return Contents(artifacts)
+    if not view.finished:
+        raise Refused(f"the store was not finished by its writer ({view.state}); capture the job again")
+    return Contents(view.artifacts)
 
 
 def read_replay_data(artifacts: dict[str, tuple[str, bytes]]) -> ReplayData:
-    """The replay data of every generation, as one. REQUIRES: the signature, if a key is set,
-    has verified."""
-    if schema.REPLAY_DATA_NAME not in artifacts:
-        raise Refused(
-            f"the store holds no replay data ({schema.REPLAY_DATA_NAME}): it was captured by an older "
-            "dynamo-replay, or is not a capture; capture the job again"
-        )
+    """The replay data of every generation, as one (store_view's one decoder). REQUIRES: the
+    signature, if a key is set, has verified."""
     try:
-        base = ReplayData.from_json(artifacts[schema.REPLAY_DATA_NAME][1])
-        later = [(g, generations.read_generation(artifacts, g)) for g in generations.generations(artifacts) if g]
-    except (ValueError, KeyError, TypeError) as error:
-        raise Refused(f"the store's replay data cannot be read ({type(error).__name__}: {error})") from None
-    return generations.merged_replay_data(base, later) if later else base
+        return merged_replay_data(artifacts)
+    except UnreadableReplayData as error:
+        raise Refused(str(error)) from None
 
 
 def _clip(text: str, limit: int = 160) -> str:
