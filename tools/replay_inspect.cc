@@ -13,6 +13,26 @@ namespace {
 using dynrep::tools::besideSelf;
 using dynrep::tools::isExecutable;
 
+// Prints a command's Report (stdout: the report; stderr: its notes) or why the command could not
+// run, and chooses the exit code: 0, 1 a problem found in the data, `failed` when it did not run.
+int printed(const dynrep::Result<dynrep::replay::Report>& result, const dynrep::replay::InspectOptions& o,
+            int failed = 1) {
+  using Level = dynrep::replay::ReportNote::Level;
+  auto label = [&](Level level) {
+    const char* text = level == Level::Error ? "error" : level == Level::Warning ? "warning" : "note";
+    const char* ansi = level == Level::Error ? "31" : "33";
+    return o.color ? std::string("\033[") + ansi + "m" + text + "\033[0m" : std::string(text);
+  };
+  if (!result.isOk()) {
+    std::cerr << label(Level::Error) << ": " << result.status().message() << "\n";
+    return failed;
+  }
+  std::cout << result->output << std::flush;
+  for (const dynrep::replay::ReportNote& note : result->notes)
+    std::cerr << label(note.level) << ": " << note.text << "\n";
+  return result->problemFound ? 1 : 0;
+}
+
 // `replay-inspect run ...` is replay-run's: the runner links libtorch, which replay-inspect
 // never does. It is looked for beside this executable, where the package installs both.
 int handOverToRunner(char** argv) {
@@ -126,30 +146,31 @@ int run(int argc, char** argv) {
   // The reports read every field defensively; this is the last resort, so that a store no
   // report foresaw gets a message naming it and exit 1, never std::terminate.
   try {
-    if (info->parsed()) return dynrep::replay::inspectInfo(path, options, std::cout, std::cerr);
+    if (info->parsed()) return printed(dynrep::replay::inspectInfo(path, options), options);
     if (ls->parsed())
-      return dynrep::replay::inspectLs(path,
-                                       blobs     ? LsWhat::Blobs
-                                       : records ? LsWhat::Records
-                                                 : LsWhat::Default,
-                                       options, std::cout, std::cerr);
-    if (show->parsed()) return dynrep::replay::inspectShow(path, compileId, sections, options, std::cout, std::cerr);
-    if (why->parsed()) return dynrep::replay::inspectWhy(path, compileId, whySymbol, options, std::cout, std::cerr);
-    if (report->parsed()) return dynrep::replay::inspectReport(path, reportFile, options, std::cout, std::cerr);
+      return printed(dynrep::replay::inspectLs(path,
+                                               blobs     ? LsWhat::Blobs
+                                               : records ? LsWhat::Records
+                                                         : LsWhat::Default,
+                                               options),
+                     options);
+    if (show->parsed()) return printed(dynrep::replay::inspectShow(path, compileId, sections, options), options);
+    if (why->parsed()) return printed(dynrep::replay::inspectWhy(path, compileId, whySymbol, options), options);
+    if (report->parsed()) return printed(dynrep::replay::inspectReport(path, reportFile, options), options);
     if (exportTo->parsed()) {
       int code = 0;
       if (!traceDir.empty())
-        code = std::max(code,
-                        dynrep::replay::exportTorchTrace(path, traceDir, traceOptions, options, std::cout, std::cerr));
+        code =
+            std::max(code, printed(dynrep::replay::exportTorchTrace(path, traceDir, traceOptions, options), options));
       if (!perfettoFile.empty())
-        code = std::max(code, dynrep::replay::exportPerfetto(path, perfettoFile, options, std::cout, std::cerr));
+        code = std::max(code, printed(dynrep::replay::exportPerfetto(path, perfettoFile, options), options));
       return code;
     }
     if (diff->parsed()) {
       path = diffOperands.front();  // for the last-resort message below
-      return dynrep::replay::inspectDiff(diffOperands, compileId, options, std::cout, std::cerr);
+      return printed(dynrep::replay::inspectDiff(diffOperands, compileId, options), options, /*failed=*/2);
     }
-    return dynrep::replay::inspectVerify(path, options, std::cout, std::cerr);
+    return printed(dynrep::replay::inspectVerify(path, options), options);
   } catch (const std::exception& e) {
     std::cerr << "replay-inspect: " << path << ": cannot report on this store: " << e.what() << "\n";
     return diff->parsed() ? 2 : 1;  // diff's 1 means "they differ"

@@ -90,7 +90,9 @@ def _check(args: argparse.Namespace) -> int:
         import redis
 
         try:
-            result = preflight.check_fleet(args.store, job=job)
+            from dynamo_replay.fleet.check import check_fleet
+
+            result = check_fleet(args.store, job=job)
         except ValueError as error:  # a malformed URL
             print(f"error: {error}", file=sys.stderr)
             return preflight.EXIT_USAGE

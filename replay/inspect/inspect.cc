@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <ctime>
 #include <memory>
+#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
@@ -159,9 +160,12 @@ void printCompiles(const std::string& path, const Job& job, const InspectOptions
 
 }  // namespace
 
-int inspectInfo(const std::string& path, const InspectOptions& o, std::ostream& out, std::ostream& err) {
-  auto r = openOrReport(path, o, err);
-  if (!r) return 1;
+Result<Report> inspectInfo(const std::string& path, const InspectOptions& o) {
+  Result<std::unique_ptr<StoreReader>> opened = StoreReader::open(path);
+  if (!opened.isOk()) return opened.status();
+  const std::unique_ptr<StoreReader>& r = *opened;
+  Report report;
+  std::ostringstream out;
   StoreStats s = r->stats();
   const StoreHeader& h = r->header();
   uint64_t recordTotal = 0;
@@ -182,10 +186,10 @@ int inspectInfo(const std::string& path, const InspectOptions& o, std::ostream& 
               {"raw_bytes", s.rawBlobBytes},
               {"stored_bytes", s.storedBlobBytes},
               {"ratio", ratio(s)}};
-    out << dumpJson(j, 2) << "\n";
-    return 0;
+    report.output = dumpJson(j, 2) + "\n";
+    return report;
   }
-  noteUnfinished(*r, o, err);
+  noteUnfinished(*r, report);
   auto row = [&](const std::string& k, const std::string& v) { fmt::print(out, "{:<14}{}\n", k, v); };
   row("store", path);
   row("format", fmt::format("{}.{} (written by {})", h.major, h.minor, h.writerVersion));
@@ -198,24 +202,26 @@ int inspectInfo(const std::string& path, const InspectOptions& o, std::ostream& 
   row("raw bytes", fmt::format("{} ({} bytes)", humanBytes(s.rawBlobBytes), s.rawBlobBytes));
   row("stored bytes", fmt::format("{} ({} bytes)", humanBytes(s.storedBlobBytes), s.storedBlobBytes));
   row("ratio", fmt::format("{:.2f}", ratio(s)));
-  return 0;
+  report.output = out.str();
+  return report;
 }
 
-int inspectLs(const std::string& path, LsWhat what, const InspectOptions& o, std::ostream& out, std::ostream& err) {
-  auto r = openOrReport(path, o, err);
-  if (!r) return 1;
-  if (!o.json) noteUnfinished(*r, o, err);
+Result<Report> inspectLs(const std::string& path, LsWhat what, const InspectOptions& o) {
+  Result<std::unique_ptr<StoreReader>> opened = StoreReader::open(path);
+  if (!opened.isOk()) return opened.status();
+  const std::unique_ptr<StoreReader>& r = *opened;
+  Report report;
+  std::ostringstream out;
+  if (!o.json) noteUnfinished(*r, report);
   if (what == LsWhat::Default) {
     Result<Job> job = Job::load(*r);
-    if (!job.isOk()) {
-      return reportError(o, err, job.status().message());
-    }
+    if (!job.isOk()) return job.status();
     if (!job->compiles().empty()) {
       printCompiles(path, *job, o, out);
-      return 0;
+      report.output = out.str();
+      return report;
     }
   }
-  int status = 0;
   if (what == LsWhat::Blobs) {
     std::vector<BlobInfo> blobs = r->blobs();
     json rows = json::array();
@@ -242,7 +248,8 @@ int inspectLs(const std::string& path, LsWhat what, const InspectOptions& o, std
       fmt::print(out, "{:<32}  {:>12}  {:>12}  {:>6.2f}  {:>6}\n", fmt::format("total: {} blobs", blobs.size()), raw,
                  stored, stored ? double(raw) / double(stored) : 1.0, chunks);
     }
-    return 0;
+    report.output = out.str();
+    return report;
   }
   json rows = json::array();
   if (!o.json) fmt::print(out, "{:>5}  {:>12}  {:<10}  {:>9}  {}\n", "#", "OFFSET", "KIND", "BYTES", "DESCRIPTION");
@@ -251,7 +258,7 @@ int inspectLs(const std::string& path, LsWhat what, const InspectOptions& o, std
     RecordInfo e = r->record(i);
     Result<std::string_view> p = r->recordPayload(i);
     std::string what = p.isOk() ? capture::describe(e.kind, *p) : "(" + p.status().message() + ")";
-    if (!p.isOk()) status = 1;
+    if (!p.isOk()) report.problemFound = true;
     total += e.payloadSize;
     if (o.json) {
       rows.push_back({{"index", i},
@@ -271,38 +278,45 @@ int inspectLs(const std::string& path, LsWhat what, const InspectOptions& o, std
     fmt::print(out, "{:>5}  {:>12}  {:<10}  {:>9}  {}\n", "", "", "total", total,
                fmt::format("{} records, {} blobs", r->recordCount(), r->blobs().size()));
   }
-  return status;
+  report.output = out.str();
+  return report;
 }
 
-int inspectVerify(const std::string& path, const InspectOptions& o, std::ostream& out, std::ostream& err) {
-  auto r = openOrReport(path, o, err);
-  if (!r) {
-    if (o.json) out << dumpJson(json{{"path", path}, {"ok", false}, {"problems", json::array()}}, 2) << "\n";
-    return 1;
+Result<Report> inspectVerify(const std::string& path, const InspectOptions& o) {
+  Result<std::unique_ptr<StoreReader>> opened = StoreReader::open(path);
+  Report report;
+  if (!opened.isOk()) {
+    if (!o.json) return opened.status();
+    report.output = dumpJson(json{{"path", path}, {"ok", false}, {"problems", json::array()}}, 2) + "\n";
+    report.notes.push_back({ReportNote::Level::Error, opened.status().message()});
+    report.problemFound = true;
+    return report;
   }
+  const std::unique_ptr<StoreReader>& r = *opened;
   std::vector<std::string> problems = r->verify();
   bool sound = problems.empty();
   StoreStats s = r->stats();
+  report.problemFound = !sound;
   if (o.json) {
-    out << dumpJson({{"path", path},
-                     {"ok", sound},
-                     {"state", stateName(r->state())},
-                     {"problems", problems},
-                     {"records", r->recordCount()},
-                     {"blobs", s.blobCount},
-                     {"raw_bytes", s.rawBlobBytes}},
-                    2)
-        << "\n";
-    return sound ? 0 : 1;
+    report.output = dumpJson({{"path", path},
+                              {"ok", sound},
+                              {"state", stateName(r->state())},
+                              {"problems", problems},
+                              {"records", r->recordCount()},
+                              {"blobs", s.blobCount},
+                              {"raw_bytes", s.rawBlobBytes}},
+                             2) +
+                    "\n";
+    return report;
   }
-  for (const std::string& p : problems) reportError(o, err, p);
+  for (const std::string& p : problems) report.notes.push_back({ReportNote::Level::Error, p});
   if (sound) {
-    fmt::print(out, "{}: {} ({} records, {} blobs, {} checked)\n", path, paint(o, "32", "ok"), r->recordCount(),
-               s.blobCount, humanBytes(s.rawBlobBytes));
-    return 0;
+    report.output = fmt::format("{}: {} ({} records, {} blobs, {} checked)\n", path, paint(o, "32", "ok"),
+                                r->recordCount(), s.blobCount, humanBytes(s.rawBlobBytes));
+    return report;
   }
-  fmt::print(out, "{}: {} {}\n", path, problems.size(), problems.size() == 1 ? "problem" : "problems");
-  return 1;
+  report.output = fmt::format("{}: {} {}\n", path, problems.size(), problems.size() == 1 ? "problem" : "problems");
+  return report;
 }
 
 }  // namespace dynrep::replay

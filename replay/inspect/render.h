@@ -1,6 +1,6 @@
-// Helpers every replay-inspect report uses: colour, error and warning lines, opening a store,
-// one-line table cells. Private to replay/inspect.
-// Thread-safety: pure functions; each writes only to the stream it is given.
+// Helpers every replay-inspect report uses: colour, warnings on a Report, opening a store,
+// writing a file, one-line table cells. Private to replay/inspect.
+// Thread-safety: pure functions; each writes only to the Report or stream it is given.
 #pragma once
 
 #include <fstream>
@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include "dynrep/replay/inspect/inspect.h"
 #include "dynrep/replay/inspect/options.h"
 #include "dynrep/replay/query/job.h"
 #include "dynrep/store/reader.h"
@@ -22,46 +23,27 @@ inline std::string paint(const InspectOptions& o, const char* ansi, const std::s
   return o.color ? fmt::format("\033[{}m{}\033[0m", ansi, text) : text;
 }
 
-// Prints "error: MESSAGE" on err and returns exit code 1 (a problem in the data).
-inline int reportError(const InspectOptions& o, std::ostream& err, const std::string& message) {
-  fmt::print(err, "{}: {}\n", paint(o, "31", "error"), message);
-  return 1;
-}
-
-// Opens the store or reports why not; the message already names the path.
-inline std::unique_ptr<StoreReader> openOrReport(const std::string& path, const InspectOptions& o, std::ostream& err) {
-  Result<std::unique_ptr<StoreReader>> r = StoreReader::open(path);
-  if (r.isOk()) return std::move(*r);
-  reportError(o, err, r.status().message());
-  return nullptr;
-}
-
-// A warning on err when the store was read by a scan (in progress or recovered), not its index.
-inline void noteUnfinished(const StoreReader& r, const InspectOptions& o, std::ostream& err) {
+// A warning on the report when the store was read by a scan (in progress or recovered), not its index.
+inline void noteUnfinished(const StoreReader& r, Report& report) {
   if (r.state() == StoreState::Finished) return;
-  fmt::print(err, "{}: {}: {} store: {}\n", paint(o, "33", "warning"), r.path(), stateName(r.state()),
-             r.recoveryNote());
+  report.notes.push_back(
+      {ReportNote::Level::Warning, fmt::format("{}: {} store: {}", r.path(), stateName(r.state()), r.recoveryNote())});
 }
 
-// The store with its job, or nullopt after reporting why not; warns when it was read by a scan.
-inline std::optional<OpenedJob> openJobOrReport(const std::string& path, const InspectOptions& o, std::ostream& err) {
+// The store with its job (its status names the path and what is wrong); warns on the report
+// when it was read by a scan.
+inline Result<OpenedJob> openJobNoting(const std::string& path, Report& report) {
   Result<OpenedJob> opened = openJob(path);
-  if (!opened.isOk()) {
-    reportError(o, err, opened.status().message());
-    return std::nullopt;
-  }
-  noteUnfinished(*opened->reader, o, err);
-  return std::move(*opened);
+  if (opened.isOk()) noteUnfinished(*opened->reader, report);
+  return opened;
 }
 
-// Writes `text` to `file` (replacing it); false after reporting when it cannot.
-inline bool writeFileOrReport(const std::string& file, const std::string& text, const InspectOptions& o,
-                              std::ostream& err) {
+// Writes `text` to `file` (replacing it), or says why it cannot.
+inline Status writeFile(const std::string& file, const std::string& text) {
   std::ofstream f(file, std::ios::binary | std::ios::trunc);
   f << text;
   f.close();
-  if (!f) reportError(o, err, file + ": cannot write the file");
-  return bool(f);
+  return f ? Status::ok() : Status::ioError(file + ": cannot write the file");
 }
 
 // "train.py" from "/home/me/train.py": table cells name files by their last component.

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -13,6 +15,7 @@
 
 #include "dynrep/capture/records.h"
 #include "dynrep/replay/query/graph_ir.h"
+#include "dynrep/replay/query/guard_list.h"
 #include "dynrep/replay/query/job.h"
 #include "dynrep/replay/query/json_fields.h"
 #include "provenance.h"
@@ -23,6 +26,24 @@ namespace dynrep::replay {
 namespace {
 
 using nlohmann::json;
+
+// The compile's guard list as capture wrote it: the keys each guard has (a location and the
+// user's line only where PyTorch gave them); a note in place of a list that cannot be read.
+json guardListJson(const Job& job, const Compile& c) {
+  Result<std::vector<GuardListEntry>> list = readGuardList(job, c);
+  if (!list.isOk())
+    return list.status().code() == Status::Code::NotFound ? json::array()
+                                                          : json("(unreadable: " + list.status().message() + ")");
+  json out = json::array();
+  for (const GuardListEntry& g : *list) {
+    json e = {{"kind", g.kind}, {"source", g.source}, {"code", g.code}};
+    if (!g.file.empty()) e.update({{"file", g.file}, {"line", g.line}, {"function", g.function}});
+    if (!g.userCode.empty()) e["user_code"] = g.userCode;
+    if (!g.note.empty()) e["note"] = g.note;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
 
 json droppedJson(const DroppedGuard& g) {
   return {{"kind", g.kind}, {"source", g.source}, {"value", g.value}, {"line", g.line}, {"risky", g.risky}};
@@ -160,18 +181,15 @@ void printSymbols(const Job& job, const Compile& c, std::ostream& out) {
 
 }  // namespace
 
-int inspectShow(const std::string& path, const std::string& compileId, ShowSections s, const InspectOptions& o,
-                std::ostream& out, std::ostream& err) {
-  auto r = openOrReport(path, o, err);
-  if (!r) return 1;
-  Result<Job> job = Job::load(*r);
-  if (!job.isOk()) {
-    return reportError(o, err, job.status().message());
-  }
+Result<Report> inspectShow(const std::string& path, const std::string& compileId, ShowSections s,
+                           const InspectOptions& o) {
+  Result<std::unique_ptr<StoreReader>> r = StoreReader::open(path);
+  if (!r.isOk()) return r.status();
+  Result<Job> job = Job::load(**r);
+  if (!job.isOk()) return job.status();
   const Compile* c = job->find(compileId);
-  if (!c) {
-    return reportError(o, err, fmt::format("{}: no compile {} (replay-inspect ls lists them)", path, compileId));
-  }
+  if (!c) return Status::notFound(fmt::format("{}: no compile {} (replay-inspect ls lists them)", path, compileId));
+  std::ostringstream out;
   if (!s.any()) s = ShowSections{true, true, true, true};
   if (o.json) {
     json j = {{"compile_id", c->id.str()},
@@ -195,7 +213,7 @@ int inspectShow(const std::string& path, const std::string& compileId, ShowSecti
       json dropped = json::array();
       for (const DroppedGuard& g : c->dropped) dropped.push_back(droppedJson(g));
       j["dropped_guards"] = dropped;
-      j["guard_list"] = c->guardListKey.empty() ? json::array() : parseOrNote(job->text(c->guardListKey));
+      j["guard_list"] = guardListJson(*job, *c);
     }
     if (s.graph) {
       json graphs = json::object();
@@ -238,8 +256,7 @@ int inspectShow(const std::string& path, const std::string& compileId, ShowSecti
       j["symbol_origins"] = origins;
       j["shape_guards"] = guards;
     }
-    out << dumpJson(j, 2) << "\n";
-    return 0;
+    return Report{dumpJson(j, 2) + "\n"};
   }
   auto heading = [&](const std::string& h) { fmt::print(out, "\n{}\n", paint(o, "1", h)); };
   fmt::print(out, "compile {}: {} at {}:{}\n", c->id.str(), c->function, c->file, c->firstLine);
@@ -293,7 +310,7 @@ int inspectShow(const std::string& path, const std::string& compileId, ShowSecti
         fmt::print(out, "    {}:{} in {}: {}\n", f.file, f.line, f.function, f.code);
     }
   }
-  return 0;
+  return Report{out.str()};
 }
 
 }  // namespace dynrep::replay

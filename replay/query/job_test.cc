@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "dynrep/replay/query/guard_list.h"
+
 #include "dynrep/capture/events.h"
 #include "dynrep/store/writer.h"
 #include "store/testing/temp_dir.h"
@@ -89,6 +91,59 @@ TEST(JobTest, OddMetadataIsCountedAsUnreadable) {
   EXPECT_EQ(c.guardCount, 0u);  // the fallback, and the event marked
   EXPECT_TRUE(c.graphIrs.empty());
   EXPECT_EQ(c.unreadable, (std::map<std::string, int>{{"compilation_metrics", 1}, {"dynamo_replay.graph_ir", 2}}));
+}
+
+// readGuardList, one line per shape of the blob: (metadata payload, status code, kinds read).
+struct GuardListCase {
+  const char* name;
+  const char* payload;  // "" records no guard list for the compile
+  Status::Code code;
+  std::vector<std::string> kinds;
+};
+
+TEST(GuardListTest, ReadsTheListOnceOrSaysWhyNot) {
+  const std::vector<GuardListCase> cases = {
+      {"typed",
+       R"json([{"kind": "TENSOR_MATCH", "source": "L['x']", "code": "check(x)", "line": 3, "file": "a.py"}])json",
+       Status::Code::Ok,
+       {"TENSOR_MATCH"}},
+      {"odd fields read as defaults",
+       R"json([{"kind": 7, "line": "three"}, {"kind": "ID_MATCH"}])json",
+       Status::Code::Ok,
+       {"?", "ID_MATCH"}},
+      {"none recorded", "", Status::Code::NotFound, {}},
+      {"not a list", R"json({"kind": "TENSOR_MATCH"})json", Status::Code::Corruption, {}},
+      {"not JSON", "[{", Status::Code::Corruption, {}},
+  };
+  for (const GuardListCase& t : cases) {
+    SCOPED_TRACE(t.name);
+    testing::TempDir dir;
+    StoreBuilder b(dir.file("job.dynrep"));
+    const capture::CompileId id{0, 0, 0};
+    b.event("dynamo_start", id, R"({"stack": []})");
+    if (*t.payload) b.event(capture::events::kGuards, id, "{}", t.payload);
+    b.close();
+    auto reader = StoreReader::open(dir.file("job.dynrep"));
+    ASSERT_TRUE(reader.isOk()) << reader.status().toString();
+    Result<Job> job = Job::load(**reader);
+    ASSERT_TRUE(job.isOk()) << job.status().toString();
+    ASSERT_EQ(job->compiles().size(), 1u);
+    Result<std::vector<GuardListEntry>> list = readGuardList(*job, job->compiles()[0]);
+    EXPECT_EQ(list.status().code(), t.code) << list.status().toString();
+    if (t.code != Status::Code::Ok) {
+      EXPECT_NE(list.status().message().find("compile 0/0"), std::string::npos) << list.status().message();
+      continue;
+    }
+    std::vector<std::string> kinds;
+    for (const GuardListEntry& g : *list) kinds.push_back(g.kind);
+    EXPECT_EQ(kinds, t.kinds);
+    if (std::string(t.name) == "typed") {
+      EXPECT_EQ((*list)[0].source, "L['x']");
+      EXPECT_EQ((*list)[0].line, 3);
+      EXPECT_EQ((*list)[0].file, "a.py");
+    }
+    if (std::string(t.name) == "odd fields read as defaults") EXPECT_EQ((*list)[0].line, 0);
+  }
 }
 
 }  // namespace

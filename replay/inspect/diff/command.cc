@@ -7,6 +7,7 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -31,18 +32,15 @@ struct Side {
   const Job& job() const { return opened.job; }
 };
 
-int trouble(const InspectOptions& o, std::ostream& err, const std::string& message) {
-  reportError(o, err, message);
-  return 2;
-}
+Status trouble(const std::string& message) { return Status::invalidArgument(message); }
 
 // Damage in what diff reads (trace events, code objects, the manifest; each compile's guard
 // list, symbol table and graph IR) is trouble: the first is returned. Damage elsewhere (an
-// artifact, a kernel) does not change the comparison; it is a warning on `err`.
-std::string damage(const StoreReader& reader, const Job& job, const InspectOptions& o, std::ostream& err) {
+// artifact, a kernel) does not change the comparison; it is a warning on the report.
+std::string damage(const StoreReader& reader, const Job& job, Report& report) {
   auto warn = [&](const std::string& what) {
     std::string where = what.find(reader.path()) == std::string::npos ? reader.path() + ": " : "";
-    fmt::print(err, "{}: {}{} (diff does not read it)\n", paint(o, "33", "warning"), where, what);
+    report.notes.push_back({ReportNote::Level::Warning, where + what + " (diff does not read it)"});
   };
   for (size_t i = 0; i < reader.recordCount(); ++i) {
     Result<std::string_view> p = reader.recordPayload(i);
@@ -75,22 +73,26 @@ std::string damage(const StoreReader& reader, const Job& job, const InspectOptio
   return "";
 }
 
-std::optional<Side> openSide(const std::string& path, const InspectOptions& o, std::ostream& err) {
+Result<Side> openSide(const std::string& path, Report& report) {
   Result<OpenedJob> opened = openJob(path);
   if (!opened.isOk()) {
     std::string message = opened.status().message();
-    trouble(o, err, message.find(path) == std::string::npos ? path + ": " + message : message);
-    return std::nullopt;
+    return trouble(message.find(path) == std::string::npos ? path + ": " + message : message);
   }
   Side s{path, std::move(*opened), {}, {}};
-  if (std::string problem = damage(*s.opened.reader, s.job(), o, err); !problem.empty()) {
-    trouble(o, err, problem.find(path) == std::string::npos ? path + ": " + problem : problem);
-    return std::nullopt;
-  }
-  noteUnfinished(*s.opened.reader, o, err);
+  if (std::string problem = damage(*s.opened.reader, s.job(), report); !problem.empty())
+    return trouble(problem.find(path) == std::string::npos ? path + ": " + problem : problem);
+  noteUnfinished(*s.opened.reader, report);
   s.settings = compileSettings(*s.opened.reader);
   s.facts = jobFacts(*s.opened.reader);
   return s;
+}
+
+Report rendered(const DiffReport& r, const InspectOptions& o, Report report) {
+  std::ostringstream out;
+  report.problemFound = renderDiff(r, o, out) != 0;
+  report.output = out.str();
+  return report;
 }
 
 bool looksLikeCompileId(const std::string& s) {
@@ -206,39 +208,37 @@ const Compile* predecessor(const Job& job, const Compile& b) {
 
 }  // namespace
 
-int inspectDiff(const std::vector<std::string>& operands, const std::string& compileId, const InspectOptions& o,
-                std::ostream& out, std::ostream& err) {
+Result<Report> inspectDiff(const std::vector<std::string>& operands, const std::string& compileId,
+                           const InspectOptions& o) {
   if (operands.size() < 2 || operands.size() > 3)
-    return trouble(o, err, "diff takes STORE A_ID B_ID, STORE B_ID, or A_STORE B_STORE");
+    return trouble("diff takes STORE A_ID B_ID, STORE B_ID, or A_STORE B_STORE");
   bool compiles = operands.size() == 3 || looksLikeCompileId(operands[1]);
   if (operands.size() == 3 && !(looksLikeCompileId(operands[1]) && looksLikeCompileId(operands[2])))
-    return trouble(o, err,
-                   fmt::format("diff {} {} {}: the second and third operands must be compile ids such as 0/1",
+    return trouble(fmt::format("diff {} {} {}: the second and third operands must be compile ids such as 0/1",
                                operands[0], operands[1], operands[2]));
   if (compiles && !compileId.empty())
-    return trouble(o, err, "--compile restricts a diff of two stores; name the compiles instead");
-  std::optional<Side> sa = openSide(operands[0], o, err);
-  if (!sa) return 2;
+    return trouble("--compile restricts a diff of two stores; name the compiles instead");
+  Report report;
+  Result<Side> sa = openSide(operands[0], report);
+  if (!sa.isOk()) return sa.status();
   DiffReport r;
   r.pathA = operands[0];
   if (compiles) {
     const Compile* b = sa->job().find(operands.back());
     if (!b)
-      return trouble(o, err,
-                     fmt::format("{}: no compile {} (replay-inspect ls lists them)", operands[0], operands.back()));
+      return trouble(fmt::format("{}: no compile {} (replay-inspect ls lists them)", operands[0], operands.back()));
     const Compile* a = operands.size() == 3 ? sa->job().find(operands[1]) : predecessor(sa->job(), *b);
     if (!a && operands.size() == 3)
-      return trouble(o, err, fmt::format("{}: no compile {} (replay-inspect ls lists them)", operands[0], operands[1]));
+      return trouble(fmt::format("{}: no compile {} (replay-inspect ls lists them)", operands[0], operands[1]));
     if (!a)
-      return trouble(o, err,
-                     fmt::format("{}: {} is its frame's first compile: name the compile to compare it with",
+      return trouble(fmt::format("{}: {} is its frame's first compile: name the compile to compare it with",
                                  operands[0], operands[1]));
     r.pathB = operands[0];
     r.pairs.push_back(comparePair(*sa, *a, *sa, *b, false, {}));
-    return renderDiff(r, o, out);
+    return rendered(r, o, std::move(report));
   }
-  std::optional<Side> sb = openSide(operands[1], o, err);
-  if (!sb) return 2;
+  Result<Side> sb = openSide(operands[1], report);
+  if (!sb.isOk()) return sb.status();
   r.pathB = operands[1];
   r.betweenStores = true;
   r.manifests = sa->facts.found && sb->facts.found;
@@ -253,9 +253,8 @@ int inspectDiff(const std::vector<std::string>& operands, const std::string& com
   pairStores(*sa, *sb, compileId, &r);
   if (!compileId.empty() && r.pairs.empty() && r.onlyA.empty() && r.onlyB.empty())
     return trouble(
-        o, err,
         fmt::format("no compile {} in {} or {} (replay-inspect ls lists them)", compileId, operands[0], operands[1]));
-  return renderDiff(r, o, out);
+  return rendered(r, o, std::move(report));
 }
 
 }  // namespace dynrep::replay

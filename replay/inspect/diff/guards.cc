@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "diff/model.h"
+#include "dynrep/replay/query/guard_list.h"
 #include "dynrep/replay/query/json_fields.h"
 #include "provenance.h"
 
@@ -42,18 +43,17 @@ std::string maskInstalledGlobals(const std::string& code) {
 }
 
 std::optional<std::vector<GuardEntry>> guardList(const Job& job, const Compile& c, bool mask) {
-  if (c.guardListKey.empty()) return std::nullopt;
-  json list = json::parse(job.text(c.guardListKey), nullptr, /*allow_exceptions=*/false);
-  if (!list.is_array()) return std::nullopt;
+  Result<std::vector<GuardListEntry>> list = readGuardList(job, c);
+  if (!list.isOk()) return std::nullopt;
   std::vector<GuardEntry> out;
-  for (const json& g : list) {
+  for (const GuardListEntry& g : *list) {
     GuardEntry e;
-    e.kind = field(g, "kind", "?");
-    e.source = field(g, "source", "");
-    e.code = field(g, "code", "");
-    e.userCode = field(g, "user_code", "");
-    e.file = field(g, "file", "");
-    e.line = field<int>(g, "line", 0);
+    e.kind = g.kind;
+    e.source = g.source;
+    e.code = g.code;
+    e.userCode = g.userCode;
+    e.file = g.file;
+    e.line = g.line;
     e.subject = maskInstalledGlobals(e.source.empty() ? firstSource(e.code) : e.source);
     e.norm = maskInstalledGlobals(mask ? maskIds(e.code) : e.code);
     out.push_back(std::move(e));

@@ -68,10 +68,10 @@ json traceEvents(const JobTimeline& timeline) {
 
 }  // namespace
 
-int exportPerfetto(const std::string& path, const std::string& file, const InspectOptions& o, std::ostream& out,
-                   std::ostream& err) {
-  std::optional<OpenedJob> opened = openJobOrReport(path, o, err);
-  if (!opened) return 1;
+Result<Report> exportPerfetto(const std::string& path, const std::string& file, const InspectOptions& o) {
+  Report report;
+  Result<OpenedJob> opened = openJobNoting(path, report);
+  if (!opened.isOk()) return opened.status();
   JobTimeline timeline = buildTimeline(*opened->reader, opened->job);
   json trace = {
       {"traceEvents", traceEvents(timeline)},
@@ -81,22 +81,22 @@ int exportPerfetto(const std::string& path, const std::string& file, const Inspe
   size_t spans = 0;
   for (const TimelineTrack& t : timeline.tracks) spans += t.slices.size();
   if (file == "-") {
-    out << text;
+    report.output = text;
   } else {
-    if (!writeFileOrReport(file, text, o, err)) return 1;
+    if (Status written = writeFile(file, text); !written.isOk()) return written;
     if (o.json)
-      out << dumpJson({{"path", path},
-                       {"file", file},
-                       {"tracks", timeline.tracks.size()},
-                       {"events", spans},
-                       {"notes", timeline.notes}},
-                      2)
-          << "\n";
+      report.output = dumpJson({{"path", path},
+                                {"file", file},
+                                {"tracks", timeline.tracks.size()},
+                                {"events", spans},
+                                {"notes", timeline.notes}},
+                               2) +
+                      "\n";
     else
-      fmt::print(out, "{}: {} events on {} tracks\n", file, spans, timeline.tracks.size());
+      report.output = fmt::format("{}: {} events on {} tracks\n", file, spans, timeline.tracks.size());
   }
-  for (const std::string& note : timeline.notes) fmt::print(err, "{}: {}: {}\n", paint(o, "33", "note"), path, note);
-  return 0;
+  for (const std::string& note : timeline.notes) report.notes.push_back({ReportNote::Level::Note, path + ": " + note});
+  return report;
 }
 
 }  // namespace dynrep::replay

@@ -192,17 +192,19 @@ std::string logFileName(const std::string& storePath) {
 
 }  // namespace
 
-int exportTorchTrace(const std::string& path, const std::string& dir, const TorchTraceOptions& options,
-                     const InspectOptions& o, std::ostream& out, std::ostream& err) {
-  std::unique_ptr<StoreReader> reader = openOrReport(path, o, err);
-  if (!reader) return 1;
-  noteUnfinished(*reader, o, err);
+Result<Report> exportTorchTrace(const std::string& path, const std::string& dir, const TorchTraceOptions& options,
+                                const InspectOptions& o) {
+  Result<std::unique_ptr<StoreReader>> opened = StoreReader::open(path);
+  if (!opened.isOk()) return opened.status();
+  const std::unique_ptr<StoreReader>& reader = *opened;
+  Report report;
+  noteUnfinished(*reader, report);
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) return reportError(o, err, fmt::format("{}: cannot create the directory: {}", dir, ec.message()));
+  if (ec) return Status::ioError(fmt::format("{}: cannot create the directory: {}", dir, ec.message()));
   std::string file = (fs::path(dir) / logFileName(path)).string();
   std::ofstream log(file, std::ios::binary | std::ios::trunc);
-  if (!log) return reportError(o, err, fmt::format("{}: cannot write the file", file));
+  if (!log) return Status::ioError(fmt::format("{}: cannot write the file", file));
 
   TraceLogWriter writer(*reader, log, !options.pytorchOnly);
   std::vector<size_t> events;
@@ -214,25 +216,26 @@ int exportTorchTrace(const std::string& path, const std::string& dir, const Torc
   for (size_t i : events)
     if (std::optional<capture::TraceEvent> e = writer.read(i)) writer.write(i, *e);
   log.close();
-  if (!log) return reportError(o, err, fmt::format("{}: write failed", file));
+  if (!log) return Status::ioError(fmt::format("{}: write failed", file));
 
   const ExportCounts& n = writer.counts;
-  for (const std::string& p : n.problems) fmt::print(err, "{}: {}: {}\n", paint(o, "33", "warning"), path, p);
+  for (const std::string& p : n.problems) report.notes.push_back({ReportNote::Level::Warning, path + ": " + p});
+  report.problemFound = !n.problems.empty();
   if (o.json) {
-    out << dumpJson({{"path", path},
-                     {"file", file},
-                     {"pytorch_events", n.pytorch},
-                     {"capture_events", n.capture},
-                     {"capture_artifacts", n.artifacts},
-                     {"capture_events_left_out", n.skipped},
-                     {"problems", n.problems}},
-                    2)
-        << "\n";
+    report.output = dumpJson({{"path", path},
+                              {"file", file},
+                              {"pytorch_events", n.pytorch},
+                              {"capture_events", n.capture},
+                              {"capture_artifacts", n.artifacts},
+                              {"capture_events_left_out", n.skipped},
+                              {"problems", n.problems}},
+                             2) +
+                    "\n";
   } else {
-    fmt::print(out, "{}: {} PyTorch events, {} capture events in {} artifacts{}\n", file, n.pytorch, n.capture,
-               n.artifacts, n.skipped ? fmt::format(" ({} left out)", n.skipped) : "");
+    report.output = fmt::format("{}: {} PyTorch events, {} capture events in {} artifacts{}\n", file, n.pytorch,
+                                n.capture, n.artifacts, n.skipped ? fmt::format(" ({} left out)", n.skipped) : "");
   }
-  return n.problems.empty() ? 0 : 1;
+  return report;
 }
 
 }  // namespace dynrep::replay

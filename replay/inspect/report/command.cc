@@ -1,5 +1,5 @@
 // replay-inspect report: opens the store, writes the HTML page (output.cc) to the file named and
-// says what it wrote, as text or JSON. Exit 0 written, 1 trouble.
+// says what it wrote, as text or JSON; a failed Status when it cannot.
 #include <sstream>
 
 #include <fmt/format.h>
@@ -13,23 +13,22 @@
 
 namespace dynrep::replay {
 
-int inspectReport(const std::string& path, const std::string& file, const InspectOptions& o, std::ostream& out,
-                  std::ostream& err) {
-  std::optional<OpenedJob> opened = openJobOrReport(path, o, err);
-  if (!opened) return 1;
+Result<Report> inspectReport(const std::string& path, const std::string& file, const InspectOptions& o) {
+  Report report;
+  Result<OpenedJob> opened = openJobNoting(path, report);
+  if (!opened.isOk()) return opened.status();
   std::ostringstream page;
   writeReportPage(path, *opened->reader, opened->job, page);
-  if (!writeFileOrReport(file, page.str(), o, err)) return 1;
+  if (Status written = writeFile(file, page.str()); !written.isOk()) return written;
   if (o.json)
-    out << dumpJson({{"path", path},
-                     {"file", file},
-                     {"compiles", opened->job.compiles().size()},
-                     {"bytes", page.str().size()}},
-                    2)
-        << "\n";
+    report.output =
+        dumpJson(
+            {{"path", path}, {"file", file}, {"compiles", opened->job.compiles().size()}, {"bytes", page.str().size()}},
+            2) +
+        "\n";
   else
-    fmt::print(out, "{}: {} compiles, {} bytes\n", file, opened->job.compiles().size(), page.str().size());
-  return 0;
+    report.output = fmt::format("{}: {} compiles, {} bytes\n", file, opened->job.compiles().size(), page.str().size());
+  return report;
 }
 
 }  // namespace dynrep::replay

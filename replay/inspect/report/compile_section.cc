@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "dynrep/replay/query/guard_list.h"
 #include "dynrep/replay/query/json_fields.h"
 #include "provenance.h"
 #include "render.h"
@@ -126,15 +127,15 @@ class CompileSection {
   }
 
   void guards(const Compile& c) {
-    json list = c.guardListKey.empty() ? json() : json::parse(job_.text(c.guardListKey), nullptr, false);
+    Result<std::vector<GuardListEntry>> list = readGuardList(job_, c);
     out_ << "<details class=\"guards\"><summary>Guards (" << c.guardCount << ")</summary>";
-    if (list.is_array()) {
+    if (list.isOk()) {
       std::vector<std::vector<std::string>> rows;
-      for (const json& g : list) {
-        std::string where = field(g, "file", "");
-        if (int line = field<int>(g, "line", 0)) where += fmt::format(":{}", line);
-        if (std::string fn = field(g, "function", ""); !fn.empty()) where += " in " + fn;
-        rows.push_back({field(g, "kind", ""), field(g, "source", ""), field(g, "code", ""), where});
+      for (const GuardListEntry& g : *list) {
+        std::string where = g.file;
+        if (g.line) where += fmt::format(":{}", g.line);
+        if (!g.function.empty()) where += " in " + g.function;
+        rows.push_back({g.kind, g.source, g.code, where});
       }
       table(out_, {"kind", "source", "guard", "added at"}, rows, "guard-list");
     } else if (!c.guardTreeKey.empty()) {
