@@ -140,4 +140,6 @@ def pytest_terminal_summary(terminalreporter):
     """The deadline's skips in one line, so a green tier that did not run whole says so."""
     skipped = [r for r in terminalreporter.stats.get("skipped", []) if _NOT_STARTED in str(r.longrepr)]
     if skipped:
-        terminalreporter.write_line(f"NOT RUN: {len(skipped)} tests not started, CI's time was spent", red=True)
+        terminalreporter.write_line(f"NOT RUN: {len(skipped)} tests not started, CI's time was spent:", red=True)
+        for report in skipped:
+            terminalreporter.write_line(f"  {report.nodeid}", red=True)
