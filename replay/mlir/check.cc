@@ -132,12 +132,13 @@ class CompileCheck {
   CompileCheck(const Job& job, const Compile& compile, const CheckOptions& options)
       : job_(job), compile_(compile), opt_(options), ranges_(symbolRanges(job, compile)), samples_(compile) {}
 
-  GraphCheck check(const std::string& event) {
+  // `given`: the graph as lowerStoredGraph already lowered it, checked without lowering it again.
+  GraphCheck check(const std::string& event, ChosenGraph* given = nullptr) {
     GraphCheck g;
     g.compile = compile_.id.str();
     g.event = event;
     try {
-      Prepared& p = prepare(event, &g);
+      Prepared& p = prepare(event, &g, given);
       if (!p.lowered.complete()) {
         // An input or output the lowering cannot represent (a complex tensor, an opaque object)
         // is a value the lowering does not support, not an operator it lacks.
@@ -233,7 +234,7 @@ class CompileCheck {
     std::string stage, error;
   };
 
-  Prepared& prepare(const std::string& event, GraphCheck* g) {
+  Prepared& prepare(const std::string& event, GraphCheck* g, ChosenGraph* given = nullptr) {
     auto it = prepared_.find(event);
     if (it != prepared_.end()) {
       if (g)
@@ -248,7 +249,7 @@ class CompileCheck {
     lo.ranges = ranges_;
     lo.compileId = compile_.id.str();
     auto start = Clock::now();
-    Result<ChosenGraph> lowered = lowerStoredGraph(job_, compile_, event, lo);
+    Result<ChosenGraph> lowered = given ? Result<ChosenGraph>(std::move(*given)) : lowerStoredGraph(job_, compile_, event, lo);
     if (!lowered.isOk()) throw StoreError(lowered.status().message());
     ChosenGraph& chosen = *lowered;
     p.ir = std::move(chosen.ir);
@@ -578,6 +579,11 @@ Result<std::pair<std::string, Graph>> graphIr(const Job& job, const Compile& com
 
 GraphCheck checkGraph(const Job& job, const Compile& compile, const std::string& event, const CheckOptions& options) {
   return CompileCheck(job, compile, options).check(event);
+}
+
+GraphCheck checkLowered(const Job& job, const Compile& compile, const std::string& event, ChosenGraph lowered,
+                        const CheckOptions& options) {
+  return CompileCheck(job, compile, options).check(event, &lowered);
 }
 
 std::vector<GraphCheck> checkStore(const Job& job, const CheckOptions& options) {

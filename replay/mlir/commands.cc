@@ -40,8 +40,8 @@ std::string seconds(double s) {
   return buf;
 }
 
-int emit(const LoweredGraph& lowered, const LowerOptions& options, const MlirRequest& r, std::ostream& out,
-         std::ostream& err);
+int emit(const LoweredGraph& lowered, const LowerOptions& options, const MlirRequest& r, bool verified,
+         std::ostream& out, std::ostream& err);
 
 std::string number(double v) {
   char buf[32];
@@ -49,17 +49,20 @@ std::string number(double v) {
   return buf;
 }
 
-// Before a module is written, lower-check's verdict on it, as a comment the module starts with;
-// empty (and why on `err`) when it computes a different number than the job did: a module
-// that is known wrong is not written unless the user asks for it (--allow-different).
-std::string checkBeforeWriting(const Job& job, const Compile& compile, const std::string& event,
-                               const LowerOptions& lowering, const MlirRequest& r, std::ostream& err) {
+// Before a module is written, lower-check's verdict on the very module (lowered once), as a
+// comment the module starts with; empty (and why on `err`) when it computes a different number
+// than the job did: a module that is known wrong is not written unless the user asks for it
+// (--allow-different). `verified`: the check parsed and verified the module.
+std::string checkBeforeWriting(const Job& job, const Compile& compile, const ChosenGraph& chosen,
+                               const LowerOptions& lowering, const MlirRequest& r, bool* verified, std::ostream& err) {
   if (r.allowDifferent) return "// dynrep: not checked against the job's outputs (--allow-different)\n";
   CheckOptions options;
   options.library = lowering.library;
   options.store = r.store;
   options.runner = r.runner;
-  GraphCheck g = checkGraph(job, compile, event, options);
+  GraphCheck g = checkLowered(job, compile, chosen.lowered.event, chosen, options);
+  *verified = g.stage != "lowered" && g.stage != "not verified" && g.stage != "not lowered" &&
+              g.stage != "unsupported value";
   std::string against = g.reference.empty() ? "the job's stored outputs" : g.reference;
   if (g.matched()) return "// dynrep: lower-check ran this module and it matched " + against + "\n";
   if (g.stage != "differs") return "// dynrep: not checked: " + (g.error.empty() ? g.stage : g.error) + "\n";
@@ -87,25 +90,26 @@ int mlirCommand(const MlirRequest& r, std::ostream& out, std::ostream& err) {
   options.dialect = r.dialect == "torch" ? Dialect::Torch : r.dialect == "llvm" ? Dialect::LLVM : Dialect::Linalg;
   options.ranges = symbolRanges(opened->job, *compile);
   options.compileId = compile->id.str();
-  LoweredGraph lowered;
+  ChosenGraph chosen;
   try {
     if (!r.library.empty()) library = loadLibrary(r.library), options.library = &*library;
     Result<std::pair<std::string, Graph>> stored = graphIr(opened->job, *compile, r.graph);
     if (!stored.isOk()) throw std::invalid_argument(stored.status().message());
-    Result<ChosenGraph> chosen = lowerStoredGraph(opened->job, *compile, stored->first, options);
-    if (!chosen.isOk()) throw std::invalid_argument(chosen.status().message());
-    if (chosen->opset != "aten") err << chosen->lowered.event << ": " << chosen->reason << "\n";
-    lowered = std::move(chosen->lowered);
+    Result<ChosenGraph> lowered = lowerStoredGraph(opened->job, *compile, stored->first, options);
+    if (!lowered.isOk()) throw std::invalid_argument(lowered.status().message());
+    if (lowered->opset != "aten") err << lowered->lowered.event << ": " << lowered->reason << "\n";
+    chosen = std::move(*lowered);
   } catch (const std::exception& e) {
     err << "replay-inspect mlir: " << e.what() << "\n";
     return 2;
   }
-  if (options.dialect != Dialect::Torch && lowered.complete()) {
-    std::string verdict = checkBeforeWriting(opened->job, *compile, lowered.event, options, r, err);
+  bool verified = false;
+  if (options.dialect != Dialect::Torch && chosen.lowered.complete()) {
+    std::string verdict = checkBeforeWriting(opened->job, *compile, chosen, options, r, &verified, err);
     if (verdict.empty()) return 1;
-    lowered.text = verdict + lowered.text;
+    chosen.lowered.text = verdict + chosen.lowered.text;
   }
-  return emit(lowered, options, r, out, err);
+  return emit(chosen.lowered, options, r, verified, out, err);
 }
 
 int lowerIrCommand(const MlirRequest& r, std::ostream& out, std::ostream& err) {
@@ -132,14 +136,15 @@ int lowerIrCommand(const MlirRequest& r, std::ostream& out, std::ostream& err) {
     err << "replay-mlir lower-ir: " << e.what() << "\n";
     return 2;
   }
-  return emit(lowered, options, r, out, err);
+  return emit(lowered, options, r, /*verified=*/false, out, err);
 }
 
 namespace {
 
-// The module of a lowered graph verified (linalg, llvm) and written; issues reported.
-int emit(const LoweredGraph& lowered, const LowerOptions& options, const MlirRequest& r, std::ostream& out,
-         std::ostream& err) {
+// The module of a lowered graph verified (linalg, llvm; not again where the check did) and
+// written; issues reported.
+int emit(const LoweredGraph& lowered, const LowerOptions& options, const MlirRequest& r, bool verified,
+         std::ostream& out, std::ostream& err) {
   std::string text = lowered.text;
   int status = 0;
   if (!lowered.complete()) {
@@ -148,7 +153,7 @@ int emit(const LoweredGraph& lowered, const LowerOptions& options, const MlirReq
     printIssues(lowered.issues, err);
     status = 1;
   }
-  if (options.dialect != Dialect::Torch) {
+  if (options.dialect == Dialect::LLVM || (options.dialect == Dialect::Linalg && !verified)) {
     try {
       std::unique_ptr<Module> module = Module::parse(text);
       if (options.dialect == Dialect::LLVM) {

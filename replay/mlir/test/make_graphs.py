@@ -66,7 +66,39 @@ FAMILIES = {
         lambda x, z: (torch.fft.rfft(x).abs(), torch.fft.irfft(z * 2), torch.fft.fft(z, norm="ortho")),
         (torch.randn(4, 10), torch.randn(4, 6, dtype=torch.complex64)),
     ),
+    "complex": (
+        lambda z, w: torch.where(z == w, z * w, torch.exp(-z)).abs(),
+        (torch.randn(3, 4, dtype=torch.complex64), torch.randn(4, dtype=torch.complex64)),
+    ),
+    "data_dependent": (
+        lambda x: torch.nonzero(x > 0).sum() + torch.masked_select(x, x > 0).sum(),
+        (torch.randn(5, 6),),
+    ),
+    "distance": (
+        lambda a, b: torch.cdist(a, b).sum(0) + F.pdist(b).sum(),
+        (torch.randn(4, 3), torch.randn(5, 3)),
+    ),
+    "grid_sample": (
+        lambda x, g: F.grid_sample(x, g, mode="bilinear", padding_mode="zeros", align_corners=False),
+        (torch.randn(1, 2, 5, 6), torch.rand(1, 3, 4, 2) * 2 - 1),
+    ),
+    "quantize": (
+        lambda x: torch.fake_quantize_per_tensor_affine(x, 0.1, 0, -128, 127),
+        (torch.randn(3, 8),),
+    ),
+    "routing": (
+        lambda x: torch.histc(x, bins=4, min=-2.0, max=2.0),
+        (torch.randn(40),),
+    ),
+    "strided": (
+        lambda x: torch.as_strided(x, (3, 2), (2, 1), 1) * 2,
+        (torch.randn(12),),
+    ),
 }
+
+# Families whose operators Dynamo traces only with a setting: the data-dependent ones make an
+# output whose shape is a new (unbacked) symbol.
+SETTINGS = {"data_dependent": {"capture_dynamic_output_shape_ops": True}}
 
 
 def main(families: list[str]) -> None:
@@ -75,7 +107,11 @@ def main(families: list[str]) -> None:
             fn, args = FAMILIES[family]
             store = Path(tmp) / f"{family}.dynrep"
             torch._dynamo.reset()
-            with dr.capture(store, precompile=False, samples=False, core_aten=False), torch.no_grad():
+            with (
+                torch._dynamo.config.patch(SETTINGS.get(family, {})),
+                dr.capture(store, precompile=False, samples=False, core_aten=False),
+                torch.no_grad(),
+            ):
                 torch.compile(fn, backend="aot_eager", dynamic=True)(*args)
             _, ir = read_compile(store, "0/0").ir("forward")
             for node in ir["nodes"]:  # user paths differ per machine: keep the file name only

@@ -63,6 +63,10 @@ struct ChosenGraph {
 };
 Result<ChosenGraph> lowerStoredGraph(const Job& job, const Compile& compile, const std::string& event,
                                      const LowerOptions& options);
+// checkGraph of a graph lowerStoredGraph already lowered (with options.library and the compile's
+// symbol ranges), without lowering it again: `mlir` lowers once, checks that module, prints it.
+GraphCheck checkLowered(const Job& job, const Compile& compile, const std::string& event, ChosenGraph lowered,
+                        const CheckOptions& options);
 
 // The graph IR of a compile (graph "forward", "backward", "inference" or an event name) with its
 // event; NotFound naming what the compile has, or the reason its IR does not parse.
