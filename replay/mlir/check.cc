@@ -249,7 +249,8 @@ class CompileCheck {
     lo.ranges = ranges_;
     lo.compileId = compile_.id.str();
     auto start = Clock::now();
-    Result<ChosenGraph> lowered = given ? Result<ChosenGraph>(std::move(*given)) : lowerStoredGraph(job_, compile_, event, lo);
+    Result<ChosenGraph> lowered =
+        given ? Result<ChosenGraph>(std::move(*given)) : lowerStoredGraph(job_, compile_, event, lo);
     if (!lowered.isOk()) throw StoreError(lowered.status().message());
     ChosenGraph& chosen = *lowered;
     p.ir = std::move(chosen.ir);

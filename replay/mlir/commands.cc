@@ -61,8 +61,8 @@ std::string checkBeforeWriting(const Job& job, const Compile& compile, const Cho
   options.store = r.store;
   options.runner = r.runner;
   GraphCheck g = checkLowered(job, compile, chosen.lowered.event, chosen, options);
-  *verified = g.stage != "lowered" && g.stage != "not verified" && g.stage != "not lowered" &&
-              g.stage != "unsupported value";
+  *verified =
+      g.stage != "lowered" && g.stage != "not verified" && g.stage != "not lowered" && g.stage != "unsupported value";
   std::string against = g.reference.empty() ? "the job's stored outputs" : g.reference;
   if (g.matched()) return "// dynrep: lower-check ran this module and it matched " + against + "\n";
   if (g.stage != "differs") return "// dynrep: not checked: " + (g.error.empty() ? g.stage : g.error) + "\n";
