@@ -32,6 +32,10 @@ TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent.parent / "build" / "test-captures"
 # A build's folder unused this long is one an earlier build left: removed on the next run.
 STALE_AFTER_S = 6 * 3600
+# How long a worker waits for another one making the same capture: longer than any capture takes
+# (its jobs time out at 600 s), shorter than pytest's own timeout (1500 s), so a stuck maker
+# fails the waiting test with its name instead of hanging it.
+LOCK_WAIT_S = 1200
 
 
 def shared(name: str, make: Callable[[Path], None], *, inputs: Iterable[Path | str] = ()) -> Path:
@@ -39,19 +43,41 @@ def shared(name: str, make: Callable[[Path], None], *, inputs: Iterable[Path | s
     process), read by the others. `name` says what was captured and how (every option the
     capture takes); `inputs` are files make reads beyond the package and the test helpers (the
     test file that defines it)."""
-    key = hashlib.sha256("\0".join([name, *(_digest(Path(p)) for p in inputs)]).encode()).hexdigest()[:16]
-    folder = _build_folder() / f"{_safe(name)}-{key}"
+    folder = capture_folder(name, inputs)
     done = folder / ".done"
     if done.exists():
         return folder
-    with open(folder.with_name(folder.name + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker making it: wait for it
+    with open(lock_file(folder), "w") as lock:
+        _wait_for(lock, name)  # another worker making it: wait for it
         if not done.exists():
             shutil.rmtree(folder, ignore_errors=True)  # what a killed run left half made
             folder.mkdir()
             make(folder)
             done.touch()
     return folder
+
+
+def capture_folder(name: str, inputs: Iterable[Path | str] = ()) -> Path:
+    """Where this build keeps the capture `name` made from `inputs`."""
+    key = hashlib.sha256("\0".join([name, *(_digest(Path(p)) for p in inputs)]).encode()).hexdigest()[:16]
+    return _build_folder() / f"{_safe(name)}-{key}"
+
+
+def lock_file(folder: Path) -> Path:
+    """The lock its maker holds while it makes the capture in `folder`."""
+    return folder.with_name(folder.name + ".lock")
+
+
+def _wait_for(lock, name: str) -> None:
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"shared capture {name!r}: another worker held it for {LOCK_WAIT_S} s") from None
+            time.sleep(0.5)
 
 
 def copy_of(folder: Path, destination: Path) -> Path:

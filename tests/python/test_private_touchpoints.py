@@ -2,9 +2,10 @@
 package names `torch._...`, `sys._getframe` or a frame's `f_locals`, reads a private attribute
 of a PyTorch object (`op._schema`, `config._get_dict`: any underscore name PyTorch's own Python
 defines and this package does not, through a dot or getattr) or a private operator
-(`aten._foo`) (an AST scan, so the `torch._check(...)` lines `why` writes as text do not count). And each of _torch's readers of
-PyTorch's own stack frames finds what it reads in a real capture of this PyTorch: a PyTorch that
-renames a local fails here, by name, instead of quietly leaving facts out of stores. About 5 s."""
+(`aten._foo`). An AST scan, so the `torch._check(...)` lines `why` writes as text do not count.
+And each of _torch's readers of PyTorch's own stack frames finds what it reads in a real capture
+of this PyTorch: a PyTorch that renames a local fails here, by name, instead of quietly leaving
+facts out of stores. About 15 s (the scan reads PyTorch's sources once)."""
 
 from __future__ import annotations
 
