@@ -72,13 +72,31 @@ def _isa_probe_libraries(root: Path) -> set[Path]:
     return found
 
 
+def isa_probe_files(root: Path) -> list[Path]:
+    """The ISA probe's libraries under root, each with the files Inductor keeps beside it (its
+    source, and from 2.15 a marker that it loaded)."""
+    return sorted(file for library in _isa_probe_libraries(root) for file in library.parent.glob(library.stem + ".*"))
+
+
+def copy_isa_probes(source: Path, target: Path) -> None:
+    """Copies the ISA probe's libraries of one Inductor cache into another. Inductor's
+    vector-ISA check compiles a probe per ISA (about 15 s of g++ on 2 cores) into a cache that
+    lacks them, and the libraries depend only on their source and the compiler's flags, never on
+    the directory they sit in."""
+    for file in isa_probe_files(source):
+        copy = target / file.relative_to(source)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(file, copy)
+
+
 class PrivateCacheDir:
     """Points Inductor at a fresh, empty cache directory while capture runs.
 
     So the capture sees a whole compile (a package left in the job's own cache by an earlier
     run would otherwise skip it), every library built for it lands in one place, and the job's
-    own cache is left as it was. The directory is removed when the process exits: compiled
-    code may still load files from it until then.
+    own cache is left as it was. It starts with the ISA probe's libraries of the job's own cache
+    (copy_isa_probes), which the capture needs and saves like any other. The directory is
+    removed when the process exits: compiled code may still load files from it until then.
     """
 
     def __init__(self) -> None:
@@ -86,6 +104,7 @@ class PrivateCacheDir:
         self.original_root = cache_dir() if inductor_used() else None
         self.path = Path(tempfile.mkdtemp(prefix="dynrep-capture-"))
         atexit.register(_remove_in_process, self.path, os.getpid())
+        copy_isa_probes(self.original_root or cache_dir(), self.path)
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(self.path)
         _clear_inductor_caches()
 

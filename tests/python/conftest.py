@@ -15,14 +15,24 @@ from dynamo_replay.tools import inspect_executable
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
-# Every test process, and the jobs it starts, get an empty Inductor cache: what an earlier run
-# left in the shared one (compiled graphs, Dynamo packages) must not decide what compiles here.
+# Every test process, and the jobs it starts, get an Inductor cache of their own, empty but for
+# the CPU ISA probe (job_environment.fresh_inductor_cache): what an earlier run left in the
+# shared one (compiled graphs, Dynamo packages) must not decide what compiles here.
 os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="dynrep-test-inductor-")
 atexit.register(shutil.rmtree, os.environ["TORCHINDUCTOR_CACHE_DIR"], ignore_errors=True)
 # One compile thread in every test process and job (job_environment keeps it): the suite already
 # runs its files on every core (pytest-xdist), and Inductor's compile pool would start a process
 # that imports torch in every job that compiles. A user's setting wins.
 os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _worker_inductor_cache_probed():
+    """The worker's Inductor cache starts like every job's (job_environment.fresh_inductor_cache):
+    with the CPU vector-ISA probe's libraries, so no test pays g++ for them."""
+    from job_environment import fresh_inductor_cache
+
+    fresh_inductor_cache(os.environ["TORCHINDUCTOR_CACHE_DIR"])
 
 
 @pytest.fixture(autouse=True)

@@ -7,6 +7,7 @@ import contextlib
 import inspect as pyinspect
 import json
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import dynamo_replay as dr  # noqa: E402
+from dynamo_replay import kernels as kernel_files  # noqa: E402
 from models import MLP, ConvNet, TinyGPT  # noqa: E402
+from job_environment import fresh_inductor_cache  # noqa: E402
 
 JOBS = Path(__file__).parent / "jobs"
 
@@ -400,7 +403,8 @@ def test_inductor_compile_keeps_its_code_and_pytorch_cache_artifacts(
 ) -> None:
     # One small Inductor graph (it runs g++): its generated code and PyTorch's Mega-Cache
     # bytes, which replay will load, must be in the store.
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor-cache"))
+    cache = fresh_inductor_cache(tmp_path / "inductor-cache")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
     # Capture leaves caching precompile on for the rest of the process: put it back for later tests.
     settings = contextlib.ExitStack()
     settings.enter_context(torch._dynamo.config.patch(caching_precompile=False))
@@ -422,11 +426,32 @@ def test_inductor_compile_keeps_its_code_and_pytorch_cache_artifacts(
     assert len(store.get_blob(mega.blob_key)) == mega.size
     kernels = [a.name for a in store.records(dr.Artifact) if a.name.endswith(".main.so")]
     assert len(kernels) == 1  # the fused kernel's library
+    # And the CPU ISA probe's, which replay puts back (capture took them from the job's cache).
+    probes = {"inductor/" + p.relative_to(cache).as_posix() for p in kernel_files.isa_probe_files(cache)}
+    assert {a.name for a in store.records(dr.Artifact) if a.name in probes} == {n for n in probes if n.endswith(".so")}
     if precompile:  # Inductor's graph is bundled into the AOTAutograd entry the frame's package names
         assert int(mega.attributes["aot_autograd"]) >= 1 and int(mega.attributes["precompile"]) == 1
     else:
         assert int(mega.attributes["inductor"]) >= 1 and int(mega.attributes["aot_autograd"]) >= 1
         assert "precompile" not in mega.attributes
+
+
+def test_capture_cache_starts_with_the_job_s_isa_probe(tmp_path: Path, monkeypatch) -> None:
+    """Capture compiles in a cache of its own, which starts with the CPU ISA probe's libraries
+    of the job's cache: without them Inductor builds the probe again (g++ once per ISA, about
+    15 s on 2 cores) in every capture. The job's cache is left as it was."""
+    job_cache = fresh_inductor_cache(tmp_path / "job-cache")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(job_cache))
+    before = sorted(p.relative_to(job_cache) for p in job_cache.rglob("*"))
+    private = kernel_files.PrivateCacheDir()
+    try:
+        copied = {p.relative_to(private.path): p.read_bytes() for p in kernel_files.isa_probe_files(private.path)}
+        probes = {p.relative_to(job_cache): p.read_bytes() for p in kernel_files.isa_probe_files(job_cache)}
+        assert copied == probes and any(name.suffix == ".so" for name in probes)
+    finally:
+        private.restore()
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(job_cache)
+    assert sorted(p.relative_to(job_cache) for p in job_cache.rglob("*")) == before
 
 
 def test_hooks_come_out_and_decorator_form(store_path: Path) -> None:

@@ -24,6 +24,7 @@ torch = pytest.importorskip("torch")
 
 import dynamo_replay as dr  # noqa: E402
 import models  # noqa: E402
+from job_environment import fresh_inductor_cache  # noqa: E402
 from dynamo_replay.__main__ import main  # noqa: E402
 from dynamo_replay.graphs import FLOAT_TOLERANCE, compile_ids  # noqa: E402
 from models import MLP, ConvNet, TinyGPT  # noqa: E402
@@ -444,7 +445,7 @@ def test_capture_leaves_inductor_cache_keys_and_code_unchanged(tmp_path: Path) -
     }
     processes = {}
     for name, args in runs.items():
-        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / f"cache-{name}")}
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(fresh_inductor_cache(tmp_path / f"cache-{name}"))}
         processes[name] = subprocess.Popen(
             [sys.executable, str(JOBS / "cache_keys.py"), *args],
             env=env,

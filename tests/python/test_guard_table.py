@@ -27,6 +27,7 @@ torch = pytest.importorskip("torch")
 
 from dynamo_replay._torch import guards as _torch_guards  # noqa: E402
 from dynamo_replay._torch import releases  # noqa: E402
+from job_environment import fresh_inductor_cache  # noqa: E402
 from guard_cases import (  # noqa: E402
     COMPILED,
     KEPT,
@@ -47,7 +48,7 @@ CHECKS_OFF = Path(__file__).parent / "jobs" / "replay_checks_off.py"
 
 def _env(cache: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAMO_REPLAY", "TORCHINDUCTOR_", "DYNREP_"))}
-    env["TORCHINDUCTOR_CACHE_DIR"] = str(cache)
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(fresh_inductor_cache(cache))
     env.update(extra)
     return env
 

@@ -18,13 +18,15 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from job_environment import fresh_inductor_cache  # noqa: E402
+
 JOB = Path(__file__).parent / "jobs" / "validated_config.py"
 CHECKS_OFF = Path(__file__).parent / "jobs" / "replay_checks_off.py"
 
 
 def _run(root: Path, name: str, *command: str, **extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAMO_REPLAY", "TORCHINDUCTOR_", "DYNREP_"))}
-    env.update(TORCHINDUCTOR_CACHE_DIR=str(root / f"{name}-cache"), **extra)
+    env.update(TORCHINDUCTOR_CACHE_DIR=str(fresh_inductor_cache(root / f"{name}-cache")), **extra)
     result = subprocess.run([sys.executable, *command, str(JOB)], capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
