@@ -35,13 +35,12 @@ class CorruptionTest : public ::testing::Test {
   }
 
   // Writes `bytes` as a store, opens it and reads everything; returns the problems found.
-  std::vector<std::string> exercise(const std::string& bytes, Status* openStatus) {
+  std::vector<Status> exercise(const std::string& bytes, Status* openStatus) {
     std::string p = dir_.file("bad.dynrep");
     testing::writeFile(p, bytes);
     auto r = StoreReader::open(p);
     *openStatus = r.status();
-    std::vector<std::string> problems;
-    if (!r.isOk()) return problems;
+    if (!r.isOk()) return {};
     for (size_t i = 0; i < (*r)->recordCount(); ++i) (void)(*r)->recordPayload(i);
     for (const BlobInfo& b : (*r)->blobs()) (void)(*r)->readBlob(b.key);
     return (*r)->verify();
@@ -56,7 +55,7 @@ class CorruptionTest : public ::testing::Test {
 TEST_F(CorruptionTest, EveryTruncationOpensAsRecoveredPrefixOrSaysWhy) {
   for (size_t n = 0; n < good_.size(); ++n) {
     Status s;
-    std::vector<std::string> problems = exercise(good_.substr(0, n), &s);
+    std::vector<Status> problems = exercise(good_.substr(0, n), &s);
     if (n < format::kHeaderSize) {
       ASSERT_EQ(s.code(), Status::Code::Corruption) << n;
       EXPECT_NE(s.message().find(n == 0 ? "empty file" : "shorter than a store header"), std::string::npos);
@@ -81,7 +80,7 @@ TEST_F(CorruptionTest, BitFlipAnywhereIsDetected) {
     size_t at = rng() % bad.size();
     bad[at] = char(bad[at] ^ (1 << (rng() % 8)));
     Status s;
-    std::vector<std::string> problems = exercise(bad, &s);
+    std::vector<Status> problems = exercise(bad, &s);
     // A flip is either refused at open (header), or found by verify, or it hit the index/trailer
     // and the store was recovered by a scan; never silently accepted as a sound finished store.
     if (!s.isOk()) continue;
@@ -113,14 +112,18 @@ TEST_F(CorruptionTest, DamagedIndexFallsBackToScan) {
   // The index frame's payload sits just before the trailer.
   bad[bad.size() - format::kTrailerSize - 5] ^= 0x01;
   Status s;
-  std::vector<std::string> problems = exercise(bad, &s);
+  std::vector<Status> problems = exercise(bad, &s);
   ASSERT_TRUE(s.isOk());
   auto r = StoreReader::open(dir_.file("bad.dynrep"));
   EXPECT_EQ((*r)->state(), StoreState::Recovered);
   EXPECT_NE((*r)->recoveryNote().find("index damaged"), std::string::npos);
   EXPECT_EQ((*r)->recordCount(), 4u);
   EXPECT_EQ((*r)->blobs().size(), 4u);
-  EXPECT_FALSE(problems.empty());
+  ASSERT_FALSE(problems.empty());
+  for (const Status& p : problems) {  // each a Corruption naming the file
+    EXPECT_EQ(p.code(), Status::Code::Corruption) << p.toString();
+    EXPECT_EQ(p.message().rfind(dir_.file("bad.dynrep") + ": ", 0), 0u) << p.message();
+  }
 }
 
 TEST_F(CorruptionTest, DirectoryAndMissingFileAreNamed) {

@@ -348,24 +348,22 @@ Result<size_t> BlobStream::read(char* out, size_t size) {
   return done;
 }
 
-std::vector<std::string> StoreReader::verify() const {
-  std::vector<std::string> found;
-  std::vector<std::string>* problems = &found;
-  size_t before = 0;
+std::vector<Status> StoreReader::verify() const {
+  std::vector<Status> problems;
   if (state_ != StoreState::Finished)
-    problems->push_back(path_ + ": " + stateName(state_) + " store: " + recoveryNote_);
+    problems.push_back(Status::corruption(path_ + ": " + stateName(state_) + " store: " + recoveryNote_));
   // Walk every frame, whether the index names it or not. A scanned store had this done by
   // its scan, which stopped at the first bad frame and said so in the recovery note.
   uint64_t end = state_ == StoreState::Finished ? size_ - format::kTrailerSize : format::kHeaderSize;
   for (uint64_t off = format::kHeaderSize; off < end;) {
     format::Frame f;
     const char* why = frameProblem(off, end, &f);
-    if (why) problems->push_back(path_ + ": " + at(off) + ": " + why);
+    if (why) problems.push_back(Status::corruption(path_ + ": " + at(off) + ": " + why));
     // A bad checksum or header field leaves the length usable; a truncation ends the walk.
     if (why && (end - off < format::kFrameSize || f.payloadSize > end - off - format::kFrameSize)) break;
     off += format::kFrameSize + f.payloadSize;
   }
-  size_t walked = problems->size();
+  size_t walked = problems.size();
   std::string scratch;
   for (const format::BlobEntry& b : index_->blobs) {
     // Stream chunk by chunk so verifying a huge blob needs one chunk of memory.
@@ -375,15 +373,14 @@ std::vector<std::string> StoreReader::verify() const {
       Result<size_t> n = stream->read(scratch.data(), scratch.size());
       if (!n.isOk()) {
         // A damaged chunk was already named by the walk; add only what it could not see.
-        if (std::find(problems->begin() + before, problems->begin() + walked, n.status().message()) ==
-            problems->begin() + walked)
-          problems->push_back(n.status().message());
+        auto sameMessage = [&](const Status& p) { return p.message() == n.status().message(); };
+        if (std::none_of(problems.begin(), problems.begin() + walked, sameMessage)) problems.push_back(n.status());
         break;
       }
       if (*n == 0) break;
     }
   }
-  return found;
+  return problems;
 }
 
 }  // namespace dynrep

@@ -64,8 +64,8 @@ TEST(StoreTest, BlobsAndRecordsRoundTrip) {
   EXPECT_EQ(*r->recordPayload(0), "first");
   EXPECT_EQ(r->recordKind(1), 999);
   EXPECT_EQ(r->readBlob(BlobKey::of("absent")).status().code(), Status::Code::NotFound);
-  std::vector<std::string> problems = r->verify();
-  EXPECT_TRUE(problems.empty()) << problems[0];
+  std::vector<Status> problems = r->verify();
+  EXPECT_TRUE(problems.empty()) << problems[0].toString();
 }
 
 TEST(StoreTest, StreamReadsInSmallPiecesAndMatches) {

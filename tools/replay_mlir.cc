@@ -1,13 +1,48 @@
 // replay-mlir: the MLIR lowering's command line. replay-inspect hands `mlir` and `lower-check`
 // to it (it links MLIR, which replay-inspect does not). Exit 0 ok, 1 something did not lower
 // or match, 2 bad usage or an unusable store.
+#include <fstream>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "dynrep/replay/mlir/commands.h"
 #include "tool_main.h"
 
 namespace {
+
+using dynrep::Result;
+using dynrep::replay::Report;
+
+// Prints a command's Report: its notes on stderr as they are, then its output (the module, or
+// lower-check's report) on stdout or into `file`. Exit 0; 1 when something did not lower, verify
+// or match; 2 when the command could not run (`command` names it) or `file` cannot be written.
+int printed(const Result<Report>& result, const std::string& command, const std::string& file = "") {
+  if (!result.isOk()) {
+    std::cerr << command << ": " << result.status().message() << "\n";
+    return 2;
+  }
+  for (const dynrep::replay::ReportNote& note : result->notes) std::cerr << note.text << "\n";
+  if (file.empty()) {
+    std::cout << result->output;
+  } else if (!result->output.empty()) {  // a module is never empty: empty is "nothing to write"
+    std::ofstream out(file);
+    out << result->output;
+    if (!out) {
+      std::cerr << "replay-inspect mlir: cannot write " << file << "\n";
+      return 2;
+    }
+  }
+  return result->problemFound ? 1 : 0;
+}
+
+// The store's job, or (exit 2) the message naming what is wrong with it.
+std::optional<dynrep::replay::OpenedJob> opened(const std::string& path) {
+  Result<dynrep::replay::OpenedJob> job = dynrep::replay::openJob(path);
+  if (job.isOk()) return std::move(*job);
+  std::cerr << "replay-inspect: " << job.status().toString() << "\n";
+  return std::nullopt;
+}
 
 int run(int argc, char** argv) {
   CLI::App app{"Re-lower a dynamo-replay store's graphs to MLIR", "replay-inspect"};
@@ -22,7 +57,8 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"forward", "backward", "inference"}));
   mlir->add_option("--dialect", m.dialect, "torch, linalg or llvm")->check(CLI::IsMember({"torch", "linalg", "llvm"}));
   mlir->add_option("--library", m.library, "custom-op library: func.func definitions named after operators");
-  mlir->add_option("-o,--output", m.output, "write the module here instead of stdout");
+  std::string moduleFile, irModuleFile;
+  mlir->add_option("-o,--output", moduleFile, "write the module here instead of stdout");
   mlir->add_flag("--allow-different", m.allowDifferent,
                  "write the module without running it against the job's outputs (by default one that computes "
                  "a different number is not written)");
@@ -32,7 +68,7 @@ int run(int argc, char** argv) {
   lowerIr->add_option("--dialect", ir.dialect, "torch, linalg or llvm")
       ->check(CLI::IsMember({"torch", "linalg", "llvm"}));
   lowerIr->add_option("--library", ir.library, "custom-op library");
-  lowerIr->add_option("-o,--output", ir.output, "write the module here instead of stdout");
+  lowerIr->add_option("-o,--output", irModuleFile, "write the module here instead of stdout");
   auto* check = app.add_subcommand(
       "lower-check", "every graph lowered, verified, run by MLIR's JIT and compared; exit 1 when any fails");
   check->add_option("STORE", c.store, "store file")->required();
@@ -43,9 +79,13 @@ int run(int argc, char** argv) {
   if (int code; !dynrep::tools::parse(app, argc, argv, &code)) return code;
   std::string runner = dynrep::tools::besideSelf("replay-run");  // the reference for --sizes, where built
   if (dynrep::tools::isExecutable(runner)) c.runner = m.runner = runner;
-  if (mlir->parsed()) return dynrep::replay::lowering::mlirCommand(m, std::cout, std::cerr);
-  if (lowerIr->parsed()) return dynrep::replay::lowering::lowerIrCommand(ir, std::cout, std::cerr);
-  return dynrep::replay::lowering::lowerCheckCommand(c, std::cout, std::cerr);
+  if (lowerIr->parsed())
+    return printed(dynrep::replay::lowering::lowerIrCommand(ir), "replay-mlir lower-ir", irModuleFile);
+  std::optional<dynrep::replay::OpenedJob> store = opened(mlir->parsed() ? m.store : c.store);
+  if (!store) return 2;
+  if (mlir->parsed())
+    return printed(dynrep::replay::lowering::mlirCommand(store->job, m), "replay-inspect mlir", moduleFile);
+  return printed(dynrep::replay::lowering::lowerCheckCommand(store->job, c), "replay-inspect lower-check");
 }
 
 }  // namespace

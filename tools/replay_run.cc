@@ -40,7 +40,19 @@ nlohmann::json toJson(const RunReport& r) {
                     {"location", r.failure->location},
                     {"scope", r.failure->scope},
                     {"message", r.failure->message}};
-  if (!r.error.empty()) j["error"] = r.error;
+  return j;
+}
+
+// A run that did not get to its nodes, in the JSON of a report: what is known of it, ok false
+// and the error.
+nlohmann::json errorJson(const std::string& compileId, const dynrep::replay::run::RunOptions& options,
+                         const dynrep::Status& error) {
+  RunReport known;
+  known.compileId = compileId;
+  known.inputs = dynrep::replay::run::inputsDescription(options);
+  nlohmann::json j = toJson(known);
+  j["ok"] = false;
+  j["error"] = error.message();
   return j;
 }
 
@@ -123,16 +135,19 @@ int run(int argc, char** argv) {
     std::cerr << "replay-run: " << opened.status().toString() << "\n";
     return 2;
   }
-  RunReport report = dynrep::replay::run::runGraph(opened->job, compileId, options);
-  if (json) {
-    std::cout << toJson(report).dump(2) << "\n";
-  } else if (!report.error.empty()) {
-    std::cerr << "replay-run: " << path << ": " << report.error << "\n";
-  } else {
-    printText(report, std::cout);
+  dynrep::Result<RunReport> report = dynrep::replay::run::runGraph(opened->job, compileId, options);
+  if (!report.isOk()) {
+    if (json)
+      std::cout << errorJson(compileId, options, report.status()).dump(2) << "\n";
+    else
+      std::cerr << "replay-run: " << path << ": " << report.status().message() << "\n";
+    return 2;
   }
-  if (!report.error.empty()) return 2;
-  return report.ok() ? 0 : 1;
+  if (json)
+    std::cout << toJson(*report).dump(2) << "\n";
+  else
+    printText(*report, std::cout);
+  return report->ok() ? 0 : 1;
 }
 
 }  // namespace

@@ -228,10 +228,16 @@ class PyStore {
     return i;
   }
 
-  std::vector<std::string> verify() {
+  std::vector<std::string> verify() {  // Python sees each problem's message
     std::shared_ptr<StoreReader> r = view();
-    py::gil_scoped_release nogil;
-    return r->verify();
+    std::vector<Status> problems;
+    {
+      py::gil_scoped_release nogil;
+      problems = r->verify();
+    }
+    std::vector<std::string> messages;
+    for (const Status& p : problems) messages.push_back(p.message());
+    return messages;
   }
 
   void flush() {

@@ -293,7 +293,8 @@ Result<Report> inspectVerify(const std::string& path, const InspectOptions& o) {
     return report;
   }
   const std::unique_ptr<StoreReader>& r = *opened;
-  std::vector<std::string> problems = r->verify();
+  std::vector<std::string> problems;  // each problem's message, which names the file and where
+  for (const Status& p : r->verify()) problems.push_back(p.message());
   bool sound = problems.empty();
   StoreStats s = r->stats();
   report.problemFound = !sound;

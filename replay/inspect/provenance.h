@@ -4,11 +4,13 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "dynrep/replay/query/job.h"
 #include "dynrep/replay/query/json_fields.h"
+#include "dynrep/replay/query/symbol_table.h"
 
 namespace dynrep::replay {
 
@@ -52,15 +54,46 @@ inline nlohmann::json callsJson(const Compile& c) {
   return c.calls < 0 ? nlohmann::json(nullptr) : nlohmann::json(c.calls);
 }
 
-// The compile's symbol table with final ranges: [{symbol, unbacked, range, source, hint,
-// replaced_by}], or an empty array when none was recorded or it cannot be read.
-inline nlohmann::json symbolTable(const Job& job, const Compile& c) {
-  if (c.symbolsKey.empty()) return nlohmann::json::array();
-  nlohmann::json table = nlohmann::json::parse(job.text(c.symbolsKey), nullptr, false);
-  return table.is_array() ? table : nlohmann::json::array();
+// A bound or hint as the symbol table holds it: a number, or text (int_oo).
+inline nlohmann::json numberJson(const SymbolNumber& n) {
+  switch (n.kind) {
+    case SymbolNumber::Kind::Integer: return n.integer;
+    case SymbolNumber::Kind::Real: return n.real;
+    case SymbolNumber::Kind::Text: return n.text;
+  }
+  return nullptr;  // not reached: every kind is handled above
 }
 
-// "[0, 8]" from a table entry's range: bounds are integers, floats or text (int_oo).
+// "8", "2.5", "int_oo": a number as JSON prints it, text as it is.
+inline std::string numberText(const SymbolNumber& n) {
+  return n.kind == SymbolNumber::Kind::Text ? n.text : dumpJson(numberJson(n));
+}
+
+// A row of the symbol table as capture wrote it: {symbol, unbacked, range, source, hint,
+// replaced_by}, the last four where recorded.
+inline nlohmann::json symbolEntryJson(const SymbolEntry& e) {
+  nlohmann::json row = {{"symbol", e.symbol}, {"unbacked", e.unbacked}};
+  if (e.range) row["range"] = {numberJson(e.range->first), numberJson(e.range->second)};
+  if (!e.source.empty()) row["source"] = e.source;
+  if (e.hint) row["hint"] = numberJson(*e.hint);
+  if (!e.replacedBy.empty()) row["replaced_by"] = e.replacedBy;
+  return row;
+}
+
+// "[0, 8]", or "[?]" when the table recorded no range.
+inline std::string rangeText(const SymbolEntry& e) {
+  return e.range ? "[" + numberText(e.range->first) + ", " + numberText(e.range->second) + "]" : "[?]";
+}
+
+// The compile's symbol table for the reports that show it beside other facts (why, diff, the
+// HTML report): empty when none was recorded, and when it cannot be read, which `show --shapes`
+// says.
+inline std::vector<SymbolEntry> symbolRows(const Job& job, const Compile& c) {
+  Result<std::vector<SymbolEntry>> table = readSymbols(job, c);
+  return table.isOk() ? std::move(*table) : std::vector<SymbolEntry>{};
+}
+
+// "[0, 8]" from a symbol's range in why's JSON: bounds are integers, floats or text (int_oo).
 inline std::string rangeText(const nlohmann::json& entry) {
   const nlohmann::json range = arrayField(entry, "range");
   if (range.size() != 2) return "[?]";

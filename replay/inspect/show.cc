@@ -148,8 +148,10 @@ std::vector<json> samplesOf(const Job& job, const Compile& c) {
   auto isForward = [](const std::string& text) { return text.find("\"pass\": \"backward\"") == std::string::npos; };
   auto ir = c.graphIrs.find("dynamo_output_graph");
   size_t forward = std::count_if(c.samples.begin(), c.samples.end(), isForward);
+  Result<std::string> irText = ir == c.graphIrs.end() ? Result<std::string>(std::string()) : job.text(ir->second);
+  // Without a readable IR of the graph (or with several forward samples) a sample's inputs go unnamed.
   std::vector<std::string> names =
-      ir == c.graphIrs.end() || forward != 1 ? std::vector<std::string>{} : placeholderNames(job.text(ir->second));
+      forward != 1 || !irText.isOk() || irText->empty() ? std::vector<std::string>{} : placeholderNames(*irText);
   std::vector<json> samples;
   for (const std::string& sample : c.samples)
     samples.push_back(isForward(sample) ? namedSample(sample, names) : parseOrNote(sample));
@@ -164,19 +166,28 @@ std::string lineText(const UserFrame& f) {
 
 // One line per symbol: its final range, then where it came from.
 void printSymbols(const Job& job, const Compile& c, std::ostream& out) {
-  json table = symbolTable(job, c);
-  if (table.empty()) fmt::print(out, "(no symbol table recorded)\n");
-  for (const json& entry : table) {
-    std::string symbol = field(entry, "symbol", "?");
-    std::string origin = field(entry, "source", "");
+  Result<std::vector<SymbolEntry>> table = readSymbols(job, c);
+  if (!table.isOk()) fmt::print(out, "(symbol table unreadable: {})\n", table.status().message());
+  if (table.isOk() && table->empty()) fmt::print(out, "(no symbol table recorded)\n");
+  for (const SymbolEntry& entry : table.isOk() ? *table : std::vector<SymbolEntry>{}) {
+    std::string origin = entry.source;
     for (const SymbolOrigin& o : c.origins) {
-      if (o.symbol != symbol) continue;
+      if (o.symbol != entry.symbol) continue;
       if (!o.op.empty()) origin = fmt::format("{} ({}) at {}", o.op, o.phase, lineText(o.userFrame));
       break;
     }
-    std::string replaced = field(entry, "replaced_by", "");
-    fmt::print(out, "{:<8} {:<20} {}{}\n", symbol, rangeText(entry), origin, replaced.empty() ? "" : " = " + replaced);
+    fmt::print(out, "{:<8} {:<20} {}{}\n", entry.symbol, rangeText(entry), origin,
+               entry.replacedBy.empty() ? "" : " = " + entry.replacedBy);
   }
+}
+
+// The symbol table as capture wrote it; a note in place of a table that cannot be read.
+json symbolTableJson(const Job& job, const Compile& c) {
+  Result<std::vector<SymbolEntry>> table = readSymbols(job, c);
+  if (!table.isOk()) return "(unreadable: " + table.status().message() + ")";
+  json out = json::array();
+  for (const SymbolEntry& entry : *table) out.push_back(symbolEntryJson(entry));
+  return out;
 }
 
 }  // namespace
@@ -209,7 +220,7 @@ Result<Report> inspectShow(const std::string& path, const std::string& compileId
     for (const RecompileCause& r : c->recompileCauses) causes.push_back(causeJson(r));
     j["recompile_causes"] = causes;
     if (s.guards) {
-      j["guards"] = job->text(c->guardTreeKey);
+      j["guards"] = shownText(job->text(c->guardTreeKey));
       json dropped = json::array();
       for (const DroppedGuard& g : c->dropped) dropped.push_back(droppedJson(g));
       j["dropped_guards"] = dropped;
@@ -217,10 +228,10 @@ Result<Report> inspectShow(const std::string& path, const std::string& compileId
     }
     if (s.graph) {
       json graphs = json::object();
-      for (const auto& [name, key] : c->graphs) graphs[name] = job->text(key);
+      for (const auto& [name, key] : c->graphs) graphs[name] = shownText(job->text(key));
       j["graphs"] = graphs;
       json irs = json::object();
-      for (const auto& [name, key] : c->graphIrs) irs[name] = parseOrNote(job->text(key));
+      for (const auto& [name, key] : c->graphIrs) irs[name] = parseOrNote(shownText(job->text(key)));
       j["graph_ir"] = irs;
       j["samples"] = samplesOf(*job, *c);
     }
@@ -232,7 +243,7 @@ Result<Report> inspectShow(const std::string& path, const std::string& compileId
                         {"file", co.filename},
                         {"first_line", co.firstLine},
                         {"fields", parseOrNote(co.fieldsJson)},
-                        {"disassembly", job->text(co.disassemblyKey)}});
+                        {"disassembly", shownText(job->text(co.disassemblyKey))}});
       j["code"] = code;
     }
     if (s.shapes) {
@@ -249,7 +260,7 @@ Result<Report> inspectShow(const std::string& path, const std::string& compileId
                           {"user_stack", stack}});
       }
       j["shapes"] = shapes;
-      j["symbols"] = symbolTable(*job, *c);
+      j["symbols"] = symbolTableJson(*job, *c);
       json origins = json::array(), guards = json::array();
       for (const SymbolOrigin& origin : c->origins) origins.push_back(originJson(origin));
       for (const ShapeGuard& g : c->shapeGuards) guards.push_back(shapeGuardJson(g));
@@ -278,20 +289,21 @@ Result<Report> inspectShow(const std::string& path, const std::string& compileId
   for (const std::string& b : c->graphBreaks) fmt::print(out, "graph break: {}\n", firstLine(b));
   if (s.guards) {
     heading("guards");
-    out << job->text(c->guardTreeKey) << "\n";
+    out << shownText(job->text(c->guardTreeKey)) << "\n";
     printDropped(*c, o, out);
   }
   if (s.code) {
     for (const capture::CodeObject& co : c->code) {
       heading(fmt::format("code: {} {} ({}:{})", co.role, co.name, co.filename, co.firstLine));
-      out << job->text(co.disassemblyKey);
+      out << shownText(job->text(co.disassemblyKey));
     }
   }
   if (s.graph) {
     for (const auto& [name, key] : c->graphs) {
       heading("graph: " + name);
-      out << job->text(key) << "\n";
-      if (auto ir = c->graphIrs.find(name); ir != c->graphIrs.end()) out << operatorSummary(job->text(ir->second));
+      out << shownText(job->text(key)) << "\n";
+      if (auto ir = c->graphIrs.find(name); ir != c->graphIrs.end())
+        out << operatorSummary(shownText(job->text(ir->second)));
     }
     for (const json& sample : samplesOf(*job, *c)) out << sampleSummary(sample);
   }

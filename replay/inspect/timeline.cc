@@ -45,8 +45,9 @@ void mergeArgs(json& into, const json& more) {
 
 class Builder {
  public:
-  void chromiumEvent(const capture::TraceEvent& e, const std::string& payload) {
-    json ev = json::parse(payload, nullptr, /*allow_exceptions=*/false);
+  // A payload that cannot be read counts as an unreadable chromium_event, as one that does not parse.
+  void chromiumEvent(const capture::TraceEvent& e, const Result<std::string>& payload) {
+    json ev = payload.isOk() ? json::parse(*payload, nullptr, /*allow_exceptions=*/false) : json();
     std::string name = field(ev, "name", ""), ph = field(ev, "ph", "");
     std::optional<double> ts = ev.is_object() && ev.contains("ts") ? as<double>(ev["ts"]) : std::nullopt;
     if (name.empty() || ph.empty() || !ts || !std::isfinite(*ts)) {
@@ -219,7 +220,6 @@ JobTimeline buildTimeline(const StoreReader& reader, const Job& job) {
   Builder builder;
   forEachRecord<capture::TraceEvent>(reader, [&](const capture::TraceEvent& e) {
     if (e.name == "compilation_metrics") builder.compilationMetrics(e);
-    // job.text is "[...]" when the payload is unreadable: counted as an unreadable chromium_event.
     if (e.name == "chromium_event" && !e.payloadKey.empty()) builder.chromiumEvent(e, job.text(e.payloadKey));
   });
   return builder.finish(job);

@@ -19,6 +19,7 @@
 #include "dynrep/replay/query/graph_events.h"
 #include "dynrep/replay/query/graph_samples.h"
 #include "dynrep/replay/query/sizes.h"
+#include "dynrep/replay/query/symbol_table.h"
 #include "dynrep/replay/query/tensor_file.h"
 #include "engine.h"
 
@@ -137,6 +138,10 @@ class CompileCheck {
     GraphCheck g;
     g.compile = compile_.id.str();
     g.event = event;
+    if (!ranges_.isOk()) {  // the entry checks need them: nothing runs without
+      g.error = ranges_.status();
+      return g;
+    }
     try {
       Prepared& p = prepare(event, &g, given);
       if (!p.lowered.complete()) {
@@ -144,13 +149,14 @@ class CompileCheck {
         // is a value the lowering does not support, not an operator it lacks.
         bool valuesOnly = std::all_of(p.lowered.issues.begin(), p.lowered.issues.end(),
                                       [](const NodeIssue& i) { return i.op == "placeholder" || i.op == "output"; });
-        g.stage = valuesOnly ? "unsupported value" : "not lowered";
-        g.error = std::to_string(p.lowered.issues.size()) +
-                  (valuesOnly ? " input(s) or output(s) of a kind not lowered: " : " node(s) not lowered");
+        g.stage = valuesOnly ? CheckStage::UnsupportedValue : CheckStage::NotLowered;
+        std::string why = std::to_string(p.lowered.issues.size()) +
+                          (valuesOnly ? " input(s) or output(s) of a kind not lowered: " : " node(s) not lowered");
         if (valuesOnly)
           for (const NodeIssue& i : p.lowered.issues)
-            g.error += std::string(g.error.back() == ' ' ? "" : "; ") + (i.op == "output" ? "output " : "input ") +
-                       i.node + ": " + i.message;
+            why += std::string(why.back() == ' ' ? "" : "; ") + (i.op == "output" ? "output " : "input ") + i.node +
+                   ": " + i.message;
+        g.error = Status::notSupported(why);
         return g;
       }
       if (!p.jit) {
@@ -158,13 +164,13 @@ class CompileCheck {
         g.error = p.error;
         return g;
       }
-      g.stage = "executed";
+      g.stage = CheckStage::Executed;
       std::vector<HostValue> inputs, expected;
       std::vector<int> expectedPositions;
       if (!opt_.sizes.empty() && std::none_of(opt_.sizes.begin(), opt_.sizes.end(),
                                               [&](const auto& size) { return inputsMention(p.ir, size.first); })) {
-        g.stage = "static";
-        g.error = "none of its inputs has these dynamic sizes: not run at them";
+        g.stage = CheckStage::Static;
+        g.error = Status::invalidArgument("none of its inputs has these dynamic sizes: not run at them");
         return g;
       }
       if (opt_.sizes.empty()) {
@@ -210,14 +216,14 @@ class CompileCheck {
         all = all && (c.ok() || c.status == "uninitialized" || c.status == "equal up to ties");
       }
       if (expected.empty()) {
-        g.error = "nothing to compare with: the job stored no outputs for this graph";
+        g.error = Status::notFound("nothing to compare with: the job stored no outputs for this graph");
       } else {
-        g.stage = all ? "matched" : "differs";
+        g.stage = all ? CheckStage::Matched : CheckStage::Differs;
       }
     } catch (const StoreError& e) {
-      g.error = e.what();
+      g.error = Status::corruption(e.what());
     } catch (const std::exception& e) {
-      g.error = e.what();
+      g.error = Status::invalidArgument(e.what());
     }
     return g;
   }
@@ -231,7 +237,8 @@ class CompileCheck {
       return std::any_of(lowered.inputs.begin(), lowered.inputs.end(), [](const Port& p) { return !p.random.empty(); });
     }
     std::unique_ptr<Jit> jit;
-    std::string stage, error;
+    CheckStage stage = CheckStage::Lowered;  // where it stopped when there is no jit
+    Status error;
   };
 
   Prepared& prepare(const std::string& event, GraphCheck* g, ChosenGraph* given = nullptr) {
@@ -246,7 +253,7 @@ class CompileCheck {
     Prepared& p = prepared_[event];
     LowerOptions lo;
     lo.library = opt_.library;
-    lo.ranges = ranges_;
+    lo.ranges = *ranges_;
     lo.compileId = compile_.id.str();
     auto start = Clock::now();
     Result<ChosenGraph> lowered =
@@ -267,8 +274,8 @@ class CompileCheck {
     try {
       module = Module::parse(p.lowered.text);
     } catch (const std::exception& e) {
-      p.stage = "not verified";
-      p.error = e.what();
+      p.stage = CheckStage::NotVerified;
+      p.error = Status::invalidArgument(e.what());
     }
     if (g) g->verifySeconds = since(start);
     if (!module) return p;
@@ -276,8 +283,8 @@ class CompileCheck {
     try {
       p.jit = Jit::compile(std::move(module));
     } catch (const std::exception& e) {
-      p.stage = "not compiled";
-      p.error = e.what();
+      p.stage = CheckStage::NotCompiled;
+      p.error = Status::notSupported(e.what());
     }
     if (g) g->jitSeconds = since(start);
     return p;
@@ -386,7 +393,7 @@ class CompileCheck {
                            (want.isStatic() ? "" : want.expr + " = ") + std::to_string(expect));
       }
     }
-    for (const auto& [symbol, range] : ranges_) {
+    for (const auto& [symbol, range] : *ranges_) {
       auto it = symbols.find(symbol);
       if (it != symbols.end() && (it->second < range.first || it->second > range.second))
         throw StoreError(symbol + " = " + std::to_string(it->second) + " is outside the compile's range [" +
@@ -416,7 +423,7 @@ class CompileCheck {
     if (p.random()) throw StoreError("its saved inputs come from the forward graph, which draws random numbers");
     if (!p.jit)
       throw StoreError("its saved inputs come from the forward graph, which " +
-                       std::string(p.lowered.complete() ? "did not compile: " + p.error.substr(0, 200)
+                       std::string(p.lowered.complete() ? "did not compile: " + p.error.message().substr(0, 200)
                                                         : "was not lowered completely"));
     std::vector<HostValue> inputs = sampleInputs(p);
     checkSizes(p, inputs);
@@ -487,7 +494,7 @@ class CompileCheck {
   const Job& job_;
   const Compile& compile_;
   const CheckOptions& opt_;
-  std::map<std::string, std::pair<int64_t, int64_t>> ranges_;
+  Result<SymbolRanges> ranges_;
   CompileSamples samples_;
   std::map<std::string, Prepared> prepared_;
   std::optional<std::vector<HostValue>> forward_;
@@ -495,21 +502,41 @@ class CompileCheck {
 
 }  // namespace
 
-std::map<std::string, std::pair<int64_t, int64_t>> symbolRanges(const Job& job, const Compile& compile) {
-  std::map<std::string, std::pair<int64_t, int64_t>> out;
+const char* stageName(CheckStage stage) {
+  switch (stage) {
+    case CheckStage::Lowered: return "lowered";
+    case CheckStage::NotLowered: return "not lowered";
+    case CheckStage::UnsupportedValue: return "unsupported value";
+    case CheckStage::NotVerified: return "not verified";
+    case CheckStage::NotCompiled: return "not compiled";
+    case CheckStage::Static: return "static";
+    case CheckStage::Executed: return "executed";
+    case CheckStage::Differs: return "differs";
+    case CheckStage::Matched: return "matched";
+  }
+  return "?";  // not reached: every stage is named above
+}
+
+Result<SymbolRanges> symbolRanges(const Job& job, const Compile& compile) {
+  SymbolRanges out;
   Result<std::vector<SymbolEntry>> table = readSymbols(job, compile);
-  if (!table.isOk()) return out;
+  if (!table.isOk()) return table.status();
   for (const SymbolEntry& s : *table)
-    if (s.ranged) out[s.symbol] = {s.low.value_or(INT64_MIN), s.high.value_or(INT64_MAX)};
+    if (s.range)  // an end that is not an integer (int_oo) is unbounded
+      out[s.symbol] = {s.range->first.asInteger().value_or(INT64_MIN), s.range->second.asInteger().value_or(INT64_MAX)};
   return out;
 }
 
-std::map<std::string, std::string> constantBytes(const Job& job, const Graph& ir) {
+Result<std::map<std::string, std::string>> constantBytes(const Job& job, const Graph& ir) {
   std::map<std::string, std::string> out;
   for (const auto& [name, c] : ir.constants) {
     if (c.blob.empty()) continue;
     Result<std::string> bytes = job.blob(c.blob);
-    if (bytes.isOk() && bytes->size() == c.bytes.value_or(bytes->size())) out[name] = std::move(*bytes);
+    if (!bytes.isOk()) return Status::corruption("constant " + name + ": " + bytes.status().message());
+    if (bytes->size() != c.bytes.value_or(bytes->size()))
+      return Status::corruption("constant " + name + ": " + std::to_string(bytes->size()) +
+                                " bytes where the graph says " + std::to_string(*c.bytes));
+    out[name] = std::move(*bytes);
   }
   return out;
 }
@@ -521,7 +548,9 @@ Result<ChosenGraph> lowerStoredGraph(const Job& job, const Compile& compile, con
   if (!stored.isOk()) return stored.status();
   out.ir = std::move(stored->second);
   LowerOptions lo = options;
-  lo.constants = constantBytes(job, out.ir);
+  Result<std::map<std::string, std::string>> constants = constantBytes(job, out.ir);
+  if (!constants.isOk()) return constants.status();
+  lo.constants = std::move(*constants);
   Result<LoweredGraph> lowered = lowerGraph(out.ir, lo);
   if (!lowered.isOk()) return lowered.status();
   out.lowered = std::move(*lowered);
@@ -543,7 +572,12 @@ Result<ChosenGraph> lowerStoredGraph(const Job& job, const Compile& compile, con
     out.reason = "its Core ATen decomposition is not readable: " + coreIr.status().message();
     return out;
   }
-  lo.constants = constantBytes(job, *coreIr);
+  Result<std::map<std::string, std::string>> coreConstants = constantBytes(job, *coreIr);
+  if (!coreConstants.isOk()) {
+    out.reason = "its Core ATen decomposition's constants are not readable: " + coreConstants.status().message();
+    return out;
+  }
+  lo.constants = std::move(*coreConstants);
   Result<LoweredGraph> coreResult = lowerGraph(*coreIr, lo);
   if (!coreResult.isOk()) {
     out.reason = "its Core ATen decomposition does not lower: " + coreResult.status().message();

@@ -1,291 +1,148 @@
-// replay-inspect mlir and lower-check: options, which graphs, the text and JSON reports.
+// replay-inspect mlir and replay-mlir lower-ir: which graph, the check before a module is
+// written, and the module in the dialect asked for.
 #include "dynrep/replay/mlir/commands.h"
 
-#include <cstdio>
 #include <fstream>
-#include <iostream>
 #include <iterator>
-#include <stdexcept>
+#include <optional>
 
+#include "command_text.h"
 #include "dynrep/replay/mlir/check.h"
-#include "dynrep/replay/query/sizes.h"
 #include "engine.h"
 
 namespace dynrep::replay::lowering {
 
 namespace {
 
-using nlohmann::json;
-
-// The store and its job, or a message naming what is wrong with it.
-std::optional<OpenedJob> open(const std::string& path, std::ostream& err) {
-  Result<OpenedJob> opened = openJob(path);
-  if (!opened.isOk()) {
-    err << "replay-inspect: " << opened.status().toString() << "\n";
-    return std::nullopt;
-  }
-  return std::move(*opened);
+Dialect dialectNamed(const std::string& name) {
+  return name == "torch" ? Dialect::Torch : name == "llvm" ? Dialect::LLVM : Dialect::Linalg;
 }
 
-void printIssues(const std::vector<NodeIssue>& issues, std::ostream& err) {
-  for (const NodeIssue& i : issues) {
-    err << "  not lowered: " << i.node << " = " << i.op << ": " << i.message << "\n";
-    if (!i.line.empty()) err << "    at " << i.line << (i.scope.empty() ? "" : "  [" + i.scope + "]") << "\n";
-  }
-}
-
-std::string seconds(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f s", s);
-  return buf;
-}
-
-int emit(const LoweredGraph& lowered, const LowerOptions& options, const MlirRequest& r, bool verified,
-         std::ostream& out, std::ostream& err);
-
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2g", v);
-  return buf;
+void addNote(Report* report, ReportNote::Level level, std::string text) {
+  report->notes.push_back({level, std::move(text)});
 }
 
 // Before a module is written, lower-check's verdict on the very module (lowered once), as a
-// comment the module starts with; empty (and why on `err`) when it computes a different number
-// than the job did: a module that is known wrong is not written unless the user asks for it
-// (--allow-different). `verified`: the check parsed and verified the module.
-std::string checkBeforeWriting(const Job& job, const Compile& compile, const ChosenGraph& chosen,
-                               const LowerOptions& lowering, const MlirRequest& r, bool* verified, std::ostream& err) {
+// comment the module starts with; none (and why in the report's notes) when it computes a
+// different number than the job did: a module that is known wrong is not written unless the
+// user asks for it (--allow-different). `verified`: the check parsed and verified the module.
+std::optional<std::string> checkBeforeWriting(const Job& job, const Compile& compile, const ChosenGraph& chosen,
+                                              const LowerOptions& lowering, const MlirRequest& r, bool* verified,
+                                              Report* report) {
   if (r.allowDifferent) return "// dynrep: not checked against the job's outputs (--allow-different)\n";
   CheckOptions options;
   options.library = lowering.library;
   options.store = r.store;
   options.runner = r.runner;
   GraphCheck g = checkLowered(job, compile, chosen.lowered.event, chosen, options);
-  *verified =
-      g.stage != "lowered" && g.stage != "not verified" && g.stage != "not lowered" && g.stage != "unsupported value";
+  *verified = g.stage != CheckStage::Lowered && g.stage != CheckStage::NotVerified &&
+              g.stage != CheckStage::NotLowered && g.stage != CheckStage::UnsupportedValue;
   std::string against = g.reference.empty() ? "the job's stored outputs" : g.reference;
   if (g.matched()) return "// dynrep: lower-check ran this module and it matched " + against + "\n";
-  if (g.stage != "differs") return "// dynrep: not checked: " + (g.error.empty() ? g.stage : g.error) + "\n";
-  err << "replay-inspect mlir: not written: lower-check ran this module and it computes a different number than "
-      << against << ":";
+  if (g.stage != CheckStage::Differs)
+    return "// dynrep: not checked: " + (g.error.isOk() ? stageName(g.stage) : g.error.message()) + "\n";
+  std::string why =
+      "replay-inspect mlir: not written: lower-check ran this module and it computes a different number than " +
+      against + ":";
   for (const OutputMatch& o : g.outputs)
     if (o.status == "differs" || o.status == "shape differs")
-      err << " output " << o.position << " " << o.status << " (max |diff| " << number(o.maxAbsDiff) << ")";
-  err << ". This is a bug in the lowering; --allow-different writes the module anyway\n";
-  return "";
+      why +=
+          " output " + std::to_string(o.position) + " " + o.status + " (max |diff| " + shortNumber(o.maxAbsDiff) + ")";
+  addNote(report, ReportNote::Level::Error,
+          why + ". This is a bug in the lowering; --allow-different writes the module anyway");
+  return std::nullopt;
 }
 
-}  // namespace
-
-int mlirCommand(const MlirRequest& r, std::ostream& out, std::ostream& err) {
-  auto opened = open(r.store, err);
-  if (!opened) return 2;
-  const Compile* compile = opened->job.find(r.compile);
-  if (!compile) {
-    err << "replay-inspect mlir: no compile " << r.compile << " in " << r.store << "\n";
-    return 2;
-  }
-  std::optional<Library> library;
-  LowerOptions options;
-  options.dialect = r.dialect == "torch" ? Dialect::Torch : r.dialect == "llvm" ? Dialect::LLVM : Dialect::Linalg;
-  options.ranges = symbolRanges(opened->job, *compile);
-  options.compileId = compile->id.str();
-  ChosenGraph chosen;
-  try {
-    if (!r.library.empty()) library = loadLibrary(r.library), options.library = &*library;
-    Result<std::pair<std::string, Graph>> stored = graphIr(opened->job, *compile, r.graph);
-    if (!stored.isOk()) throw std::invalid_argument(stored.status().message());
-    Result<ChosenGraph> lowered = lowerStoredGraph(opened->job, *compile, stored->first, options);
-    if (!lowered.isOk()) throw std::invalid_argument(lowered.status().message());
-    if (lowered->opset != "aten") err << lowered->lowered.event << ": " << lowered->reason << "\n";
-    chosen = std::move(*lowered);
-  } catch (const std::exception& e) {
-    err << "replay-inspect mlir: " << e.what() << "\n";
-    return 2;
-  }
-  bool verified = false;
-  if (options.dialect != Dialect::Torch && chosen.lowered.complete()) {
-    std::string verdict = checkBeforeWriting(opened->job, *compile, chosen, options, r, &verified, err);
-    if (verdict.empty()) return 1;
-    chosen.lowered.text = verdict + chosen.lowered.text;
-  }
-  return emit(chosen.lowered, options, r, verified, out, err);
-}
-
-int lowerIrCommand(const MlirRequest& r, std::ostream& out, std::ostream& err) {
-  std::ifstream file(r.store);
-  if (!file.is_open()) {
-    err << "replay-mlir lower-ir: " << r.store << " is not a readable graph IR (JSON)\n";
-    return 2;
-  }
-  Result<Graph> ir = parseGraph(std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()));
-  if (!ir.isOk()) {
-    err << "replay-mlir lower-ir: " << r.store << ": " << ir.status().message() << "\n";
-    return 2;
-  }
-  std::optional<Library> library;
-  LowerOptions options;
-  options.dialect = r.dialect == "torch" ? Dialect::Torch : r.dialect == "llvm" ? Dialect::LLVM : Dialect::Linalg;
-  LoweredGraph lowered;
-  try {
-    if (!r.library.empty()) library = loadLibrary(r.library), options.library = &*library;
-    Result<LoweredGraph> result = lowerGraph(*ir, options);
-    if (!result.isOk()) throw std::invalid_argument(result.status().message());
-    lowered = std::move(*result);
-  } catch (const std::exception& e) {
-    err << "replay-mlir lower-ir: " << e.what() << "\n";
-    return 2;
-  }
-  return emit(lowered, options, r, /*verified=*/false, out, err);
-}
-
-namespace {
-
-// The module of a lowered graph verified (linalg, llvm; not again where the check did) and
-// written; issues reported.
-int emit(const LoweredGraph& lowered, const LowerOptions& options, const MlirRequest& r, bool verified,
-         std::ostream& out, std::ostream& err) {
+// The module of a lowered graph verified (linalg, llvm; not again where the check did) as the
+// report's output; issues and MLIR's diagnostics as its notes. An LLVM module that cannot be
+// made leaves the output empty.
+void emit(const LoweredGraph& lowered, Dialect dialect, bool verified, Report* report) {
   std::string text = lowered.text;
-  int status = 0;
   if (!lowered.complete()) {
-    err << lowered.event << ": " << lowered.issues.size() << " of " << lowered.nodes
-        << " nodes not lowered (stood in for by calls to external functions)\n";
-    printIssues(lowered.issues, err);
-    status = 1;
+    addNote(report, ReportNote::Level::Error,
+            lowered.event + ": " + std::to_string(lowered.issues.size()) + " of " + std::to_string(lowered.nodes) +
+                " nodes not lowered (stood in for by calls to external functions)");
+    for (std::string& line : issueLines(lowered.issues)) addNote(report, ReportNote::Level::Error, std::move(line));
+    report->problemFound = true;
   }
-  if (options.dialect == Dialect::LLVM || (options.dialect == Dialect::Linalg && !verified)) {
+  if (dialect == Dialect::LLVM || (dialect == Dialect::Linalg && !verified)) {
     try {
       std::unique_ptr<Module> module = Module::parse(text);
-      if (options.dialect == Dialect::LLVM) {
+      if (dialect == Dialect::LLVM) {
         if (!lowered.complete()) {
-          err << "replay-inspect mlir: --dialect llvm needs every node lowered\n";
-          return 1;
+          addNote(report, ReportNote::Level::Error, "replay-inspect mlir: --dialect llvm needs every node lowered");
+          return;
         }
         text = module->toLLVM();
       }
-    } catch (const std::exception& e) {  // MLIR's diagnostics: the module is still written
-      err << e.what() << (std::string(e.what()).back() == '\n' ? "" : "\n");
-      if (options.dialect == Dialect::LLVM) return 1;
-      status = 1;
+    } catch (const std::exception& e) {  // MLIR's diagnostics: a linalg module is still written
+      std::string diagnostics = e.what();
+      if (!diagnostics.empty() && diagnostics.back() == '\n') diagnostics.pop_back();
+      addNote(report, ReportNote::Level::Error, diagnostics);
+      report->problemFound = true;
+      if (dialect == Dialect::LLVM) return;
     }
   }
-  if (r.output.empty()) {
-    out << text;
-  } else {
-    std::ofstream file(r.output);
-    file << text;
-    if (!file) {
-      err << "replay-inspect mlir: cannot write " << r.output << "\n";
-      return 2;
-    }
-  }
-  return status;
+  report->output = std::move(text);
 }
 
 }  // namespace
 
-int lowerCheckCommand(const LowerCheckRequest& r, std::ostream& out, std::ostream& err) {
-  auto opened = open(r.store, err);
-  if (!opened) return 2;
+Result<Report> mlirCommand(const Job& job, const MlirRequest& r) {
+  const Compile* compile = job.find(r.compile);
+  if (!compile) return Status::notFound("no compile " + r.compile + " in " + r.store);
+  LowerOptions options;
+  options.dialect = dialectNamed(r.dialect);
+  Result<SymbolRanges> ranges = symbolRanges(job, *compile);
+  if (!ranges.isOk()) return ranges.status();
+  options.ranges = std::move(*ranges);
+  options.compileId = compile->id.str();
   std::optional<Library> library;
-  CheckOptions options;
-  options.store = r.store;
-  options.runner = r.runner;
-  options.seed = r.seed;
-  try {
+  try {  // loadLibrary throws on a library MLIR does not parse
     if (!r.library.empty()) library = loadLibrary(r.library), options.library = &*library;
-    if (!r.sizes.empty()) {
-      Result<Symbols> sizes = parseSizes(r.sizes);
-      if (!sizes.isOk()) throw std::invalid_argument(sizes.status().message());
-      options.sizes = *sizes;
-    }
   } catch (const std::exception& e) {
-    err << "replay-inspect lower-check: " << e.what() << "\n";
-    return 2;
+    return Status::invalidArgument(e.what());
   }
-  std::vector<GraphCheck> checks = checkStore(opened->job, options);
-  std::map<std::string, std::pair<int, int>> coverage;  // op -> (nodes, not lowered)
-  std::map<std::string, std::string> schemas;
-  std::map<std::string, std::vector<std::string>> lines;
-  int matched = 0, checked = 0;
-  for (const GraphCheck& g : checks) {
-    matched += g.matched();
-    checked += g.stage != "static";
-    for (const auto& [op, n] : g.operators) coverage[op].first += n;
-    for (const NodeIssue& i : g.issues) {
-      if (i.op == "placeholder" || i.op == "output") continue;  // values, not operators: in the graph's error
-      coverage[i.op].second++;
-      schemas[i.op] = i.schema;
-      if (!i.line.empty() && lines[i.op].size() < 5) lines[i.op].push_back(i.line);
+  Result<std::pair<std::string, Graph>> stored = graphIr(job, *compile, r.graph);
+  if (!stored.isOk()) return stored.status();
+  Result<ChosenGraph> chosen = lowerStoredGraph(job, *compile, stored->first, options);
+  if (!chosen.isOk()) return chosen.status();
+  Report report;
+  if (chosen->opset != "aten")
+    addNote(&report, ReportNote::Level::Warning, chosen->lowered.event + ": " + chosen->reason);
+  bool verified = false;
+  if (options.dialect != Dialect::Torch && chosen->lowered.complete()) {
+    std::optional<std::string> verdict = checkBeforeWriting(job, *compile, *chosen, options, r, &verified, &report);
+    if (!verdict) {
+      report.problemFound = true;
+      return report;
     }
+    chosen->lowered.text = *verdict + chosen->lowered.text;
   }
-  if (r.json) {
-    json doc = {{"store", r.store}, {"graphs", json::array()}, {"operators", json::object()}};
-    for (const GraphCheck& g : checks) {
-      json issues = json::array();
-      for (const NodeIssue& i : g.issues)
-        issues.push_back({{"node", i.node},
-                          {"op", i.op},
-                          {"schema", i.schema},
-                          {"message", i.message},
-                          {"line", i.line},
-                          {"scope", i.scope}});
-      json outputs = json::array();
-      for (const OutputMatch& o : g.outputs)
-        outputs.push_back({{"position", o.position}, {"status", o.status}, {"max_abs_diff", o.maxAbsDiff}});
-      doc["graphs"].push_back(
-          {{"compile", g.compile},
-           {"graph", g.event},
-           {"nodes", g.nodes},
-           {"stage", g.stage},
-           {"matched", g.matched()},
-           {"opset", g.opset},
-           {"opset_reason", g.opsetReason},
-           {"reference", g.reference},
-           {"error", g.error},
-           {"issues", issues},
-           {"outputs", outputs},
-           {"seconds",
-            {{"lower", g.lowerSeconds}, {"verify", g.verifySeconds}, {"jit", g.jitSeconds}, {"run", g.runSeconds}}}});
-    }
-    for (const auto& [op, c] : coverage)
-      doc["operators"][op] = {
-          {"nodes", c.first}, {"not_lowered", c.second}, {"schema", schemas[op]}, {"lines", lines[op]}};
-    doc["summary"] = {{"graphs", checked}, {"matched", matched}, {"sizes", r.sizes}};
-    out << doc.dump(2) << "\n";
-  } else {
-    for (const GraphCheck& g : checks) {
-      out << g.compile << "  " << g.event << "  " << g.nodes << " nodes  " << g.stage;
-      if (!g.outputs.empty()) {
-        int bitwise = 0;
-        double worst = 0;
-        for (const OutputMatch& o : g.outputs) bitwise += o.status == "bitwise", worst = std::max(worst, o.maxAbsDiff);
-        out << " (" << g.outputs.size() << " outputs: " << bitwise << " bitwise, max |diff| " << number(worst) << ")";
-      }
-      out << "  [lower " << seconds(g.lowerSeconds) << ", verify " << seconds(g.verifySeconds) << ", jit "
-          << seconds(g.jitSeconds) << "]\n";
-      if (!g.reference.empty()) out << "    compared with " << g.reference << "\n";
-      if (!g.opsetReason.empty())
-        out << "    " << (g.opset == "core_aten" ? "Core ATen: " : "") << g.opsetReason << "\n";
-      if (!g.error.empty() && (g.issues.empty() || g.stage == "unsupported value"))
-        out << "    " << g.error.substr(0, 2000) << (g.error.back() == '\n' ? "" : "\n");
-      for (const OutputMatch& o : g.outputs)
-        if (o.status != "bitwise" && o.status != "close")
-          out << "    output " << o.position << ": " << o.status << ", max |diff| " << number(o.maxAbsDiff) << "\n";
-      printIssues(g.issues, out);
-    }
-    int missing = 0;
-    for (const auto& [op, c] : coverage) missing += c.second > 0;
-    out << "\n"
-        << matched << " of " << checked << " graphs matched" << (r.sizes.empty() ? "" : " at " + r.sizes)
-        << "; operators: " << coverage.size() << ", " << missing << " not lowered\n";
-    for (const auto& [op, c] : coverage)
-      if (c.second > 0) {
-        out << "  " << op << "  x" << c.second << (schemas[op].empty() ? "" : "  " + schemas[op]) << "\n";
-        for (const std::string& l : lines[op]) out << "      " << l << "\n";
-      }
+  emit(chosen->lowered, options.dialect, verified, &report);
+  if (report.output.empty()) report.problemFound = true;
+  return report;
+}
+
+Result<Report> lowerIrCommand(const MlirRequest& r) {
+  std::ifstream file(r.store);
+  if (!file.is_open()) return Status::ioError(r.store + " is not a readable graph IR (JSON)");
+  Result<Graph> ir = parseGraph(std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()));
+  if (!ir.isOk()) return Status::corruption(r.store + ": " + ir.status().message());
+  LowerOptions options;
+  options.dialect = dialectNamed(r.dialect);
+  std::optional<Library> library;
+  try {  // loadLibrary throws on a library MLIR does not parse
+    if (!r.library.empty()) library = loadLibrary(r.library), options.library = &*library;
+  } catch (const std::exception& e) {
+    return Status::invalidArgument(e.what());
   }
-  return matched == checked ? 0 : 1;
+  Result<LoweredGraph> lowered = lowerGraph(*ir, options);
+  if (!lowered.isOk()) return lowered.status();
+  Report report;
+  emit(*lowered, options.dialect, /*verified=*/false, &report);
+  if (report.output.empty()) report.problemFound = true;
+  return report;
 }
 
 }  // namespace dynrep::replay::lowering

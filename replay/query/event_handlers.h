@@ -21,7 +21,9 @@ struct Event {
   Metadata& md;                                 // handlers that ignore metadata never touch it
   const std::map<int64_t, std::string>& files;  // file names PyTorch interned so far
 
-  std::string payload() const { return job.text(record.payloadKey); }
+  // The payload's text for the compile's status, reason or graph breaks, which show a read
+  // error where the text would be.
+  std::string payload() const { return shownText(job.text(record.payloadKey)); }
 };
 
 using EventHandler = void (*)(const Event& e, Compile& c);

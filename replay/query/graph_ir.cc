@@ -517,30 +517,6 @@ Result<Sample> parseSample(const std::string& metadataJson) {
   }
 }
 
-Result<std::vector<SymbolEntry>> readSymbols(const Job& job, const Compile& compile) {
-  std::vector<SymbolEntry> out;
-  if (compile.symbolsKey.empty()) return out;
-  Result<std::string> text = job.blob(compile.symbolsKey);
-  if (!text.isOk()) return text.status();
-  json table = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!table.is_array()) return Status::corruption("symbol table of compile " + compile.id.str() + ": not a JSON list");
-  for (const json& row : table) {
-    if (!row.is_object() || !row.contains("symbol") || !row["symbol"].is_string()) continue;  // a row nothing can name
-    SymbolEntry e;
-    e.symbol = row["symbol"].get<std::string>();
-    e.unbacked = row.contains("unbacked") && row["unbacked"].is_boolean() && row["unbacked"].get<bool>();
-    auto bound = [](const json& b) {
-      return b.is_number_integer() ? std::optional<int64_t>(b.get<int64_t>()) : std::nullopt;
-    };
-    if (row.contains("range") && row["range"].is_array() && row["range"].size() == 2)
-      e.ranged = true, e.low = bound(row["range"][0]), e.high = bound(row["range"][1]);
-    if (row.contains("source") && row["source"].is_string()) e.source = row["source"].get<std::string>();
-    if (row.contains("hint")) e.hint = bound(row["hint"]);
-    out.push_back(std::move(e));
-  }
-  return out;
-}
-
 Result<Graph> readGraph(const Job& job, const std::string& blobKey) {
   Result<std::string> text = job.blob(blobKey);
   if (!text.isOk()) return text.status();

@@ -91,10 +91,13 @@ Result<std::string> Job::blob(const std::string& key) const {
   return reader_->readBlob(*k);
 }
 
-std::string Job::text(const std::string& key) const {
-  if (key.empty()) return "";
-  Result<std::string> data = blob(key);
-  return data.isOk() ? *data : "[" + data.status().message() + "]";
+Result<std::string> Job::text(const std::string& key) const {
+  if (key.empty()) return std::string();
+  return blob(key);
+}
+
+std::string shownText(const Result<std::string>& text) {
+  return text.isOk() ? *text : "[" + text.status().message() + "]";
 }
 
 Result<OpenedJob> openJob(const std::string& path) {

@@ -2,38 +2,21 @@
 // type is counted as unreadable instead of shown as if it had been recorded.
 #include "dynrep/replay/query/job.h"
 
+#include <tuple>
+
 #include <gtest/gtest.h>
 
 #include "dynrep/replay/query/guard_list.h"
+#include "dynrep/replay/query/symbol_table.h"
 
 #include "dynrep/capture/events.h"
-#include "dynrep/store/writer.h"
+#include "replay/query/testing/store_builder.h"
 #include "store/testing/temp_dir.h"
 
 namespace dynrep::replay {
 namespace {
 
-// A store of trace events (and their payloads) with one writer, closed before it is read.
-class StoreBuilder {
- public:
-  explicit StoreBuilder(const std::string& path) {
-    WriterOptions o;
-    o.sync = false;
-    writer_ = std::move(*StoreWriter::create(path, o));
-  }
-  void event(std::string_view name, capture::CompileId id, std::string metadata, std::string payload = "") {
-    capture::TraceEvent e{std::string(name), id, std::move(metadata), "", 0, 0};
-    if (!payload.empty()) {
-      e.payloadKey = writer_->putBlob(payload)->hex();
-      e.payloadSize = payload.size();
-    }
-    ASSERT_TRUE(writer_->putRecord(uint16_t(capture::RecordKind::TraceEvent), capture::encode(e)).isOk());
-  }
-  void close() { ASSERT_TRUE(writer_->close().isOk()); }
-
- private:
-  std::unique_ptr<StoreWriter> writer_;
-};
+using testing::StoreBuilder;
 
 TEST(JobTest, EachEventReachesItsHandler) {
   testing::TempDir dir;
@@ -59,7 +42,7 @@ TEST(JobTest, EachEventReachesItsHandler) {
   EXPECT_EQ(c0.function, "step");
   EXPECT_EQ(c0.file, "/src/train.py");  // the interned name, not its index
   EXPECT_EQ(c0.firstLine, 12);
-  EXPECT_EQ(job->text(c0.graphs.at("dynamo_output_graph")), "def forward(self, x): ...");
+  EXPECT_EQ(*job->text(c0.graphs.at("dynamo_output_graph")), "def forward(self, x): ...");
   EXPECT_EQ(c0.reason, "first compile");
 
   const Compile& c1 = job->compiles()[1];
@@ -100,6 +83,27 @@ struct GuardListCase {
   Status::Code code;
   std::vector<std::string> kinds;
 };
+
+TEST(JobTest, TextIsABlobsTextOrWhyItCannotBeRead) {
+  testing::TempDir dir;
+  StoreBuilder b(dir.file("job.dynrep"));
+  const capture::CompileId id{0, 0, 0};
+  b.event("dynamo_output_graph", id, "{}", "def forward(self, x): ...");
+  b.close();
+  auto reader = StoreReader::open(dir.file("job.dynrep"));
+  ASSERT_TRUE(reader.isOk()) << reader.status().toString();
+  Result<Job> job = Job::load(**reader);
+  ASSERT_TRUE(job.isOk()) << job.status().toString();
+  EXPECT_EQ(*job->text(""), "");  // no key: no text, and no error
+  Result<std::string> bad = job->text("not-a-key");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_EQ(bad.status().code(), Status::Code::InvalidArgument);
+  EXPECT_NE(bad.status().message().find("bad blob key 'not-a-key'"), std::string::npos) << bad.status().message();
+  EXPECT_EQ(shownText(bad), "[" + bad.status().message() + "]");
+  Result<std::string> absent = job->text(BlobKey::of("never stored").hex());
+  EXPECT_EQ(absent.status().code(), Status::Code::NotFound) << absent.status().toString();
+  EXPECT_EQ(shownText(std::string("text")), "text");
+}
 
 TEST(GuardListTest, ReadsTheListOnceOrSaysWhyNot) {
   const std::vector<GuardListCase> cases = {
@@ -143,6 +147,73 @@ TEST(GuardListTest, ReadsTheListOnceOrSaysWhyNot) {
       EXPECT_EQ((*list)[0].file, "a.py");
     }
     if (std::string(t.name) == "odd fields read as defaults") EXPECT_EQ((*list)[0].line, 0);
+  }
+}
+
+// A job of one compile whose symbol table is `table` ("" for none written).
+Result<std::vector<SymbolEntry>> symbolsOf(const testing::TempDir& dir, const std::string& table) {
+  StoreBuilder b(dir.file("job.dynrep"));
+  const capture::CompileId id{0, 0, 0};
+  b.event("dynamo_start", id, R"({"stack": []})");
+  if (!table.empty()) b.event(capture::events::kSymbols, id, "{}", table);
+  b.close();
+  auto reader = StoreReader::open(dir.file("job.dynrep"));
+  if (!reader.isOk()) return reader.status();
+  Result<Job> job = Job::load(**reader);
+  if (!job.isOk()) return job.status();
+  return readSymbols(*job, job->compiles().at(0));
+}
+
+TEST(SymbolTableTest, RowsAreTypedAsCaptureWroteThem) {
+  testing::TempDir dir;
+  Result<std::vector<SymbolEntry>> rows = symbolsOf(dir, R"json([
+      {"symbol": "s0", "unbacked": false, "range": [2, "int_oo"], "source": "L['x'].size()[0]", "hint": 8},
+      {"symbol": "zf0", "unbacked": false, "range": ["-oo", 2.5], "hint": 1.5},
+      {"symbol": "u0", "unbacked": true, "range": [0, 9], "replaced_by": "s0"},
+      {"symbol": "s1", "range": "odd", "hint": null},
+      {"no": "symbol"}, 7])json");
+  ASSERT_TRUE(rows.isOk()) << rows.status().toString();
+  ASSERT_EQ(rows->size(), 4u);  // rows nothing can name are skipped
+  const SymbolEntry& s0 = (*rows)[0];
+  EXPECT_EQ(s0.symbol, "s0");
+  EXPECT_FALSE(s0.unbacked);
+  ASSERT_TRUE(s0.range);
+  EXPECT_EQ(s0.range->first.asInteger(), 2);
+  EXPECT_EQ(s0.range->second.kind, SymbolNumber::Kind::Text);
+  EXPECT_EQ(s0.range->second.text, "int_oo");
+  EXPECT_FALSE(s0.range->second.asInteger());
+  EXPECT_EQ(s0.source, "L['x'].size()[0]");
+  ASSERT_TRUE(s0.hint);
+  EXPECT_EQ(s0.hint->asInteger(), 8);
+  const SymbolEntry& zf0 = (*rows)[1];
+  ASSERT_TRUE(zf0.range);
+  EXPECT_EQ(zf0.range->second.kind, SymbolNumber::Kind::Real);
+  EXPECT_EQ(zf0.range->second.real, 2.5);
+  EXPECT_EQ(zf0.hint->kind, SymbolNumber::Kind::Real);
+  const SymbolEntry& u0 = (*rows)[2];
+  EXPECT_TRUE(u0.unbacked);
+  EXPECT_EQ(u0.replacedBy, "s0");
+  EXPECT_EQ(u0.source, "");
+  const SymbolEntry& s1 = (*rows)[3];  // fields of another type are left unset
+  EXPECT_FALSE(s1.range);
+  EXPECT_FALSE(s1.hint);
+}
+
+TEST(SymbolTableTest, NoneWrittenIsEmptyAndAnUnreadableOneIsAnError) {
+  const std::vector<std::tuple<const char*, const char*, Status::Code>> cases = {
+      {"none written", "", Status::Code::Ok},
+      {"not a list", R"({"symbol": "s0"})", Status::Code::Corruption},
+      {"not JSON", "[{", Status::Code::Corruption},
+  };
+  for (const auto& [name, table, code] : cases) {
+    SCOPED_TRACE(name);
+    testing::TempDir dir;
+    Result<std::vector<SymbolEntry>> rows = symbolsOf(dir, table);
+    EXPECT_EQ(rows.status().code(), code) << rows.status().toString();
+    if (code == Status::Code::Ok) EXPECT_TRUE(rows->empty());
+    if (code != Status::Code::Ok)
+      EXPECT_NE(rows.status().message().find("symbol table of compile 0/0"), std::string::npos)
+          << rows.status().message();
   }
 }
 

@@ -338,27 +338,27 @@ class Run {
 }  // namespace
 
 bool RunReport::ok() const {
-  if (!error.empty() || failure) return false;
+  if (failure) return false;
   return std::none_of(outputs.begin(), outputs.end(),
                       [](const OutputCheck& c) { return c.status == "differs" || c.status == "shape differs"; });
 }
 
-RunReport runGraph(const Job& job, const std::string& compileId, const RunOptions& options) {
+std::string inputsDescription(const RunOptions& options) {
+  return options.inputs == InputSource::Samples ? "samples" : "random (seed " + std::to_string(options.seed) + ")";
+}
+
+Result<RunReport> runGraph(const Job& job, const std::string& compileId, const RunOptions& options) {
   RunReport report;
   report.compileId = compileId;
-  report.inputs =
-      options.inputs == InputSource::Samples ? "samples" : "random (seed " + std::to_string(options.seed) + ")";
+  report.inputs = inputsDescription(options);
   const Compile* compile = job.find(compileId);
-  if (!compile) {
-    report.error = "no compile " + compileId + " in this store";
-    return report;
-  }
+  if (!compile) return Status::notFound("no compile " + compileId + " in this store");
   try {
     Run(job, *compile, options).go(&report);
   } catch (const std::exception& e) {
-    std::string message = e.what();
+    std::string message = e.what();  // libtorch's C++ stack trace is no help to the user
     if (size_t cut = message.find("\nException raised from"); cut != std::string::npos) message.resize(cut);
-    report.error = message;
+    return Status::invalidArgument(message);
   }
   return report;
 }

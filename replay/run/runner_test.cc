@@ -19,10 +19,11 @@ TEST(Runner, StoredGraphsReproduceTheirSamples) {
   for (const char* graph : {"forward", "backward"}) {
     RunOptions options;
     options.graph = graph;
-    RunReport r = runGraph(opened->job, "0/0", options);
-    EXPECT_TRUE(r.ok()) << graph << ": " << r.error << (r.failure ? r.failure->message : "");
-    ASSERT_FALSE(r.outputs.empty()) << graph;
-    for (const OutputCheck& o : r.outputs)
+    Result<RunReport> r = runGraph(opened->job, "0/0", options);
+    ASSERT_TRUE(r.isOk()) << graph << ": " << r.status().message();
+    EXPECT_TRUE(r->ok()) << graph << ": " << (r->failure ? r->failure->message : "");
+    ASSERT_FALSE(r->outputs.empty()) << graph;
+    for (const OutputCheck& o : r->outputs)
       EXPECT_TRUE(o.status == "bitwise" || o.status == "close")
           << graph << " output " << o.position << ": " << o.status;
   }
@@ -33,9 +34,26 @@ TEST(Runner, AMissingGraphIsNamed) {
   ASSERT_TRUE(opened.isOk());
   RunOptions options;
   options.graph = "inference";
-  RunReport r = runGraph(opened->job, "0/0", options);
-  EXPECT_FALSE(r.ok());
-  EXPECT_NE(r.error.find("inference"), std::string::npos) << r.error;
+  Result<RunReport> r = runGraph(opened->job, "0/0", options);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("inference"), std::string::npos) << r.status().message();
+}
+
+TEST(Runner, AMissingCompileIsAnErrorNotAReport) {
+  Result<OpenedJob> opened = openJob(kKept);
+  ASSERT_TRUE(opened.isOk());
+  Result<RunReport> r = runGraph(opened->job, "7/0", RunOptions());
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), Status::Code::NotFound);
+  EXPECT_EQ(r.status().message(), "no compile 7/0 in this store");
+}
+
+TEST(Runner, RandomInputsAreDescribedWithTheirSeed) {
+  RunOptions options;
+  EXPECT_EQ(inputsDescription(options), "samples");
+  options.inputs = InputSource::Random;
+  options.seed = 3;
+  EXPECT_EQ(inputsDescription(options), "random (seed 3)");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "arguments.h"
 #include "dynrep/replay/query/graph_events.h"
+#include "dynrep/replay/query/symbol_table.h"
 
 namespace dynrep::replay::run {
 
@@ -94,7 +95,7 @@ std::map<std::string, int64_t> StoredValues::hints() const {
   Result<std::vector<SymbolEntry>> table = readSymbols(job_, compile_);
   if (!table.isOk()) return out;
   for (const SymbolEntry& s : *table)
-    if (s.hint) out[s.symbol] = *s.hint;
+    if (std::optional<int64_t> hint = s.hint ? s.hint->asInteger() : std::nullopt) out[s.symbol] = *hint;
   return out;
 }
 

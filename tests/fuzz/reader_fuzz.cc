@@ -126,7 +126,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)dynrep::stateName(reader.state());
   readRecords(reader);
   readBlobs(reader);
-  std::vector<std::string> problems = reader.verify();
-  for (const std::string& p : problems) check(!p.empty(), "verify() gave an empty problem");
+  std::vector<dynrep::Status> problems = reader.verify();
+  for (const dynrep::Status& p : problems)
+    check(!p.isOk() && !p.message().empty(), "verify() gave an ok or empty problem");
   return 0;
 }

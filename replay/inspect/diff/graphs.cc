@@ -139,7 +139,9 @@ std::vector<GraphDiff> compareGraphs(const Job& ja, const Compile& a, const Job&
     }
     auto ia = a.graphIrs.find(name), ib = b.graphIrs.find(name);
     if (ia == a.graphIrs.end() || ib == b.graphIrs.end()) continue;  // text only: nothing to compare by
-    std::optional<GraphFacts> fa = graphFacts(ja.text(ia->second)), fb = graphFacts(jb.text(ib->second));
+    Result<std::string> ta = ja.text(ia->second), tb = jb.text(ib->second);
+    if (!ta.isOk() || !tb.isOk()) continue;  // an unreadable IR: nothing to compare by
+    std::optional<GraphFacts> fa = graphFacts(*ta), fb = graphFacts(*tb);
     if (!fa || !fb) continue;
     if (GraphDiff d = compareFacts(name, *fa, *fb); !d.empty()) out.push_back(d);
   }

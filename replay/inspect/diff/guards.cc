@@ -181,11 +181,10 @@ std::vector<Change> guardDetails(const GuardEntry& a, const GuardEntry& b) {
 // name), as "s77 [2, int_oo]" (+ " = s3" when replaced); the symbol's own name is not compared.
 std::map<std::string, std::pair<std::string, std::string>> symbolsBySource(const Job& job, const Compile& c) {
   std::map<std::string, std::pair<std::string, std::string>> out;
-  for (const json& s : symbolTable(job, c)) {
-    std::string symbol = field(s, "symbol", "?"), source = field(s, "source", "");
+  for (const SymbolEntry& s : symbolRows(job, c)) {
     std::string facts = rangeText(s);
-    if (std::string r = field(s, "replaced_by", ""); !r.empty()) facts += " = " + r;
-    out[source.empty() ? symbol : source] = {symbol, facts};
+    if (!s.replacedBy.empty()) facts += " = " + s.replacedBy;
+    out[s.source.empty() ? s.symbol : s.source] = {s.symbol, facts};
   }
   return out;
 }

@@ -42,8 +42,6 @@ std::string userLine(const UserFrame& f) {
                      f.code.empty() ? "" : ": " + f.code);
 }
 
-std::string boundText(const json& b) { return b.is_string() ? b.get<std::string>() : dumpJson(b); }
-
 // A table from rows of cells that are all store text (escaped here).
 void table(std::ostream& out, const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows,
            const char* cls = "") {
@@ -139,7 +137,7 @@ class CompileSection {
       }
       table(out_, {"kind", "source", "guard", "added at"}, rows, "guard-list");
     } else if (!c.guardTreeKey.empty()) {
-      out_ << "<pre>" << escape(job_.text(c.guardTreeKey)) << "</pre>";
+      out_ << "<pre>" << escape(shownText(job_.text(c.guardTreeKey))) << "</pre>";
     } else {
       out_ << "<p class=\"none\">No guards recorded.</p>";
     }
@@ -158,7 +156,7 @@ class CompileSection {
     if (c.graphs.empty()) return;
     out_ << "<details class=\"graphs\"><summary>Graphs (" << c.graphs.size() << ")</summary>";
     for (const auto& [name, key] : c.graphs) {
-      std::string text = job_.text(key);
+      std::string text = shownText(job_.text(key));
       size_t more = text.size() > kGraphTextLimit ? text.size() - kGraphTextLimit : 0;
       if (more) text.resize(kGraphTextLimit);
       out_ << "<details class=\"graph\" data-graph=\"" << escape(name) << "\"><summary>" << escape(name)
@@ -174,18 +172,18 @@ class CompileSection {
   // Final ranges with each symbol's origin, then the guards and asserts on symbols, then
   // PyTorch's own shape events.
   void symbols(const Compile& c) {
-    json finalRanges = symbolTable(job_, c);
+    std::vector<SymbolEntry> finalRanges = symbolRows(job_, c);
     if (finalRanges.empty() && c.origins.empty() && c.shapeGuards.empty() && c.shapes.empty()) return;
     out_ << "<details class=\"symbols\" open><summary>Symbols (" << finalRanges.size() << ")</summary>";
     std::vector<std::vector<std::string>> rows;
-    for (const json& entry : finalRanges) {
-      std::string symbol = field(entry, "symbol", "?");
+    for (const SymbolEntry& entry : finalRanges) {
+      const std::string& symbol = entry.symbol;
       std::vector<std::string> row = {symbol,
-                                      field<bool>(entry, "unbacked", false) ? "unbacked" : "backed",
+                                      entry.unbacked ? "unbacked" : "backed",
                                       rangeText(entry),
-                                      field(entry, "source", ""),
-                                      entry.is_object() && entry.contains("hint") ? boundText(entry["hint"]) : "",
-                                      field(entry, "replaced_by", ""),
+                                      entry.source,
+                                      entry.hint ? numberText(*entry.hint) : "",
+                                      entry.replacedBy,
                                       "",
                                       ""};
       for (const SymbolOrigin& o : c.origins)

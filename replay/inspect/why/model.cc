@@ -57,14 +57,14 @@ bool isRecompile(const Compile& c) { return c.id.compile > 0 && c.id.attempt == 
 // The facts about one compile that every part of its answer reads.
 class CompileFacts {
  public:
-  CompileFacts(const Job& job, const Compile& c) : c_(c), table_(symbolTable(job, c)) {}
+  CompileFacts(const Job& job, const Compile& c) : c_(c), table_(symbolRows(job, c)) {}
 
   const Compile& compile() const { return c_; }
 
   // The symbol's row of the final symbol table, or null.
-  json tableRow(const std::string& symbol) const {
-    for (const json& row : table_)
-      if (field(row, "symbol", "") == symbol) return row;
+  const SymbolEntry* tableRow(const std::string& symbol) const {
+    for (const SymbolEntry& row : table_)
+      if (row.symbol == symbol) return &row;
     return nullptr;
   }
 
@@ -81,9 +81,7 @@ class CompileFacts {
     return nullptr;
   }
 
-  bool knows(const std::string& symbol) const {
-    return origin(symbol) || created(symbol) || !tableRow(symbol).is_null();
-  }
+  bool knows(const std::string& symbol) const { return origin(symbol) || created(symbol) || tableRow(symbol); }
 
   // The unbacked symbols the compile made, in the order they were made.
   std::vector<std::string> unbackedSymbols() const {
@@ -95,15 +93,15 @@ class CompileFacts {
       if (o.unbacked) add(o.symbol);
     for (const ShapeEvent& e : c_.shapes)
       if (e.event == "create_unbacked_symbol") add(e.symbol);
-    for (const json& row : table_)
-      if (field<bool>(row, "unbacked", false)) add(field(row, "symbol", ""));
+    for (const SymbolEntry& row : table_)
+      if (row.unbacked) add(row.symbol);
     return out;
   }
 
   // A backed symbol of this compile reads `subject` ("x.size(0)"): automatic dynamic made it one.
   bool madeDynamic(const std::string& subject) const {
-    for (const json& row : table_)
-      if (!field<bool>(row, "unbacked", false) && prettySource(field(row, "source", "")) == subject) return true;
+    for (const SymbolEntry& row : table_)
+      if (!row.unbacked && prettySource(row.source) == subject) return true;
     for (const SymbolOrigin& o : c_.origins)
       if (!o.unbacked && prettySource(o.source) == subject) return true;
     for (const ShapeEvent& e : c_.shapes)
@@ -113,10 +111,10 @@ class CompileFacts {
 
   // Everything known of a symbol: origin, final range, the guards and asserts on it in order.
   json symbolJson(const std::string& symbol, SymbolFacts* facts) const {
-    json row = tableRow(symbol);
+    const SymbolEntry* row = tableRow(symbol);
     json origin = nullptr;
     facts->symbol = symbol;
-    facts->unbacked = field<bool>(row, "unbacked", symbol.rfind("u", 0) == 0 || symbol.rfind("zuf", 0) == 0);
+    facts->unbacked = row ? row->unbacked : symbol.rfind("u", 0) == 0 || symbol.rfind("zuf", 0) == 0;
     if (auto v = c_.symbolValues.find(symbol); v != c_.symbolValues.end()) facts->value = v->second.first;
     if (const SymbolOrigin* o = this->origin(symbol)) {
       origin = originJson(*o);
@@ -137,11 +135,11 @@ class CompileFacts {
       guard["python"] = pythonExpr(g.expr);
       guards.push_back(std::move(guard));
     }
-    auto orNull = [&](const char* key) { return row.is_object() && row.contains(key) ? row[key] : json(nullptr); };
-    return {
-        {"symbol", symbol},       {"unbacked", facts->unbacked},       {"user_name", facts->userName},
-        {"origin", origin},       {"range", orNull("range")},          {"replaced_by", field(row, "replaced_by", "")},
-        {"hint", orNull("hint")}, {"value_on_run", valueJson(symbol)}, {"guards", guards}};
+    json rowJson = row ? symbolEntryJson(*row) : json::object();  // the range and hint as capture wrote them
+    auto orNull = [&](const char* key) { return rowJson.contains(key) ? rowJson[key] : json(nullptr); };
+    return {{"symbol", symbol},       {"unbacked", facts->unbacked},       {"user_name", facts->userName},
+            {"origin", origin},       {"range", orNull("range")},          {"replaced_by", row ? row->replacedBy : ""},
+            {"hint", orNull("hint")}, {"value_on_run", valueJson(symbol)}, {"guards", guards}};
   }
 
   // The symbol's real value on the captured run and where it was read, or null.
@@ -184,7 +182,7 @@ class CompileFacts {
 
  private:
   const Compile& c_;
-  json table_;  // the final symbol table: [{symbol, unbacked, range, source, hint, replaced_by}]
+  std::vector<SymbolEntry> table_;  // the final symbol table
 };
 
 bool inLibrary(const UserFrame& f, const Compile& c) {

@@ -109,9 +109,10 @@ class StoreReader {
   // Streams a blob chunk by chunk; the hash is checked when the last byte is read.
   Result<std::unique_ptr<BlobStream>> openBlob(const BlobKey& key) const;
 
-  // Checks every frame checksum, chunk header and blob hash: each problem found, as
-  // "PATH: record at offset N: ...", in file order; none for a sound store.
-  std::vector<std::string> verify() const;
+  // Checks every frame checksum, chunk header and blob hash: each problem found, a Corruption
+  // whose message names the file and where ("PATH: record at offset N: ..."), in file order;
+  // none for a sound store.
+  std::vector<Status> verify() const;
 
  private:
   friend class BlobStream;

@@ -9,23 +9,10 @@
 #include <vector>
 
 #include "dynrep/replay/inspect/options.h"
+#include "dynrep/replay/query/report.h"
 #include "dynrep/store/status.h"
 
 namespace dynrep::replay {
-
-// A line for stderr beside the report: a warning (an unfinished store, a record a command
-// skipped) or a problem it found.
-struct ReportNote {
-  enum class Level { Note, Warning, Error };
-  Level level = Level::Warning;
-  std::string text;
-};
-
-struct Report {
-  std::string output;             // the report (text or JSON) for stdout
-  std::vector<ReportNote> notes;  // for stderr, in order
-  bool problemFound = false;      // a problem in the data (verify, an unreadable record) or, for diff, a difference
-};
 
 Result<Report> inspectInfo(const std::string& path, const InspectOptions& options);
 enum class LsWhat { Default, Records, Blobs };

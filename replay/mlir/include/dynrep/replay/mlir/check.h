@@ -26,6 +26,21 @@ struct OutputMatch {
   double maxAbsDiff = 0;
 };
 
+// How far a graph got, or where it stopped; its name is what lower-check prints.
+enum class CheckStage {
+  Lowered,           // lowered; stopped before verification (a store or lowering error)
+  NotLowered,        // some nodes have no lowering
+  UnsupportedValue,  // an input or output of a kind the lowering cannot represent
+  NotVerified,       // MLIR does not parse or verify the module
+  NotCompiled,       // the JIT could not compile it
+  Static,            // none of its inputs has the sizes asked for: not run
+  Executed,          // ran; nothing to compare with, or stopped while comparing
+  Differs,           // an output differs from the reference
+  Matched,           // every output matches
+};
+// "lowered", "not lowered", "unsupported value", ..., "matched".
+const char* stageName(CheckStage stage);
+
 struct GraphCheck {
   std::string compile, event;
   std::string opset = "aten";  // the graph lowered: "aten" as stored, or its "core_aten" decomposition
@@ -33,23 +48,26 @@ struct GraphCheck {
   int nodes = 0;
   std::map<std::string, int> operators;  // target -> nodes calling it
   std::vector<NodeIssue> issues;         // nodes not lowered
-  std::string stage = "lowered";         // lowered, verified, executed, matched, or where it stopped
-  std::string error;                     // why it stopped: a verifier or JIT diagnostic, a missing sample
-  std::string reference;                 // what the outputs were compared with, when not the stored samples
+  CheckStage stage = CheckStage::Lowered;
+  Status error;           // why it stopped: a verifier or JIT diagnostic, a missing sample; ok when it did not
+  std::string reference;  // what the outputs were compared with, when not the stored samples
   std::vector<OutputMatch> outputs;
   double lowerSeconds = 0, verifySeconds = 0, jitSeconds = 0, runSeconds = 0;
-  bool matched() const { return stage == "matched"; }
+  bool matched() const { return stage == CheckStage::Matched; }
 };
 
 std::vector<GraphCheck> checkStore(const Job& job, const CheckOptions& options);
 // One graph of a compile ("aot_forward_graph", ...): a backward graph runs its forward first.
 GraphCheck checkGraph(const Job& job, const Compile& compile, const std::string& event, const CheckOptions& options);
 
-// The ranges of a compile's symbols, for the entry checks ("s0" -> [2, 64]).
-std::map<std::string, std::pair<int64_t, int64_t>> symbolRanges(const Job& job, const Compile& compile);
+// The ranges of a compile's symbols, for the entry checks ("s0" -> [2, 64]); the symbol table's
+// read error when it cannot be read.
+using SymbolRanges = std::map<std::string, std::pair<int64_t, int64_t>>;
+Result<SymbolRanges> symbolRanges(const Job& job, const Compile& compile);
 
-// The bytes of a graph's constants, read from the store.
-std::map<std::string, std::string> constantBytes(const Job& job, const Graph& ir);
+// The bytes of a graph's constants, read from the store; the error naming the first constant
+// that cannot be read or has another size than the graph says.
+Result<std::map<std::string, std::string>> constantBytes(const Job& job, const Graph& ir);
 
 // A stored graph lowered: the aten graph as AOTAutograd made it, or, where one of its nodes
 // has no lowering, the Core ATen decomposition capture stored beside it (capture/core_aten.py),

@@ -243,17 +243,4 @@ struct Sample {
 // A sample event's metadata; the status names the field.
 Result<Sample> parseSample(const std::string& metadataJson);
 
-// One row of a compile's symbol table (dynamo_replay.symbols), read after the job: final ranges.
-struct SymbolEntry {
-  std::string symbol;  // s0, u0
-  bool unbacked = false;
-  bool ranged = false;               // the row has a [low, high] range
-  std::optional<int64_t> low, high;  // none: unbounded (int_oo) or not an integer
-  std::string source;
-  std::optional<int64_t> hint;  // an integer hint
-};
-
-// The compile's symbol table; empty when capture wrote none.
-Result<std::vector<SymbolEntry>> readSymbols(const Job& job, const Compile& compile);
-
 }  // namespace dynrep::replay

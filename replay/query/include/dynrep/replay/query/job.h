@@ -175,14 +175,17 @@ class Job {
   size_t frameCount() const;
   // A blob's bytes, or why they cannot be read (a bad key, a missing or damaged blob).
   Result<std::string> blob(const std::string& key) const;
-  // A blob as text to show (payloads are UTF-8): its read error in brackets when it cannot be
-  // read, "" for no key. Code that uses the bytes calls blob().
-  std::string text(const std::string& key) const;
+  // A blob's text (payloads are UTF-8), "" for no key, or why it cannot be read.
+  Result<std::string> text(const std::string& key) const;
 
  private:
   const StoreReader* reader_ = nullptr;
   std::vector<Compile> compiles_;  // ordered by compile id
 };
+
+// What a report shows for a blob's text: the text, or its read error in brackets where the
+// text would be.
+std::string shownText(const Result<std::string>& text);
 
 // A store opened with its job: the reader the job reads blobs through, kept alive beside it.
 struct OpenedJob {

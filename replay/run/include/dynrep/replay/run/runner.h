@@ -49,11 +49,16 @@ struct RunReport {
   int nodes = 0, calls = 0;
   std::vector<OutputCheck> outputs;
   std::optional<NodeFailure> failure;
-  std::string error;  // a problem before any node ran (no such graph, no samples, ...)
   double medianSeconds = 0;
   bool ok() const;
 };
 
-RunReport runGraph(const Job& job, const std::string& compileId, const RunOptions& options);
+// "samples", or "random (seed 0)": the inputs a run with `options` takes, as its report names them.
+std::string inputsDescription(const RunOptions& options);
+
+// Runs one graph of a compile; the report says how the nodes ran and the outputs compared. A
+// failed Status for a problem outside the nodes: no such compile or graph, no samples, sizes it
+// does not have, a dump that cannot be written.
+Result<RunReport> runGraph(const Job& job, const std::string& compileId, const RunOptions& options);
 
 }  // namespace dynrep::replay::run
