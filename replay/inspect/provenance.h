@@ -49,6 +49,13 @@ inline nlohmann::json causeJson(const RecompileCause& r) {
           {"seen", r.seen},   {"text", r.text},   {"from", r.from}};
 }
 
+// A value as capture wrote it (a symbol's value on a run): its JSON, or the text itself when it
+// is no JSON.
+inline nlohmann::json recordedValue(const std::string& text) {
+  nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return value.is_discarded() ? nlohmann::json(text) : value;
+}
+
 // A compile's call count, or null when capture did not count it (Compile::calls < 0).
 inline nlohmann::json callsJson(const Compile& c) {
   return c.calls < 0 ? nlohmann::json(nullptr) : nlohmann::json(c.calls);

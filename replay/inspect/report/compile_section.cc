@@ -26,12 +26,6 @@ const char* statusClass(const std::string& status) {
   return "status-bad";
 }
 
-std::string whyCompile(const json& entry) {
-  for (const char* key : {"compile_id", "compile", "id"})
-    if (std::string id = field(entry, key, ""); !id.empty()) return id;
-  return "";
-}
-
 namespace {
 
 constexpr size_t kGraphTextLimit = 256 * 1024;  // per graph: a page stays quick to open
@@ -58,7 +52,7 @@ void table(std::ostream& out, const std::vector<std::string>& head, const std::v
 
 class CompileSection {
  public:
-  CompileSection(std::ostream& out, const Job& job, const json& why) : out_(out), job_(job), why_(why) {}
+  CompileSection(std::ostream& out, const Job& job, const WhyAnswer& why) : out_(out), job_(job), why_(why) {}
 
   void write(const Compile& c) {
     out_ << "<section class=\"compile\" id=\"" << anchor(c.id) << "\" data-compile=\"" << escape(c.id.str())
@@ -88,10 +82,9 @@ class CompileSection {
   }
 
   void whyOf(const Compile& c) {
-    for (const json& entry : arrayField(why_, "compiles")) {
-      if (whyCompile(entry) != c.id.str()) continue;
-      out_ << "<div class=\"why\"><h4>Why</h4><pre>"
-           << escape(whyText({{"compiles", json::array({entry})}, {"functions", json::array()}})) << "</pre>";
+    for (const CompileAnswer& entry : why_.compiles) {
+      if (entry.compileId != c.id.str()) continue;
+      out_ << "<div class=\"why\"><h4>Why</h4><pre>" << escape(whyText(WhyAnswer{{entry}, {}})) << "</pre>";
       out_ << "</div>\n";
     }
   }
@@ -232,12 +225,12 @@ class CompileSection {
 
   std::ostream& out_;
   const Job& job_;
-  const json& why_;
+  const WhyAnswer& why_;
 };
 
 }  // namespace
 
-void writeCompileSection(std::ostream& out, const Job& job, const Compile& c, const nlohmann::json& why) {
+void writeCompileSection(std::ostream& out, const Job& job, const Compile& c, const WhyAnswer& why) {
   CompileSection(out, job, why).write(c);
 }
 

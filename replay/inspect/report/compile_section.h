@@ -7,10 +7,9 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "dynrep/capture/records.h"
 #include "dynrep/replay/query/job.h"
+#include "why/model.h"
 
 namespace dynrep::replay::report {
 
@@ -18,10 +17,8 @@ namespace dynrep::replay::report {
 std::string anchor(const capture::CompileId& id);
 // The CSS class of a status: status-ok, status-other (restarted, unfinished) or status-bad.
 const char* statusClass(const std::string& status);
-// The compile id a why-answer entry is about, or "" for a job-wide one.
-std::string whyCompile(const nlohmann::json& entry);
 
 // Writes compile `c`'s <section>; `why` is explainJob's answer for the job.
-void writeCompileSection(std::ostream& out, const Job& job, const Compile& c, const nlohmann::json& why);
+void writeCompileSection(std::ostream& out, const Job& job, const Compile& c, const WhyAnswer& why);
 
 }  // namespace dynrep::replay::report

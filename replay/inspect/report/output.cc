@@ -31,7 +31,6 @@ using html::escape;
 using nlohmann::json;
 using report::anchor;
 using report::statusClass;
-using report::whyCompile;
 
 constexpr const char* kStyle = R"(
 body{font:14px/1.4 system-ui,sans-serif;margin:0 2em 4em;color:#1d1d1f}
@@ -89,12 +88,12 @@ class ReportWriter {
   }
 
  private:
-  json whyAnswer() {
+  WhyAnswer whyAnswer() {
     try {
       return explainJob(job_);
     } catch (const std::exception& e) {
       whyError_ = e.what();
-      return json::object();
+      return {};
     }
   }
 
@@ -182,21 +181,16 @@ class ReportWriter {
             "<code>replay-inspect export --perfetto</code> has every one of them.</p>\n";
   }
 
-  // The why-answer's per-function summaries, and entries that name no compile of this store.
+  // The why-answer's per-function summaries (each compile's part is in its own section).
   void functionsSection() {
     out_ << "<h2 id=\"why\">Why it compiled</h2>\n";
     if (!whyError_.empty()) out_ << "<p class=\"status-bad\">The why-answer failed: " << escape(whyError_) << "</p>\n";
-    json functions = why_.is_object() ? why_.value("functions", json::array()) : json::array();
-    json loose = json::array();
-    for (const json& entry : arrayField(why_, "compiles"))
-      if (std::string id = whyCompile(entry); id.empty() || !job_.find(id)) loose.push_back(entry);
-    if (functions.empty() && loose.empty()) {
+    if (why_.functions.empty()) {
       out_ << "<p class=\"none\">No explanation recorded for this job.</p>\n";
       return;
     }
-    // As `replay-inspect why` prints it: the summaries first, then what no compile section shows.
-    out_ << "<div class=\"why\"><pre>" << escape(whyText({{"compiles", loose}, {"functions", functions}}))
-         << "</pre></div>\n";
+    // As `replay-inspect why` prints them.
+    out_ << "<div class=\"why\"><pre>" << escape(whyText(WhyAnswer{{}, why_.functions})) << "</pre></div>\n";
   }
 
   void compileTable() {
@@ -220,7 +214,7 @@ class ReportWriter {
   const Job& job_;
   std::ostream& out_;
   JobTimeline timeline_;
-  json why_;
+  WhyAnswer why_;
   std::string whyError_;
 };
 

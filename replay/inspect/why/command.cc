@@ -1,5 +1,5 @@
 // replay-inspect why: opens the store, computes the why-answer (model.cc) for the job, a compile
-// or a symbol, and renders it as JSON or as text (output.cc); a failed Status when it cannot.
+// or a symbol, and renders it as JSON or as text (output.h); a failed Status when it cannot.
 #include <sstream>
 
 #include <fmt/format.h>
@@ -24,13 +24,13 @@ Result<Report> inspectWhy(const std::string& path, const std::string& compileId,
   const Job& job = opened->job;
   if (!compileId.empty() && !job.find(compileId))
     return Status::notFound(fmt::format("{}: no compile {} (replay-inspect ls lists them)", path, compileId));
-  json answer = explainJob(job, compileId, symbol);
-  if (!symbol.empty() && answer["compiles"].empty())
+  WhyAnswer answer = explainJob(job, compileId, symbol);
+  if (!symbol.empty() && answer.compiles.empty())
     return Status::notFound(
         fmt::format("{}: no compile{} knows symbol {}", path, compileId.empty() ? "" : " " + compileId, symbol));
   if (o.json) {
     json j = {{"path", path}};
-    j.update(answer);
+    j.update(whyJson(answer));
     report.output = dumpJson(j, 2) + "\n";
     return report;
   }

@@ -1,4 +1,4 @@
-// The why-answer as JSON: for each compile that failed, broke its graph or compiled again, the
+// The why-answer (model.h): for each compile that failed, broke its graph or compiled again, the
 // facts (expression, user line, each symbol's origin, final range and guards) and the advice of
 // the pattern tables (why/patterns.h); then one summary per function compiled more than once.
 // Capture's structured events come first; PyTorch's texts (why/torch_text.h) fill in for stores
@@ -11,7 +11,6 @@
 
 #include <fmt/format.h>
 
-#include "dynrep/replay/query/json_fields.h"
 #include "provenance.h"
 #include "render.h"
 #include "why/patterns.h"
@@ -20,24 +19,6 @@
 namespace dynrep::replay {
 
 namespace {
-
-using nlohmann::json;
-
-json applyJson(const EditAction& e) {
-  if (e.action.empty()) return nullptr;
-  json out = {{"action", e.action}, {"code", e.code}};
-  if (!e.file.empty()) out.update({{"file", e.file}, {"line", e.line}});
-  if (e.action == "replace_mark") out.update({{"name", e.name}, {"dim", e.dim}});
-  return out;
-}
-
-json adviceJson(const Advice& a) {
-  return {{"kind", adviceKindId(a.kind)},
-          {"edit", a.edit},
-          {"line", frameJson(a.line)},
-          {"why", a.why},
-          {"apply", applyJson(a.apply)}};
-}
 
 // The first line of `s` as it is (render.h's firstLine also folds spaces, for table cells).
 std::string firstLineOf(const std::string& s) { return s.substr(0, s.find('\n')); }
@@ -110,44 +91,36 @@ class CompileFacts {
   }
 
   // Everything known of a symbol: origin, final range, the guards and asserts on it in order.
-  json symbolJson(const std::string& symbol, SymbolFacts* facts) const {
+  SymbolAnswer symbolAnswer(const std::string& symbol, SymbolFacts* facts) const {
     const SymbolEntry* row = tableRow(symbol);
-    json origin = nullptr;
-    facts->symbol = symbol;
+    SymbolAnswer out;
+    out.symbol = facts->symbol = symbol;
     facts->unbacked = row ? row->unbacked : symbol.rfind("u", 0) == 0 || symbol.rfind("zuf", 0) == 0;
-    if (auto v = c_.symbolValues.find(symbol); v != c_.symbolValues.end()) facts->value = v->second.first;
+    if (auto v = c_.symbolValues.find(symbol); v != c_.symbolValues.end()) {
+      facts->value = v->second.first;
+      out.valueOnRun = RunValue{v->second.first, v->second.second};
+    }
     if (const SymbolOrigin* o = this->origin(symbol)) {
-      origin = originJson(*o);
+      out.origin = *o;
       facts->origin = o->userFrame;
       facts->unbacked = o->unbacked;
       facts->op = o->op;
       facts->userName = o->unbacked ? userNameFor(o->op, o->userFrame.code) : prettySource(o->source);
     } else if (const ShapeEvent* e = created(symbol)) {
       UserFrame f = e->userStack.empty() ? UserFrame{} : e->userStack.back();
-      SymbolOrigin fromPyTorch{
+      out.origin = SymbolOrigin{
           symbol, e->event == "create_unbacked_symbol", "", "", "", e->source, e->value, f, "pytorch_user_stack"};
-      origin = originJson(fromPyTorch);
       if (!e->source.empty()) facts->userName = prettySource(e->source);
     }
-    json guards = json::array();
-    for (const ShapeGuard& g : guardsOn(symbol)) {
-      json guard = shapeGuardJson(g);
-      guard["python"] = pythonExpr(g.expr);
-      guards.push_back(std::move(guard));
+    for (const ShapeGuard& g : guardsOn(symbol)) out.guards.push_back({g, pythonExpr(g.expr)});
+    if (row) {  // the range and hint as capture wrote them
+      out.range = row->range;
+      out.hint = row->hint;
+      out.replacedBy = row->replacedBy;
     }
-    json rowJson = row ? symbolEntryJson(*row) : json::object();  // the range and hint as capture wrote them
-    auto orNull = [&](const char* key) { return rowJson.contains(key) ? rowJson[key] : json(nullptr); };
-    return {{"symbol", symbol},       {"unbacked", facts->unbacked},       {"user_name", facts->userName},
-            {"origin", origin},       {"range", orNull("range")},          {"replaced_by", row ? row->replacedBy : ""},
-            {"hint", orNull("hint")}, {"value_on_run", valueJson(symbol)}, {"guards", guards}};
-  }
-
-  // The symbol's real value on the captured run and where it was read, or null.
-  json valueJson(const std::string& symbol) const {
-    auto v = c_.symbolValues.find(symbol);
-    if (v == c_.symbolValues.end()) return nullptr;
-    json value = json::parse(v->second.first, nullptr, /*allow_exceptions=*/false);
-    return {{"value", value.is_discarded() ? json(v->second.first) : value}, {"from", v->second.second}};
+    out.unbacked = facts->unbacked;
+    out.userName = facts->userName;
+    return out;
   }
 
   // The guards and asserts on a symbol, in order: capture's events, else (a store without
@@ -168,14 +141,15 @@ class CompileFacts {
     return out;
   }
 
-  // The symbols of a problem as JSON (all, or only `only`), filling the matchers' facts.
-  json symbolsJson(const std::vector<std::string>& symbols, const std::string& only, Problem* p) const {
-    json out = json::array();
+  // The symbols of a problem (all, or only `only`), filling the matchers' facts.
+  std::vector<SymbolAnswer> symbolAnswers(const std::vector<std::string>& symbols, const std::string& only,
+                                          Problem* p) const {
+    std::vector<SymbolAnswer> out;
     for (const std::string& s : symbols) {
       SymbolFacts facts;
-      json j = symbolJson(s, &facts);
+      SymbolAnswer answer = symbolAnswer(s, &facts);
       p->symbols.push_back(facts);
-      if (only.empty() || s == only) out.push_back(std::move(j));
+      if (only.empty() || s == only) out.push_back(std::move(answer));
     }
     return out;
   }
@@ -232,44 +206,42 @@ std::string problemHeadline(const Problem& p, const Compile& c) {
   return fmt::format("{} did not compile: {}{} at {}", c.function, p.type.empty() ? "" : p.type + ": ", what, at);
 }
 
-json problemJson(const Problem& p, const Compile& c, json symbols, const std::vector<std::string>& chain,
-                 const std::vector<std::string>& hints) {
-  json advice = json::array();
-  for (const Advice& a : adviseProblem(p)) advice.push_back(adviceJson(a));
-  json constraints = json::array();
-  for (const ConstraintFacts& k : p.constraints) {
-    auto bound = [](const std::string& b) { return b.empty() ? json(nullptr) : json(std::stoll(b)); };
-    constraints.push_back({{"source", k.source},
-                           {"dim", k.dim},
-                           {"asked", k.ranged ? json::array({bound(k.askedLow), bound(k.askedHigh)}) : json(nullptr)},
-                           {"specialized", k.specialized ? json(k.value) : json(nullptr)},
-                           {"symbol", k.symbol},
-                           {"allowed", k.allowedLow.empty() && k.allowedHigh.empty()
-                                           ? json(nullptr)
-                                           : json::array({bound(k.allowedLow), bound(k.allowedHigh)})},
-                           {"user_frame", frameJson(k.userFrame)}});
-  }
+// "12" as 12, "" (unbounded) as none.
+std::optional<int64_t> bound(const std::string& b) {
+  return b.empty() ? std::nullopt : std::optional<int64_t>(std::stoll(b));
+}
+
+ConstraintAnswer constraintAnswer(const ConstraintFacts& k) {
+  ConstraintAnswer out{k.source, k.dim, std::nullopt, std::nullopt, k.symbol, std::nullopt, k.userFrame};
+  if (k.ranged) out.asked = Bounds{bound(k.askedLow), bound(k.askedHigh)};
+  if (k.specialized) out.specialized = k.value;
+  if (!k.allowedLow.empty() || !k.allowedHigh.empty()) out.allowed = Bounds{bound(k.allowedLow), bound(k.allowedHigh)};
+  return out;
+}
+
+ProblemAnswer problemAnswer(const Problem& p, const Compile& c, std::vector<SymbolAnswer> symbols,
+                            std::vector<std::string> chain, std::vector<std::string> hints) {
+  ProblemAnswer out;
+  out.advice = adviseProblem(p);
+  for (const ConstraintFacts& k : p.constraints) out.constraints.push_back(constraintAnswer(k));
   bool runtime = p.kind == "runtime_assert" || p.kind == "runtime_error";
-  return {{"kind", p.graphBreak ? "graph_break"
-                   : runtime    ? "runtime_failure"
-                                : "failure"},
-          {"failure_kind", p.kind},
-          {"headline", problemHeadline(p, c)},
-          {"type", p.type},
-          {"constraints", constraints},
-          {"chain", chain},
-          {"gb_type", p.gbType},
-          {"context", p.context},
-          {"expr", p.expr},
-          {"expr_python", pythonExpr(p.expr)},
-          {"integer", p.integer},
-          {"torch_site", p.torchSite},
-          {"message", firstLineOf(p.message)},
-          {"user_frame", frameJson(p.frame)},
-          {"in_library", p.inLibrary},
-          {"symbols", std::move(symbols)},
-          {"advice", std::move(advice)},
-          {"pytorch_hints", hints}};
+  out.kind = p.graphBreak ? ProblemKind::GraphBreak : runtime ? ProblemKind::RuntimeFailure : ProblemKind::Failure;
+  out.failureKind = p.kind;
+  out.headline = problemHeadline(p, c);
+  out.type = p.type;
+  out.chain = std::move(chain);
+  out.gbType = p.gbType;
+  out.context = p.context;
+  out.expr = p.expr;
+  out.exprPython = pythonExpr(p.expr);
+  out.integer = p.integer;
+  out.torchSite = p.torchSite;
+  out.message = firstLineOf(p.message);
+  out.userFrame = p.frame;
+  out.inLibrary = p.inLibrary;
+  out.symbols = std::move(symbols);
+  out.pytorchHints = std::move(hints);
+  return out;
 }
 
 // For a constraint violation without a line of its own: the line of PyTorch's
@@ -289,7 +261,7 @@ UserFrame specializationFrame(const Compile& c, const std::vector<ConstraintFact
 }
 
 // A failed compile: capture's failure event, else PyTorch's status text.
-json failureProblemJson(const CompileFacts& f, const std::string& only) {
+ProblemAnswer failureProblem(const CompileFacts& f, const std::string& only) {
   const Compile& c = f.compile();
   Problem p;
   std::vector<std::string> chain = c.failure.chain;
@@ -329,12 +301,12 @@ json failureProblemJson(const CompileFacts& f, const std::string& only) {
   for (const ConstraintFacts& k : p.constraints)  // its guards say what narrowed the range
     if (!k.symbol.empty() && std::find(symbols.begin(), symbols.end(), k.symbol) == symbols.end())
       symbols.push_back(k.symbol);
-  json symbolJson = f.symbolsJson(symbols, only, &p);
-  return problemJson(p, c, std::move(symbolJson), chain, gb.hints);
+  std::vector<SymbolAnswer> answers = f.symbolAnswers(symbols, only, &p);
+  return problemAnswer(p, c, std::move(answers), std::move(chain), std::move(gb.hints));
 }
 
-json graphBreakJson(const CompileFacts& f, const std::string& text, const CompileFailure* facts,
-                    const std::string& only) {
+ProblemAnswer graphBreak(const CompileFacts& f, const std::string& text, const CompileFailure* facts,
+                         const std::string& only) {
   const Compile& c = f.compile();
   Problem p;
   p.graphBreak = true;
@@ -373,14 +345,14 @@ json graphBreakJson(const CompileFacts& f, const std::string& text, const Compil
   }
   if (p.frame.file.empty() && !c.file.empty()) p.frame = {c.file, c.firstLine, c.function, ""};
   p.inLibrary = inLibrary(p.frame, c);
-  json symbolJson = f.symbolsJson(symbols, only, &p);
-  return problemJson(p, c, std::move(symbolJson), {"Unsupported"}, gb.hints);
+  std::vector<SymbolAnswer> answers = f.symbolAnswers(symbols, only, &p);
+  return problemAnswer(p, c, std::move(answers), {"Unsupported"}, std::move(gb.hints));
 }
 
 // A call of the compiled code that raised during capture: the assert real data broke (the first,
 // in PyTorch's order), its symbols with their values and origins; or, for another error, the
 // exception and the values the compiled code held.
-json runtimeFailureJson(const CompileFacts& f, const RuntimeFailure& r, const std::string& only) {
+ProblemAnswer runtimeFailure(const CompileFacts& f, const RuntimeFailure& r, const std::string& only) {
   const Compile& c = f.compile();
   Problem p;
   p.type = r.type;
@@ -399,16 +371,11 @@ json runtimeFailureJson(const CompileFacts& f, const RuntimeFailure& r, const st
     for (const auto& [symbol, value] : r.values) symbols.push_back(symbol);
   }
   p.inLibrary = inLibrary(p.frame, c);
-  json symbolJson = f.symbolsJson(symbols, only, &p);
+  std::vector<SymbolAnswer> answers = f.symbolAnswers(symbols, only, &p);
   for (SymbolFacts& s : p.symbols)  // this call's own values first
     if (auto v = r.values.find(s.symbol); v != r.values.end()) s.value = v->second;
-  json out = problemJson(p, c, std::move(symbolJson), {r.type}, {});
-  out["call"] = r.call;
-  out["graph"] = r.graph;
-  json values = json::object();
-  for (const auto& [symbol, value] : r.values)
-    values[symbol] = json::parse(value, nullptr, false).is_discarded() ? json(value) : json::parse(value);
-  out["values"] = values;
+  ProblemAnswer out = problemAnswer(p, c, std::move(answers), {r.type}, {});
+  out.runtime = RuntimeCall{r.call, r.graph, r.values};
   return out;
 }
 
@@ -427,14 +394,13 @@ std::string causeKey(const CauseClass& k) { return k.cause + "|" + k.subject; }
 // One recompile: every entry's failed guard classified, and the one that explains it. That is
 // the first, newest entry first, whose kind of change this function has not recompiled for
 // before (older entries fail on what earlier recompiles already changed).
-json recompileJson(const CompileFacts& f, const Compile* first, std::set<std::string>* seenKeys, CauseClass* primaryOut,
-                   Advice* adviceOut) {
+RecompileAnswer recompileAnswer(const CompileFacts& f, const Compile* first, std::set<std::string>* seenKeys) {
   const Compile& c = f.compile();
+  RecompileAnswer out;
   std::vector<RecompileCause> causes = c.recompileCauses;
-  std::string from = "event";
   if (causes.empty()) {
     causes = parseReasons(c.reason);
-    from = "reason_text";
+    out.from = CauseSource::ReasonText;
   }
   std::stable_sort(causes.begin(), causes.end(), [](const RecompileCause& a, const RecompileCause& b) {
     return entryNumber(a.entry) > entryNumber(b.entry);
@@ -449,48 +415,22 @@ json recompileJson(const CompileFacts& f, const Compile* first, std::set<std::st
       break;
     }
   }
-  json list = json::array();
-  for (size_t i = 0; i < causes.size(); ++i) {
-    json cause = causeJson(causes[i]);
-    cause.update({{"cause", classes[i].cause},
-                  {"subject", classes[i].subject},
-                  {"detail", classes[i].detail},
-                  {"primary", i == primary}});
-    list.push_back(std::move(cause));
-  }
+  for (size_t i = 0; i < causes.size(); ++i) out.causes.push_back({causes[i], classes[i], i == primary});
   if (causes.empty()) {
-    json unknown = causeJson(RecompileCause{});
-    unknown.update({{"from", from},
-                    {"cause", "unknown"},
-                    {"subject", ""},
-                    {"description", "not recorded"},
-                    {"detail", "no failed guard recorded: " + firstLineOf(c.reason)},
-                    {"advice", json::array()},
-                    {"causes", list}});
-    return unknown;
+    out.cls = {"unknown", "", "not recorded", "no failed guard recorded: " + firstLineOf(c.reason)};
+    return out;
   }
-  RecompileCause main = causes[primary];
+  out.main = causes[primary];
   // A 0/1 guard does not say the size seen; the static entry's size mismatch on it does.
-  if (main.seen.empty()) {
+  if (out.main.seen.empty()) {
     for (size_t i = 0; i < causes.size(); ++i)
-      if (classes[i].subject == classes[primary].subject && !causes[i].seen.empty()) main.seen = causes[i].seen;
+      if (classes[i].subject == classes[primary].subject && !causes[i].seen.empty()) out.main.seen = causes[i].seen;
   }
-  CauseClass k = classifyCause(main, f.madeDynamic(prettySource(main.source)));
-  if (k.subject.empty()) k.subject = classes[primary].subject;
-  seenKeys->insert(causeKey(k));
-  Advice advice = adviseCause(k, main, c, first);
-  json adviceList = json::array();
-  if (advice.kind != AdviceKind::None) adviceList.push_back(adviceJson(advice));
-  *primaryOut = k;
-  *adviceOut = advice;
-  json out = causeJson(main);
-  out.update({{"from", from},
-              {"cause", k.cause},
-              {"subject", k.subject},
-              {"description", k.description},
-              {"detail", k.detail},
-              {"advice", adviceList},
-              {"causes", list}});
+  out.cls = classifyCause(out.main, f.madeDynamic(prettySource(out.main.source)));
+  if (out.cls.subject.empty()) out.cls.subject = classes[primary].subject;
+  seenKeys->insert(causeKey(out.cls));
+  Advice advice = adviseCause(out.cls, out.main, c, first);
+  if (advice.kind != AdviceKind::None) out.advice = advice;
   return out;
 }
 
@@ -500,7 +440,7 @@ std::string functionKey(const Compile& c) { return fmt::format("{}:{}:{}", c.fil
 // compile it made.
 struct CauseTally {
   CauseClass cls;
-  Advice advice;
+  std::optional<Advice> advice;
   std::vector<std::string> compileIds;
 };
 
@@ -512,36 +452,29 @@ struct FunctionTally {
   std::map<std::string, CauseTally> causes;
 };
 
-json functionJson(const FunctionTally& t) {
-  json causes = json::array();
-  std::string summary = fmt::format("{} compiles of {}", t.compiles, t.first->function);
+FunctionSummary functionSummary(const FunctionTally& t) {
+  FunctionSummary out{t.first->function, t.first->file, t.first->firstLine, t.compiles, "", {}};
+  out.summary = fmt::format("{} compiles of {}", t.compiles, t.first->function);
   std::string parts;
   for (const std::string& key : t.order) {
-    const auto& [k, a, ids] = t.causes.at(key);
-    parts += fmt::format("{}{} ({})", parts.empty() ? "" : "; ", k.description, ids.size());
-    causes.push_back({{"cause", k.cause},
-                      {"subject", k.subject},
-                      {"description", k.description},
-                      {"count", ids.size()},
-                      {"compile_ids", ids},
-                      {"advice", a.kind == AdviceKind::None ? json(nullptr) : adviceJson(a)}});
+    const CauseTally& cause = t.causes.at(key);
+    parts += fmt::format("{}{} ({})", parts.empty() ? "" : "; ", cause.cls.description, cause.compileIds.size());
+    out.causes.push_back({cause.cls, cause.advice, cause.compileIds});
   }
-  if (!parts.empty()) summary += ": " + parts;
-  return {{"function", t.first->function}, {"file", t.first->file}, {"line", t.first->firstLine},
-          {"compiles", t.compiles},        {"summary", summary},    {"causes", causes}};
+  if (!parts.empty()) out.summary += ": " + parts;
+  return out;
 }
 
-std::string compileHeadline(const Compile& c, const json& entry) {
-  if (!entry["problems"].empty()) return entry["problems"][0]["headline"];
-  if (entry.contains("recompile"))
-    return fmt::format("{} compiled again: {}", c.function, entry["recompile"].value("detail", ""));
+std::string compileHeadline(const Compile& c, const CompileAnswer& entry) {
+  if (!entry.problems.empty()) return entry.problems.front().headline;
+  if (entry.recompile) return fmt::format("{} compiled again: {}", c.function, entry.recompile->cls.detail);
   return fmt::format("{} compiled with no failure, graph break or recompile", c.function);
 }
 
 }  // namespace
 
-nlohmann::json explainJob(const Job& job, const std::string& compileId, const std::string& symbol) {
-  json compiles = json::array();
+WhyAnswer explainJob(const Job& job, const std::string& compileId, const std::string& symbol) {
+  WhyAnswer answer;
   std::map<std::string, FunctionTally> tallies;
   std::vector<std::string> functionOrder;
   std::map<std::string, std::set<std::string>> seenKeys;  // per function: causes recompiled for so far
@@ -554,45 +487,44 @@ nlohmann::json explainJob(const Job& job, const std::string& compileId, const st
     }
     if (c.id.attempt == 0) ++tally.compiles;
     CompileFacts facts(job, c);
-    json entry = {{"compile_id", c.id.str()}, {"function", c.function},          {"file", c.file},
-                  {"line", c.firstLine},      {"status", firstLineOf(c.status)}, {"calls", callsJson(c)}};
-    json problems = json::array();
-    for (const RuntimeFailure& r : c.runtimeFailures) problems.push_back(runtimeFailureJson(facts, r, symbol));
-    if (failedCompile(c)) problems.push_back(failureProblemJson(facts, symbol));
+    CompileAnswer entry{c.id.str(),   c.function, c.file, c.firstLine, firstLineOf(c.status),
+                        std::nullopt, {},         {},     {},          ""};
+    if (c.calls >= 0) entry.calls = c.calls;
+    for (const RuntimeFailure& r : c.runtimeFailures) entry.problems.push_back(runtimeFailure(facts, r, symbol));
+    if (failedCompile(c)) entry.problems.push_back(failureProblem(facts, symbol));
     for (size_t i = 0; i < c.graphBreaks.size(); ++i)
-      problems.push_back(graphBreakJson(facts, c.graphBreaks[i],
-                                        i < c.graphBreakFacts.size() ? &c.graphBreakFacts[i] : nullptr, symbol));
-    entry["problems"] = problems;
+      entry.problems.push_back(
+          graphBreak(facts, c.graphBreaks[i], i < c.graphBreakFacts.size() ? &c.graphBreakFacts[i] : nullptr, symbol));
     bool recompiled = isRecompile(c) && c.reason != "first compile";
     if (recompiled) {
-      CauseClass k;
-      Advice advice;
-      entry["recompile"] = recompileJson(facts, tally.first, &seenKeys[fnKey], &k, &advice);
+      entry.recompile = recompileAnswer(facts, tally.first, &seenKeys[fnKey]);
+      // A recompile without a recorded cause is tallied under no name.
+      CauseClass k = entry.recompile->causes.empty() ? CauseClass{} : entry.recompile->cls;
       std::string key = causeKey(k);
-      auto [it, isNew] = tally.causes.try_emplace(key, CauseTally{k, advice, {}});
+      auto [it, isNew] = tally.causes.try_emplace(key, CauseTally{k, entry.recompile->advice, {}});
       if (isNew) tally.order.push_back(key);
       it->second.compileIds.push_back(c.id.str());
     }
-    bool chosen = compileId.empty() ? (!problems.empty() || recompiled) : c.id.str() == compileId;
+    bool chosen = compileId.empty() ? (!entry.problems.empty() || recompiled) : c.id.str() == compileId;
     if (!symbol.empty()) {
       if (!facts.knows(symbol)) continue;
       SymbolFacts unused;
-      entry["symbols"] = json::array({facts.symbolJson(symbol, &unused)});
+      entry.symbol = facts.symbolAnswer(symbol, &unused);
       chosen = compileId.empty() || c.id.str() == compileId;
     }
     if (!chosen) continue;
-    entry["headline"] = compileHeadline(c, entry);
-    compiles.push_back(std::move(entry));
+    entry.headline = compileHeadline(c, entry);
+    answer.compiles.push_back(std::move(entry));
   }
-  json functions = json::array();
+  if (!symbol.empty()) return answer;
   const Compile* only = compileId.empty() ? nullptr : job.find(compileId);
   for (const std::string& key : functionOrder) {
     const FunctionTally& t = tallies[key];
     if (t.compiles < 2) continue;
     if (!compileId.empty() && (!only || functionKey(*only) != key)) continue;
-    functions.push_back(functionJson(t));
+    answer.functions.push_back(functionSummary(t));
   }
-  return {{"compiles", compiles}, {"functions", symbol.empty() ? functions : json::array()}};
+  return answer;
 }
 
 }  // namespace dynrep::replay

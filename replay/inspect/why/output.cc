@@ -1,5 +1,5 @@
-// The why-answer (model.cc) as text, the answer first: the per-function summaries, then each
-// compile's headline, its user line, the fix and the facts. command.cc prints the JSON as it is.
+// The why-answer (model.h) as text, the answer first: the per-function summaries, then each
+// compile's headline, its user line, the fix and the facts. output_json.cc writes its JSON.
 #include "why/output.h"
 
 #include <sstream>
@@ -16,22 +16,20 @@ namespace dynrep::replay {
 
 namespace {
 
-using nlohmann::json;
-
-std::string frameText(const json& f) {
-  if (!f.is_object()) return "(line not recorded)";
-  std::string at = fmt::format("{}:{}", baseName(field(f, "file", "?")), field<int>(f, "line", 0));
-  std::string code = field(f, "code", "");
-  return code.empty() ? at : at + ": " + code;
+std::string frameText(const UserFrame& f) {
+  if (f.file.empty()) return "(line not recorded)";
+  std::string at = fmt::format("{}:{}", baseName(f.file), f.line);
+  return f.code.empty() ? at : at + ": " + f.code;
 }
 
-void printAdvice(const json& advice, const std::string& indent, const InspectOptions& o, std::ostream& out) {
+void printAdvice(const std::vector<Advice>& advice, const std::string& indent, const InspectOptions& o,
+                 std::ostream& out) {
   if (advice.empty()) return;
   fmt::print(out, "{}{}\n", indent, paint(o, "1", advice.size() > 1 ? "fix, most likely first:" : "fix:"));
   int n = 0;
-  for (const json& a : advice) {
-    fmt::print(out, "{}  {}. {}: {}\n", indent, ++n, paint(o, "32", field(a, "kind", "?")), field(a, "edit", ""));
-    fmt::print(out, "{}     why: {}\n", indent, field(a, "why", ""));
+  for (const Advice& a : advice) {
+    fmt::print(out, "{}  {}. {}: {}\n", indent, ++n, paint(o, "32", adviceKindId(a.kind)), a.edit);
+    fmt::print(out, "{}     why: {}\n", indent, a.why);
   }
 }
 
@@ -43,118 +41,102 @@ std::string valueSource(const std::string& from) {
   return from.empty() ? "recorded" : from;
 }
 
-void printSymbol(const json& s, const std::string& indent, std::ostream& out) {
-  std::string name = field(s, "symbol", "?");
-  std::string user = field(s, "user_name", "");
-  fmt::print(out, "{}{}{}  {}, final range {}{}\n", indent, name, user.empty() ? "" : " (" + user + ")",
-             field<bool>(s, "unbacked", false) ? "unbacked" : "backed",
-             arrayField(s, "range").size() == 2 ? rangeText(s) : "not recorded",
-             field(s, "replaced_by", "").empty() ? "" : ", replaced by " + field(s, "replaced_by", ""));
-  const json origin = s.value("origin", json());
-  if (origin.is_object()) {
-    std::string op = field(origin, "op", "");
-    std::string node = field(origin, "node", "");
-    std::string source = field(origin, "source", "");
-    std::string made = op.empty() ? (source.empty() ? "made" : "reads " + source) : "made by " + op;
-    if (!node.empty()) made += " (node " + node + ")";
-    if (!field(origin, "phase", "").empty()) made += " during " + field(origin, "phase", "");
-    fmt::print(out, "{}    {} at {}\n", indent, made, frameText(origin.value("user_frame", json())));
-  } else {
-    fmt::print(out, "{}    origin not recorded (a store from before capture recorded symbol origins)\n", indent);
-  }
-  const json value = s.value("value_on_run", json());
-  if (value.is_object())
-    fmt::print(out, "{}    on this run {} was {} ({})\n", indent, name, dumpJson(value.value("value", json())),
-               valueSource(field(value, "from", "")));
-  for (const json& g : arrayField(s, "guards"))
-    fmt::print(out, "{}    {:<16} {}  at {}\n", indent, field(g, "kind", "guard"), field(g, "python", ""),
-               frameText(g.value("user_frame", json())));
+// "made by aten.nonzero.default (node nonzero) during dynamo": what made a symbol.
+std::string madeText(const SymbolOrigin& o) {
+  std::string made = o.op.empty() ? (o.source.empty() ? "made" : "reads " + o.source) : "made by " + o.op;
+  if (!o.node.empty()) made += " (node " + o.node + ")";
+  if (!o.phase.empty()) made += " during " + o.phase;
+  return made;
 }
 
-void printProblem(const json& p, const InspectOptions& o, std::ostream& out) {
-  fmt::print(out, "  {}\n", frameText(p.value("user_frame", json())));
-  printAdvice(arrayField(p, "advice"), "  ", o, out);
-  if (arrayField(p, "advice").empty()) {
-    fmt::print(out, "  no pattern of docs/why.md matches{}\n",
-               arrayField(p, "pytorch_hints").empty() ? "" : "; PyTorch's hints:");
-    for (const json& h : arrayField(p, "pytorch_hints"))
-      fmt::print(out, "    {}\n", h.is_string() ? h.get<std::string>() : "");
+void printSymbol(const SymbolAnswer& s, const std::string& indent, std::ostream& out) {
+  std::string range =
+      s.range ? "[" + numberText(s.range->first) + ", " + numberText(s.range->second) + "]" : "not recorded";
+  fmt::print(out, "{}{}{}  {}, final range {}{}\n", indent, s.symbol, s.userName.empty() ? "" : " (" + s.userName + ")",
+             s.unbacked ? "unbacked" : "backed", range, s.replacedBy.empty() ? "" : ", replaced by " + s.replacedBy);
+  if (s.origin)
+    fmt::print(out, "{}    {} at {}\n", indent, madeText(*s.origin), frameText(s.origin->userFrame));
+  else
+    fmt::print(out, "{}    origin not recorded (a store from before capture recorded symbol origins)\n", indent);
+  if (s.valueOnRun)
+    fmt::print(out, "{}    on this run {} was {} ({})\n", indent, s.symbol,
+               dumpJson(recordedValue(s.valueOnRun->value)), valueSource(s.valueOnRun->from));
+  for (const SymbolGuard& g : s.guards)
+    fmt::print(out, "{}    {:<16} {}  at {}\n", indent, g.guard.kind, g.python, frameText(g.guard.userFrame));
+}
+
+void printProblem(const ProblemAnswer& p, const InspectOptions& o, std::ostream& out) {
+  fmt::print(out, "  {}\n", frameText(p.userFrame));
+  printAdvice(p.advice, "  ", o, out);
+  if (p.advice.empty()) {
+    fmt::print(out, "  no pattern of docs/why.md matches{}\n", p.pytorchHints.empty() ? "" : "; PyTorch's hints:");
+    for (const std::string& h : p.pytorchHints) fmt::print(out, "    {}\n", h);
   }
-  if (!arrayField(p, "symbols").empty()) fmt::print(out, "  {}\n", paint(o, "1", "symbols:"));
-  for (const json& s : arrayField(p, "symbols")) printSymbol(s, "    ", out);
+  if (!p.symbols.empty()) fmt::print(out, "  {}\n", paint(o, "1", "symbols:"));
+  for (const SymbolAnswer& s : p.symbols) printSymbol(s, "    ", out);
   std::string chain;
-  for (const json& t : arrayField(p, "chain"))
-    chain += (chain.empty() ? "" : " <- ") + (t.is_string() ? t.get<std::string>() : "?");
-  std::string message = field(p, "message", "");
-  if (!message.empty()) fmt::print(out, "  PyTorch: {}{}\n", chain.empty() ? "" : chain + ": ", message);
+  for (const std::string& t : p.chain) chain += (chain.empty() ? "" : " <- ") + t;
+  if (!p.message.empty()) fmt::print(out, "  PyTorch: {}{}\n", chain.empty() ? "" : chain + ": ", p.message);
 }
 
 // "(expected 8, saw 16)", or as much of it as was recorded.
-std::string valuesText(const json& r) {
-  std::string expected = field(r, "expected", ""), seen = field(r, "seen", "");
-  if (expected == field(r, "guard", "")) expected.clear();  // capture keeps the guard itself when it has no value
-  if (expected.empty() && seen.empty()) return "";
-  if (seen.empty()) return " (expected " + expected + ")";
-  return expected.empty() ? " (saw " + seen + ")" : fmt::format(" (expected {}, saw {})", expected, seen);
+std::string valuesText(const RecompileCause& r) {
+  std::string expected = r.expected == r.guard ? "" : r.expected;  // capture keeps the guard when it has no value
+  if (expected.empty() && r.seen.empty()) return "";
+  if (r.seen.empty()) return " (expected " + expected + ")";
+  return expected.empty() ? " (saw " + r.seen + ")" : fmt::format(" (expected {}, saw {})", expected, r.seen);
 }
 
-void printRecompile(const json& r, const InspectOptions& o, std::ostream& out) {
-  if (!field(r, "guard", "").empty())
-    fmt::print(out, "  failed guard of {}: {}{}\n", field(r, "entry", "?"), field(r, "guard", ""), valuesText(r));
-  printAdvice(arrayField(r, "advice"), "  ", o, out);
-  const json causes = arrayField(r, "causes");
-  if (causes.size() < 2) return;
+void printRecompile(const RecompileAnswer& r, const InspectOptions& o, std::ostream& out) {
+  if (!r.main.guard.empty())
+    fmt::print(out, "  failed guard of {}: {}{}\n", r.main.entry, r.main.guard, valuesText(r.main));
+  printAdvice(r.advice ? std::vector<Advice>{*r.advice} : std::vector<Advice>{}, "  ", o, out);
+  if (r.causes.size() < 2) return;
   fmt::print(out, "  every cache entry's failed guard, newest first:\n");
-  for (const json& c : causes)
-    fmt::print(out, "    {}{}: {}\n", field(c, "entry", "?"), field<bool>(c, "primary", false) ? " *" : "",
-               field(c, "detail", ""));
+  for (const CauseAnswer& c : r.causes)
+    fmt::print(out, "    {}{}: {}\n", c.cause.entry, c.primary ? " *" : "", c.cls.detail);
 }
 
-void printText(const json& answer, const InspectOptions& o, std::ostream& out) {
-  const json functions = arrayField(answer, "functions");
-  for (const json& f : functions) {
-    fmt::print(out, "{}:{}: {}\n", baseName(field(f, "file", "?")), field<int>(f, "line", 0),
-               paint(o, "1", field(f, "summary", "")));
-    for (const json& c : arrayField(f, "causes")) {
-      const json a = c.value("advice", json());
-      if (a.is_object()) fmt::print(out, "  {}: {}\n", paint(o, "32", field(a, "kind", "?")), field(a, "edit", ""));
-    }
+void printCompile(const CompileAnswer& c, bool first, const InspectOptions& o, std::ostream& out) {
+  fmt::print(out, "{}{} {}\n", first ? "" : "\n", paint(o, "1", c.compileId), paint(o, "1", c.headline));
+  for (size_t i = 0; i < c.problems.size(); ++i) {
+    if (i > 0) fmt::print(out, "  {}\n", paint(o, "1", c.problems[i].headline));
+    printProblem(c.problems[i], o, out);
   }
-  const json compiles = arrayField(answer, "compiles");
-  if (compiles.empty() && functions.empty()) {
+  if (c.recompile) {
+    if (!c.problems.empty()) fmt::print(out, "  compiled again: {}\n", c.recompile->cls.detail);
+    printRecompile(*c.recompile, o, out);
+  }
+  bool listed = false;  // --symbol: a problem's symbols already show it
+  for (const ProblemAnswer& p : c.problems) listed = listed || !p.symbols.empty();
+  if (c.symbol && !listed) {
+    fmt::print(out, "  {}\n", paint(o, "1", "symbol:"));
+    printSymbol(*c.symbol, "    ", out);
+  }
+}
+
+void printText(const WhyAnswer& answer, const InspectOptions& o, std::ostream& out) {
+  for (const FunctionSummary& f : answer.functions) {
+    fmt::print(out, "{}:{}: {}\n", baseName(f.file), f.line, paint(o, "1", f.summary));
+    for (const CauseSummary& c : f.causes)
+      if (c.advice) fmt::print(out, "  {}: {}\n", paint(o, "32", adviceKindId(c.advice->kind)), c.advice->edit);
+  }
+  if (answer.compiles.empty() && answer.functions.empty()) {
     fmt::print(out, "nothing to explain: no compile failed, broke its graph or compiled again\n");
     return;
   }
-  bool first = functions.empty();
-  for (const json& c : compiles) {
-    fmt::print(out, "{}{} {}\n", first ? "" : "\n", paint(o, "1", field(c, "compile_id", "?")),
-               paint(o, "1", field(c, "headline", "")));
+  bool first = answer.functions.empty();
+  for (const CompileAnswer& c : answer.compiles) {
+    printCompile(c, first, o, out);
     first = false;
-    const json problems = arrayField(c, "problems");
-    for (size_t i = 0; i < problems.size(); ++i) {
-      if (i > 0) fmt::print(out, "  {}\n", paint(o, "1", field(problems[i], "headline", "")));
-      printProblem(problems[i], o, out);
-    }
-    if (c.contains("recompile")) {
-      if (!problems.empty()) fmt::print(out, "  compiled again: {}\n", field(c["recompile"], "detail", ""));
-      printRecompile(c["recompile"], o, out);
-    }
-    bool listed = false;  // --symbol: a problem's symbols already show it
-    for (const json& p : problems) listed = listed || !arrayField(p, "symbols").empty();
-    if (c.contains("symbols") && !listed) {
-      fmt::print(out, "  {}\n", paint(o, "1", "symbol:"));
-      for (const json& s : arrayField(c, "symbols")) printSymbol(s, "    ", out);
-    }
   }
 }
 
 }  // namespace
 
-void writeWhyText(const nlohmann::json& answer, const InspectOptions& o, std::ostream& out) {
-  printText(answer, o, out);
-}
+void writeWhyText(const WhyAnswer& answer, const InspectOptions& o, std::ostream& out) { printText(answer, o, out); }
 
-std::string whyText(const nlohmann::json& answer) {
+std::string whyText(const WhyAnswer& answer) {
   std::ostringstream out;
   InspectOptions plain;
   plain.color = false;

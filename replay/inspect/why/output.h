@@ -1,5 +1,6 @@
-// The why-answer as text: what `replay-inspect why` prints and the HTML report embeds, so a
-// person reads the same answer in both. Private to replay/inspect.
+// The why-answer's renderings: the text `replay-inspect why` prints and the HTML report embeds, so
+// a person reads the same answer in both, and the JSON `why --json` prints (docs/replay-inspect.md,
+// "replay-inspect why --json"). Private to replay/inspect.
 // Thread-safety: pure functions; each writes only to the stream it is given.
 #pragma once
 
@@ -9,14 +10,17 @@
 #include <nlohmann/json.hpp>
 
 #include "dynrep/replay/inspect/inspect.h"
+#include "why/model.h"
 
 namespace dynrep::replay {
 
-// Writes `answer` (explainJob's) as `why` prints it, coloured as `options` say.
-void writeWhyText(const nlohmann::json& answer, const InspectOptions& options, std::ostream& out);
+// Writes `answer` as `why` prints it, coloured as `options` say.
+void writeWhyText(const WhyAnswer& answer, const InspectOptions& options, std::ostream& out);
 
-// An answer (or part of one: {"compiles": [...], "functions": [...]}) as `why` prints it, without
-// colour: what the HTML report shows.
-std::string whyText(const nlohmann::json& answer);
+// An answer (or part of one) as `why` prints it, without colour: what the HTML report shows.
+std::string whyText(const WhyAnswer& answer);
+
+// {"compiles": [...], "functions": [...]}: the answer as `why --json` prints it.
+nlohmann::json whyJson(const WhyAnswer& answer);
 
 }  // namespace dynrep::replay
