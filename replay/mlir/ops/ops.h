@@ -1,4 +1,5 @@
-// The built-in operator lowerings, one family per file; each file adds its own to the table.
+// The built-in operator lowerings, one family per file; each file adds its own to the table,
+// most as a table of rows (OpRow).
 #pragma once
 
 #include "../op_call.h"
@@ -28,5 +29,17 @@ void addFftOps(OpTable& table);            // ops/fft.cc: _fft_r2c, _fft_c2c, _f
 bool loweredForComplex(const std::string& target);
 
 const OpTable& builtinOps();
+
+// One row of a family's table: an aten overload and its lowering.
+struct OpRow {
+  const char* name;  // aten::slice.Tensor
+  Value (*lower)(OpCall& c);
+};
+
+// Adds every row to `table`.
+template <size_t N>
+void addRows(OpTable& table, const OpRow (&rows)[N]) {
+  for (const OpRow& row : rows) table[row.name] = row.lower;
+}
 
 }  // namespace dynrep::replay::lowering

@@ -107,235 +107,286 @@ Value split(OpCall& c, int64_t dimArg) {
   return Value::list(pieces);
 }
 
+// The lowerings, one per row of kShapeOps below.
+Value lowerView(OpCall& c) {
+  if (c.tensor(0).type.dtype != c.out().dtype) throw Unsupported("a view that reinterprets the dtype");
+  return reshape(c.e, c.tensor(0), c.out());
+}
+
+Value lowerPermute(OpCall& c) { return permute(c.e, c.tensor(0), c.ints(1), c.out()); }
+
+Value lowerT(OpCall& c) {
+  const Value& x = c.tensor(0);
+  if (x.type.rank() < 2) return x;
+  return permute(c.e, x, {1, 0}, c.out());
+}
+
+Value lowerTranspose(OpCall& c) {
+  const Value& x = c.tensor(0);
+  size_t r = x.type.rank();
+  if (r < 2) return x;
+  std::vector<int64_t> perm;
+  for (size_t i = 0; i < r; ++i) perm.push_back(static_cast<int64_t>(i));
+  std::swap(perm[static_cast<size_t>(OpCall::dim(c.integer(1), r))],
+            perm[static_cast<size_t>(OpCall::dim(c.integer(2), r))]);
+  return permute(c.e, x, perm, c.out());
+}
+
+Value lowerExpand(OpCall& c) { return remap(c.e, c.tensor(0), c.out(), broadcastMap(c.tensor(0).type, c.out())); }
+
+Value lowerSlice(OpCall& c) {
+  const Value& x = c.tensor(0);
+  size_t dim = static_cast<size_t>(OpCall::dim(c.integer(1), x.type.rank()));
+  int64_t start = c.none(2) ? 0 : c.integer(2), step = c.none(4) ? 1 : c.integer(4);
+  std::vector<std::string> offsets = zeros(c.e, x.type.rank());
+  offsets[dim] = startIndex(c.e, start, x.type, dim);
+  std::vector<int64_t> steps(x.type.rank(), 1);
+  steps[dim] = step;
+  return slice(c.e, x, offsets, c.out(), steps);
+}
+
+Value lowerSelect(OpCall& c) {
+  const Value& x = c.tensor(0);
+  size_t dim = static_cast<size_t>(OpCall::dim(c.integer(1), x.type.rank()));
+  std::vector<std::string> offsets = zeros(c.e, x.type.rank());
+  offsets[dim] = startIndex(c.e, c.integer(2), x.type, dim);
+  return slice(c.e, x, offsets, c.out(), std::vector<int64_t>(x.type.rank(), 1), static_cast<int64_t>(dim));
+}
+
+Value lowerSplit(OpCall& c) { return split(c, c.integer(2)); }
+
+Value lowerUnbind(OpCall& c) {
+  const Value& x = c.tensor(0);
+  size_t dim = static_cast<size_t>(OpCall::dim(c.integer(1), x.type.rank()));
+  std::vector<Value> pieces;
+  for (size_t i = 0; i < c.outs.size(); ++i) {
+    std::vector<std::string> offsets = zeros(c.e, x.type.rank());
+    offsets[dim] = c.e.index(static_cast<int64_t>(i));
+    pieces.push_back(
+        slice(c.e, x, offsets, c.outs[i], std::vector<int64_t>(x.type.rank(), 1), static_cast<int64_t>(dim)));
+  }
+  return Value::list(pieces);
+}
+
+Value lowerCat(OpCall& c) {
+  const TensorType& out = c.out();
+  size_t dim = static_cast<size_t>(OpCall::dim(c.integer(1), out.rank()));
+  std::string dest = c.e.empty(out);
+  Value acc = Value::tensor(dest, out);
+  std::string offset = c.e.index(0);
+  for (const Value& piece : c.arg(0).items) {
+    if (!piece.isTensor()) throw Unsupported("cat of a non-tensor");
+    if (piece.type.rank() != out.rank()) continue;  // PyTorch skips legacy empty 1-d pieces
+    Value p = c.e.convert(piece, out.dtype);
+    std::vector<std::string> offsets = zeros(c.e, out.rank());
+    offsets[dim] = offset;
+    acc = insert(c.e, p, acc.ssa, out, offsets, std::vector<int64_t>(out.rank(), 1));
+    std::string next = c.e.fresh("off");
+    c.e.line(next + " = arith.addi " + offset + ", " + c.e.dimSize(p.type, dim) + " : index");
+    offset = next;
+  }
+  return acc;
+}
+
+// repeat(self, repeats): the result (as many dims as repeats; the extra ones lead) reads self
+// at its index mod self's size along each dim: an affine `mod` where every size is static and
+// nonzero, else a tensor.extract at remainders of the run-time sizes.
+Value lowerRepeat(OpCall& c) {
+  const Value& x = c.tensor(0);
+  const TensorType& out = c.out();
+  size_t r = x.type.rank();
+  if (out.rank() < r) throw Unsupported("repeat with fewer repeats than dims");
+  size_t lead = out.rank() - r;
+  bool known = true;
+  Strings map;
+  for (size_t d = 0; d < r; ++d) {
+    const Dim &in = x.type.dims[d], &o = out.dims[lead + d];
+    std::string i = "d" + std::to_string(lead + d);
+    known = known && in.isStatic() && in.size > 0;
+    map.push_back(in.size == 1 ? "0" : o.isStatic() && o.size == in.size ? i : i + " mod " + std::to_string(in.size));
+  }
+  if (known) return remap(c.e, x, out, map);
+  Strings sizes = sizesOf(c.e, x.type);
+  std::string name = c.e.generic(out, loopDims(out.rank()), {}, Strings(out.rank(), "parallel"), [&](Strings&) {
+    Strings at;
+    for (size_t d = 0; d < r; ++d) at.push_back(c.e.indexOp("arith.remui", c.e.loopIndex(lead + d), sizes[d]));
+    return c.e.scalars().cast(extract(c.e, x.ssa, x.type, at), x.type.dtype, out.dtype);
+  });
+  return Value::tensor(name, out);
+}
+
+// flip(self, dims): each element read at size - 1 - i along the flipped dims (an extract at a
+// computed index: a reversed affine map cannot use a symbolic size).
+Value lowerFlip(OpCall& c) {
+  const Value& x = c.tensor(0);
+  std::vector<bool> flipped(x.type.rank(), false);
+  for (int64_t d : c.ints(1)) flipped[static_cast<size_t>(OpCall::dim(d, x.type.rank()))] = true;
+  const TensorType& out = c.out();
+  std::string r = c.e.generic(out, loopDims(out.rank()), {}, Strings(out.rank(), "parallel"), [&](Strings&) {
+    Strings at;
+    for (size_t d = 0; d < out.rank(); ++d) {
+      std::string i = c.e.loopIndex(d);
+      at.push_back(flipped[d]
+                       ? c.e.indexOp("arith.subi", c.e.indexOp("arith.subi", c.e.dimSize(x.type, d), c.e.index(1)), i)
+                       : i);
+    }
+    return c.e.scalars().cast(extract(c.e, x.ssa, x.type, at), x.type.dtype, out.dtype);
+  });
+  return Value::tensor(r, out);
+}
+
+// diagonal(self, offset, dim1, dim2): the other dims, then the diagonal's position k, read at
+// dim1 = k + max(0, -offset), dim2 = k + max(0, offset).
+Value lowerDiagonal(OpCall& c) {
+  const Value& x = c.tensor(0);
+  size_t r = x.type.rank();
+  int64_t offset = c.none(1) ? 0 : c.integer(1);
+  size_t d1 = static_cast<size_t>(OpCall::dim(c.none(2) ? 0 : c.integer(2), r)),
+         d2 = static_cast<size_t>(OpCall::dim(c.none(3) ? 1 : c.integer(3), r));
+  if (d1 == d2) throw Unsupported("diagonal of a dim with itself");
+  const TensorType& out = c.out();
+  std::string r1 = c.e.generic(out, loopDims(out.rank()), {}, Strings(out.rank(), "parallel"), [&](Strings&) {
+    std::string k = c.e.loopIndex(out.rank() - 1);
+    Strings at(r);
+    size_t o = 0;
+    for (size_t d = 0; d < r; ++d)
+      if (d != d1 && d != d2) at[d] = c.e.loopIndex(o++);
+    at[d1] = c.e.indexOp("arith.addi", k, c.e.index(std::max<int64_t>(0, -offset)));
+    at[d2] = c.e.indexOp("arith.addi", k, c.e.index(std::max<int64_t>(0, offset)));
+    return c.e.scalars().cast(extract(c.e, x.ssa, x.type, at), x.type.dtype, out.dtype);
+  });
+  return Value::tensor(r1, out);
+}
+
+// self with src written at a slice's (or a select's) place: what functionalization makes of
+// an in-place write into a view.
+Value lowerSliceScatter(OpCall& c) {
+  const Value& self = c.tensor(0);
+  size_t dim = static_cast<size_t>(OpCall::dim(c.integer(2), self.type.rank()));
+  std::vector<std::string> offsets = zeros(c.e, self.type.rank());
+  offsets[dim] = startIndex(c.e, c.none(3) ? 0 : c.integer(3), self.type, dim);
+  std::vector<int64_t> steps(self.type.rank(), 1);
+  steps[dim] = c.none(5) ? 1 : c.integer(5);
+  return insert(c.e, c.e.convert(c.tensor(1), self.type.dtype), self.ssa, self.type, offsets, steps);
+}
+
+Value lowerSelectScatter(OpCall& c) {
+  const Value& self = c.tensor(0);
+  size_t dim = static_cast<size_t>(OpCall::dim(c.integer(2), self.type.rank()));
+  TensorType unsq = c.tensor(1).type;
+  unsq.dims.insert(unsq.dims.begin() + static_cast<long>(dim), Dim{1, ""});
+  Value piece = reshape(c.e, c.e.convert(c.tensor(1), self.type.dtype), unsq.withDtype(self.type.dtype));
+  std::vector<std::string> offsets = zeros(c.e, self.type.rank());
+  offsets[dim] = startIndex(c.e, c.integer(3), self.type, dim);
+  return insert(c.e, piece, self.ssa, self.type, offsets, std::vector<int64_t>(self.type.rank(), 1));
+}
+
+// The gradient of a slice: zeros with the gradient written at the slice's place.
+Value lowerSliceBackward(OpCall& c) {
+  const Value& g = c.tensor(0);
+  const TensorType& out = c.out();
+  size_t dim = static_cast<size_t>(OpCall::dim(c.integer(2), out.rank()));
+  std::vector<std::string> offsets = zeros(c.e, out.rank());
+  offsets[dim] = startIndex(c.e, c.integer(3), out, dim);
+  std::vector<int64_t> steps(out.rank(), 1);
+  steps[dim] = c.integer(5);
+  return insert(c.e, g, c.e.fill(out, 0), out, offsets, steps);
+}
+
+Value lowerSelectBackward(OpCall& c) {
+  const Value& g = c.tensor(0);
+  const TensorType& out = c.out();
+  size_t dim = static_cast<size_t>(OpCall::dim(c.integer(2), out.rank()));
+  TensorType unsq = out;
+  unsq.dims[dim] = Dim{1, ""};
+  Value g1 = reshape(c.e, g, unsq);
+  std::vector<std::string> offsets = zeros(c.e, out.rank());
+  offsets[dim] = startIndex(c.e, c.integer(3), out, dim);
+  return insert(c.e, g1, c.e.fill(out, 0), out, offsets, std::vector<int64_t>(out.rank(), 1));
+}
+
+// A constant pad: the output filled with the value, the input written at its low offsets
+// (tensor.pad's bufferization mishandles dynamic sizes in MLIR 19).
+Value lowerConstantPad(OpCall& c) {
+  const Value& x = c.tensor(0);
+  const Value& pad = c.arg(1);
+  if (pad.kind != Value::Kind::List) throw Unsupported("constant_pad_nd's pad is not a list");
+  double value = c.none(2) ? 0 : c.real(2);
+  size_t r = x.type.rank();
+  std::vector<std::string> offsets = zeros(c.e, r);
+  for (size_t i = 0; i + 1 < pad.items.size() && i / 2 < r; i += 2) {
+    const Value &low = pad.items[i], &high = pad.items[i + 1];
+    for (const Value* p : {&low, &high}) {
+      if (p->isConst() && p->number < 0) throw Unsupported("negative padding (a crop) is not lowered");
+      if (!p->isConst() && p->kind != Value::Kind::Int) throw Unsupported("a pad that is not an integer");
+    }
+    // a pad computed from sizes (fft's n - size) is asserted not to be a crop
+    for (const Value* p : {&low, &high})
+      if (!p->isConst())
+        c.e.line("cf.assert " + c.e.indexCmp("sge", c.e.toIndex(p->ssa), c.e.index(0)) + ", " +
+                 mlirString("constant_pad_nd: a pad computed from sizes is negative (a crop), which is not lowered"));
+    offsets[r - 1 - i / 2] = low.isConst() ? c.e.index(static_cast<int64_t>(low.number)) : c.e.toIndex(low.ssa);
+  }
+  return insert(c.e, x, c.e.fill(c.out(), value), c.out(), offsets, std::vector<int64_t>(r, 1));
+}
+
+Value lowerTriangle(OpCall& c) {
+  const Value& x = c.tensor(0);
+  int64_t diagonal = c.integer(1);
+  bool lower = c.target == "aten::tril.default";
+  size_t r = x.type.rank();
+  std::string name = c.e.generic(c.out(), loopDims(r), {{x.ssa, x.type, loopDims(r)}},
+                                 std::vector<std::string>(r, "parallel"), [&](std::vector<std::string>& a) {
+                                   Scalars s = c.e.scalars();
+                                   std::string diff =
+                                       c.e.indexOp("arith.subi", c.e.loopIndex(r - 1), c.e.loopIndex(r - 2));
+                                   std::string keep = c.e.indexCmp(lower ? "sle" : "sge", diff, c.e.index(diagonal));
+                                   return s.select(keep, a[0], s.constant(0, x.type.dtype), x.type.dtype);
+                                 });
+  return Value::tensor(name, c.out());
+}
+
+const OpRow kShapeOps[] = {
+    {"aten::view.default", lowerView},
+    {"aten::_unsafe_view.default", lowerView},
+    {"aten::reshape.default", lowerView},
+    {"aten::unsqueeze.default", lowerView},
+    {"aten::squeeze.dim", lowerView},
+    {"aten::squeeze.dims", lowerView},
+    {"aten::squeeze.default", lowerView},
+    {"aten::flatten.using_ints", lowerView},
+    {"aten::view.dtype", lowerView},
+    {"aten::_reshape_alias.default", lowerView},
+    {"aten::unflatten.int", lowerView},
+    {"aten::permute.default", lowerPermute},
+    {"aten::t.default", lowerT},
+    {"aten::transpose.int", lowerTranspose},
+    {"aten::swapaxes.default", lowerTranspose},
+    {"aten::expand.default", lowerExpand},
+    {"aten::broadcast_to.default", lowerExpand},
+    {"aten::expand_as.default", lowerExpand},
+    {"aten::slice.Tensor", lowerSlice},
+    {"aten::select.int", lowerSelect},
+    {"aten::split.Tensor", lowerSplit},
+    {"aten::split_with_sizes.default", lowerSplit},
+    {"aten::chunk.default", lowerSplit},
+    {"aten::unbind.int", lowerUnbind},
+    {"aten::cat.default", lowerCat},
+    {"aten::repeat.default", lowerRepeat},
+    {"aten::flip.default", lowerFlip},
+    {"aten::diagonal.default", lowerDiagonal},
+    {"aten::diagonal_copy.default", lowerDiagonal},
+    {"aten::slice_scatter.default", lowerSliceScatter},
+    {"aten::select_scatter.default", lowerSelectScatter},
+    {"aten::slice_backward.default", lowerSliceBackward},
+    {"aten::select_backward.default", lowerSelectBackward},
+    {"aten::constant_pad_nd.default", lowerConstantPad},
+    {"aten::tril.default", lowerTriangle},
+    {"aten::triu.default", lowerTriangle},
+};
+
 }  // namespace
 
-void addShapeOps(OpTable& t) {
-  for (const char* name :
-       {"aten::view.default", "aten::_unsafe_view.default", "aten::reshape.default", "aten::unsqueeze.default",
-        "aten::squeeze.dim", "aten::squeeze.dims", "aten::squeeze.default", "aten::flatten.using_ints",
-        "aten::view.dtype", "aten::_reshape_alias.default", "aten::unflatten.int"})
-    t[name] = [](OpCall& c) {
-      if (c.tensor(0).type.dtype != c.out().dtype) throw Unsupported("a view that reinterprets the dtype");
-      return reshape(c.e, c.tensor(0), c.out());
-    };
-  t["aten::permute.default"] = [](OpCall& c) { return permute(c.e, c.tensor(0), c.ints(1), c.out()); };
-  t["aten::t.default"] = [](OpCall& c) {
-    const Value& x = c.tensor(0);
-    if (x.type.rank() < 2) return x;
-    return permute(c.e, x, {1, 0}, c.out());
-  };
-  for (const char* name : {"aten::transpose.int", "aten::swapaxes.default"})
-    t[name] = [](OpCall& c) {
-      const Value& x = c.tensor(0);
-      size_t r = x.type.rank();
-      if (r < 2) return x;
-      std::vector<int64_t> perm;
-      for (size_t i = 0; i < r; ++i) perm.push_back(static_cast<int64_t>(i));
-      std::swap(perm[static_cast<size_t>(OpCall::dim(c.integer(1), r))],
-                perm[static_cast<size_t>(OpCall::dim(c.integer(2), r))]);
-      return permute(c.e, x, perm, c.out());
-    };
-  for (const char* name : {"aten::expand.default", "aten::broadcast_to.default", "aten::expand_as.default"})
-    t[name] = [](OpCall& c) { return remap(c.e, c.tensor(0), c.out(), broadcastMap(c.tensor(0).type, c.out())); };
-  t["aten::slice.Tensor"] = [](OpCall& c) {
-    const Value& x = c.tensor(0);
-    size_t dim = static_cast<size_t>(OpCall::dim(c.integer(1), x.type.rank()));
-    int64_t start = c.none(2) ? 0 : c.integer(2), step = c.none(4) ? 1 : c.integer(4);
-    std::vector<std::string> offsets = zeros(c.e, x.type.rank());
-    offsets[dim] = startIndex(c.e, start, x.type, dim);
-    std::vector<int64_t> steps(x.type.rank(), 1);
-    steps[dim] = step;
-    return slice(c.e, x, offsets, c.out(), steps);
-  };
-  t["aten::select.int"] = [](OpCall& c) {
-    const Value& x = c.tensor(0);
-    size_t dim = static_cast<size_t>(OpCall::dim(c.integer(1), x.type.rank()));
-    std::vector<std::string> offsets = zeros(c.e, x.type.rank());
-    offsets[dim] = startIndex(c.e, c.integer(2), x.type, dim);
-    return slice(c.e, x, offsets, c.out(), std::vector<int64_t>(x.type.rank(), 1), static_cast<int64_t>(dim));
-  };
-  t["aten::split.Tensor"] = t["aten::split_with_sizes.default"] = [](OpCall& c) { return split(c, c.integer(2)); };
-  t["aten::chunk.default"] = [](OpCall& c) { return split(c, c.integer(2)); };
-  t["aten::unbind.int"] = [](OpCall& c) {
-    const Value& x = c.tensor(0);
-    size_t dim = static_cast<size_t>(OpCall::dim(c.integer(1), x.type.rank()));
-    std::vector<Value> pieces;
-    for (size_t i = 0; i < c.outs.size(); ++i) {
-      std::vector<std::string> offsets = zeros(c.e, x.type.rank());
-      offsets[dim] = c.e.index(static_cast<int64_t>(i));
-      pieces.push_back(
-          slice(c.e, x, offsets, c.outs[i], std::vector<int64_t>(x.type.rank(), 1), static_cast<int64_t>(dim)));
-    }
-    return Value::list(pieces);
-  };
-  t["aten::cat.default"] = [](OpCall& c) {
-    const TensorType& out = c.out();
-    size_t dim = static_cast<size_t>(OpCall::dim(c.integer(1), out.rank()));
-    std::string dest = c.e.empty(out);
-    Value acc = Value::tensor(dest, out);
-    std::string offset = c.e.index(0);
-    for (const Value& piece : c.arg(0).items) {
-      if (!piece.isTensor()) throw Unsupported("cat of a non-tensor");
-      if (piece.type.rank() != out.rank()) continue;  // PyTorch skips legacy empty 1-d pieces
-      Value p = c.e.convert(piece, out.dtype);
-      std::vector<std::string> offsets = zeros(c.e, out.rank());
-      offsets[dim] = offset;
-      acc = insert(c.e, p, acc.ssa, out, offsets, std::vector<int64_t>(out.rank(), 1));
-      std::string next = c.e.fresh("off");
-      c.e.line(next + " = arith.addi " + offset + ", " + c.e.dimSize(p.type, dim) + " : index");
-      offset = next;
-    }
-    return acc;
-  };
-  // repeat(self, repeats): the result (as many dims as repeats; the extra ones lead) reads self
-  // at its index mod self's size along each dim: an affine `mod` where every size is static and
-  // nonzero, else a tensor.extract at remainders of the run-time sizes.
-  t["aten::repeat.default"] = [](OpCall& c) {
-    const Value& x = c.tensor(0);
-    const TensorType& out = c.out();
-    size_t r = x.type.rank();
-    if (out.rank() < r) throw Unsupported("repeat with fewer repeats than dims");
-    size_t lead = out.rank() - r;
-    bool known = true;
-    Strings map;
-    for (size_t d = 0; d < r; ++d) {
-      const Dim &in = x.type.dims[d], &o = out.dims[lead + d];
-      std::string i = "d" + std::to_string(lead + d);
-      known = known && in.isStatic() && in.size > 0;
-      map.push_back(in.size == 1 ? "0" : o.isStatic() && o.size == in.size ? i : i + " mod " + std::to_string(in.size));
-    }
-    if (known) return remap(c.e, x, out, map);
-    Strings sizes = sizesOf(c.e, x.type);
-    std::string name = c.e.generic(out, loopDims(out.rank()), {}, Strings(out.rank(), "parallel"), [&](Strings&) {
-      Strings at;
-      for (size_t d = 0; d < r; ++d) at.push_back(c.e.indexOp("arith.remui", c.e.loopIndex(lead + d), sizes[d]));
-      return c.e.scalars().cast(extract(c.e, x.ssa, x.type, at), x.type.dtype, out.dtype);
-    });
-    return Value::tensor(name, out);
-  };
-  // flip(self, dims): each element read at size - 1 - i along the flipped dims (an extract at a
-  // computed index: a reversed affine map cannot use a symbolic size).
-  t["aten::flip.default"] = [](OpCall& c) {
-    const Value& x = c.tensor(0);
-    std::vector<bool> flipped(x.type.rank(), false);
-    for (int64_t d : c.ints(1)) flipped[static_cast<size_t>(OpCall::dim(d, x.type.rank()))] = true;
-    const TensorType& out = c.out();
-    std::string r = c.e.generic(out, loopDims(out.rank()), {}, Strings(out.rank(), "parallel"), [&](Strings&) {
-      Strings at;
-      for (size_t d = 0; d < out.rank(); ++d) {
-        std::string i = c.e.loopIndex(d);
-        at.push_back(flipped[d]
-                         ? c.e.indexOp("arith.subi", c.e.indexOp("arith.subi", c.e.dimSize(x.type, d), c.e.index(1)), i)
-                         : i);
-      }
-      return c.e.scalars().cast(extract(c.e, x.ssa, x.type, at), x.type.dtype, out.dtype);
-    });
-    return Value::tensor(r, out);
-  };
-  // diagonal(self, offset, dim1, dim2): the other dims, then the diagonal's position k, read at
-  // dim1 = k + max(0, -offset), dim2 = k + max(0, offset).
-  t["aten::diagonal.default"] = t["aten::diagonal_copy.default"] = [](OpCall& c) {
-    const Value& x = c.tensor(0);
-    size_t r = x.type.rank();
-    int64_t offset = c.none(1) ? 0 : c.integer(1);
-    size_t d1 = static_cast<size_t>(OpCall::dim(c.none(2) ? 0 : c.integer(2), r)),
-           d2 = static_cast<size_t>(OpCall::dim(c.none(3) ? 1 : c.integer(3), r));
-    if (d1 == d2) throw Unsupported("diagonal of a dim with itself");
-    const TensorType& out = c.out();
-    std::string r1 = c.e.generic(out, loopDims(out.rank()), {}, Strings(out.rank(), "parallel"), [&](Strings&) {
-      std::string k = c.e.loopIndex(out.rank() - 1);
-      Strings at(r);
-      size_t o = 0;
-      for (size_t d = 0; d < r; ++d)
-        if (d != d1 && d != d2) at[d] = c.e.loopIndex(o++);
-      at[d1] = c.e.indexOp("arith.addi", k, c.e.index(std::max<int64_t>(0, -offset)));
-      at[d2] = c.e.indexOp("arith.addi", k, c.e.index(std::max<int64_t>(0, offset)));
-      return c.e.scalars().cast(extract(c.e, x.ssa, x.type, at), x.type.dtype, out.dtype);
-    });
-    return Value::tensor(r1, out);
-  };
-  // self with src written at a slice's (or a select's) place: what functionalization makes of
-  // an in-place write into a view.
-  t["aten::slice_scatter.default"] = [](OpCall& c) {
-    const Value& self = c.tensor(0);
-    size_t dim = static_cast<size_t>(OpCall::dim(c.integer(2), self.type.rank()));
-    std::vector<std::string> offsets = zeros(c.e, self.type.rank());
-    offsets[dim] = startIndex(c.e, c.none(3) ? 0 : c.integer(3), self.type, dim);
-    std::vector<int64_t> steps(self.type.rank(), 1);
-    steps[dim] = c.none(5) ? 1 : c.integer(5);
-    return insert(c.e, c.e.convert(c.tensor(1), self.type.dtype), self.ssa, self.type, offsets, steps);
-  };
-  t["aten::select_scatter.default"] = [](OpCall& c) {
-    const Value& self = c.tensor(0);
-    size_t dim = static_cast<size_t>(OpCall::dim(c.integer(2), self.type.rank()));
-    TensorType unsq = c.tensor(1).type;
-    unsq.dims.insert(unsq.dims.begin() + static_cast<long>(dim), Dim{1, ""});
-    Value piece = reshape(c.e, c.e.convert(c.tensor(1), self.type.dtype), unsq.withDtype(self.type.dtype));
-    std::vector<std::string> offsets = zeros(c.e, self.type.rank());
-    offsets[dim] = startIndex(c.e, c.integer(3), self.type, dim);
-    return insert(c.e, piece, self.ssa, self.type, offsets, std::vector<int64_t>(self.type.rank(), 1));
-  };
-  // The gradient of a slice: zeros with the gradient written at the slice's place.
-  t["aten::slice_backward.default"] = [](OpCall& c) {
-    const Value& g = c.tensor(0);
-    const TensorType& out = c.out();
-    size_t dim = static_cast<size_t>(OpCall::dim(c.integer(2), out.rank()));
-    std::vector<std::string> offsets = zeros(c.e, out.rank());
-    offsets[dim] = startIndex(c.e, c.integer(3), out, dim);
-    std::vector<int64_t> steps(out.rank(), 1);
-    steps[dim] = c.integer(5);
-    return insert(c.e, g, c.e.fill(out, 0), out, offsets, steps);
-  };
-  t["aten::select_backward.default"] = [](OpCall& c) {
-    const Value& g = c.tensor(0);
-    const TensorType& out = c.out();
-    size_t dim = static_cast<size_t>(OpCall::dim(c.integer(2), out.rank()));
-    TensorType unsq = out;
-    unsq.dims[dim] = Dim{1, ""};
-    Value g1 = reshape(c.e, g, unsq);
-    std::vector<std::string> offsets = zeros(c.e, out.rank());
-    offsets[dim] = startIndex(c.e, c.integer(3), out, dim);
-    return insert(c.e, g1, c.e.fill(out, 0), out, offsets, std::vector<int64_t>(out.rank(), 1));
-  };
-  // A constant pad: the output filled with the value, the input written at its low offsets
-  // (tensor.pad's bufferization mishandles dynamic sizes in MLIR 19).
-  t["aten::constant_pad_nd.default"] = [](OpCall& c) {
-    const Value& x = c.tensor(0);
-    const Value& pad = c.arg(1);
-    if (pad.kind != Value::Kind::List) throw Unsupported("constant_pad_nd's pad is not a list");
-    double value = c.none(2) ? 0 : c.real(2);
-    size_t r = x.type.rank();
-    std::vector<std::string> offsets = zeros(c.e, r);
-    for (size_t i = 0; i + 1 < pad.items.size() && i / 2 < r; i += 2) {
-      const Value &low = pad.items[i], &high = pad.items[i + 1];
-      for (const Value* p : {&low, &high}) {
-        if (p->isConst() && p->number < 0) throw Unsupported("negative padding (a crop) is not lowered");
-        if (!p->isConst() && p->kind != Value::Kind::Int) throw Unsupported("a pad that is not an integer");
-      }
-      // a pad computed from sizes (fft's n - size) is asserted not to be a crop
-      for (const Value* p : {&low, &high})
-        if (!p->isConst())
-          c.e.line("cf.assert " + c.e.indexCmp("sge", c.e.toIndex(p->ssa), c.e.index(0)) + ", " +
-                   mlirString("constant_pad_nd: a pad computed from sizes is negative (a crop), which is not lowered"));
-      offsets[r - 1 - i / 2] = low.isConst() ? c.e.index(static_cast<int64_t>(low.number)) : c.e.toIndex(low.ssa);
-    }
-    return insert(c.e, x, c.e.fill(c.out(), value), c.out(), offsets, std::vector<int64_t>(r, 1));
-  };
-  t["aten::tril.default"] = t["aten::triu.default"] = [](OpCall& c) {
-    const Value& x = c.tensor(0);
-    int64_t diagonal = c.integer(1);
-    bool lower = c.target == "aten::tril.default";
-    size_t r = x.type.rank();
-    std::string name = c.e.generic(c.out(), loopDims(r), {{x.ssa, x.type, loopDims(r)}},
-                                   std::vector<std::string>(r, "parallel"), [&](std::vector<std::string>& a) {
-                                     Scalars s = c.e.scalars();
-                                     std::string diff =
-                                         c.e.indexOp("arith.subi", c.e.loopIndex(r - 1), c.e.loopIndex(r - 2));
-                                     std::string keep = c.e.indexCmp(lower ? "sle" : "sge", diff, c.e.index(diagonal));
-                                     return s.select(keep, a[0], s.constant(0, x.type.dtype), x.type.dtype);
-                                   });
-    return Value::tensor(name, c.out());
-  };
-}
+void addShapeOps(OpTable& t) { addRows(t, kShapeOps); }
 
 }  // namespace dynrep::replay::lowering
