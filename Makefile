@@ -96,7 +96,7 @@ test-cpp:
 	$(VENV)/bin/ctest --test-dir $(BUILD) --output-on-failure
 
 test-python:
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -n $(WORKERS) --dist loadfile $(if $(MARKS),-m "$(MARKS)") $(TESTS)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -n $(WORKERS) --dist loadfile --no-loadscope-reorder $(if $(MARKS),-m "$(MARKS)") $(TESTS)
 
 test-slow: system-packages $(VENV)/.built
 	@$(MAKE) --no-print-directory test-python MARKS=slow
@@ -118,7 +118,8 @@ test-all:
 # show where a release differs (EVERY_RELEASE in tests/python/tiers.py). Without the slowest
 # rows (torchrun's second way to turn replay on, check's predictions), which the default
 # release runs, so that CI's three releases fit its time.
-RELEASE_TESTS := tests/python/test_capture.py tests/python/test_replay.py tests/python/test_replay_refusals.py \
+RELEASE_TESTS := tests/python/test_capture.py tests/python/test_replay.py tests/python/test_replay_changes.py \
+                 tests/python/test_replay_refusals.py \
                  tests/python/test_guard_table.py tests/python/test_signed_replay.py \
                  tests/python/test_torch_touchpoints.py tests/python/test_private_touchpoints.py \
                  tests/python/test_releases.py tests/python/test_ranks.py tests/python/test_torchrun.py \

@@ -117,12 +117,14 @@ def inspect():
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Marks the slow tier and what runs on every release (tiers.py) before -m picks a tier."""
+    """Marks the slow tier and what runs on every release (tiers.py) before -m picks a tier,
+    and puts the longest files first."""
     import tiers
 
     names = [item.nodeid.removeprefix("tests/python/") for item in items]
     # Only a whole file collected can show a stale line (a node id on the command line picks one test).
     stale = [] if any("::" in arg for arg in config.args) else tiers.unmatched(names)
+    stale += [f for f in tiers.LONGEST_FIRST if not (Path(__file__).parent / f).exists()]
     if stale:
         raise pytest.UsageError(f"tests/python/tiers.py: {', '.join(stale)}: matches no test (renamed or removed?)")
     for item, name in zip(items, names):
@@ -130,6 +132,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
         if tiers.runs_on_every_release(name):
             item.add_marker(pytest.mark.every_release)
+    # The longest files first (a stable sort: each file's tests keep their order).
+    ranks = {id(item): tiers.start_rank(name) for item, name in zip(items, names)}
+    items.sort(key=lambda item: ranks[id(item)])
 
 
 def pytest_runtest_setup(item):

@@ -50,7 +50,10 @@ def _make_isa_probes(folder: Path) -> None:
     code = "import torch\ntorch.compile(lambda x: x.sin() + 1)(torch.ones(8))\n"
     environment = {k: v for k, v in os.environ.items() if k in KEPT or not k.startswith("TORCHINDUCTOR_")}
     subprocess.run(
-        [sys.executable, "-c", code], env={**environment, "TORCHINDUCTOR_CACHE_DIR": str(built)}, check=True, timeout=600
+        [sys.executable, "-c", code],
+        env={**environment, "TORCHINDUCTOR_CACHE_DIR": str(built)},
+        check=True,
+        timeout=600,
     )
     (folder / "cache").mkdir()
     kernels.copy_isa_probes(built, folder / "cache")

@@ -18,8 +18,8 @@ torch = pytest.importorskip("torch")
 
 import dynamo_replay as dr  # noqa: E402
 from dynamo_replay import kernels as kernel_files  # noqa: E402
-from models import MLP, ConvNet, TinyGPT  # noqa: E402
 from job_environment import fresh_inductor_cache  # noqa: E402
+from models import MLP, ConvNet, TinyGPT  # noqa: E402
 
 JOBS = Path(__file__).parent / "jobs"
 

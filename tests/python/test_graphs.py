@@ -24,9 +24,9 @@ torch = pytest.importorskip("torch")
 
 import dynamo_replay as dr  # noqa: E402
 import models  # noqa: E402
-from job_environment import fresh_inductor_cache  # noqa: E402
 from dynamo_replay.__main__ import main  # noqa: E402
 from dynamo_replay.graphs import FLOAT_TOLERANCE, compile_ids  # noqa: E402
+from job_environment import fresh_inductor_cache  # noqa: E402
 from models import MLP, ConvNet, TinyGPT  # noqa: E402
 
 JOBS = Path(__file__).parent / "jobs"

@@ -27,7 +27,6 @@ torch = pytest.importorskip("torch")
 
 from dynamo_replay._torch import guards as _torch_guards  # noqa: E402
 from dynamo_replay._torch import releases  # noqa: E402
-from job_environment import fresh_inductor_cache  # noqa: E402
 from guard_cases import (  # noqa: E402
     COMPILED,
     KEPT,
@@ -38,6 +37,7 @@ from guard_cases import (  # noqa: E402
     guard_table_markdown,
     write_cases,
 )
+from job_environment import fresh_inductor_cache  # noqa: E402
 
 CASES = cases_for(releases.CURRENT.line)  # the rows of this release, each as it reads here
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 SLOW = [
     # Whole files of end-to-end jobs, each a fresh process or several; FAST keeps one example each.
     "test_replay.py",
+    "test_replay_changes.py",
     "test_guard_table.py",
     "test_fleet.py",
     "test_signed_replay.py",
@@ -60,7 +61,7 @@ SLOW = [
 # Fast: kept by make test although a SLOW line above covers them (the behaviour's one example).
 FAST = [
     "test_replay.py::test_replay_compiles_nothing_and_matches_bitwise[gpt]",
-    "test_replay.py::test_changed_source_is_refused",
+    "test_replay_changes.py::test_changed_source_is_refused",
     "test_replay.py::test_strict_refuses_to_compile_and_names_the_guard",
     "test_replay.py::test_environment_variable_replays_an_unmodified_job",
     "test_guard_table.py::test_every_guard_kind_of_this_pytorch_has_a_row",
@@ -90,11 +91,39 @@ EVERY_RELEASE = [
     "test_guard_table.py",  # every guard kind of each release, replayed against a plain compile
     "test_capture.py",  # the symbols and recompile reasons each release's tracing writes
     "test_replay.py::test_frames_precompile_cannot_save_are_named_and_traced_alone[train]",  # 2.13 saves fewer
-    "test_replay.py::test_frame_whose_guards_cannot_be_saved_compiles_at_replay_with_its_graphs_from_the_store",
-    "test_replay.py::test_decorated_forward_replays_and_a_frame_whose_guards_do_not_load_compiles",
+    "test_replay_changes.py::test_frame_whose_guards_cannot_be_saved_compiles_at_replay_with_its_graphs_from_the_store",
+    "test_replay_changes.py::test_decorated_forward_replays_and_a_frame_whose_guards_do_not_load_compiles",
     "test_replay.py::test_changed_config_is_refused_and_the_job_compiles_normally",  # each release's configs
     "test_torchrun.py::test_one_rank_refusing_makes_every_rank_compile",  # each release's process groups
 ]
+
+
+# The files that take longest (worker seconds, `--durations`, in either tier), longest first:
+# conftest puts them first in the collection, and the Makefile turns off xdist's own order (by
+# number of tests), so the workers start the long files first and finish together, instead of
+# one running a long file alone at the end. A line that names no file stops the run.
+LONGEST_FIRST = [
+    "test_replay.py",
+    "test_torchrun.py",
+    "test_training.py",
+    "test_store_lifecycle.py",
+    "test_fleet.py",
+    "test_why_failures.py",
+    "test_replay_changes.py",
+    "test_library_closures.py",
+    "test_signed_replay.py",
+    "test_guard_table.py",
+    "test_forked_children.py",
+    "test_ranks.py",
+    "test_graphs.py",
+    "test_mlir_held_out.py",
+]
+
+
+def start_rank(nodeid: str) -> int:
+    """Where a test's file comes in the order the workers take files (LONGEST_FIRST, then the rest)."""
+    file = nodeid.split("::")[0]
+    return LONGEST_FIRST.index(file) if file in LONGEST_FIRST else len(LONGEST_FIRST)
 
 
 def runs_on_every_release(nodeid: str) -> bool:
