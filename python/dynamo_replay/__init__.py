@@ -1,7 +1,9 @@
 """dynamo-replay: capture everything a torch.compile job produces into one store file,
 then replay, inspect and re-lower it offline.
 
-The store API (this module) needs no PyTorch; capture, replay and load_graph import it when used.
+The store API (this module) needs no PyTorch, and importing the package imports none:
+capture, replay and load_graph import it when first used (tests/python/test_imports.py lists
+what each entry imports).
 """
 
 from __future__ import annotations
@@ -9,6 +11,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+# The two packages, bound here before the functions of the same name below: a package imported
+# later would take the name of the function (Python binds a submodule on its parent). Both import
+# torch only when their block is first used.
+import dynamo_replay.capture  # noqa: F401
+import dynamo_replay.replay  # noqa: F401
 from dynamo_replay._core import (
     Artifact,
     BlobReader,
@@ -20,7 +27,6 @@ from dynamo_replay._core import (
     UnknownRecord,
     __version__,
 )
-from dynamo_replay.capture import capture as _capture
 from dynamo_replay.errors import (
     CaptureWarning,
     CorruptStoreError,
@@ -36,8 +42,7 @@ from dynamo_replay.errors import (
     UnsupportedVersionError,
 )
 from dynamo_replay.fleet.url import is_fleet_url as _is_fleet_url
-from dynamo_replay.replay import ReplaySummary
-from dynamo_replay.replay import replay as _replay
+from dynamo_replay.replay.summary import ReplaySummary
 
 if TYPE_CHECKING:
     import torch.fx
@@ -66,7 +71,9 @@ def replay(
         from dynamo_replay.update import updating_replay
 
         return updating_replay(str(path), strict=strict, key=key, verbose=verbose)
-    return _replay(path, strict=strict, key=key, verbose=verbose)
+    from dynamo_replay.replay import replay as local_replay  # imports torch
+
+    return local_replay(path, strict=strict, key=key, verbose=verbose)
 
 
 def capture(path: str | os.PathLike[str], **options: Any) -> Any:
@@ -77,7 +84,9 @@ def capture(path: str | os.PathLike[str], **options: Any) -> Any:
         from dynamo_replay.fleet import fleet_capture
 
         return fleet_capture(str(path), **options)
-    return _capture(path, **options)
+    from dynamo_replay.capture import capture as local_capture  # imports torch
+
+    return local_capture(path, **options)
 
 
 def load_graph(

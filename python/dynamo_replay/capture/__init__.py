@@ -18,9 +18,20 @@ The work is in rooms named after what they do: session (the `capture` block and 
 keeps open), trace_intake (PyTorch's structured trace into TraceEvents), structured (graph IRs,
 Core ATen IRs, guard lists, symbol tables), code_objects (Dynamo's bytecode hook), graph_calls
 (call counts and samples of each compiled graph), precompile_notes (what PyTorch's precompile left
-out), artifacts (Mega-Cache, kernels, replay data, signature) and summary.
+out), artifacts (Mega-Cache, kernels, replay data, signature) and summary. `capture` is imported
+with torch when first looked up, so that importing the package imports no torch.
 """
 
-from dynamo_replay.capture.session import capture
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["capture"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "capture":
+        from dynamo_replay.capture.session import capture
+
+        return capture
+    raise AttributeError(f"module 'dynamo_replay.capture' has no attribute {name!r}")
