@@ -93,3 +93,36 @@ def assert_bitwise_equal(expected: list, actual: list) -> None:
     for want, got in zip(expected, actual):
         assert want.dtype == got.dtype and want.shape == got.shape
         assert torch.equal(want, got)
+
+
+def capture_script(
+    store: Path, script: Path, *args: str, cache: Path, **extra: str
+) -> subprocess.CompletedProcess[str]:
+    """`python -m dynamo_replay capture -o STORE SCRIPT ARGS` in a fresh process with a compiler."""
+    return run(
+        "-m",
+        "dynamo_replay",
+        "capture",
+        "-o",
+        str(store),
+        str(script),
+        *args,
+        env=job_env(cache, compiler=True, **extra),
+    )
+
+
+def replay_script(
+    store: Path, script: Path, *args: str, cache: Path, strict: bool = False, **extra: str
+) -> subprocess.CompletedProcess[str]:
+    """`python -m dynamo_replay replay [--strict] STORE SCRIPT ARGS` in a fresh process without a compiler."""
+    options = ["--strict"] if strict else []
+    return run(
+        "-m",
+        "dynamo_replay",
+        "replay",
+        *options,
+        str(store),
+        str(script),
+        *args,
+        env=job_env(cache, compiler=False, **extra),
+    )

@@ -13,7 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from replay_workloads import job_env, run  # noqa: E402
+from replay_workloads import capture_script, job_env, replay_script, run  # noqa: E402
 
 
 def test_changed_source_is_refused(tmp_path: Path) -> None:
@@ -22,18 +22,9 @@ def test_changed_source_is_refused(tmp_path: Path) -> None:
         "import torch\ndef double(x):\n    return x * 2\nprint(torch.compile(double)(torch.ones(3)).tolist())\n"
     )
     store = tmp_path / "job.dynrep"
-    env = job_env(tmp_path / "cache", compiler=True)
-    assert run("-m", "dynamo_replay", "capture", "-o", str(store), str(script), env=env).returncode == 0
+    assert capture_script(store, script, cache=tmp_path / "cache").returncode == 0
     script.write_text(script.read_text().replace("x * 2", "x + x"))
-    result = run(
-        "-m",
-        "dynamo_replay",
-        "replay",
-        "--strict",
-        str(store),
-        str(script),
-        env=job_env(tmp_path / "c2", compiler=False),
-    )
+    result = replay_script(store, script, cache=tmp_path / "c2", strict=True)
     assert result.returncode != 0
     assert f"source of double ({script}:2-3) changed since capture" in result.stderr
 
@@ -63,28 +54,11 @@ def test_frame_whose_guards_cannot_be_saved_compiles_at_replay_with_its_graphs_f
     script = tmp_path / "job.py"
     script.write_text(LOCAL_CLASS_JOB)
     store = tmp_path / "job.dynrep"
-    captured = run(
-        "-m",
-        "dynamo_replay",
-        "capture",
-        "-o",
-        str(store),
-        str(script),
-        str(tmp_path / "b.pt"),
-        env=job_env(tmp_path / "c1", compiler=True),
-    )
+    captured = capture_script(store, script, str(tmp_path / "b.pt"), cache=tmp_path / "c1")
     assert captured.returncode == 0, captured.stderr[-3000:]
     assert "not saved for replay without Dynamo, compiles at replay: <lambda> (" in captured.stderr
     assert "its guards check an object whose class is defined inside a function" in captured.stderr
-    replayed = run(
-        "-m",
-        "dynamo_replay",
-        "replay",
-        str(store),
-        str(script),
-        str(tmp_path / "c.pt"),
-        env=job_env(tmp_path / "c2", compiler=False),
-    )
+    replayed = replay_script(store, script, str(tmp_path / "c.pt"), cache=tmp_path / "c2")
     assert replayed.returncode == 0, replayed.stderr[-3000:]
     assert torch.equal(torch.load(tmp_path / "c.pt"), torch.arange(4.0) * 3.0)
     assert "compiled here: 1 frames" in replayed.stderr
@@ -141,41 +115,14 @@ def test_decorated_forward_replays_and_a_frame_whose_guards_do_not_load_compiles
     script = tmp_path / "job.py"
     script.write_text(DECORATED_JOB)
     store = tmp_path / "job.dynrep"
-    captured = run(
-        "-m",
-        "dynamo_replay",
-        "capture",
-        "-o",
-        str(store),
-        str(script),
-        str(tmp_path / "a.pt"),
-        env=job_env(tmp_path / "c1", compiler=True),
-    )
+    captured = capture_script(store, script, str(tmp_path / "a.pt"), cache=tmp_path / "c1")
     assert captured.returncode == 0, captured.stderr[-3000:]
     expected = torch.load(tmp_path / "a.pt")
-    replayed = run(
-        "-m",
-        "dynamo_replay",
-        "replay",
-        "--strict",
-        str(store),
-        str(script),
-        str(tmp_path / "b.pt"),
-        env=job_env(tmp_path / "c2", compiler=False),
-    )
+    replayed = replay_script(store, script, str(tmp_path / "b.pt"), cache=tmp_path / "c2", strict=True)
     assert replayed.returncode == 0, replayed.stderr[-3000:]
     assert "compiled here: 0 frames" in replayed.stderr
     assert torch.equal(torch.load(tmp_path / "b.pt"), expected)
-    unfilled = run(
-        "-m",
-        "dynamo_replay",
-        "replay",
-        str(store),
-        str(script),
-        str(tmp_path / "c.pt"),
-        "unfilled",
-        env=job_env(tmp_path / "c3", compiler=False),
-    )
+    unfilled = replay_script(store, script, str(tmp_path / "c.pt"), "unfilled", cache=tmp_path / "c3")
     assert unfilled.returncode == 0, unfilled.stderr[-3000:]
     assert torch.equal(torch.load(tmp_path / "c.pt"), expected)
     if (tmp_path / "c.pt.missing").read_text() == "0":  # this PyTorch saved the wrapped function itself (2.15)
@@ -184,17 +131,7 @@ def test_decorated_forward_replays_and_a_frame_whose_guards_do_not_load_compiles
     assert "compiled here: 1 frames" in unfilled.stderr
     assert "wrapper (" in unfilled.stderr and "its saved guards do not load" in unfilled.stderr
     assert "'_Missing' object has no attribute '__defaults__'" in unfilled.stderr
-    strict = run(
-        "-m",
-        "dynamo_replay",
-        "replay",
-        "--strict",
-        str(store),
-        str(script),
-        str(tmp_path / "d.pt"),
-        "unfilled",
-        env=job_env(tmp_path / "c4", compiler=False),
-    )
+    strict = replay_script(store, script, str(tmp_path / "d.pt"), "unfilled", cache=tmp_path / "c4", strict=True)
     assert strict.returncode != 0 and not (tmp_path / "d.pt").exists()
     assert (
         "dynamo-replay: strict replay: a saved frame of" in strict.stderr
