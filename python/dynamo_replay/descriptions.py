@@ -77,7 +77,7 @@ def _describe_value(value: Any) -> str | None:
         return f"callable {_qualified(value)}"
     if callable(value) and _resolves_to(value):
         return f"callable {_qualified(value)}"
-    for test, describe in _framework_describers():
+    for test, describe in _FRAMEWORK_DESCRIBERS:
         if test(value):
             return describe(value, describe_value)
     return describe_library_value(value, describe_value, pinned_by_build)
@@ -87,16 +87,6 @@ def _describe_value(value: Any) -> str | None:
 # _torch registers them when it is imported, so this module imports no torch. A row: (test,
 # describe(value, describe_value)).
 _FRAMEWORK_DESCRIBERS: list[tuple[Callable[[Any], bool], Callable[[Any, Callable[[Any], str | None]], str | None]]] = []
-
-
-def _framework_describers() -> list:
-    """The registered describers; _torch registers them when it is imported, which a value from
-    PyTorch (in a process that has imported torch but not yet the package's capture or replay)
-    makes happen here."""
-    if not _FRAMEWORK_DESCRIBERS and "torch" in sys.modules:
-        import dynamo_replay._torch  # noqa: F401
-
-    return _FRAMEWORK_DESCRIBERS
 
 
 def register_describer(

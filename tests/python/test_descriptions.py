@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from dynamo_replay import _torch  # noqa: F401 - registers the describers of PyTorch's objects (optimizer, FSDP2)
 from dynamo_replay.descriptions import describe_value
 
 # name -> (setup, value, other value): Python expressions, evaluated after the setup.
