@@ -267,7 +267,7 @@ Result<Report> inspectShow(const std::string& path, const std::string& compileId
       j["symbol_origins"] = origins;
       j["shape_guards"] = guards;
     }
-    return Report{dumpJson(j, 2) + "\n"};
+    return Report{dumpJson(j, 2) + "\n", {}, false};
   }
   auto heading = [&](const std::string& h) { fmt::print(out, "\n{}\n", paint(o, "1", h)); };
   fmt::print(out, "compile {}: {} at {}:{}\n", c->id.str(), c->function, c->file, c->firstLine);
@@ -322,7 +322,7 @@ Result<Report> inspectShow(const std::string& path, const std::string& compileId
         fmt::print(out, "    {}:{} in {}: {}\n", f.file, f.line, f.function, f.code);
     }
   }
-  return Report{out.str()};
+  return Report{out.str(), {}, false};
 }
 
 }  // namespace dynrep::replay

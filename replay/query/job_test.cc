@@ -146,7 +146,9 @@ TEST(GuardListTest, ReadsTheListOnceOrSaysWhyNot) {
       EXPECT_EQ((*list)[0].line, 3);
       EXPECT_EQ((*list)[0].file, "a.py");
     }
-    if (std::string(t.name) == "odd fields read as defaults") EXPECT_EQ((*list)[0].line, 0);
+    if (std::string(t.name) == "odd fields read as defaults") {
+      EXPECT_EQ((*list)[0].line, 0);
+    }
   }
 }
 
@@ -210,10 +212,12 @@ TEST(SymbolTableTest, NoneWrittenIsEmptyAndAnUnreadableOneIsAnError) {
     testing::TempDir dir;
     Result<std::vector<SymbolEntry>> rows = symbolsOf(dir, table);
     EXPECT_EQ(rows.status().code(), code) << rows.status().toString();
-    if (code == Status::Code::Ok) EXPECT_TRUE(rows->empty());
-    if (code != Status::Code::Ok)
+    if (code == Status::Code::Ok) {
+      EXPECT_TRUE(rows->empty());
+    } else {
       EXPECT_NE(rows.status().message().find("symbol table of compile 0/0"), std::string::npos)
           << rows.status().message();
+    }
   }
 }
 
