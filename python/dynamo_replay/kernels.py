@@ -94,17 +94,19 @@ class PrivateCacheDir:
 
     So the capture sees a whole compile (a package left in the job's own cache by an earlier
     run would otherwise skip it), every library built for it lands in one place, and the job's
-    own cache is left as it was. It starts with the ISA probe's libraries of the job's own cache
-    (copy_isa_probes), which the capture needs and saves like any other. The directory is
+    own cache is left as it was. A capture's starts with the ISA probe's libraries of the job's
+    own cache (copy_isa_probes), which it needs and saves like any other; a replay's does not
+    (its store brings them, and its start must not search the job's cache). The directory is
     removed when the process exits: compiled code may still load files from it until then.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, with_isa_probes: bool) -> None:
         self.original = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
         self.original_root = cache_dir() if inductor_used() else None
         self.path = Path(tempfile.mkdtemp(prefix="dynrep-capture-"))
         atexit.register(_remove_in_process, self.path, os.getpid())
-        copy_isa_probes(self.original_root or cache_dir(), self.path)
+        if with_isa_probes:
+            copy_isa_probes(self.original_root or cache_dir(), self.path)
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(self.path)
         _clear_inductor_caches()
 

@@ -436,20 +436,29 @@ def test_inductor_compile_keeps_its_code_and_pytorch_cache_artifacts(
         assert "precompile" not in mega.attributes
 
 
-def test_capture_cache_starts_with_the_job_s_isa_probe(tmp_path: Path, monkeypatch) -> None:
+# Who makes a private cache, and whether it starts with the ISA probe of the job's cache.
+PRIVATE_CACHES = {"capture": True, "a replay of a rank's own store": False}
+
+
+@pytest.mark.parametrize("maker", PRIVATE_CACHES)
+def test_a_private_cache_starts_with_the_job_s_isa_probe_only_for_capture(
+    tmp_path: Path, monkeypatch, maker: str
+) -> None:
     """Capture compiles in a cache of its own, which starts with the CPU ISA probe's libraries
     of the job's cache: without them Inductor builds the probe again (g++ once per ISA, about
-    15 s on 2 cores) in every capture. The job's cache is left as it was."""
+    15 s on 2 cores) in every capture. Replay's (its store brings the probe) starts empty. The
+    job's cache is left as it was."""
     job_cache = fresh_inductor_cache(tmp_path / "job-cache")
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(job_cache))
     before = sorted(p.relative_to(job_cache) for p in job_cache.rglob("*"))
-    private = kernel_files.PrivateCacheDir()
+    private = kernel_files.PrivateCacheDir(with_isa_probes=PRIVATE_CACHES[maker])
     try:
-        copied = {p.relative_to(private.path): p.read_bytes() for p in kernel_files.isa_probe_files(private.path)}
-        probes = {p.relative_to(job_cache): p.read_bytes() for p in kernel_files.isa_probe_files(job_cache)}
-        assert copied == probes and any(name.suffix == ".so" for name in probes)
+        copied = {p.relative_to(private.path): p.read_bytes() for p in private.path.rglob("*") if p.is_file()}
     finally:
         private.restore()
+    probes = {p.relative_to(job_cache): p.read_bytes() for p in kernel_files.isa_probe_files(job_cache)}
+    assert any(name.suffix == ".so" for name in probes)
+    assert copied == (probes if PRIVATE_CACHES[maker] else {})
     assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(job_cache)
     assert sorted(p.relative_to(job_cache) for p in job_cache.rglob("*")) == before
 

@@ -54,7 +54,7 @@ class Session:
     ) -> None:
         self.store = Store.create(path, level=level, overwrite=True)
         self.pid = os.getpid()  # a forked child inherits the session but must not write the store
-        self.cache = kernels.PrivateCacheDir() if own_cache_dir else kernels.CurrentCacheDir()
+        self.cache = kernels.PrivateCacheDir(with_isa_probes=True) if own_cache_dir else kernels.CurrentCacheDir()
         self.lock = threading.Lock()
         self.failures: list[str] = []
         self.sample_limit = sample_limit  # bytes per graph call; 0: no samples

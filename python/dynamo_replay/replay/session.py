@@ -73,7 +73,9 @@ class replay:  # noqa: N801 - a context manager, like capture
         path, self._summary.rank = ranks.store_for_rank(self.path, job)
         self._agreement = ranks.Agreement(job) if job is not None else None
         if path != self.path:  # a store of this rank's own: its saved frames must not reach rank 0's
-            self._undo.append(kernels.PrivateCacheDir().restore)  # through the Inductor cache they share
+            self._undo.append(
+                kernels.PrivateCacheDir(with_isa_probes=False).restore
+            )  # through the Inductor cache they share
         try:
             contents = read_store(path)
             libraries = check_all(contents, self.key, _torch.PRECOMPILE_SETTINGS)
