@@ -17,7 +17,6 @@ DYNREP_TEST_FRESH_CAPTURES=1 makes every capture again, in a folder of this run 
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import hashlib
 import os
@@ -27,6 +26,8 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+
+from dynamo_replay.update.files import UpdateError, store_lock
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent.parent / "build" / "test-captures"
@@ -47,13 +48,15 @@ def shared(name: str, make: Callable[[Path], None], *, inputs: Iterable[Path | s
     done = folder / ".done"
     if done.exists():
         return folder
-    with open(lock_file(folder), "w") as lock:
-        _wait_for(lock, name)  # another worker making it: wait for it
-        if not done.exists():
-            shutil.rmtree(folder, ignore_errors=True)  # what a killed run left half made
-            folder.mkdir()
-            make(folder)
-            done.touch()
+    try:
+        with store_lock(str(folder), wait=LOCK_WAIT_S):  # another worker making it: wait for it
+            if not done.exists():
+                shutil.rmtree(folder, ignore_errors=True)  # what a killed run left half made
+                folder.mkdir()
+                make(folder)
+                done.touch()
+    except UpdateError:  # only the wait raises it: make runs jobs in processes of their own
+        raise TimeoutError(f"shared capture {name!r}: another worker held it for {LOCK_WAIT_S} s") from None
     return folder
 
 
@@ -64,20 +67,8 @@ def capture_folder(name: str, inputs: Iterable[Path | str] = ()) -> Path:
 
 
 def lock_file(folder: Path) -> Path:
-    """The lock its maker holds while it makes the capture in `folder`."""
-    return folder.with_name(folder.name + ".lock")
-
-
-def _wait_for(lock, name: str) -> None:
-    deadline = time.monotonic() + LOCK_WAIT_S
-    while True:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"shared capture {name!r}: another worker held it for {LOCK_WAIT_S} s") from None
-            time.sleep(0.5)
+    """The lock a capture's maker holds: the file store_lock(folder) takes."""
+    return Path(f"{folder}.lock")
 
 
 def copy_of(folder: Path, destination: Path) -> Path:
