@@ -34,6 +34,7 @@ class ReplayData:
     module_globals: dict[str, str] = field(default_factory=dict)  # see _torch.module_globals
     vec_isa: list[dict[str, Any]] | None = None  # see _torch.probed_vec_isas
     cache_keys: list[str] | None = None  # "kind:key" of PyTorch's cache artifacts (ranks.covered)
+    output_code: dict[str, Any] | None = None  # see _torch.deferred_compiler.output_code_facts
 
     def to_json(self) -> bytes:
         data = asdict(self)
@@ -60,6 +61,7 @@ class ReplayData:
             module_globals={str(k): str(v) for k, v in raw["module_globals"].items()},
             vec_isa=raw.get("vec_isa"),
             cache_keys=raw.get("cache_keys"),
+            output_code=raw.get("output_code"),  # from 2026-11-29: without it replay defers nothing
         )
 
     @property

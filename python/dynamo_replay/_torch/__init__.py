@@ -17,7 +17,9 @@ is checked here. Its rooms:
   its state initialized before a replayed step as Dynamo does while tracing), and
   optimizer_description: an optimizer described so two processes can compare it, and
   fsdp_description: FSDP2's per-module state (its hooks' owner) the same way;
-- install: replay's install of saved frames;
+- call_checks: replay's checks added to a saved frame's guards, timed;
+- install: replay's install of saved frames, and deferred_compiler: Inductor's compiler left
+  unimported while every frame comes from the store;
 - inductor: Inductor's cache, kernels, compiler and CPU vector-ISA probe;
 - graphs: graph snapshots and the Core ATen retrace, the graph PyTorch is logging;
 - ranks: a job of many ranks: its default process group, that group's c10d store, Dynamo's
@@ -31,7 +33,9 @@ test_private_touchpoints names the reader that stopped finding its facts.
 """
 
 from dynamo_replay._torch import (
+    call_checks,
     ddp_split,
+    deferred_compiler,
     fsdp_description,
     graphs,
     guards,
@@ -65,7 +69,9 @@ from dynamo_replay.descriptions import describe_value
 
 __all__ = [
     # The rooms, by name (_torch.releases.CURRENT, _torch.shapes...).
+    "call_checks",
     "ddp_split",
+    "deferred_compiler",
     "graphs",
     "guards",
     "inductor",

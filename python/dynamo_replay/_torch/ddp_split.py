@@ -24,6 +24,8 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from dynamo_replay._torch.call_checks import add_call_check
+
 _PIECE = "_bucket_"  # a piece's backend id: the frame's, then this, then the bucket's index
 
 
@@ -218,4 +220,4 @@ def add_split_check(manager: Any, split: Any, refused: Callable[[str], None]) ->
         refused(f"its saved graph is split for {split.describe()}; {now}")
         return False
 
-    manager.root.add_lambda_guard(same_split, [f"dynamo-replay: {split.describe()}"], None)
+    add_call_check(manager, same_split, f"dynamo-replay: {split.describe()}")

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dynamo_replay._torch import releases
+from dynamo_replay._torch.call_checks import add_call_check
 from dynamo_replay.descriptions import (
     describe_like,
     describe_state,
@@ -397,7 +398,7 @@ def pin_in_capture(manager: Any, pins: list[tuple[_LiveExpression, Any]]) -> Non
             except Exception:
                 return False
 
-        manager.root.add_lambda_guard(check, [f"dynamo-replay: {live.text} is the object compiled for"], None)
+        add_call_check(manager, check, f"dynamo-replay: {live.text} is the object compiled for")
 
 
 def record_dropped_guards(note: Callable[[DroppedGuard], None]) -> Callable[[], None]:
@@ -547,7 +548,7 @@ def add_live_aliasing_check(manager: Any, guard: AliasingGuard, global_scope: di
         except Exception:
             return False
 
-    manager.root.add_lambda_guard(check, [f"dynamo-replay: {expression} (over the live globals)"], None)
+    add_call_check(manager, check, f"dynamo-replay: {expression} (over the live globals)")
     return None
 
 
@@ -576,7 +577,7 @@ def add_call_time_recheck(
         return True
 
     text = f"dynamo-replay: {guard.source} is {expected} ({guard.kind} dropped by PyTorch's precompile)"
-    manager.root.add_lambda_guard(check, [text], None)
+    add_call_check(manager, check, text)
 
 
 # --- replay: kept guards rebuilt with the captured values --------------------------------------

@@ -31,6 +31,7 @@ class InstallReport:
     skipped: list[tuple[str, str]] = dataclasses.field(default_factory=list)  # (frame, why): compiles as usual
     recreated: list[str] = dataclasses.field(default_factory=list)  # values rebuilt from the live function
     seconds: float = 0.0
+    graph_seconds: float = 0.0  # of seconds: loading the compiled graphs' code and kernel libraries
 
 
 class FrameVetting(Protocol):
@@ -293,11 +294,14 @@ def _install_entries(
                 if backend_id not in backends:
                     unloaded = f"its compiled graph {backend_id} is not in the store"
                     break
+                started = time.perf_counter()
                 try:
                     backend = backends[backend_id].after_deserialization()
                 except Exception as error:
                     unloaded = f"its compiled graph does not load ({type(error).__name__}: {error})"
                     break
+                finally:
+                    report.graph_seconds += time.perf_counter() - started
                 install_global(scope, backend_id, torch._dynamo.disable(hits(frame, backend_id).counted(backend)))
                 if isinstance(backends[backend_id], SplitGraphArtifact):
                     splits[backend_id] = backends[backend_id].content

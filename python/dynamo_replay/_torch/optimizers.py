@@ -17,6 +17,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from dynamo_replay._torch.call_checks import add_call_check
+
 _OPTIMIZER_VARIABLES = "torch._dynamo.variables.optimizer"
 
 
@@ -127,4 +129,4 @@ def add_state_initialization(manager: Any, source: str, global_scope: dict[str, 
                 known[1]()
         return True
 
-    manager.root.add_lambda_guard(initialize, [f"dynamo-replay: {source}'s state initialized as Dynamo does"], None)
+    add_call_check(manager, initialize, f"dynamo-replay: {source}'s state initialized as Dynamo does")

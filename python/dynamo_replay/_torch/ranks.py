@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from dynamo_replay._torch.call_checks import add_call_check
+
 
 def process_group_rank() -> tuple[int, int] | None:
     """(rank, world size) of the default process group, or None before init_process_group."""
@@ -188,7 +190,7 @@ def add_world_size_check(manager: Any, world_size: int, refused: Callable[[str],
         refused(f"its graph holds the world size {world_size}, read as Dynamo traced it (no guard checks it); {now}")
         return False
 
-    manager.root.add_lambda_guard(same_world, [f"dynamo-replay: world size {world_size}"], None)
+    add_call_check(manager, same_world, f"dynamo-replay: world size {world_size}")
 
 
 def _tracing_output_graph() -> Callable[[], Any]:

@@ -122,6 +122,7 @@ class Session:
         data.unique_ids = _torch.unique_ids_used()
         data.module_globals = self.code.module_globals
         data.vec_isa = _torch.probed_vec_isas()
+        data.output_code = _torch.deferred_compiler.output_code_facts()
         self.artifacts.save_replay_data(data)
         if self.artifacts.signing_key:
             self.artifacts.sign()

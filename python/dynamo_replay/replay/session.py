@@ -51,11 +51,14 @@ class replay:  # noqa: N801 - a context manager, like capture
         self._undo: list[Callable[[], None]] = []
         self._pid = os.getpid()  # a forked child leaving the block prints no summary of its own
         self._metrics_before = 0
+        self._checks_before = 0.0  # seconds in replay's call-time checks before this block
+        self._runtime_import_seconds = 0.0  # importing Inductor's runtime while loading (as torch.compile does)
         self._contents: Contents | None = None
         self._reasons: dict[str, str] = {}  # frame -> why it compiles here: not saved, or saved but not used
         self._refused: dict[str, str] = {}  # frame -> why a call refused its saved entry (SafeDynamoCache.refused)
         self._agreement: ranks.Agreement | None = None  # in a job of many ranks: all use the store or none
         self._hits: dict[tuple[int, str], int] = {}  # (generation, frame) -> calls (SafeDynamoCache.hits)
+        self._deferred_compiler: _torch.deferred_compiler.DeferredCompiler | None = None
 
     @property
     def summary(self) -> ReplaySummary:
@@ -80,6 +83,7 @@ class replay:  # noqa: N801 - a context manager, like capture
             contents = read_store(path)
             libraries = check_all(contents, self.key, _torch.PRECOMPILE_SETTINGS)
             settings = captured_settings(contents.data.environment, _torch.PRECOMPILE_SETTINGS)
+            self._summary.read_seconds = time.perf_counter() - start
             self._load_or_refuse(contents, settings, libraries)
         except Refused as refusal:  # nothing has changed, or every change was undone
             self._summary.refused, self._summary.differences = str(refusal), refusal.differences
@@ -91,7 +95,8 @@ class replay:  # noqa: N801 - a context manager, like capture
                 self._undo.append(self._agreement.refuse_at_compile_start(str(refusal)))
             return self
         self._summary.loaded = self._active = True
-        self._summary.load_seconds = time.perf_counter() - start
+        self._summary.load_seconds = time.perf_counter() - start - self._runtime_import_seconds
+        self._summary.import_seconds += self._runtime_import_seconds
         return self
 
     def _load_or_refuse(
@@ -157,6 +162,7 @@ class replay:  # noqa: N801 - a context manager, like capture
         undo_settings = _torch.apply_settings(settings)
         self._undo.append(undo_settings)
         summary.precompiled = contents.precompiled
+        self._defer_compiler(contents.data.output_code)
         summary.kernel_libraries = len(libraries)
         kernels.restore_kernel_libraries(libraries)
         if contents.data.vec_isa is not None:
@@ -201,8 +207,26 @@ class replay:  # noqa: N801 - a context manager, like capture
         self._observe(torch)
         self._undo.remove(undo_settings)  # loaded: the settings stay
 
+    def _defer_compiler(self, facts: dict[str, Any] | None) -> None:
+        """Leaves Inductor's compiler unimported until a frame compiles (_torch/deferred_compiler.py),
+        where the store says what its graphs need instead."""
+        if facts is None:
+            self._summary.compiler = "imported: this store's capture did not record what its graphs need"
+            return
+        missing = _torch.deferred_compiler.undeferrable_operators(facts.get("operators", []))
+        if missing:
+            self._summary.compiler = f"imported: the graphs call {missing[0]}, which the compiler registers"
+            return
+        start = time.perf_counter()
+        _torch.deferred_compiler.import_graph_runtime()  # what torch.compile imports to run a cached graph
+        self._runtime_import_seconds = time.perf_counter() - start
+        deferred = _torch.deferred_compiler.DeferredCompiler(facts)
+        self._deferred_compiler = deferred
+        self._undo.append(deferred.remove)
+
     def _installed(self, function: str, report: _torch_install.InstallReport) -> None:
         self._summary.install_seconds += report.seconds
+        self._summary.graph_load_seconds += report.graph_seconds
         self._summary.entries_installed += report.installed
         self._summary.skipped += [f"{frame}: {why}" for frame, why in report.skipped]
         self._summary.recreated += report.recreated
@@ -213,6 +237,7 @@ class replay:  # noqa: N801 - a context manager, like capture
 
     def _observe(self, torch: Any) -> None:
         self._metrics_before = len(_torch.settings.compilation_metrics())
+        self._checks_before = _torch.call_checks.CLOCK.seconds
         if self.strict and self._summary.precompiled:  # otherwise Dynamo has to trace every frame
             self._undo.append(_torch.settings.fail_on_recompile())
 
@@ -253,6 +278,12 @@ class replay:  # noqa: N801 - a context manager, like capture
         return "this frame was not compiled during capture"
 
     def _collect_compiles(self) -> None:
+        self._summary.call_check_seconds = _torch.call_checks.CLOCK.seconds - self._checks_before
+        if self._deferred_compiler is not None:
+            imported = self._deferred_compiler.imported
+            self._summary.compiler = (
+                f"imported when first needed ({', '.join(imported)})" if imported else "not imported"
+            )
         get_compilation_metrics = _torch.settings.compilation_metrics
         hits: dict[str, int] = {}
         for (_, frame), count in self._hits.items():

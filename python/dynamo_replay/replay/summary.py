@@ -16,6 +16,22 @@ class CompiledFrame:
     reason: str
     seconds: float
 
+    def _start_lines(self) -> list[str]:
+        """Where the start went: replay's own work in its parts, then what torch.compile pays anyway."""
+        own = self.load_seconds + self.install_seconds + self.call_check_seconds
+        parts = [
+            ("store read and checked", self.read_seconds),
+            ("artifacts put in place", self.load_seconds - self.read_seconds),
+            ("saved frames' guards built and checked", self.install_seconds - self.graph_load_seconds),
+            ("compiled graphs and kernels loaded", self.graph_load_seconds),
+            ("checks on calls", self.call_check_seconds),
+        ]
+        return [
+            f"  start: {own:.2f} s of replay's own work: " + ", ".join(f"{what} {s:.2f} s" for what, s in parts),
+            f"    and {self.import_seconds:.2f} s importing Dynamo and Inductor's runtime, as torch.compile does"
+            + (f"; Inductor's compiler {self.compiler}" if self.compiler else ""),
+        ]
+
     def __str__(self) -> str:
         return f"{self.function} ({self.filename}:{self.line}): {self.reason} [{self.seconds:.2f} s]"
 
@@ -38,14 +54,19 @@ class ReplaySummary:
     recreated: list[str] = field(default_factory=list)  # guard values rebuilt from the live function
     compiled: list[CompiledFrame] = field(default_factory=list)
     captured_trace_seconds: float = 0.0  # Dynamo's share of the capture's compile time
-    import_seconds: float = 0.0  # importing PyTorch's compiler, which torch.compile does anyway
+    # The start, in its parts (the summary's first lines):
+    import_seconds: float = 0.0  # importing Dynamo and Inductor's runtime, which torch.compile does anyway
     load_seconds: float = 0.0  # reading and checking the store, putting its artifacts in place
-    install_seconds: float = 0.0  # installing saved frames when torch.compile wraps a function
+    read_seconds: float = 0.0  # of load_seconds: reading the store and every check before it is used
+    install_seconds: float = 0.0  # installing saved frames at their function's first call
+    graph_load_seconds: float = 0.0  # of install_seconds: the compiled graphs' code and kernel libraries
+    call_check_seconds: float = 0.0  # replay's own checks on calls (dropped guards, DDP splits, ...)
     generations: int = 0  # the capture and each update since (dynamo_replay.generations)
     saved_frames: list[str] = field(default_factory=list)  # frames the store can replay without Dynamo
     hits: dict[str, int] = field(default_factory=dict)  # saved frame -> calls of its saved graphs here
     generation_hits: dict[int, int] = field(default_factory=dict)  # generation -> calls of the graphs it saved
     updated: str | None = None  # with update=True: what the update did to the store
+    compiler: str = ""  # whether Inductor's compiler was imported, and why (_torch/deferred_compiler.py)
 
     @property
     def unused_frames(self) -> list[str]:
@@ -104,6 +125,22 @@ class ReplaySummary:
         fields["seconds_saved_over_warm_cache"] = self.seconds_saved_over_warm_cache
         return fields
 
+    def _start_lines(self) -> list[str]:
+        """Where the start went: replay's own work in its parts, then what torch.compile pays anyway."""
+        own = self.load_seconds + self.install_seconds + self.call_check_seconds
+        parts = [
+            ("store read and checked", self.read_seconds),
+            ("artifacts put in place", self.load_seconds - self.read_seconds),
+            ("saved frames' guards built and checked", self.install_seconds - self.graph_load_seconds),
+            ("compiled graphs and kernels loaded", self.graph_load_seconds),
+            ("checks on calls", self.call_check_seconds),
+        ]
+        return [
+            f"  start: {own:.2f} s of replay's own work: " + ", ".join(f"{what} {s:.2f} s" for what, s in parts),
+            f"    and {self.import_seconds:.2f} s importing Dynamo and Inductor's runtime, as torch.compile does"
+            + (f"; Inductor's compiler {self.compiler}" if self.compiler else ""),
+        ]
+
     def __str__(self) -> str:
         if not self.loaded:
             lines = [f"dynamo-replay: {self.store} not loaded: {self.refused}"]
@@ -119,10 +156,9 @@ class ReplaySummary:
             f"dynamo-replay: {self.store} loaded but mostly inert: {inert}"
             if inert
             else f"dynamo-replay: {self.store}",
-            f"  loaded in {self.load_seconds + self.install_seconds:.2f} s: {mode}, {self.kernel_libraries} kernel "
-            "libraries"
-            + (", CPU ISA probe reused" if self.isa_probe_reused else "")
-            + f" (and {self.import_seconds:.2f} s importing PyTorch's compiler, as torch.compile does)",
+            *self._start_lines(),
+            f"  {mode}, {self.kernel_libraries} kernel libraries"
+            + (", CPU ISA probe reused" if self.isa_probe_reused else ""),
             *([f"  {self.rank}"] if self.rank else []),
             *(
                 [f"  {self.generations} generations (the capture and {self.generations - 1} updates)"]

@@ -5,7 +5,9 @@ capture: each case captured into STORE (out/captured.pt); then, with Dynamo rese
   over, each case again under a plain torch.compile, as captured (out/plain.pt) and with its
   change (out/plain_changed.pt): what replay must give.
 replay: each case replayed from STORE as captured (out/replayed.pt) and with its change
-  (out/replayed_changed.pt); out/traced.json names the frames Dynamo traced for each run.
+  (out/replayed_changed.pt); out/traced.json names the frames Dynamo traced for each run, and
+  out/compiler.json, in the order of the runs, whether any frame had been traced before the
+  run ended and which of Inductor's compiler modules were imported by then.
 Each .pt holds {case: the losses and the trained parameters}.
 """
 
@@ -45,6 +47,16 @@ ORDER = [(n, changed) for n in replays for changed in (False, True)] + [(n, Fals
 ORDER += [(n, True) for n in compiles]
 
 
+# Inductor's compiler, which a replay that compiles nothing leaves unimported
+# (_torch/deferred_compiler.py): a module standing deferred in sys.modules is not imported.
+COMPILER = ("torch._inductor.compile_fx", "torch._inductor.lowering", *_torch.deferred_compiler.DEFERRED)
+compiler: list[tuple[str, bool, list[str]]] = []  # (run, traced anything so far, compiler modules imported)
+
+
+def compiler_imported() -> list[str]:
+    return [name for name in COMPILER if type(sys.modules.get(name)).__name__ == "module"]
+
+
 def run_all(unchanged: str, changed: str | None, traced_name: str) -> None:
     """Each case as captured (into out/UNCHANGED.pt) and, unless CHANGED is None, with its
     change (out/CHANGED.pt); the frames traced for each into out/TRACED_NAME.json."""
@@ -57,6 +69,13 @@ def run_all(unchanged: str, changed: str | None, traced_name: str) -> None:
         traced.clear()
         results[kind][name] = modules[name].run(with_change)
         frames[kind][name] = list(traced)
+        compiler.append(
+            (
+                f"{name} {kind}",
+                any(frames["unchanged"].values()) or any(frames["changed"].values()),
+                compiler_imported(),
+            )
+        )
     torch.save(results["unchanged"], out / f"{unchanged}.pt")
     if changed is not None:
         torch.save(results["changed"], out / f"{changed}.pt")
@@ -75,3 +94,4 @@ if action == "capture":
 else:
     with dynamo_replay.replay(store):
         run_all("replayed", "replayed_changed", "traced")
+    (out / "compiler.json").write_text(json.dumps(compiler, indent=1))
