@@ -16,22 +16,6 @@ class CompiledFrame:
     reason: str
     seconds: float
 
-    def _start_lines(self) -> list[str]:
-        """Where the start went: replay's own work in its parts, then what torch.compile pays anyway."""
-        own = self.load_seconds + self.install_seconds + self.call_check_seconds
-        parts = [
-            ("store read and checked", self.read_seconds),
-            ("artifacts put in place", self.load_seconds - self.read_seconds),
-            ("saved frames' guards built and checked", self.install_seconds - self.graph_load_seconds),
-            ("compiled graphs and kernels loaded", self.graph_load_seconds),
-            ("checks on calls", self.call_check_seconds),
-        ]
-        return [
-            f"  start: {own:.2f} s of replay's own work: " + ", ".join(f"{what} {s:.2f} s" for what, s in parts),
-            f"    and {self.import_seconds:.2f} s importing Dynamo and Inductor's runtime, as torch.compile does"
-            + (f"; Inductor's compiler {self.compiler}" if self.compiler else ""),
-        ]
-
     def __str__(self) -> str:
         return f"{self.function} ({self.filename}:{self.line}): {self.reason} [{self.seconds:.2f} s]"
 
