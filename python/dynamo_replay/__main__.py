@@ -101,7 +101,7 @@ def _check(args: argparse.Namespace) -> int:
             return preflight.EXIT_ERROR
     else:
         result = preflight.check_store(args.store, job=job)
-    print(json.dumps(result.to_json(), indent=1) if args.json else result.render())
+    print(json.dumps(result.to_json(), indent=1) if args.json else result.render(verbose=args.verbose))
     return result.exit_code
 
 
@@ -239,6 +239,9 @@ def main(argv: list[str] | None = None) -> int:
         "could not run, 2 bad usage.",
     )
     check.add_argument("--json", action="store_true", help="print the answer as JSON")
+    check.add_argument(
+        "--verbose", action="store_true", help="also print the raw guards of each frame and its entries' inputs"
+    )
     check.add_argument("store", help="store file, or redis://HOST:PORT/DB?name=JOB")
     check.add_argument("script", nargs="?", help="the job's script: compared with the one captured")
     check.add_argument("args", nargs=argparse.REMAINDER, help="the job's arguments: compared with the captured ones")

@@ -27,6 +27,7 @@ from dynamo_replay import schema
 from dynamo_replay._core import Store, TraceEvent
 from dynamo_replay.errors import StoreError
 from dynamo_replay.replay.checks import Contents, Refused, check_all, read_store, source_differences
+from dynamo_replay.replay.conditions import in_words
 
 EXIT_ALL_REPLAY, EXIT_ERROR, EXIT_USAGE, EXIT_SOME_COMPILE, EXIT_REFUSED = 0, 1, 2, 3, 4
 
@@ -37,6 +38,7 @@ class FramePlan:
     outcome: str  # "replays", "compiles" or "depends"
     why: str
     inputs: list[str] = field(default_factory=list)  # per saved entry: the input shapes its guards accept
+    conditions: list[str] = field(default_factory=list)  # "depends": what must hold, in words (conditions.py)
 
 
 @dataclass
@@ -70,7 +72,9 @@ class Preflight:
             "fleet": self.fleet,
         }
 
-    def render(self) -> str:
+    def render(self, verbose: bool = False) -> str:
+        """One line per frame: replays, compiles (why) or replays if (the conditions in words);
+        `verbose` adds the raw guards and each saved entry's inputs."""
         lines = []
         if self.fleet is not None:
             lines.append(f"fleet {self.fleet['url']}: this host's environment {self.fleet['this_host']}")
@@ -86,14 +90,17 @@ class Preflight:
         else:
             counts = {o: sum(p.outcome == o for p in self.frames) for o in ("replays", "compiles", "depends")}
             lines.append(
-                f"{self.store}: used: {counts['replays']} frames replay, {counts['compiles']} compile, "
-                f"{counts['depends']} depend on the job's values"
+                f"{self.store}: used: {len(self.frames)} saved frames: {counts['replays']} replay, "
+                f"{counts['compiles']} compile, {counts['depends']} replay if the job's values hold"
             )
         if self.refused is not None and self.frames:
             lines.append("  each saved frame, once the store is used:")
         for plan in self.frames:
-            lines.append(f"  {plan.outcome:<8} {plan.frame}: {plan.why}")
-            lines += [f"           entry {index}: {shapes}" for index, shapes in enumerate(plan.inputs) if shapes]
+            lines.append(f"  {_said(plan)}")
+            if verbose:
+                if plan.outcome == "depends":
+                    lines.append(f"      guards: {plan.why}")
+                lines += [f"      entry {index}: {shapes}" for index, shapes in enumerate(plan.inputs) if shapes]
         lines += [f"note: {note}" for note in self.notes]
         lines.append(
             {
@@ -103,6 +110,21 @@ class Preflight:
             }[self.outcome]
         )
         return "\n".join(lines)
+
+
+_CONDITIONS_SHOWN = 4  # on a frame's line; --verbose gives every guard
+
+
+def _said(plan: FramePlan) -> str:
+    """A frame's plan in one line."""
+    if plan.outcome == "compiles":
+        return f"compiles   {plan.frame}: {plan.why}"
+    if plan.outcome == "depends":
+        shown = plan.conditions[:_CONDITIONS_SHOWN]
+        more = len(plan.conditions) - len(shown)
+        said = ", ".join(shown) + (f" and {more} more (--verbose)" if more > 0 else "")
+        return f"replays if {said or plan.why}: {plan.frame}"
+    return f"replays    {plan.frame}"
 
 
 def check_store(path: str, key: str | bytes | None = None, job: list[str] | None = None) -> Preflight:
@@ -131,7 +153,7 @@ def _frame_plans(contents: Contents, entries: dict[str, list[str]]) -> list[Fram
     changed = source_differences(data.sources)
     dropped: dict[str, list[Any]] = {}
     for guard in data.dropped_guards:
-        if guard.risky and not _imported_module(guard) and not _builtin(guard):
+        if guard.risky and not _imported_module(guard) and not _builtin(guard) and not _dynamo_import(guard):
             dropped.setdefault(guard.frame, []).append(guard)
     plans = []
     for frame in data.frames:
@@ -158,7 +180,8 @@ def _frame_plans(contents: Contents, entries: dict[str, list[str]]) -> list[Fram
             )
         elif dropped.get(frame):
             which = "; ".join(f"{guard.source} is {guard.value} ({guard.kind})" for guard in dropped[frame][:3])
-            plans.append(FramePlan(frame, "depends", f"replays if, when the job reaches it, {which}", inputs))
+            words = list(dict.fromkeys(in_words(guard) for guard in dropped[frame]))
+            plans.append(FramePlan(frame, "depends", f"replays if, when the job reaches it, {which}", inputs, words))
         else:
             plans.append(FramePlan(frame, "replays", "for inputs its saved entries accept", inputs))
     return plans
@@ -185,12 +208,20 @@ def _imported_module(guard: Any) -> bool:
     )
 
 
+def _dynamo_import(guard: Any) -> bool:
+    """Whether a dropped guard checks a module global Dynamo installed itself for a frame
+    (`__import_transformers_dot_activation`): replay installs it again from the saved frame."""
+    return bool(
+        re.fullmatch(r"G\['__import_\w+'\](\.\w+)*", guard.source) and (guard.value or "").startswith("module ")
+    )
+
+
 def _builtin(guard: Any) -> bool:
     """Whether a dropped guard checks a builtin through the frame's builtins (the same object in
     every process of the captured Python, which the fingerprint pins)."""
     return bool(
         re.fullmatch(r"G\['__builtins_dict___\d+'\]\['\w+'\]", guard.source)
-        and (guard.value or "").startswith("callable builtins.")
+        and (guard.value or "").startswith(("callable builtins.", "class builtins."))
     )
 
 
