@@ -170,7 +170,8 @@ SWAPS = {
     "method": "type(L['net']) was class __main__.Net contents",
     "module_attribute": "G['swap_helpers'].act was callable torch._VariableFunctionsClass.relu",
     "closure": "L['inner'] was callable torch._VariableFunctionsClass.relu",
-    "global_float": "the call failed the guards of every saved entry",
+    "global_float": "the call failed the guards of every saved entry: the nearest saved entry fails "
+    "G['SCALE'] == 2.0 (now G['SCALE'] is 3.0)",
 }
 
 

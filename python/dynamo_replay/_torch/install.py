@@ -12,6 +12,7 @@ import functools
 import importlib
 import io
 import pickle
+import re
 import sys
 import time
 import types
@@ -90,6 +91,9 @@ class SafeDynamoCache:
         self.refused: dict[str, str] = {}
         self._installed: list[Any] = []  # packages stay alive as long as replay
         self._codes: dict[int, types.CodeType] = {}  # id -> code of each function installed or pending
+        # id(code) -> (code, its saved entries' guard managers): a call that fails them all is
+        # explained against the nearest (nearest_failure)
+        self.entries: dict[int, tuple[types.CodeType, list[Any]]] = {}
         # (by id: code objects compare equal across files when their bytecode is the same)
         outer = self
 
@@ -188,6 +192,7 @@ class SafeDynamoCache:
                         self._modules,
                         lambda frame, backend_id: _Hits(self.hits, (generations.get(backend_id, 0), frame)),
                         self.refused,
+                        self.entries,
                     )
                 self._installed.append(package)
             except Exception as error:  # the whole function compiles as usual
@@ -252,6 +257,7 @@ def _install_entries(
     modules: dict[str, str],
     hits: Callable[[str, str], _Hits],
     refused: dict[str, str],
+    entries: dict[int, tuple[types.CodeType, list[Any]]],
 ) -> None:
     """CompilePackage.install, with each guarded entry loaded on its own (PyTorch 2.13 loads
     them all or fails): what PyTorch installs per code object, in the same order. One change:
@@ -347,8 +353,42 @@ def _install_entries(
                     if name in modules and name not in scope:
                         install_global(scope, name, importlib.import_module(modules[name]))
                 _load_precompile_entry(target_code, manager, transformed)
+                entries.setdefault(id(target_code), (target_code, []))[1].append(manager)
                 loaded.append(target_code)
                 report.installed += 1
+
+
+def nearest_failure(managers: list[Any], frame_locals: dict[str, Any], frame_globals: dict[str, Any]) -> str | None:
+    """Why a call failed every saved entry of its frame, said against the nearest one (the entry
+    that ran the most guards before one failed): that guard as PyTorch wrote it and, where it
+    compares a value, the value now. None if it cannot be told."""
+    nearest = None
+    for manager in managers:
+        info = manager.check_verbose(frame_locals)
+        if not info.result and (nearest is None or info.num_guards_executed > nearest.num_guards_executed):
+            nearest = info
+    if nearest is None or not nearest.verbose_code_parts:
+        return None
+    guard = str(nearest.verbose_code_parts[0]).split("  #")[0].strip()
+    said = f"the nearest saved entry fails {guard}"
+    compared = re.fullmatch(r"([LG]\['\w+'\](?:\.\w+|\['\w+'\])*) (?:==|is) .+", guard)
+    if compared:
+        try:
+            now = _read_source(compared.group(1), frame_locals, frame_globals)
+        except Exception:
+            return said
+        said += f" (now {compared.group(1)} is {now!r})"
+    return said
+
+
+def _read_source(source: str, frame_locals: dict[str, Any], frame_globals: dict[str, Any]) -> Any:
+    """The value a source of names, attributes and string keys (`G['cfg'].scale`) reads now."""
+    parts = re.findall(r"^([LG])\['(\w+)'\]|\.(\w+)|\['(\w+)'\]", source)
+    scope, name = parts[0][0], parts[0][1]
+    value = (frame_locals if scope == "L" else frame_globals)[name]
+    for _, _, attribute, key in parts[1:]:
+        value = getattr(value, attribute) if attribute else value[key]
+    return value
 
 
 def _merged_packages(found: list[tuple[int, Any]]) -> tuple[Any, dict[str, int]]:

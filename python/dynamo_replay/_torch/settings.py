@@ -209,6 +209,20 @@ def compilation_metrics() -> list[Any]:
     return list(get_compilation_metrics())
 
 
+def compiling_frame_scopes() -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(locals, globals) of the frame Dynamo is compiling now, read from its `_compile` (a
+    bytecode hook runs inside it), or None when PyTorch's frames are not laid out as expected."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "_compile" and frame.f_code.co_filename.endswith("convert_frame.py"):
+            scopes = frame.f_locals.get("locals"), frame.f_locals.get("globals")
+            if isinstance(scopes[0], dict) and isinstance(scopes[1], dict):
+                return scopes[0], scopes[1]
+            return None
+        frame = frame.f_back
+    return None
+
+
 def compiled_graph_globals(depth: int = 2) -> tuple[dict[str, Any], list[str]] | None:
     """(module globals, names of compiled graphs) of the compile that called the bytecode hook,
     read from the OutputGraph its caller holds as `output`; None when PyTorch's frames are not

@@ -59,6 +59,7 @@ class replay:  # noqa: N801 - a context manager, like capture
         self._agreement: ranks.Agreement | None = None  # in a job of many ranks: all use the store or none
         self._hits: dict[tuple[int, str], int] = {}  # (generation, frame) -> calls (SafeDynamoCache.hits)
         self._deferred_compiler: _torch.deferred_compiler.DeferredCompiler | None = None
+        self._missed: dict[str, str] = {}  # frame -> the guard of its nearest saved entry a call failed
 
     @property
     def summary(self) -> ReplaySummary:
@@ -196,6 +197,7 @@ class replay:  # noqa: N801 - a context manager, like capture
             )
             self._hits = cache.hits
             self._refused = cache.refused
+            self._undo.append(_torch.settings.register_bytecode_hook(lambda code, _: self._missed_entries(cache, code)))
             self._undo.append(cache.remove)
             safety = _torch.PrecompileSafety(lambda frame, reason: None)  # recompiles here: same safety
             self._undo.append(safety.remove)
@@ -223,6 +225,20 @@ class replay:  # noqa: N801 - a context manager, like capture
         deferred = _torch.deferred_compiler.DeferredCompiler(facts)
         self._deferred_compiler = deferred
         self._undo.append(deferred.remove)
+
+    def _missed_entries(self, cache: _torch_install.SafeDynamoCache, code: Any) -> None:
+        """When a frame with saved entries compiles: which guard of the nearest entry failed
+        (the summary's reason for it). Explaining never fails the job."""
+        found = cache.entries.get(id(code))
+        if found is None or found[0] is not code:
+            return
+        try:
+            scopes = _torch.settings.compiling_frame_scopes()
+            why = _torch_install.nearest_failure(found[1], *scopes) if scopes else None
+        except Exception:
+            return
+        if why:
+            self._missed[_torch.guards.code_key(code)] = why
 
     def _installed(self, function: str, report: _torch_install.InstallReport) -> None:
         self._summary.install_seconds += report.seconds
@@ -271,7 +287,8 @@ class replay:  # noqa: N801 - a context manager, like capture
         if name in self._contents.data.frames:
             if not self._summary.precompiled:
                 return "traced again (captured with --no-precompile)"
-            return "the call failed the guards of every saved entry"
+            missed = self._missed.get(name)
+            return "the call failed the guards of every saved entry" + (f": {missed}" if missed else "")
         if function.startswith("torch_dynamo_resume_in_") and self._summary.skipped:
             # Dynamo made it while compiling a frame replay did not use; its lines can differ from capture's.
             return "resumes a frame that compiled here (its saved frame was not used)"
