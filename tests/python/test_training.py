@@ -41,7 +41,7 @@ def runs(tmp_path_factory) -> dict[str, dict]:
             timeout=900,
         )
         assert result.returncode == 0, result.stderr[-4000:]
-    summary = result.stderr[result.stderr.rindex("dynamo-replay: ") :]  # replay's summary, printed last
+    summary = result.stderr[result.stderr.rindex(f"dynamo-replay: {store}") :]  # replay's summary, printed last
     results = {name: torch.load(out / f"{name}.pt") for name in ("captured", "plain", "plain_changed")}
     results.update({name: torch.load(out / f"{name}.pt") for name in ("replayed", "replayed_changed")})
     results["traced"] = json.loads((out / "traced.json").read_text())
