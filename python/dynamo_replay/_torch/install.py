@@ -362,9 +362,14 @@ def nearest_failure(managers: list[Any], frame_locals: dict[str, Any], frame_glo
     """Why a call failed every saved entry of its frame, said against the nearest one (the entry
     that ran the most guards before one failed): that guard as PyTorch wrote it and, where it
     compares a value, the value now. None if it cannot be told."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
     nearest = None
     for manager in managers:
-        info = manager.check_verbose(frame_locals)
+        # Called while Dynamo compiles: replay's own checks in the guards (an optimizer's state
+        # initialized) must see real tensors, as on any call.
+        with _disable_current_modes():
+            info = manager.check_verbose(frame_locals)
         if not info.result and (nearest is None or info.num_guards_executed > nearest.num_guards_executed):
             nearest = info
     if nearest is None or not nearest.verbose_code_parts:
