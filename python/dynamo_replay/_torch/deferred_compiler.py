@@ -25,6 +25,7 @@ import dataclasses
 import importlib
 import re
 import sys
+import time
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -120,6 +121,14 @@ def undeferrable_operators(operators: list[str]) -> list[str]:
     return [op for op in operators if op not in registered]
 
 
+def why_not_deferred(facts: dict[str, Any] | None) -> str | None:
+    """Why a store's graphs need the compiler imported (the summary's words), or None."""
+    if facts is None:
+        return "this store's capture did not record what its graphs need"
+    missing = undeferrable_operators(facts.get("operators", []))
+    return f"the graphs call {missing[0]}, which the compiler registers" if missing else None
+
+
 class DeferredCompiler:
     """While in force: torch.compile's config dict is built when first read, and the compiler
     modules not imported yet stand deferred (module docstring). remove() puts PyTorch back as
@@ -128,7 +137,9 @@ class DeferredCompiler:
     def __init__(self, facts: dict[str, Any]) -> None:
         import torch
 
+        start = time.perf_counter()
         import_graph_runtime()
+        self.runtime_import_seconds = time.perf_counter() - start  # what torch.compile pays for a cached graph too
         self._kernels = _ExternKernels(dict(facts.get("extern_kernels", {})))
         self._wrapper = torch._TorchCompileInductorWrapper
         self._get_config = self._wrapper.__dict__["get_compiler_config"]

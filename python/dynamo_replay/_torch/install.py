@@ -361,8 +361,10 @@ def _install_entries(
 def nearest_failure(managers: list[Any], frame_locals: dict[str, Any], frame_globals: dict[str, Any]) -> str | None:
     """Why a call failed every saved entry of its frame, said against the nearest one (the entry
     that ran the most guards before one failed): that guard as PyTorch wrote it and, where it
-    compares a value, the value now. None if it cannot be told."""
+    compares a source with a value, what the source reads now. None if it cannot be told."""
     from torch.utils._python_dispatch import _disable_current_modes
+
+    from dynamo_replay._torch.guards import _LiveExpression
 
     nearest = None
     for manager in managers:
@@ -376,24 +378,19 @@ def nearest_failure(managers: list[Any], frame_locals: dict[str, Any], frame_glo
         return None
     guard = str(nearest.verbose_code_parts[0]).split("  #")[0].strip()
     said = f"the nearest saved entry fails {guard}"
-    compared = re.fullmatch(r"([LG]\['\w+'\](?:\.\w+|\['\w+'\])*) (?:==|is) .+", guard)
+    compared = _COMPARISON.fullmatch(guard)
     if compared:
         try:
-            now = _read_source(compared.group(1), frame_locals, frame_globals)
+            with _disable_current_modes():
+                now = _LiveExpression(compared.group(1), frame_globals).value(frame_locals)
         except Exception:
             return said
         said += f" (now {compared.group(1)} is {now!r})"
     return said
 
 
-def _read_source(source: str, frame_locals: dict[str, Any], frame_globals: dict[str, Any]) -> Any:
-    """The value a source of names, attributes and string keys (`G['cfg'].scale`) reads now."""
-    parts = re.findall(r"^([LG])\['(\w+)'\]|\.(\w+)|\['(\w+)'\]", source)
-    scope, name = parts[0][0], parts[0][1]
-    value = (frame_locals if scope == "L" else frame_globals)[name]
-    for _, _, attribute, key in parts[1:]:
-        value = getattr(value, attribute) if attribute else value[key]
-    return value
+# A guard that compares a source of the frame (`G['SCALE']`, `L['x'].size()[1]`) with a value.
+_COMPARISON = re.compile(r"([LG]\[.+?) (?:==|!=|is|is not|<=|>=|<|>) [^=<>]+")
 
 
 def _merged_packages(found: list[tuple[int, Any]]) -> tuple[Any, dict[str, int]]:

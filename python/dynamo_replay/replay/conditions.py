@@ -21,7 +21,8 @@ def in_words(guard: Any) -> str:
     who = _who(guard.source)
     value = _HASH.sub("", (guard.value or "").split("; ")[0])
     if guard.kind == "MODULE_HOOKS":
-        owner = _who(_LOCAL.search(guard.source).group(0) if _LOCAL.search(guard.source) else guard.source)
+        module = _LOCAL.search(guard.source)  # the hooks of L['self']: self's
+        owner = _who(module.group(0) if module else guard.source)
         return f"{owner} has no hooks" if value == "tuple []" else f"{owner} has the hooks it had at capture"
     if guard.kind == "CLASS_CONTENTS":
         name = value.removeprefix("class ")

@@ -52,7 +52,6 @@ class replay:  # noqa: N801 - a context manager, like capture
         self._pid = os.getpid()  # a forked child leaving the block prints no summary of its own
         self._metrics_before = 0
         self._checks_before = 0.0  # seconds in replay's call-time checks before this block
-        self._runtime_import_seconds = 0.0  # importing Inductor's runtime while loading (as torch.compile does)
         self._contents: Contents | None = None
         self._reasons: dict[str, str] = {}  # frame -> why it compiles here: not saved, or saved but not used
         self._refused: dict[str, str] = {}  # frame -> why a call refused its saved entry (SafeDynamoCache.refused)
@@ -77,9 +76,8 @@ class replay:  # noqa: N801 - a context manager, like capture
         path, self._summary.rank = ranks.store_for_rank(self.path, job)
         self._agreement = ranks.Agreement(job) if job is not None else None
         if path != self.path:  # a store of this rank's own: its saved frames must not reach rank 0's
-            self._undo.append(
-                kernels.PrivateCacheDir(with_isa_probes=False).restore
-            )  # through the Inductor cache they share
+            # through the Inductor cache they share
+            self._undo.append(kernels.PrivateCacheDir(with_isa_probes=False).restore)
         try:
             contents = read_store(path)
             libraries = check_all(contents, self.key, _torch.PRECOMPILE_SETTINGS)
@@ -96,8 +94,9 @@ class replay:  # noqa: N801 - a context manager, like capture
                 self._undo.append(self._agreement.refuse_at_compile_start(str(refusal)))
             return self
         self._summary.loaded = self._active = True
-        self._summary.load_seconds = time.perf_counter() - start - self._runtime_import_seconds
-        self._summary.import_seconds += self._runtime_import_seconds
+        runtime = self._deferred_compiler.runtime_import_seconds if self._deferred_compiler else 0.0
+        self._summary.load_seconds = time.perf_counter() - start - runtime
+        self._summary.import_seconds += runtime
         return self
 
     def _load_or_refuse(
@@ -212,19 +211,12 @@ class replay:  # noqa: N801 - a context manager, like capture
     def _defer_compiler(self, facts: dict[str, Any] | None) -> None:
         """Leaves Inductor's compiler unimported until a frame compiles (_torch/deferred_compiler.py),
         where the store says what its graphs need instead."""
-        if facts is None:
-            self._summary.compiler = "imported: this store's capture did not record what its graphs need"
+        why_not = _torch.deferred_compiler.why_not_deferred(facts)
+        if why_not or facts is None:
+            self._summary.compiler = f"imported: {why_not}"
             return
-        missing = _torch.deferred_compiler.undeferrable_operators(facts.get("operators", []))
-        if missing:
-            self._summary.compiler = f"imported: the graphs call {missing[0]}, which the compiler registers"
-            return
-        start = time.perf_counter()
-        _torch.deferred_compiler.import_graph_runtime()  # what torch.compile imports to run a cached graph
-        self._runtime_import_seconds = time.perf_counter() - start
-        deferred = _torch.deferred_compiler.DeferredCompiler(facts)
-        self._deferred_compiler = deferred
-        self._undo.append(deferred.remove)
+        self._deferred_compiler = _torch.deferred_compiler.DeferredCompiler(facts)
+        self._undo.append(self._deferred_compiler.remove)
 
     def _missed_entries(self, cache: _torch_install.SafeDynamoCache, code: Any) -> None:
         """When a frame with saved entries compiles: which guard of the nearest entry failed

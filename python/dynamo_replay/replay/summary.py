@@ -44,7 +44,7 @@ class ReplaySummary:
     read_seconds: float = 0.0  # of load_seconds: reading the store and every check before it is used
     install_seconds: float = 0.0  # installing saved frames at their function's first call
     graph_load_seconds: float = 0.0  # of install_seconds: the compiled graphs' code and kernel libraries
-    call_check_seconds: float = 0.0  # replay's own checks on calls (dropped guards, DDP splits, ...)
+    call_check_seconds: float = 0.0  # the first run of replay's own checks on calls (dropped guards, DDP splits, ...)
     generations: int = 0  # the capture and each update since (dynamo_replay.generations)
     saved_frames: list[str] = field(default_factory=list)  # frames the store can replay without Dynamo
     hits: dict[str, int] = field(default_factory=dict)  # saved frame -> calls of its saved graphs here
@@ -117,7 +117,7 @@ class ReplaySummary:
             ("artifacts put in place", self.load_seconds - self.read_seconds),
             ("saved frames' guards built and checked", self.install_seconds - self.graph_load_seconds),
             ("compiled graphs and kernels loaded", self.graph_load_seconds),
-            ("checks on calls", self.call_check_seconds),
+            ("checks on first calls", self.call_check_seconds),
         ]
         return [
             f"  start: {own:.2f} s of replay's own work: " + ", ".join(f"{what} {s:.2f} s" for what, s in parts),
