@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import runpy
 import sys
@@ -72,7 +73,10 @@ def _replay(args: argparse.Namespace) -> int:
         return 2
     try:
         with session:
-            return _run_job(args)
+            status = _run_job(args)
+        if args.summary_json:
+            Path(args.summary_json).write_text(json.dumps(session.summary.as_dict(), indent=1, default=str))
+        return status
     except ReplayError as error:  # strict mode's refusals: the cause, not a traceback
         message = str(error)
         print(message if message.startswith("dynamo-replay:") else f"dynamo-replay: {message}", file=sys.stderr)
@@ -101,8 +105,29 @@ def _check(args: argparse.Namespace) -> int:
             return preflight.EXIT_ERROR
     else:
         result = preflight.check_store(args.store, job=job)
+        if args.run_job:
+            if job is None:
+                print("error: check --run needs the job's script", file=sys.stderr)
+                return preflight.EXIT_USAGE
+            if result.refused is None:
+                result.add_run(_run_under_replay(args))
     print(json.dumps(result.to_json(), indent=1) if args.json else result.render(verbose=args.verbose))
     return result.exit_code
+
+
+def _run_under_replay(args: argparse.Namespace) -> object:
+    """check --run: the job run once under replay, a frame that misses traced by Dynamo with the
+    eager backend (seconds, where Inductor takes minutes); the replay's summary."""
+    from dynamo_replay import replay
+    from dynamo_replay._torch.settings import eager_backend_stance
+
+    args.module = None  # check takes a script
+    _prepare_job(args)
+    session = replay(args.store, verbose=False)
+    # The job's own output goes to stderr: stdout is check's answer (its JSON, for scripts).
+    with session, eager_backend_stance(), contextlib.redirect_stdout(sys.stderr):
+        _run_job(args)
+    return session.summary
 
 
 def _graph(args: argparse.Namespace) -> int:
@@ -226,6 +251,11 @@ def main(argv: list[str] | None = None) -> int:
         help="add what compiles during the run to the store (a new generation; a missing store is "
         "captured whole), so the next start replays it too",
     )
+    rep.add_argument(
+        "--summary-json",
+        metavar="FILE",
+        help="also write the replay summary as JSON to FILE (each frame compiled here, with its miss as fields)",
+    )
     rep.add_argument("store", help="store file written by capture")
     _add_job_arguments(rep)
     rep.set_defaults(run=_replay)
@@ -234,13 +264,20 @@ def main(argv: list[str] | None = None) -> int:
         help="say what a replay would do on this host, before the job starts",
         description="The pre-flight: whether the store (or the fleet entry this host would take) is used or "
         "refused, with every differing factor, and for each saved frame whether it replays, compiles "
-        "(and why) or depends on a value only the running job has. The job is not run. Exit codes: 0 "
+        "(and why) or depends on a value only the running job has. The job is not run, unless --run. Exit codes: 0 "
         "every saved frame replays (given the values listed), 3 some compile, 4 refused, 1 the check "
         "could not run, 2 bad usage.",
     )
     check.add_argument("--json", action="store_true", help="print the answer as JSON")
     check.add_argument(
         "--verbose", action="store_true", help="also print the raw guards of each frame and its entries' inputs"
+    )
+    check.add_argument(
+        "--run",
+        dest="run_job",
+        action="store_true",
+        help="run the job once under replay (a frame that misses is traced with the eager backend, not "
+        "compiled by Inductor) and name each miss: the guard, its value at capture and now, and the fix",
     )
     check.add_argument("store", help="store file, or redis://HOST:PORT/DB?name=JOB")
     check.add_argument("script", nargs="?", help="the job's script: compared with the one captured")

@@ -15,7 +15,9 @@ The rules (docs/usage.md, "Jobs of many ranks"; docs/fleet.md):
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -108,7 +110,30 @@ def store_for_rank(path: str, job: JobRank | None) -> tuple[str, str | None]:
     if covered(side, path):
         Path(side).unlink(missing_ok=True)
         return path, None
-    return side, f"rank {job.rank} compiles differently from rank 0: its own store {side} is replayed"
+    note = f"rank {job.rank} compiles differently from rank 0: its own store {side} is replayed"
+    difference = rank_difference(path, side)
+    return side, note + (f"; what differs (rank 0's, then rank {job.rank}'s): {difference}" if difference else "")
+
+
+# replay-inspect diff's answer for a side store starts by naming the rank: the rest is what differs.
+_RANK_LEAD = re.compile(r"^Rank \d+ compiles differently from rank 0 \(was: rank 0, now: rank \d+\): ")
+
+
+def rank_difference(main: str, side: str, timeout_s: float = 20.0) -> str | None:
+    """What a rank's side store compiled differently from rank 0's store, in one line
+    (`replay-inspect diff MAIN SIDE`'s answer), or None when it cannot be told: advice for the
+    summary, never a reason to fail."""
+    from dynamo_replay.tools import run_inspect
+
+    try:
+        done = run_inspect("diff", "--json", main, side, timeout=timeout_s)
+        answer = json.loads(done.stdout).get("answer") if done.returncode in (0, 1) else None
+    except Exception:  # the tool missing, slow or unreadable output: the summary says less
+        return None
+    if not isinstance(answer, str) or not answer:
+        return None
+    answer = _RANK_LEAD.sub("", answer.split(". ")[0].rstrip("."))
+    return answer if len(answer) <= 400 else answer[:397] + "..."
 
 
 class Agreement:

@@ -35,6 +35,6 @@ def mlir_executable() -> str:
     return _executable("replay-mlir")
 
 
-def run_inspect(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+def run_inspect(*args: str, check: bool = False, timeout: float | None = None) -> subprocess.CompletedProcess[str]:
     """Runs replay-inspect with `args`, capturing text output."""
-    return subprocess.run([inspect_executable(), *args], capture_output=True, text=True, check=check)
+    return subprocess.run([inspect_executable(), *args], capture_output=True, text=True, check=check, timeout=timeout)

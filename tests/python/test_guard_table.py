@@ -173,7 +173,7 @@ def test_a_shared_package_key_is_named_and_compiles(runs: Runs) -> None:
 @pytest.mark.parametrize(
     "case, cause",
     [
-        ("enum_member", "G['KIND'] was enum case_enum_member.Kind.A at capture, is enum case_enum_member.Kind.B now"),
+        ("enum_member", "global KIND was enum case_enum_member.Kind.A at capture, is enum case_enum_member.Kind.B now"),
         ("function_default", "defaults constant 2.0 at capture, is function case_function_default.post code"),
         ("builtin_shadowed", "['abs'] was callable builtins.abs at capture, is function case_builtin_shadowed.abs"),
         ("object_identity", "`G['CURRENT'] is G['A']` held at capture and does not now"),

@@ -114,6 +114,24 @@ def test_two_stores_name_the_size_guard_and_the_shapes(stores, inspect) -> None:
     assert "L['x'].size()[0]: 8 -> 16" in text.stdout and "input L['x']: float32[8] -> float32[16]" in text.stdout
 
 
+def test_a_ranks_side_store_is_said_as_that_rank(stores, inspect, tmp_path: Path) -> None:
+    """STORE.rank-K beside STORE is rank K's own compile (ranks.py): diff names the rank, rank 0's
+    value first; replay's summary line for that rank (ranks.rank_difference) says the same."""
+    import shutil
+
+    from dynamo_replay.ranks import rank_difference
+
+    main, side = tmp_path / "job.dynrep", tmp_path / "job.dynrep.rank-3"
+    shutil.copy(stores["n8"], main)
+    shutil.copy(stores["n16"], side)
+    _, report = diff_json(inspect, main, side)
+    said = "scale_and_shift 0/0 (test_inspect_diff.py:21): L['x'].size()[0] was 8, now 16"
+    assert report["answer"].startswith(f"Rank 3 compiles differently from rank 0 (was: rank 0, now: rank 3): {said}")
+    assert rank_difference(str(main), str(side)) == said
+    _, other = diff_json(inspect, main, stores["n16"])  # any other name: two runs of one job
+    assert other["answer"].startswith(f"In {stores['n16']}, ")
+
+
 def test_the_same_job_twice_does_not_differ(stores, inspect) -> None:
     result = inspect("diff", str(stores["n8"]), str(stores["n8-again"]))
     assert result.returncode == 0, result.stdout

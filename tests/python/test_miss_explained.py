@@ -1,7 +1,8 @@
-"""A frame that compiles at replay after failing every saved entry is explained against the
-nearest entry (_torch.install.nearest_failure): the guard that failed, as PyTorch wrote it, and
-what its source reads now. One line per kind of guard text; test_replay_changes runs the real
-thing (a global float changed) end to end."""
+"""A call that fails every saved entry of its frame is explained against the nearest entry:
+_torch.install.nearest_failure finds the failed guard and reads its source on the call, and
+replay/misses.explain says it in the user's terms with both values and the fix. One line per
+kind of guard text, as PyTorch 2.13-2.15 write them; test_miss_table runs the real misses end
+to end."""
 
 from __future__ import annotations
 
@@ -9,7 +10,105 @@ from types import SimpleNamespace
 
 import pytest
 
-pytest.importorskip("torch")
+from dynamo_replay.replay.misses import explain
+
+HOOKS = (
+    "(tuple(L['self']._forward_pre_hooks.values()) + tuple(L['self']._forward_hooks.values()) + "
+    "tuple(L['self']._backward_pre_hooks.values()) + tuple(L['self']._backward_hooks.values()))"
+)
+
+# guard text, the value its source reads now (absent: none read) ->
+#   (kind, subject, at capture, now, a word of the fix or None)
+CASES = {
+    "a new length": (
+        ("tensor 'L['input_ids']' size mismatch at index 1. expected 64, actual 96",),
+        ("size", "input_ids.size(1)", "64", "96", "mark_dynamic(input_ids, 1)"),
+    ),
+    "a new batch": (
+        ("tensor 'L['kwargs']['input_ids']' size mismatch at index 0. expected 2, actual 4",),
+        ("size", "input_ids.size(0)", "2", "4", "mark_dynamic(input_ids, 0)"),
+    ),
+    "a dtype": (
+        ("tensor 'L['x']' dtype mismatch. expected Float, actual Double",),
+        ("dtype", "x.dtype", "float32", "float64", "x.to(torch.float32)"),
+    ),
+    "requires_grad": (
+        ("tensor 'L['x']' requires_grad mismatch. expected requires_grad=0",),
+        ("requires_grad", "x.requires_grad", "False", "True", "x.detach()"),
+    ),
+    "a stride": (
+        ("tensor 'L['x']' stride mismatch at index 0. expected 64, actual 1",),
+        ("stride", "x.stride(0)", "64", "1", "x.contiguous() at job.py:9"),
+    ),
+    "a rank": (("tensor 'L['x']' rank mismatch. expected 2, actual 3",), ("rank", "x.dim()", "2", "3", None)),
+    "train/eval": (
+        ("L['self'].training == False  # return self.drop(x)  # model.py:12 in forward", True),
+        ("mode", "self.training", "False", "True", "self.eval()"),
+    ),
+    "a submodule's mode": (
+        ("L['self']._modules['drop'].training == False", True),
+        ("mode", "self.drop.training", "False", "True", "self.drop.eval()"),
+    ),
+    "a global float": (
+        ("G['SCALE'] == 0.5", 0.7),
+        ("float_constant", "global SCALE", "0.5", "0.7", "torch.tensor(0.5)"),
+    ),
+    "a config field": (
+        ("G['CONFIG'].scale == 0.5", 0.7),
+        ("float_constant", "global CONFIG.scale", "0.5", "0.7", "CONFIG.scale as a tensor"),
+    ),
+    "an int argument": (("L['n'] == 3", 4), ("int_constant", "n", "3", "4", "dynamic=True")),
+    "a dict key": (("L['cfg']['mode'] == 'slow'", "fast"), ("constant", "cfg['mode']", "'slow'", "'fast'", None)),
+    "a length of a list": (("len(L['xs']) == 2", 3), ("length", "len(xs)", "2", "3", None)),
+    "a baked-in lr": (
+        ("L['self'].param_groups[0]['lr'] == 0.01", 0.02),
+        ("float_constant", "self.param_groups[0]['lr']", "0.01", "0.02", "lr=torch.tensor(0.01)"),
+    ),
+    "a size below the dynamic range": (
+        ("2 <= L['x'].size()[0]  # (due to 0/1 specialization in the framework)", 1),
+        ("size_0_1", "x.size(0)", "2 <= x.size(0)", "1", "mark_unbacked(x, 0)"),
+    ),
+    "a module hook added": (
+        (f"dynamo-replay: {HOOKS} is tuple [] (MODULE_HOOKS dropped by PyTorch's precompile)", (print,)),
+        ("hooks", "self's hooks", "no hooks", "1 hook", "capture again with the hooks self has now"),
+    ),
+    "a class edited": (
+        (
+            "dynamo-replay: type(L['self']) is class models.GPT contents 0123456789abcdef (CLASS_CONTENTS dropped "
+            "by PyTorch's precompile)",
+            object,
+        ),
+        ("class", "class models.GPT", "as captured", "changed since capture", None),
+    ),
+    "another object": (
+        ("___check_obj_id(L['fn'], 140234)", print),
+        ("object", "fn", "the object compiled for", "another object", None),
+    ),
+    "another type": (
+        ("___check_type_id(L['x'], 9437)", 1.5),
+        ("type", "type(x)", "the type compiled for", "float", None),
+    ),
+    "an unknown guard": (("some_new_guard(L['x'])",), ("other", "some_new_guard(L['x'])", None, None, None)),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_miss_is_said_with_both_values_and_the_fix(case: str) -> None:
+    (text, *now), (kind, subject, at_capture, value_now, fix) = CASES[case]
+    miss = explain(text, now[0] if now else None, bool(now), caller="job.py:9")
+    assert (miss.kind, miss.subject, miss.at_capture, miss.now) == (kind, subject, at_capture, value_now)
+    assert (fix in miss.fix) if fix else miss.fix is None, miss.fix
+    said = str(miss)
+    assert said.startswith(subject) and (at_capture is None or f"{at_capture} at capture" in said), said
+    assert miss.as_dict()["subject"] == subject and miss.guard == text.split("  #")[0].strip()
+
+
+def test_the_user_line_pytorch_names_is_kept() -> None:
+    miss = explain("L['self'].training == False  # return self.drop(x)  # model.py:12 in forward", True, True)
+    assert miss.line == "model.py:12" and "(at model.py:12)" in str(miss)
+
+
+torch = pytest.importorskip("torch")
 
 from dynamo_replay._torch.install import nearest_failure  # noqa: E402
 
@@ -21,22 +120,16 @@ class Config:
 FRAME_LOCALS = {"x": [0.0] * 96, "self": SimpleNamespace(training=True), "cfg": {"mode": "fast"}}
 FRAME_GLOBALS = {"SCALE": 0.7, "CONFIG": Config()}
 
-# (the failing guard's text, as PyTorch's check_verbose gives it, and what the summary says)
-GUARDS = {
-    "a global float": ("G['SCALE'] == 0.5", "fails G['SCALE'] == 0.5 (now G['SCALE'] is 0.7)"),
-    "an attribute of a global": (
-        "G['CONFIG'].scale == 0.5",
-        "fails G['CONFIG'].scale == 0.5 (now G['CONFIG'].scale is 0.7)",
-    ),
-    "a module's mode": (
-        "L['self'].training == False  # model.py:12 in forward",
-        "fails L['self'].training == False (now L['self'].training is True)",
-    ),
-    "a dict key": ("L['cfg']['mode'] == 'slow'", "fails L['cfg']['mode'] == 'slow' (now L['cfg']['mode'] is 'fast')"),
-    "a length": ("len(L['x']) == 64", "fails len(L['x']) == 64"),  # not a source: no value read
-    "a size through a call": ("L['x'].__len__() == 64", "fails L['x'].__len__() == 64 (now L['x'].__len__() is 96)"),
-    "a tensor check": ("check_tensor(L['x'], Tensor, ..., size=[2, 64])", "fails check_tensor(L['x'], Tensor"),
-    "a source that no longer reads": ("G['GONE'] == 1", "fails G['GONE'] == 1"),
+# the failing guard's text as check_verbose gives it -> what its source reads on the call
+READS = {
+    "a global float": ("G['SCALE'] == 0.5", 0.7),
+    "an attribute of a global": ("G['CONFIG'].scale == 0.5", 0.7),
+    "a module's mode": ("L['self'].training == False  # model.py:12 in forward", True),
+    "a dict key": ("L['cfg']['mode'] == 'slow'", "fast"),
+    "a length": ("len(L['x']) == 64", 96),
+    "a range": ("2 <= len(L['x'])", 96),
+    "a tensor check": ("tensor 'L['x']' size mismatch at index 0. expected 2, actual 4", None),
+    "a source that no longer reads": ("G['GONE'] == 1", None),
 }
 
 
@@ -45,18 +138,17 @@ def manager(passes: bool, executed: int, parts: list[str]):
     return SimpleNamespace(check_verbose=lambda f_locals: info)
 
 
-@pytest.mark.parametrize("guard", GUARDS)
-def test_the_failed_guard_is_named_with_its_value_now(guard: str) -> None:
-    text, said = GUARDS[guard]
+@pytest.mark.parametrize("guard", READS)
+def test_the_failed_guard_is_found_with_what_its_source_reads_now(guard: str) -> None:
+    text, now = READS[guard]
     found = nearest_failure([manager(False, 3, [text])], FRAME_LOCALS, FRAME_GLOBALS)
-    assert found is not None and found.startswith("the nearest saved entry ") and said in found, found
-    if "(now" not in said:
-        assert "(now" not in found
+    assert found is not None and found.text == text
+    assert (found.has_now, found.now) == ((True, now) if now is not None else (False, None))
 
 
 def test_the_nearest_entry_is_the_one_that_ran_the_most_guards() -> None:
     entries = [manager(False, 2, ["G['A'] == 1"]), manager(False, 9, ["G['SCALE'] == 0.5"]), manager(False, 4, ["x"])]
-    assert "G['SCALE'] == 0.5" in nearest_failure(entries, FRAME_LOCALS, FRAME_GLOBALS)
+    assert nearest_failure(entries, FRAME_LOCALS, FRAME_GLOBALS).text == "G['SCALE'] == 0.5"
 
 
 def test_nothing_is_said_when_no_entry_failed() -> None:

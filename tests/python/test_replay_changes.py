@@ -166,12 +166,11 @@ def swapped_store(tmp_path_factory) -> Path:
 # of a global function, a module attribute, a closure cell) and a class's methods are re-checked
 # by dynamo-replay; a global float is still guarded by PyTorch.
 SWAPS = {
-    "global_function": "G['ACT'] was function __main__.relu_fn",
-    "method": "type(L['net']) was class __main__.Net contents",
-    "module_attribute": "G['swap_helpers'].act was callable torch._VariableFunctionsClass.relu",
-    "closure": "L['inner'] was callable torch._VariableFunctionsClass.relu",
-    "global_float": "the call failed the guards of every saved entry: the nearest saved entry fails "
-    "G['SCALE'] == 2.0 (now G['SCALE'] is 3.0)",
+    "global_function": "global ACT was function __main__.relu_fn",
+    "method": "type(net) was class __main__.Net contents",
+    "module_attribute": "global swap_helpers.act was callable torch._VariableFunctionsClass.relu",
+    "closure": "inner was callable torch._VariableFunctionsClass.relu",
+    "global_float": "the call failed the guards of every saved entry: global SCALE: 2.0 at capture, 3.0 now",
 }
 
 

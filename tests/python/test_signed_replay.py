@@ -213,4 +213,4 @@ def test_the_attack_of_the_issue_is_refused_and_the_answer_stays_right(signed: P
     assert result.returncode == 0, result.stderr[-3000:]
     compiled, eager = torch.load(out)
     assert torch.equal(compiled, eager)
-    assert "G['ACT'] was function __main__.relu_fn" in result.stderr
+    assert "global ACT was function __main__.relu_fn" in result.stderr

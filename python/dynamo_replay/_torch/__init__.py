@@ -51,7 +51,12 @@ from dynamo_replay._torch.graphs import decompose_to_core_aten, graph_snapshot
 from dynamo_replay._torch.guards import DroppedGuard, quiet_dropped_guards, record_dropped_guards
 from dynamo_replay._torch.inductor import _clear_isa_caches, probed_vec_isas, reuse_vec_isa_probe
 from dynamo_replay._torch.optimizers import LiftedOptimizerState
-from dynamo_replay._torch.precompile import PrecompileSafety, StableAutogradCacheKeys, quiet_missing_backend
+from dynamo_replay._torch.precompile import (
+    PrecompileSafety,
+    StableAutogradCacheKeys,
+    quiet_missing_backend,
+    save_cache_artifacts,
+)
 from dynamo_replay._torch.settings import (
     PRECOMPILE_SETTINGS,
     apply_settings,
@@ -100,6 +105,7 @@ __all__ = [
     "quiet_missing_backend",
     "record_dropped_guards",
     "reuse_vec_isa_probe",
+    "save_cache_artifacts",
     "save_split_graphs",
     "skip_unique_ids",
     "tensor_bytes",

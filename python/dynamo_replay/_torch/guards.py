@@ -430,6 +430,14 @@ def add_log_filter(logger_name: str, log_filter: logging.Filter) -> Callable[[],
 # --- replay: dropped guards checked again ------------------------------------------------------
 
 
+def read_dropped_source(guard: DroppedGuard, local_scope: dict[str, Any], global_scope: dict[str, Any]) -> Any:
+    """What a dropped guard's source reads now. REQUIRES: the caller handles what an unreadable
+    source raises."""
+    return eval(  # noqa: S307 - a Dynamo source
+        readable_source(guard.source, _in_frame(guard)), _eval_scope(local_scope, global_scope)
+    )
+
+
 def recheck_at_install(
     guard: DroppedGuard,
     local_scope: dict[str, Any],
@@ -450,9 +458,7 @@ def recheck_at_install(
             else None
         )
     try:
-        value = eval(  # noqa: S307 - a Dynamo source
-            readable_source(guard.source, _in_frame(guard)), _eval_scope(local_scope, global_scope)
-        )
+        value = read_dropped_source(guard, local_scope, global_scope)
         now = describe_like(guard.value, value)
     except Exception as error:
         if not guard.risky or "L[" in guard.source:

@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import importlib
 import io
+import os
 import pickle
 import re
 import sys
@@ -38,8 +39,11 @@ class InstallReport:
 class FrameVetting(Protocol):
     """What replay checks for each saved frame, around PyTorch's loading of its guards."""
 
-    def before_load(self, frame: str, local_scope: dict[str, Any], global_scope: dict[str, Any]) -> str | None:
-        """Why the frame must not be used, from what is known before its guards load, or None."""
+    def before_load(
+        self, frame: str, guards_state: bytes, local_scope: dict[str, Any], global_scope: dict[str, Any]
+    ) -> str | None:
+        """Why this guarded entry must not be used, from what is known before its guards load
+        (the guards PyTorch's precompile dropped from it), or None."""
 
     def after_load(
         self,
@@ -318,11 +322,11 @@ def _install_entries(
                 torch._dynamo.eval_frame.skip_code(target_code)
                 continue
             local_scope = _live_locals(fn, target_code) if code is main_code else {}
-            refusal = vetting.before_load(frame, local_scope, scope)
-            if refusal:
-                report.skipped.append((frame, refusal))
-                continue
             for guarded in entry.guarded_codes:
+                refusal = vetting.before_load(frame, guarded.guards_state, local_scope, scope)
+                if refusal:
+                    report.skipped.append((frame, refusal))
+                    continue
                 try:
                     state, lenient = _load_guards_state(guarded.guards_state)
                     report.recreated += [f"{frame}: {name} restored without its __setstate__" for name in lenient]
@@ -358,10 +362,24 @@ def _install_entries(
                 report.installed += 1
 
 
-def nearest_failure(managers: list[Any], frame_locals: dict[str, Any], frame_globals: dict[str, Any]) -> str | None:
-    """Why a call failed every saved entry of its frame, said against the nearest one (the entry
-    that ran the most guards before one failed): that guard as PyTorch wrote it and, where it
-    compares a source with a value, what the source reads now. None if it cannot be told."""
+@dataclasses.dataclass(frozen=True)
+class FailedGuard:
+    """The guard of a frame's nearest saved entry that a call failed (nearest_failure), with what
+    its source reads on that call: the facts replay/misses.py says a miss from."""
+
+    text: str  # as PyTorch's check_verbose gives it, user-line comment included
+    now: Any = None
+    has_now: bool = False
+    caller: str | None = None  # "file:line" of the user's call that missed
+    library_line: bool = False  # the user line PyTorch names for the guard is PyTorch's own code
+
+
+def nearest_failure(
+    managers: list[Any], frame_locals: dict[str, Any], frame_globals: dict[str, Any]
+) -> FailedGuard | None:
+    """Why a call failed every saved entry of its frame, against the nearest one (the entry
+    that ran the most guards before one failed): that guard and, where it compares a source
+    of the frame, what the source reads now. None if it cannot be told."""
     from torch.utils._python_dispatch import _disable_current_modes
 
     from dynamo_replay._torch.guards import _LiveExpression
@@ -376,21 +394,60 @@ def nearest_failure(managers: list[Any], frame_locals: dict[str, Any], frame_glo
             nearest = info
     if nearest is None or not nearest.verbose_code_parts:
         return None
-    guard = str(nearest.verbose_code_parts[0]).split("  #")[0].strip()
-    said = f"the nearest saved entry fails {guard}"
-    compared = _COMPARISON.fullmatch(guard)
-    if compared:
-        try:
-            with _disable_current_modes():
-                now = _LiveExpression(compared.group(1), frame_globals).value(frame_locals)
-        except Exception:
-            return said
-        said += f" (now {compared.group(1)} is {now!r})"
-    return said
+    text = str(nearest.verbose_code_parts[0])
+    facts = {"caller": _user_caller(), "library_line": _in_pytorch(text)}
+    source = _source_read(text.split("  #")[0].strip())
+    if source is None:
+        return FailedGuard(text, **facts)
+    try:
+        with _disable_current_modes():
+            now = _LiveExpression(source, frame_globals).value(frame_locals)
+    except Exception:
+        return FailedGuard(text, **facts)
+    return FailedGuard(text, now, True, **facts)
 
 
-# A guard that compares a source of the frame (`G['SCALE']`, `L['x'].size()[1]`) with a value.
-_COMPARISON = re.compile(r"([LG]\[.+?) (?:==|!=|is|is not|<=|>=|<|>) [^=<>]+")
+def _in_pytorch(text: str) -> bool:
+    """Whether the user line PyTorch appends to a guard (`# nn/modules/dropout.py:73 in forward`,
+    its file named relative to the torch package where it is PyTorch's) is PyTorch's own code."""
+    import torch
+
+    found = re.search(r"# ([^#]+?):\d+ in \w+", text)
+    return bool(found) and os.path.isfile(os.path.join(os.path.dirname(torch.__file__), found.group(1).strip()))
+
+
+# What a guard reads of the frame: one side of a comparison (`G['SCALE'] == 0.5`,
+# `2 <= L['x'].size()[0]`), replay's own check of a dropped guard, an identity check's object.
+_COMPARED = re.compile(r"^(.+?) (?:==|!=|is not|is|<=|>=|<|>) (.+)$")
+_DROPPED = re.compile(r"^dynamo-replay: (.+?) is .+ \(\w+ dropped by .*\)$")
+_IDENTITY = re.compile(r"^___check_(?:obj|type)_id\((.+), \d+\)$")
+
+
+def _source_read(guard: str) -> str | None:
+    for pattern in (_DROPPED, _IDENTITY):
+        found = pattern.match(guard)
+        if found:
+            return found.group(1)
+    found = _COMPARED.match(guard)
+    if not found or guard.startswith("dynamo-replay: "):
+        return None
+    return next((side for side in found.groups() if "L[" in side or "G[" in side), None)
+
+
+def _user_caller() -> str | None:
+    """ "file:line" of the nearest frame on the stack outside PyTorch and this package: the user's
+    call of the compiled function that is compiling now."""
+    import torch
+
+    ours = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(ours) and not filename.startswith("<"):
+            shown = os.path.relpath(filename) if filename.startswith(os.getcwd() + os.sep) else filename
+            return f"{shown}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
 
 
 def _merged_packages(found: list[tuple[int, Any]]) -> tuple[Any, dict[str, int]]:

@@ -129,6 +129,46 @@ def _packaged_ddp_class(base: type) -> type:
     return PackagedConvertFrame
 
 
+def save_cache_artifacts() -> tuple[Any, list[tuple[str, int]]]:
+    """torch.compiler.save_cache_artifacts(), and (qualname, first line) of each compiled
+    function whose package PyTorch left a frame out of while saving: the frame's compiled graph
+    was never recorded (its `dynamo_cache_bypass` artifact, "Backend not found"). A graph that
+    needs gradients is recorded once its backward has compiled, so a forward run with grad
+    enabled and never backpropagated during capture is one."""
+    import json
+    import logging
+
+    import torch.compiler
+
+    left_out: list[tuple[str, int]] = []
+
+    class Bypasses(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            metadata = getattr(record, "metadata", None) or {}
+            if (
+                not isinstance(metadata.get("artifact"), dict)
+                or metadata["artifact"].get("name") != "dynamo_cache_bypass"
+            ):
+                return
+            try:
+                entry = json.loads(getattr(record, "payload", None) or "{}")["entry"]
+                left_out.append((str(entry["fn_name"]), int(entry["fn_first_lineno"])))
+            except (ValueError, KeyError, TypeError):
+                pass
+
+    logger = logging.getLogger("torch.__trace")
+    handler, level, propagate = Bypasses(), logger.level, logger.propagate
+    logger.handlers.insert(0, handler)  # first, as trace_intake.listen does
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    try:
+        return torch.compiler.save_cache_artifacts(), left_out
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
 def quiet_missing_backend() -> Callable[[], None]:
     """Keeps PyTorch's "Backend not found" warning (a saved frame whose graph was not saved)
     off the console; returns the undo."""

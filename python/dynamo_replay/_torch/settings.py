@@ -4,12 +4,13 @@ for generated global names, the module globals it installs, and a real tensor's 
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import itertools
 import re
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 # The config values a precompile capture sets, and replay sets from what the store recorded.
@@ -236,6 +237,22 @@ def compiled_graph_globals(depth: int = 2) -> tuple[dict[str, Any], list[str]] |
             return scope, sorted(name for name in installed if name.startswith("__compiled_fn"))
         frame = frame.f_back
     return None
+
+
+@contextlib.contextmanager
+def eager_backend_stance() -> Iterator[None]:
+    """Every frame Dynamo compiles in the block gets the eager backend (torch.compiler.set_stance's
+    force_backend): traced, but neither AOTAutograd nor Inductor runs. Saved frames still run
+    their stored code."""
+    import torch
+    from torch._dynamo import eval_frame
+
+    prior = eval_frame._stance
+    torch.compiler.set_stance("default", force_backend="eager")
+    try:
+        yield
+    finally:
+        eval_frame._set_stance(prior)
 
 
 def fail_on_recompile() -> Callable[[], None]:

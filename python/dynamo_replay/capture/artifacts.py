@@ -32,24 +32,25 @@ class Artifacts:
         if self.signing_key:  # the bytes are kept only when they will be signed
             self.signed[name] = (media_type, data)
 
-    def save_mega_cache(self, replay_data: ReplayData) -> None:
+    def save_mega_cache(self, replay_data: ReplayData) -> list[tuple[str, int]]:
         """Stores PyTorch's own cache artifacts (Mega-Cache: Inductor FX graphs, AOTAutograd
-        entries, autotuning, PGO and precompile packages) for replay to load later."""
+        entries, autotuning, PGO and precompile packages) for replay to load later. Returns
+        (qualname, first line) of each function whose package PyTorch left a frame out of."""
+        left_out: list[tuple[str, int]] = []
         try:
-            import torch.compiler
-
             from dynamo_replay import _torch
 
             _torch.save_split_graphs()  # their pieces are complete once their backward has compiled
-            saved = torch.compiler.save_cache_artifacts()
+            saved, left_out = _torch.save_cache_artifacts()
             if saved is None:
-                return
+                return left_out
             data, info = saved
             counts = {kind: str(len(keys)) for kind, keys in sorted(info.artifacts.items())}
             replay_data.cache_keys = sorted(f"{kind}:{key}" for kind, keys in info.artifacts.items() for key in keys)
             self.put(schema.MEGA_CACHE_NAME, schema.MEGA_CACHE_MEDIA_TYPE, data, counts)
         except Exception:
             self._note_failure("save_cache_artifacts")
+        return left_out
 
     def save_kernels(self, cache: Any) -> None:
         """Stores the kernel libraries Inductor built or loaded (found in `cache`, a

@@ -23,6 +23,7 @@ class PrecompileNotes:
         self.dropped: set[tuple[CompileId, str, str]] = set()  # compile id, kind, source
         self.risky_dropped = 0
         self.bypasses: list[tuple[CompileId, str]] = []  # compile id, why PyTorch left it out
+        self.left_out: list[tuple[str, int]] = []  # functions whose frame's graph PyTorch never recorded
 
     # The three below are _torch.PrecompileSafety's callbacks.
     def guard_tree(self, key: str, lines: list[str]) -> None:
@@ -58,9 +59,15 @@ class PrecompileNotes:
         """A compile PyTorch left out of its package (its bypass artifact, a DDP split graph)."""
         self.bypasses.append((compile_id, reason))
 
+    def graphs_left_out(self, functions: list[tuple[str, int]]) -> None:
+        """The compiled functions (qualname, first line) whose saved frame PyTorch left out
+        while saving the cache artifacts, its compiled graph never recorded."""
+        self.left_out += functions
+
     def reasons_by_frame(self, compiles: list[dict[str, Any]]) -> dict[str, str]:
         """frame -> why it is not saved, for the replay data (`compiles`: each compile's metrics)."""
-        return _reasons_by_frame(self.not_packaged + _name_bypasses(self.bypasses, compiles))
+        left_out = [(frame, GRAPH_LEFT_OUT) for frame in _name_functions(self.left_out, compiles)]
+        return _reasons_by_frame(self.not_packaged + _name_bypasses(self.bypasses, compiles) + left_out)
 
     def report(self, not_saved: dict[str, str]) -> None:
         """One line per frame PyTorch's precompile could not save (`not_saved`: frame -> why,
@@ -93,6 +100,25 @@ def _reasons_by_frame(entries: list[tuple[str, str]]) -> dict[str, str]:
         if reason not in reasons.setdefault(frame, []):
             reasons[frame].append(reason)
     return {frame: "; ".join(found) for frame, found in reasons.items()}
+
+
+# PyTorch records a compiled graph that needs gradients only once its backward has compiled.
+GRAPH_LEFT_OUT = (
+    "PyTorch's precompile saved no compiled graph for it: it saves a graph that needs gradients only once its "
+    "backward has run (and only Inductor's graphs); run inference under torch.no_grad() (or "
+    "torch.inference_mode()), or run a backward in the captured job"
+)
+
+
+def _name_functions(functions: list[tuple[str, int]], compiles: list[dict[str, Any]]) -> list[str]:
+    """The frames of the compiled functions (qualname, first line) among the compiles."""
+    wanted = {(qualname.rsplit(".", 1)[-1], line) for qualname, line in functions}
+    frames = [
+        schema.frame_name(m.get("co_name"), m.get("co_filename"), m.get("co_firstlineno"))
+        for m in compiles
+        if (m.get("co_name"), m.get("co_firstlineno")) in wanted
+    ]
+    return list(dict.fromkeys(frames))
 
 
 def _name_bypasses(bypasses: list[tuple[CompileId, str]], compiles: list[dict[str, Any]]) -> list[tuple[str, str]]:

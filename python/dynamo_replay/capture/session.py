@@ -114,7 +114,7 @@ class Session:
             )
         self.calls.save()
         self.structured.save()
-        self.artifacts.save_mega_cache(self.replay_data)
+        self.precompile_notes.graphs_left_out(self.artifacts.save_mega_cache(self.replay_data))
         self.artifacts.save_kernels(self.cache)
         data = self.replay_data
         data.not_saved = self.precompile_notes.reasons_by_frame(data.compiles)

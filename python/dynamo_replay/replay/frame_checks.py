@@ -1,9 +1,9 @@
 """What replay checks for each saved frame before it is put in force (the guard table in
 dynamo_replay._torch.guards says which guard kind is checked where, docs/guards.md why).
 
-- Before PyTorch loads a frame's guards: every guard PyTorch's precompile dropped from it is
-  compared with the live value (a frame whose dropped guard had no faithful description
-  compiles as usual).
+- Before PyTorch loads a saved entry's guards: every guard PyTorch's precompile dropped from that
+  entry is compared with the live value (an entry whose dropped guard had no faithful
+  description is not used; a frame with no entry left compiles as usual).
 - After: the guard tree PyTorch rebuilt must be the one it built at capture (PyTorch re-reads
   values reached through functions, classes and modules from the live objects), and each
   dropped guard on user code is added back as a check on every call; a saved optimizer step
@@ -20,6 +20,8 @@ from dynamo_replay._torch import optimizers as _torch_optimizers
 from dynamo_replay._torch import ranks as _torch_ranks
 from dynamo_replay._torch.guards import DroppedGuard
 from dynamo_replay._torch.optimizer_description import OPTIMIZER_PREFIX
+from dynamo_replay.replay.conditions import user_source
+from dynamo_replay.replay.misses import explain
 from dynamo_replay.replay_data import ReplayData
 
 
@@ -37,13 +39,18 @@ class FrameChecks:
         self._enabled = enabled
         self._matched: dict[DroppedGuard, Any] = {}  # live values that matched at install, per guard
 
-    def before_load(self, frame: str, local_scope: dict[str, Any], global_scope: dict[str, Any]) -> str | None:
+    def before_load(
+        self, frame: str, guards_state: bytes, local_scope: dict[str, Any], global_scope: dict[str, Any]
+    ) -> str | None:
         if not self._enabled:
             return None
-        for guard in self._dropped.get(frame, []):
+        # This entry's own: an update's entry for a new value must not be refused by the old one's.
+        for guard in self._entry_guards(frame, _torch_guards.guards_state_key(guards_state)):
             refusal = _torch_guards.recheck_at_install(guard, local_scope, global_scope, self._matched)
             if refusal:
-                return refusal + (f" (guarded at {guard.line})" if guard.line else "")
+                return _in_user_terms(guard, refusal, local_scope, global_scope) + (
+                    f" (guarded at {guard.line})" if guard.line else ""
+                )
         return None
 
     def after_load(
@@ -92,3 +99,18 @@ class FrameChecks:
             for guard in self._dropped.get(frame, [])
             if not compile_id or not guard.compile_id or guard.compile_id == compile_id
         ]
+
+
+def _in_user_terms(guard: DroppedGuard, refusal: str, local_scope: dict[str, Any], global_scope: dict[str, Any]) -> str:
+    """A dropped guard's refusal with its source in the user's terms; a module's hooks said as the
+    replay summary says a miss on them (misses.py)."""
+    if guard.kind == "MODULE_HOOKS":
+        try:
+            live = _torch_guards.read_dropped_source(guard, local_scope, global_scope)
+        except Exception:
+            live = None
+        text = f"dynamo-replay: {guard.source} is {guard.value} ({guard.kind} dropped by PyTorch's precompile)"
+        return str(explain(text, live, live is not None))
+    if refusal.startswith(guard.source + " "):
+        return user_source(guard.source) + refusal[len(guard.source) :]
+    return refusal

@@ -28,6 +28,7 @@ from dynamo_replay._core import Store, TraceEvent
 from dynamo_replay.errors import StoreError
 from dynamo_replay.replay.checks import Contents, Refused, check_all, read_store, source_differences
 from dynamo_replay.replay.conditions import in_words
+from dynamo_replay.schema import frame_name
 
 EXIT_ALL_REPLAY, EXIT_ERROR, EXIT_USAGE, EXIT_SOME_COMPILE, EXIT_REFUSED = 0, 1, 2, 3, 4
 
@@ -39,6 +40,7 @@ class FramePlan:
     why: str
     inputs: list[str] = field(default_factory=list)  # per saved entry: the input shapes its guards accept
     conditions: list[str] = field(default_factory=list)  # "depends": what must hold, in words (conditions.py)
+    miss: dict[str, Any] | None = None  # check --run: the call that missed, as replay says it (misses.Miss)
 
 
 @dataclass
@@ -49,6 +51,28 @@ class Preflight:
     frames: list[FramePlan] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     fleet: dict[str, Any] | None = None
+    ran: bool = False  # check --run: the job ran once under replay, and its misses are in the frames
+
+    def add_run(self, summary: Any) -> None:
+        """What a run of the job under replay did (its ReplaySummary): each frame that compiled
+        takes replay's reason, the words of the replay summary; a frame the store does not hold
+        is a note."""
+        self.ran = True
+        plans = {plan.frame: plan for plan in self.frames}
+        for compiled in summary.compiled:
+            name = frame_name(compiled.function, compiled.filename, compiled.line)
+            plan = plans.get(name)
+            if plan is None:
+                self.notes.append(f"the run compiled {name}, which the store does not hold: {compiled.reason}")
+                continue
+            if plan.outcome == "compiles" and plan.miss is None and compiled.miss is None:
+                continue  # check's own reason says it already
+            plan.outcome, plan.why = "compiles", compiled.reason
+            if compiled.miss is not None and plan.miss is None:
+                plan.miss = compiled.miss.as_dict()
+        for plan in self.frames:  # a frame whose values held on this run replayed
+            if plan.outcome == "depends" and summary.hits.get(plan.frame):
+                plan.outcome = "replays"
 
     @property
     def outcome(self) -> str:
@@ -70,6 +94,7 @@ class Preflight:
             "frames": [dataclasses.asdict(plan) for plan in self.frames],
             "notes": self.notes,
             "fleet": self.fleet,
+            "ran": self.ran,
         }
 
     def render(self, verbose: bool = False) -> str:
@@ -105,7 +130,8 @@ class Preflight:
         lines.append(
             {
                 "replay": "every saved frame replays, given the values listed (exit 0)",
-                "partial": "some frames compile (exit 3)",
+                "partial": "some frames compile (exit 3)"
+                + ("" if self.ran else "; `check --run` runs the job once to name each miss"),
                 "refused": "nothing replays: the job compiles as usual (exit 4)",
             }[self.outcome]
         )

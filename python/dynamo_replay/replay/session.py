@@ -23,9 +23,18 @@ from dynamo_replay.replay.checks import (
     read_store,
 )
 from dynamo_replay.replay.frame_checks import FrameChecks
+from dynamo_replay.replay.misses import Miss, explain
 from dynamo_replay.replay.summary import CompiledFrame, ReplaySummary
 
 __all__ = ["replay", "ReplaySummary", "CompiledFrame"]
+
+
+def _in_one_line(refusal: Refused) -> str:
+    """A refusal with its first differing factor: what a rank's peers are told."""
+    if not refusal.differences:
+        return str(refusal)
+    more = len(refusal.differences) - 1
+    return f"{refusal}: {refusal.differences[0]}" + (f" (and {more} more)" if more else "")
 
 
 class replay:  # noqa: N801 - a context manager, like capture
@@ -58,7 +67,9 @@ class replay:  # noqa: N801 - a context manager, like capture
         self._agreement: ranks.Agreement | None = None  # in a job of many ranks: all use the store or none
         self._hits: dict[tuple[int, str], int] = {}  # (generation, frame) -> calls (SafeDynamoCache.hits)
         self._deferred_compiler: _torch.deferred_compiler.DeferredCompiler | None = None
-        self._missed: dict[str, str] = {}  # frame -> the guard of its nearest saved entry a call failed
+        # frame -> for each of its compiles here after a call failed every saved entry, in order:
+        # the nearest entry's failed guard, said in the user's terms (replay/misses.py)
+        self._missed: dict[str, list[Miss]] = {}
 
     @property
     def summary(self) -> ReplaySummary:
@@ -90,8 +101,8 @@ class replay:  # noqa: N801 - a context manager, like capture
             if self.strict:
                 raise ReplayRefusedError(message) from None
             warnings.warn(message + "\n  the job compiles as usual", ReplayWarning, stacklevel=2)
-            if self._agreement is not None:
-                self._undo.append(self._agreement.refuse_at_compile_start(str(refusal)))
+            if self._agreement is not None:  # every rank then says which rank refused, and the factor
+                self._undo.append(self._agreement.refuse_at_compile_start(_in_one_line(refusal)))
             return self
         self._summary.loaded = self._active = True
         runtime = self._deferred_compiler.runtime_import_seconds if self._deferred_compiler else 0.0
@@ -219,18 +230,20 @@ class replay:  # noqa: N801 - a context manager, like capture
         self._undo.append(self._deferred_compiler.remove)
 
     def _missed_entries(self, cache: _torch_install.SafeDynamoCache, code: Any) -> None:
-        """When a frame with saved entries compiles: which guard of the nearest entry failed
-        (the summary's reason for it). Explaining never fails the job."""
+        """When a frame with saved entries compiles: which guard of the nearest entry failed,
+        and what it reads now (the summary's reason for it). Explaining never fails the job."""
         found = cache.entries.get(id(code))
         if found is None or found[0] is not code:
             return
         try:
             scopes = _torch.settings.compiling_frame_scopes()
-            why = _torch_install.nearest_failure(found[1], *scopes) if scopes else None
+            failed = _torch_install.nearest_failure(found[1], *scopes) if scopes else None
+            if failed is None:
+                return
+            miss = explain(failed.text, failed.now, failed.has_now, failed.caller, failed.library_line)
         except Exception:
             return
-        if why:
-            self._missed[_torch.guards.code_key(code)] = why
+        self._missed.setdefault(_torch.guards.code_key(code), []).append(miss)
 
     def _installed(self, function: str, report: _torch_install.InstallReport) -> None:
         self._summary.install_seconds += report.seconds
@@ -279,8 +292,7 @@ class replay:  # noqa: N801 - a context manager, like capture
         if name in self._contents.data.frames:
             if not self._summary.precompiled:
                 return "traced again (captured with --no-precompile)"
-            missed = self._missed.get(name)
-            return "the call failed the guards of every saved entry" + (f": {missed}" if missed else "")
+            return "the call failed the guards of every saved entry"
         if function.startswith("torch_dynamo_resume_in_") and self._summary.skipped:
             # Dynamo made it while compiling a frame replay did not use; its lines can differ from capture's.
             return "resumes a frame that compiled here (its saved frame was not used)"
@@ -302,15 +314,22 @@ class replay:  # noqa: N801 - a context manager, like capture
         for (generation, _), count in self._hits.items():
             self._summary.generation_hits[generation] = self._summary.generation_hits.get(generation, 0) + count
 
-        self._summary.compiled = [
-            CompiledFrame(
-                function=metrics.co_name or "?",
-                filename=metrics.co_filename or "?",
-                line=metrics.co_firstlineno or 0,
-                reason=metrics.recompile_reason
-                or self._why_compiled(metrics.co_name or "?", metrics.co_filename or "?", metrics.co_firstlineno or 0),
-                seconds=metrics.entire_frame_compile_time_s or 0.0,
+        compiled, taken = [], {}
+        for metrics in get_compilation_metrics()[self._metrics_before :]:
+            if not metrics.co_name:  # PyTorch also records the loading of a saved frame, unnamed
+                continue
+            where = (metrics.co_name, metrics.co_filename or "?", metrics.co_firstlineno or 0)
+            name = schema.frame_name(*where)
+            misses = self._missed.get(name, [])
+            miss = misses[taken.get(name, 0)] if taken.get(name, 0) < len(misses) else None
+            taken[name] = taken.get(name, 0) + (miss is not None)
+            if name in self._refused:  # one of replay's own checks on calls said why, in full
+                miss, reason = None, self._refused[name]
+            elif miss is not None:
+                reason = f"the call failed the guards of every saved entry: {miss}"
+            else:
+                reason = metrics.recompile_reason or self._why_compiled(*where)
+            compiled.append(
+                CompiledFrame(*where, reason=reason, seconds=metrics.entire_frame_compile_time_s or 0.0, miss=miss)
             )
-            for metrics in get_compilation_metrics()[self._metrics_before :]
-            if metrics.co_name  # PyTorch also records the loading of a saved frame, unnamed
-        ]
+        self._summary.compiled = compiled

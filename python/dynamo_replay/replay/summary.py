@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from dynamo_replay.replay.misses import UPDATE_FIX, Miss
+
 
 @dataclass
 class CompiledFrame:
@@ -15,6 +17,7 @@ class CompiledFrame:
     line: int
     reason: str
     seconds: float
+    miss: Miss | None = None  # a call failed every saved entry: the nearest entry's failed guard
 
     def __str__(self) -> str:
         return f"{self.function} ({self.filename}:{self.line}): {self.reason} [{self.seconds:.2f} s]"
@@ -104,7 +107,9 @@ class ReplaySummary:
 
     def as_dict(self) -> dict[str, Any]:
         fields = {name: getattr(self, name) for name in self.__dataclass_fields__}
-        fields["compiled"] = [vars(frame) for frame in self.compiled]
+        fields["compiled"] = [
+            {**vars(frame), "miss": frame.miss.as_dict() if frame.miss else None} for frame in self.compiled
+        ]
         fields["compile_seconds_saved"] = self.compile_seconds_saved
         fields["seconds_saved_over_warm_cache"] = self.seconds_saved_over_warm_cache
         return fields
@@ -161,6 +166,8 @@ class ReplaySummary:
             f"  compiled here: {len(self.compiled)} frames ({self.compile_seconds:.2f} s)",
         ]
         lines += [f"    {frame}" for frame in self.compiled]
+        if any(frame.miss for frame in self.compiled):
+            lines.append(f"    to replay them next time: {UPDATE_FIX.replace('STORE', self.store)}")
         if self.not_packaged:
             lines.append(
                 "  frames PyTorch's precompile could not save (Dynamo traces them; graphs come from the store):"

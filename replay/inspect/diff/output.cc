@@ -163,6 +163,15 @@ std::string answerForCompiles(const PairDiff& p) {
   return text + (reasons.empty() ? "" : ". PyTorch's reason: " + reasons) + ".";
 }
 
+// A rank's side store is STORE.rank-K beside rank 0's STORE (python/dynamo_replay/ranks.py): the
+// rank K it belongs to, or "" for two stores of any other names.
+std::string sideStoreRank(const DiffReport& r) {
+  static const std::regex kSide(R"(\.rank-(\d+)$)");
+  std::smatch m;
+  if (!std::regex_search(r.pathB, m, kSide) || r.pathB.substr(0, m.position(0)) != r.pathA) return "";
+  return m[1].str();
+}
+
 std::string answerForStores(const DiffReport& r) {
   if (r.same())
     return fmt::format("No differences: every compile in {} pairs with one in {} with the same guards, graphs and "
@@ -174,11 +183,16 @@ std::string answerForStores(const DiffReport& r) {
   if (!job.empty())
     sentences.push_back(fmt::format("{} was captured in another setting or environment: {}", r.pathB, joinCauses(job)));
   size_t named = 0;
+  std::string rank = sideStoreRank(r);
+  // A side store is said as its rank; "was" is then rank 0's value and "now" rank K's.
+  std::string lead =
+      rank.empty() ? "In " + r.pathB + ", "
+                   : fmt::format("Rank {0} compiles differently from rank 0 (was: rank 0, now: rank {0}): ", rank);
   for (const PairDiff& p : r.pairs) {
     std::vector<std::string> list = causes(p);
     if (list.empty() || ++named > kPairsShown) continue;
-    sentences.push_back(fmt::format("{}{} compiled again because: {}", named == 1 ? "In " + r.pathB + ", " : "",
-                                    where(*p.b), joinCauses(list)));
+    sentences.push_back(fmt::format("{}{}{}: {}", named == 1 ? lead : "", where(*p.b),
+                                    rank.empty() ? " compiled again because" : "", joinCauses(list)));
   }
   if (named > kPairsShown) sentences.push_back(fmt::format("{} more compiles differ (below)", named - kPairsShown));
   for (const auto& [list, self, other] :

@@ -84,6 +84,19 @@ void editDtypeChange(const CauseFacts& f, Advice* a) {
                         f.c.expected.empty() ? std::string("float32") : torchDtype(f.c.expected));
 }
 
+// The call that brought the new strides is the recompile's own: the edit goes there, in its name.
+void editContiguous(const CauseFacts& f, Advice* a) {
+  const CallSite& own = f.fn.callSite;
+  auto named = own.arguments.find(tensorSource(f.c.source));
+  bool at = named != own.arguments.end() && !own.userFrame.file.empty();
+  std::string tensor = at ? named->second : f.tensor;
+  a->edit = at ? fmt::format("pass {}.contiguous() at {}:{} (the call that brought the new strides), so every "
+                             "call brings one layout",
+                             tensor, baseName(own.userFrame.file), own.userFrame.line)
+               : fmt::format("pass {}.contiguous() to {}, so every call brings one layout", tensor, f.fn.function);
+  if (at) a->line = own.userFrame;
+}
+
 void editRequiresGradChange(const CauseFacts& f, Advice* a) {
   a->edit = fmt::format("call with one requires_grad setting: {0}.detach() (or under torch.no_grad()) where no "
                         "gradient is needed, {0}.requires_grad_() where one is",
@@ -124,6 +137,11 @@ const RecompileAdvice kRecompileAdvice[] = {
      editRequiresGradChange,
      "requires_grad is guarded: a tensor that needs gradients gets a graph with a backward, one that "
      "does not gets an inference graph, so switching compiles again"},
+    {{"stride_change"},
+     AdviceKind::Contiguous,
+     editContiguous,
+     "a graph is compiled for its inputs' strides; a transposed, sliced or expanded view brings others, fails "
+     "the guard and compiles again"},
 };
 
 const char* const kAdviceKindIds[] = {

@@ -36,7 +36,8 @@ const GuardRow kGuardRows[] = {
      "x.requires_grad changed", "requires_grad_change", "x.detach() (or under torch.no_grad())"},
     {"tensor 'x' rank mismatch. expected 1, actual 2", false, "rank_change", "x's number of dimensions changed", "",
      ""},
-    {"tensor 'x' stride mismatch at index 0. expected 1, actual 2", false, "stride_change", "", "", ""},
+    {"tensor 'x' stride mismatch at index 0. expected 1, actual 2", false, "stride_change", "x.stride(0) changed",
+     "contiguous", "pass x.contiguous() to step"},
     {"___check_obj_id(L['fn'], 140)", false, "object_changed", "", "", ""},
     {"___check_type_id(L['cfg'], 94)", false, "type_changed", "", "", ""},
     {"scale == 0.5", false, "float_constant", "scale changed, a float constant", "float_constant",
@@ -124,6 +125,19 @@ TEST(WhyTables, MarksGoBeforeTheCallThatNamesTheTensor) {
     EXPECT_EQ(a.apply.action, "insert_before");
     EXPECT_EQ(a.apply.code, row.code);
   }
+}
+
+// A stride recompile's fix goes where the new layout came from: the recompile's own call, in its name.
+TEST(WhyTables, TheStrideFixGoesAtTheCallThatBroughtTheLayout) {
+  Compile fn = compiledStep();
+  fn.callSite.userFrame = {"/tmp/why/main.py", 20, "<module>", "step(ids.t())"};
+  fn.callSite.arguments = {{"L['x']", "ids"}};
+  RecompileCause c = parseReasons("0/1: tensor 'L['x']' stride mismatch at index 0. expected 8, actual 1").at(0);
+  Advice a = adviseCause(classifyCause(c, false), c, fn);
+  EXPECT_EQ(adviceKindId(a.kind), std::string("contiguous"));
+  EXPECT_NE(a.edit.find("pass ids.contiguous() at main.py:20"), std::string::npos) << a.edit;
+  EXPECT_EQ(a.line.line, 20);
+  EXPECT_EQ(a.line.file, "/tmp/why/main.py");
 }
 
 // advice_kinds.def, the tables and docs/why.md's "Advice patterns" table name the same kinds.
