@@ -126,6 +126,7 @@ RELEASE_TESTS := tests/python/test_capture.py tests/python/test_replay.py tests/
                  tests/python/test_store_growth.py tests/python/test_store_lifecycle.py \
                  tests/python/test_library_closures.py tests/python/test_training.py \
                  tests/python/test_descriptions.py tests/python/test_deferred_compiler.py tests/python/test_miss_explained.py \
+                 tests/python/test_miss_table.py \
                  -k 'not (every_rank_replays_the_one_store and DYNAMO_REPLAY) and not check_predicts'
 RELEASE_MARKS := not slow or every_release
 RELEASES ?= $(filter-out $(TORCH),$(SUPPORTED_TORCH))

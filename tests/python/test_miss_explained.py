@@ -103,6 +103,13 @@ def test_a_miss_is_said_with_both_values_and_the_fix(case: str) -> None:
     assert miss.as_dict()["subject"] == subject and miss.guard == text.split("  #")[0].strip()
 
 
+def test_a_tensor_is_said_in_the_callers_name() -> None:
+    text = "tensor 'L['args'][0]' size mismatch at index 0. expected 2, actual 1"
+    miss = explain(text, caller_names={"L['args'][0]": "input_ids"})
+    assert (miss.subject, miss.guard) == ("input_ids.size(0)", text)
+    assert "mark_dynamic(input_ids, 0)" in miss.fix and "args" not in miss.fix
+
+
 def test_the_user_line_pytorch_names_is_kept() -> None:
     miss = explain("L['self'].training == False  # return self.drop(x)  # model.py:12 in forward", True, True)
     assert miss.line == "model.py:12" and "(at model.py:12)" in str(miss)

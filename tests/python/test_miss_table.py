@@ -20,13 +20,21 @@ from shared_captures import copy_of, shared  # noqa: E402
 
 JOB = Path(__file__).parent / "jobs" / "misses_job.py"
 
-# case -> (the compiled function, kind, subject, at capture, now, a word of the fix or None)
+# case -> (the compiled function, kind, subject, at capture, now, a word of the fix or None). A
+# tensor is said in the caller's name for it (the job passes inputs[case]), not the frame's (x).
 CASES = {
-    "length": ("length", "size", "x.size(1)", "64", "96", "mark_dynamic(x, 1)"),
-    "batch": ("batch", "size", "x.size(0)", "2", "4", "mark_dynamic(x, 0)"),
-    "dtype": ("dtype", "dtype", "x.dtype", "float32", "float64", "x.to(torch.float32)"),
-    "requires_grad": ("requires_grad", "requires_grad", "x.requires_grad", "False", "True", "x.detach()"),
-    "stride": ("stride", "stride", "x.stride(0)", "64", "1", "x.contiguous() at "),
+    "length": ("length", "size", "inputs['length'].size(1)", "64", "96", "mark_dynamic(inputs['length'], 1)"),
+    "batch": ("batch", "size", "inputs['batch'].size(0)", "2", "4", "mark_dynamic(inputs['batch'], 0)"),
+    "dtype": ("dtype", "dtype", "inputs['dtype'].dtype", "float32", "float64", "inputs['dtype'].to(torch.float32)"),
+    "requires_grad": (
+        "requires_grad",
+        "requires_grad",
+        "inputs['requires_grad'].requires_grad",
+        "False",
+        "True",
+        "inputs['requires_grad'].detach()",
+    ),
+    "stride": ("stride", "stride", "inputs['stride'].stride(0)", "64", "1", "inputs['stride'].contiguous() at "),
     "global": ("scaled_by_global", "float_constant", "global SCALE", "0.5", "0.7", "torch.tensor(0.5)"),
     "config_field": ("scaled_by_config", "float_constant", "global CONFIG.scale", "0.5", "0.7", "CONFIG.scale"),
     "train_eval": ("Block.forward", "mode", "self.dropout.training", "False", "True", "self.dropout.eval()"),
@@ -142,7 +150,7 @@ def test_the_stride_fix_names_the_callers_line(replayed: tuple[dict, str, Path])
     (stride,) = [c for c in replayed[0]["compiled"] if c["function"] == "stride"]
     line = next(n for n, text in enumerate(JOB.read_text().splitlines(), 1) if "the line a stride fix names" in text)
     fix = stride["miss"]["fix"]  # the caller's file as the job names it: relative to its directory, or whole
-    assert fix.startswith("pass x.contiguous() at ") and f"{JOB.name}:{line}," in fix, fix
+    assert fix.startswith("pass inputs['stride'].contiguous() at ") and f"{JOB.name}:{line}," in fix, fix
 
 
 def test_replay_update_makes_the_next_start_replay_every_case(captured: Path, replayed: tuple[dict, str, Path]) -> None:

@@ -184,6 +184,38 @@ def test_new_shape_compiles_normally_and_is_right(captured) -> None:
     assert "scale_and_shift" in result.stderr and "failed the guards of every saved entry" in result.stderr
 
 
+def test_a_new_shape_on_gpt2_is_explained_by_check_and_replay_alike(captured, tmp_path: Path) -> None:
+    """transformers' GPT-2, captured at batch 2 (lengths 16 and 24), called with batch 1: check
+    --run and the replay name the same guard of the nearest saved entry, with both values."""
+    import json
+
+    job = captured("hf_gpt2")
+    summary = tmp_path / "summary.json"
+    result, _ = job.replay("gpt2-batch-1", "--summary-json", str(summary), compiler=True, new_shape=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (compiled,) = [c for c in json.loads(summary.read_text())["compiled"] if c["miss"]]
+    miss = compiled["miss"]
+    assert (miss["kind"], miss["subject"], miss["at_capture"], miss["now"]) == ("size", "input_ids.size(0)", "2", "1")
+    assert "torch._dynamo.mark_dynamic(input_ids, 0)" in miss["fix"]
+    checked = run(
+        "-m",
+        "dynamo_replay",
+        "check",
+        "--run",
+        "--json",
+        str(job.store),
+        str(JOB),
+        "hf_gpt2",
+        str(tmp_path / "check-out"),
+        "--new-shape",
+        env=job_env(tmp_path / "check-cache", compiler=False),
+    )
+    assert checked.returncode == 3, checked.stderr[-3000:]
+    frame = f"{compiled['function']} ({compiled['filename']}:{compiled['line']})"
+    (plan,) = [p for p in json.loads(checked.stdout)["frames"] if p["frame"] == frame]
+    assert plan["miss"] == miss and plan["why"] == compiled["reason"]
+
+
 def test_strict_refuses_to_compile_and_names_the_guard(captured) -> None:
     result, out = captured("ladder").replay("strict-new-shape", "--strict", new_shape=True)
     assert result.returncode != 0

@@ -372,6 +372,7 @@ class FailedGuard:
     has_now: bool = False
     caller: str | None = None  # "file:line" of the user's call that missed
     library_line: bool = False  # the user line PyTorch names for the guard is PyTorch's own code
+    caller_names: dict[str, str] = dataclasses.field(default_factory=dict)  # the guard's tensor -> the caller's name
 
 
 def nearest_failure(
@@ -395,7 +396,13 @@ def nearest_failure(
     if nearest is None or not nearest.verbose_code_parts:
         return None
     text = str(nearest.verbose_code_parts[0])
-    facts = {"caller": _user_caller(), "library_line": _in_pytorch(text)}
+    caller, caller_locals = _user_caller()
+    facts: dict[str, Any] = {"caller": caller, "library_line": _in_pytorch(text)}
+    tensor = _tensor_read(text.split("  #")[0].strip())
+    if tensor is not None and caller_locals:
+        with contextlib.suppress(Exception), _disable_current_modes():
+            name = _name_among(_LiveExpression(tensor, frame_globals).value(frame_locals), caller_locals)
+            facts["caller_names"] = {tensor: name} if name else {}
     source = _source_read(text.split("  #")[0].strip())
     if source is None:
         return FailedGuard(text, **facts)
@@ -434,9 +441,9 @@ def _source_read(guard: str) -> str | None:
     return next((side for side in found.groups() if "L[" in side or "G[" in side), None)
 
 
-def _user_caller() -> str | None:
-    """ "file:line" of the nearest frame on the stack outside PyTorch and this package: the user's
-    call of the compiled function that is compiling now."""
+def _user_caller() -> tuple[str | None, dict[str, Any]]:
+    """("file:line", locals) of the nearest frame on the stack outside PyTorch and this package:
+    the user's call of the compiled function that is compiling now."""
     import torch
 
     ours = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
@@ -445,8 +452,36 @@ def _user_caller() -> str | None:
         filename = frame.f_code.co_filename
         if not filename.startswith(ours) and not filename.startswith("<"):
             shown = os.path.relpath(filename) if filename.startswith(os.getcwd() + os.sep) else filename
-            return f"{shown}:{frame.f_lineno}"
+            return f"{shown}:{frame.f_lineno}", dict(frame.f_locals)
         frame = frame.f_back
+    return None, {}
+
+
+# The tensor a guard checks: TensorCheck's text names it, a size or stride guard reads it.
+_TENSOR_NAMED = re.compile(r"^tensor '(.+?)' \w[\w ]* mismatch")
+_TENSOR_SIZE = re.compile(r"([LG]\[[^ ]*?)\.(?:size|stride)\(\)\[\d+\]")
+
+
+def _tensor_read(guard: str) -> str | None:
+    found = _TENSOR_NAMED.match(guard) or _TENSOR_SIZE.search(guard)
+    return found.group(1) if found else None
+
+
+def _name_among(value: Any, scope: dict[str, Any]) -> str | None:
+    """The caller's name for `value`, found by identity among its locals and one level into their
+    lists, tuples and dicts (`ids`, `batch['input_ids']`), as capture's call sites find it."""
+    for name, held in scope.items():
+        if held is value:
+            return name
+    for name, held in scope.items():
+        if isinstance(held, (list, tuple)):
+            for index, item in enumerate(held):
+                if item is value:
+                    return f"{name}[{index}]"
+        elif isinstance(held, dict):
+            for key, item in held.items():
+                if item is value and isinstance(key, str):
+                    return f"{name}[{key!r}]"
     return None
 
 

@@ -6,6 +6,7 @@ say the same words for the same miss. Imports no torch: the values come in alrea
 from __future__ import annotations
 
 import re
+import dataclasses
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -73,13 +74,22 @@ class Miss:
 
 
 def explain(
-    guard: str, now: Any = None, has_now: bool = False, caller: str | None = None, library_line: bool = False
+    guard: str,
+    now: Any = None,
+    has_now: bool = False,
+    caller: str | None = None,
+    library_line: bool = False,
+    caller_names: dict[str, str] | None = None,
 ) -> Miss:
     """The miss one failed guard makes. `now`: what the guard's source reads on this call (when
     `has_now`); `caller`: "file:line" of the user's call that missed, for fixes that go there and
-    for guards PyTorch names no user line for, or one in library code (`library_line`)."""
+    for guards PyTorch names no user line for, or one in library code (`library_line`);
+    `caller_names`: the caller's own name for a source the guard reads (`L['args'][0]` -> `ids`)."""
     text, _, comment = guard.partition("  #")
     text = text.strip()
+    if caller_names:  # said in the caller's names; the guard is kept as PyTorch wrote it
+        source, name = next(iter(caller_names.items()))
+        return _renamed(explain(guard, now, has_now, caller, library_line), user_source(source), name)
     line = None if library_line else _user_line(comment)
     line = line or caller
     found = _TENSOR.match(text)
@@ -109,6 +119,15 @@ def explain(
     if found:
         return _compared_miss(found, text, now, has_now, line)
     return Miss("other", text, None, None, None, text, line)
+
+
+def _renamed(miss: Miss, frame_name: str, caller_name: str) -> Miss:
+    """The miss with the frame's name for a tensor replaced by the caller's, in the subject and fix."""
+
+    def swap(text: str | None) -> str | None:
+        return re.sub(rf"(?<![\w.\]]){re.escape(frame_name)}(?![\w\[])", caller_name, text) if text else text
+
+    return dataclasses.replace(miss, subject=swap(miss.subject), fix=swap(miss.fix))
 
 
 def _user_line(comment: str) -> str | None:

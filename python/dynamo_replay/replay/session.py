@@ -240,7 +240,9 @@ class replay:  # noqa: N801 - a context manager, like capture
             failed = _torch_install.nearest_failure(found[1], *scopes) if scopes else None
             if failed is None:
                 return
-            miss = explain(failed.text, failed.now, failed.has_now, failed.caller, failed.library_line)
+            miss = explain(
+                failed.text, failed.now, failed.has_now, failed.caller, failed.library_line, failed.caller_names
+            )
         except Exception:
             return
         self._missed.setdefault(_torch.guards.code_key(code), []).append(miss)
