@@ -301,3 +301,15 @@ def test_a_graph_holding_the_rank_or_world_size_never_runs_where_it_differs(
         assert any(line.strip().startswith(f"{function} (") and reason in line for line in replayed.splitlines()), (
             replayed[-3000:]
         )
+
+
+def test_a_refusal_reaches_the_other_ranks_with_its_first_factor() -> None:
+    from dynamo_replay.replay.checks import Refused
+    from dynamo_replay.replay.session import _in_one_line
+
+    differences = ["torch.version: captured 2.15.0, now 2.14.1", "python: captured 3.11.7, now 3.11.9"]
+    said = _in_one_line(Refused("this process differs from the one captured", differences))
+    assert said == "this process differs from the one captured: torch.version: captured 2.15.0, now 2.14.1 (and 1 more)"
+    assert _in_one_line(Refused("a signing key is set but the store is not signed")) == (
+        "a signing key is set but the store is not signed"
+    )

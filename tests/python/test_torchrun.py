@@ -267,6 +267,8 @@ def test_a_rank_whose_compile_differs_keeps_a_store_of_its_own(tmp_path: Path) -
     assert numbers(found) == numbers(captured)
     assert [r["traced"] for r in found] == [[], []]
     assert f"rank 1 compiles differently from rank 0: its own store {store}.rank-1 is replayed" in done.stderr
+    # and what differs, in one line, as replay-inspect diff says it of the two stores offline
+    assert "; what differs (rank 0's, then rank 1's): " in done.stderr, done.stderr[-3000:]
     assert Path(f"{store}.rank-1").exists()
 
 

@@ -77,6 +77,14 @@ def test_recompile_is_explained(program, answers):
     assert function["causes"][0]["advice"]["kind"] == expect["advice"]
 
 
+def test_the_stride_fix_goes_at_the_call_that_brought_the_layout(answers):
+    """A stride recompile's fix is at the caller's line of the recompile, in the caller's name."""
+    (entry,) = answers["stride_change"]["broken"]["compiles"]
+    advice = entry["recompile"]["advice"][0]
+    assert advice["line"]["code"] == "got = compiled(*args)" and advice["line"]["file"].endswith("why/__init__.py")
+    assert advice["edit"].startswith(f"pass args[0].contiguous() at __init__.py:{advice['line']['line']} ")
+
+
 @pytest.mark.parametrize("program", PROGRAMS)
 def test_fixed_variant_leaves_nothing_to_explain(program, answers):
     assert answers[program]["fixed"]["compiles"] == [] and answers[program]["fixed"]["functions"] == []

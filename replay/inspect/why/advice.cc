@@ -87,9 +87,12 @@ void editDtypeChange(const CauseFacts& f, Advice* a) {
 // The call that brought the new strides is the recompile's own: the edit goes there, in its name.
 void editContiguous(const CauseFacts& f, Advice* a) {
   const CallSite& own = f.fn.callSite;
-  auto named = own.arguments.find(tensorSource(f.c.source));
+  // PyTorch's reason text names a local without its scope ("tensor 'x'"); call sites key it L['x'].
+  std::string tensor = tensorSource(f.c.source);
+  auto named = own.arguments.find(tensor);
+  if (named == own.arguments.end()) named = own.arguments.find("L['" + tensor + "']");
   bool at = named != own.arguments.end() && !own.userFrame.file.empty();
-  std::string tensor = at ? named->second : f.tensor;
+  tensor = at ? named->second : f.tensor;
   a->edit = at ? fmt::format("pass {}.contiguous() at {}:{} (the call that brought the new strides), so every "
                              "call brings one layout",
                              tensor, baseName(own.userFrame.file), own.userFrame.line)

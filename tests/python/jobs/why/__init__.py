@@ -59,6 +59,7 @@ ADVICE = (
     "mark_dynamic",
     "dtype_change",
     "requires_grad_change",
+    "contiguous",
 )
 
 PROGRAMS = (
@@ -79,6 +80,7 @@ PROGRAMS = (
     "growing_sequence",
     "dtype_change",
     "requires_grad_change",
+    "stride_change",
 )
 
 VARIANTS = ("broken", "fixed")
