@@ -110,24 +110,33 @@ def _check(args: argparse.Namespace) -> int:
                 print("error: check --run needs the job's script", file=sys.stderr)
                 return preflight.EXIT_USAGE
             if result.refused is None:
-                result.add_run(_run_under_replay(args))
+                summary, stopped = _run_under_replay(args)
+                result.add_run(summary)
+                if stopped:
+                    result.notes.append(f"the job stopped early ({stopped}): frames it did not reach were not run")
     print(json.dumps(result.to_json(), indent=1) if args.json else result.render(verbose=args.verbose))
     return result.exit_code
 
 
-def _run_under_replay(args: argparse.Namespace) -> object:
+def _run_under_replay(args: argparse.Namespace) -> tuple[object, str | None]:
     """check --run: the job run once under replay, a frame that misses traced by Dynamo with the
-    eager backend (seconds, where Inductor takes minutes); the replay's summary."""
+    eager backend (seconds, where Inductor takes minutes). (the replay's summary, why the job
+    stopped early or None): a job that fails still gets its check."""
     from dynamo_replay import replay
     from dynamo_replay._torch.settings import eager_backend_stance
 
     args.module = None  # check takes a script
     _prepare_job(args)
     session = replay(args.store, verbose=False)
+    stopped = None
     # The job's own output goes to stderr: stdout is check's answer (its JSON, for scripts).
     with session, eager_backend_stance(), contextlib.redirect_stdout(sys.stderr):
-        _run_job(args)
-    return session.summary
+        try:
+            status = _run_job(args)
+            stopped = f"exit status {status}" if status else None
+        except Exception as error:  # the job's own failure, eager or compiled: said, not raised
+            stopped = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")
+    return session.summary, stopped
 
 
 def _graph(args: argparse.Namespace) -> int:

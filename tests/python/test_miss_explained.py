@@ -22,11 +22,11 @@ HOOKS = (
 CASES = {
     "a new length": (
         ("tensor 'L['input_ids']' size mismatch at index 1. expected 64, actual 96",),
-        ("size", "input_ids.size(1)", "64", "96", "mark_dynamic(input_ids, 1)"),
+        ("size", "input_ids.size(1)", "64", "96", "dynamic=True"),
     ),
     "a new batch": (
         ("tensor 'L['kwargs']['input_ids']' size mismatch at index 0. expected 2, actual 4",),
-        ("size", "input_ids.size(0)", "2", "4", "mark_dynamic(input_ids, 0)"),
+        ("size", "input_ids.size(0)", "2", "4", "every input_ids.size(0)"),
     ),
     "a dtype": (
         ("tensor 'L['x']' dtype mismatch. expected Float, actual Double",),
@@ -66,7 +66,7 @@ CASES = {
     ),
     "a size below the dynamic range": (
         ("2 <= L['x'].size()[0]  # (due to 0/1 specialization in the framework)", 1),
-        ("size_0_1", "x.size(0)", "2 <= x.size(0)", "1", "mark_unbacked(x, 0)"),
+        ("size_0_1", "x.size(0)", "2 <= x.size(0)", "1", "replay --update saves this one"),
     ),
     "a module hook added": (
         (f"dynamo-replay: {HOOKS} is tuple [] (MODULE_HOOKS dropped by PyTorch's precompile)", (print,)),
@@ -107,7 +107,7 @@ def test_a_tensor_is_said_in_the_callers_name() -> None:
     text = "tensor 'L['args'][0]' size mismatch at index 0. expected 2, actual 1"
     miss = explain(text, caller_names={"L['args'][0]": "input_ids"})
     assert (miss.subject, miss.guard) == ("input_ids.size(0)", text)
-    assert "mark_dynamic(input_ids, 0)" in miss.fix and "args" not in miss.fix
+    assert "every input_ids.size(0)" in miss.fix and "args" not in miss.fix
 
 
 def test_the_user_line_pytorch_names_is_kept() -> None:

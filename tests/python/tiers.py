@@ -51,6 +51,8 @@ SLOW = [
     "test_crash_recovery.py",
     # Other ways to turn dynamo-replay on in a forking job: the block's capture and replay stay.
     "test_forked_children.py",
+    # The size fix proved by a capture of its own: the call fixes and replay --update stay.
+    "test_miss_table.py::test_the_size_fix_captured_makes_a_new_length_replay",
     # Failures explained: one case per kind of failure a job dies of, and a recompile, stay (the
     # graph breaks and the generic kinds are test_why's programs); why --verify's refusals stay,
     # its reruns of a job are CI's.

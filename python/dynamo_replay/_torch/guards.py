@@ -641,6 +641,12 @@ def guard_tree_difference(captured: list[str], rebuilt: list[str]) -> str | None
             continue
         head = re.split(r" == | is |\(", want, maxsplit=1)[0]
         now = next((got for got in rebuilt if got not in captured_set and got.startswith(head)), None)
+        if want.startswith("DIMENSION_DYNAMIC_MARKING_GUARD:"):
+            return (
+                "its guards check a tensor marked dynamic (torch._dynamo.mark_dynamic or maybe_mark_dynamic), "
+                "which PyTorch's precompile rebuilds without the marks at load, so no call could pass them: use "
+                "dynamic=True in torch.compile instead of the mark, and capture again"
+            )
         if now:
             return f"PyTorch rebuilt a guard with another value: captured `{want}`, now `{now}`"
         return f"PyTorch did not rebuild the captured guard `{want}`"

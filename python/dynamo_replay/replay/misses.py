@@ -6,8 +6,7 @@ say the same words for the same miss. Imports no torch: the values come in alrea
 from __future__ import annotations
 
 import re
-import dataclasses
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from dynamo_replay.replay.conditions import hooks_owner, user_source
@@ -127,7 +126,7 @@ def _renamed(miss: Miss, frame_name: str, caller_name: str) -> Miss:
     def swap(text: str | None) -> str | None:
         return re.sub(rf"(?<![\w.\]]){re.escape(frame_name)}(?![\w\[])", caller_name, text) if text else text
 
-    return dataclasses.replace(miss, subject=swap(miss.subject), fix=swap(miss.fix))
+    return replace(miss, subject=swap(miss.subject), fix=swap(miss.fix))
 
 
 def _user_line(comment: str) -> str | None:
@@ -148,10 +147,8 @@ def _tensor_miss(found: re.Match[str], text: str, caller: str | None) -> Miss:
         if what == "stride":
             fix = f"pass {tensor}.contiguous(){where}, as at capture (or capture with this layout)"
             return Miss("stride", subject, expected, actual, fix, text, caller)
-        fix = (
-            f"torch._dynamo.mark_dynamic({tensor}, {index}) before the first call (or dynamic=True in "
-            "torch.compile), then capture again: one entry for every size"
-        )
+        # Not mark_dynamic: PyTorch's precompile rebuilds its marking guard without the marks.
+        fix = f"dynamic=True in the torch.compile call, then capture again: one entry for every {tensor}.size({index})"
         return Miss("size", subject, expected, actual, fix, text, caller)
     if what == "dtype":
         captured = _DTYPES.get(expected or "", expected)
@@ -188,8 +185,8 @@ def _compared_miss(found: re.Match[str], text: str, now: Any, has_now: bool, lin
     if op not in ("==", "is"):  # a range a dynamic size was compiled for: "2 <= L['x'].size()[0]"
         at_capture = f"{text.replace(source, who)}"
         if re.fullmatch(r"2", value) and ".size()" in source and op in ("<=", ">="):
-            tensor, dim = _tensor_dim(who)
-            fix = f"torch._dynamo.mark_unbacked({tensor}, {dim}) before the first call: sizes 0 and 1 are then no special case"
+            # Not mark_unbacked: PyTorch's precompile rebuilds its marking guard without the marks.
+            fix = f"{who} of 0 or 1 always gets a graph of its own: replay --update saves this one too"
             return Miss("size_0_1", who, at_capture, said_now, fix, text, line)
         return Miss("size", who, at_capture, said_now, None, text, line)
     if who.endswith(".training"):
@@ -230,11 +227,6 @@ def _dropped_miss(found: re.Match[str], text: str, now: Any, has_now: bool, line
 
 def _reads_frame(side: str) -> bool:
     return "L[" in side or "G[" in side
-
-
-def _tensor_dim(who: str) -> tuple[str, str]:
-    found = re.fullmatch(r"(.+)\.size\((\d+)\)", who)
-    return (found.group(1), found.group(2)) if found else (who, "0")
 
 
 def _said(value: Any) -> str:

@@ -15,6 +15,8 @@ import torch
 parser = argparse.ArgumentParser()
 parser.add_argument("--change", default="")
 parser.add_argument("--fix", default="")
+parser.add_argument("--mark-dynamic", action="store_true", help="mark the length case's size dynamic")
+parser.add_argument("--dynamic", action="store_true", help="the size fix: compile the length case with dynamic=True")
 options = parser.parse_args()
 CHANGED = set(filter(None, options.change.split(",")))
 FIXED = set(filter(None, options.fix.split(",")))
@@ -83,7 +85,7 @@ torch.manual_seed(0)
 base = torch.randn(2, 64)
 square = torch.randn(64, 64)
 inputs = {
-    "length": torch.randn(2, 96) if "length" in CHANGED else base,
+    "length": torch.randn(2, 96) if "length" in CHANGED else base.clone(),  # its own: --mark-dynamic marks it
     "batch": torch.randn(4, 64) if "batch" in CHANGED else base,
     "dtype": base.double() if "dtype" in CHANGED else base,
     "requires_grad": base.clone().requires_grad_() if "requires_grad" in CHANGED else base,
@@ -95,10 +97,12 @@ if "requires_grad" in FIXED:
     inputs["requires_grad"] = inputs["requires_grad"].detach()
 if "stride" in FIXED:
     inputs["stride"] = inputs["stride"].contiguous()
+if options.mark_dynamic:
+    torch._dynamo.mark_dynamic(inputs["length"], 1)
 
 outputs = {}
 for case, fn in [("length", length), ("batch", batch), ("dtype", dtype), ("requires_grad", requires_grad)]:
-    outputs[case] = torch.compile(fn)(inputs[case])
+    outputs[case] = torch.compile(fn, dynamic=options.dynamic and case == "length" or None)(inputs[case])
     if outputs[case].requires_grad:  # PyTorch saves a graph that needs gradients once its backward ran
         outputs[case].sum().backward()
 outputs["stride"] = torch.compile(stride)(inputs["stride"])  # the line a stride fix names
