@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dynamo_replay.replay.misses import UPDATE_FIX, Miss
+if TYPE_CHECKING:  # the package's import stays small: misses.py is read when a summary is printed
+    from dynamo_replay.replay.misses import Miss
 
 
 @dataclass
@@ -167,6 +168,8 @@ class ReplaySummary:
         ]
         lines += [f"    {frame}" for frame in self.compiled]
         if any(frame.miss for frame in self.compiled):
+            from dynamo_replay.replay.misses import UPDATE_FIX
+
             lines.append(f"    to replay them next time: {UPDATE_FIX.replace('STORE', self.store)}")
         if self.not_packaged:
             lines.append(
