@@ -90,6 +90,9 @@ def _check(args: argparse.Namespace) -> int:
     from dynamo_replay.replay import preflight
 
     job = [args.script, *args.args] if args.script else None
+    if args.run_job and (job is None or is_fleet_url(args.store)):
+        print("error: check --run runs the job's script against a store file", file=sys.stderr)
+        return preflight.EXIT_USAGE
     if is_fleet_url(args.store):
         import redis
 
@@ -105,15 +108,11 @@ def _check(args: argparse.Namespace) -> int:
             return preflight.EXIT_ERROR
     else:
         result = preflight.check_store(args.store, job=job)
-        if args.run_job:
-            if job is None:
-                print("error: check --run needs the job's script", file=sys.stderr)
-                return preflight.EXIT_USAGE
-            if result.refused is None:
-                summary, stopped = _run_under_replay(args)
-                result.add_run(summary)
-                if stopped:
-                    result.notes.append(f"the job stopped early ({stopped}): frames it did not reach were not run")
+        if args.run_job and result.refused is None:
+            summary, stopped = _run_under_replay(args)
+            result.add_run(summary)
+            if stopped:
+                result.notes.append(f"the job stopped early ({stopped}): frames it did not reach were not run")
     print(json.dumps(result.to_json(), indent=1) if args.json else result.render(verbose=args.verbose))
     return result.exit_code
 

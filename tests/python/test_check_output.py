@@ -127,3 +127,39 @@ def test_check_json_keeps_the_raw_guards_and_adds_the_words() -> None:
     (_, _, depends) = _preflight().to_json()["frames"]
     assert depends["why"].startswith("replays if, when the job reaches it, type(L['self'])")
     assert depends["conditions"][:2] == ["self has no hooks", "class GPT (models) unchanged"]
+
+
+def test_check_run_takes_each_frame_s_words_from_the_replay() -> None:
+    """check --run: a frame that compiled takes the replay's reason and miss, one whose values
+    held replays, and one the store does not hold is a note; the counts still add up."""
+    from dynamo_replay.replay.misses import explain
+    from dynamo_replay.replay.summary import CompiledFrame, ReplaySummary
+
+    miss = explain("tensor 'L['x']' size mismatch at index 0. expected 8, actual 16")
+    summary = ReplaySummary(store="job.dynrep", hits={"forward (model.py:58)": 2})
+    summary.compiled = [
+        CompiledFrame("step", "train.py", 10, f"the call failed the guards of every saved entry: {miss}", 1.0, miss),
+        CompiledFrame("other", "train.py", 90, "this frame was not compiled during capture", 0.5),
+    ]
+    result = _preflight()
+    result.add_run(summary)
+    said = result.to_json()
+    step, loss, forward = said["frames"]
+    assert (step["outcome"], step["miss"]) == ("compiles", miss.as_dict()) and str(miss) in step["why"]
+    assert loss["outcome"] == "compiles" and loss["miss"] is None  # check's own reason stays
+    assert forward["outcome"] == "replays" and said["ran"]
+    assert "the run compiled other (train.py:90), which the store does not hold" in said["notes"][-1]
+    lines = result.render().splitlines()
+    assert lines[0] == "job.dynrep: used: 3 saved frames: 1 replay, 2 compile, 0 replay if the job's values hold"
+    assert lines[-1] == "some frames compile (exit 3)"
+
+
+@pytest.mark.parametrize("store", ["job.dynrep", "redis://127.0.0.1:1/0?name=job"])
+def test_check_run_needs_the_job_and_a_store_file(store: str) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "dynamo_replay", "check", "--run", store], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2 and "check --run runs the job's script against a store file" in done.stderr
