@@ -22,7 +22,7 @@ HOOKS = (
 CASES = {
     "a new length": (
         ("tensor 'L['input_ids']' size mismatch at index 1. expected 64, actual 96",),
-        ("size", "input_ids.size(1)", "64", "96", "dynamic=True"),
+        ("size", "input_ids.size(1)", "64", "96", "mark_dynamic(input_ids, 1)"),
     ),
     "a new batch": (
         ("tensor 'L['kwargs']['input_ids']' size mismatch at index 0. expected 2, actual 4",),
@@ -160,3 +160,29 @@ def test_the_nearest_entry_is_the_one_that_ran_the_most_guards() -> None:
 
 def test_nothing_is_said_when_no_entry_failed() -> None:
     assert nearest_failure([manager(True, 5, [])], FRAME_LOCALS, FRAME_GLOBALS) is None
+
+
+# The captured tree's lines of a dimension-marking guard, as PyTorch 2.15 prints them.
+MARKING_TREE = [
+    "DIMENSION_DYNAMIC_MARKING_GUARD: ((getattr(L['x'], '_dynamo_dynamic_indices', set()).issubset({1})) "
+    "if hasattr(L['x'], '_dynamo_dynamic_indices') else True)",
+    "DIMENSION_DYNAMIC_MARKING_GUARD: ((getattr(L['x'], '_dynamo_dynamic_range', None) == None) "
+    "if hasattr(L['x'], '_has_dynamo_dim_marking') else True)",
+    "DIMENSION_DYNAMIC_MARKING_GUARD: hasattr(L['x'], '_dynamo_static_indices') == False",
+    "DIMENSION_DYNAMIC_MARKING_GUARD: ((getattr(L['kw']['ids'], '_dynamo_weak_dynamic_indices', set())"
+    ".issubset({0, 1})) if hasattr(L['kw']['ids'], '_dynamo_weak_dynamic_indices') else True)",
+    "DIMENSION_DYNAMIC_MARKING_GUARD: ((getattr(L['gone'], '_dynamo_dynamic_indices', set()).issubset({0})) "
+    "if hasattr(L['gone'], '_dynamo_dynamic_indices') else True)",
+]
+
+
+def test_the_marks_pytorch_saves_without_are_put_back_as_captured() -> None:
+    """PyTorch saves a frame's tensors without their dimension marks; replay puts back what the
+    captured guards name, and nothing they do not (an absent mark rebuilds a stricter guard)."""
+    from dynamo_replay._torch.guards import restore_dimension_marks
+
+    scope = {"x": torch.empty(2, 8), "kw": {"ids": torch.empty(2, 8)}}
+    restore_dimension_marks(scope, MARKING_TREE)
+    assert scope["x"]._dynamo_dynamic_indices == {1} and scope["x"]._has_dynamo_dim_marking is True
+    assert not hasattr(scope["x"], "_dynamo_dynamic_range") and not hasattr(scope["x"], "_dynamo_static_indices")
+    assert scope["kw"]["ids"]._dynamo_weak_dynamic_indices == {0, 1}

@@ -23,7 +23,7 @@ JOB = Path(__file__).parent / "jobs" / "misses_job.py"
 # case -> (the compiled function, kind, subject, at capture, now, a word of the fix or None). A
 # tensor is said in the caller's name for it (the job passes inputs[case]), not the frame's (x).
 CASES = {
-    "length": ("length", "size", "inputs['length'].size(1)", "64", "96", "dynamic=True"),
+    "length": ("length", "size", "inputs['length'].size(1)", "64", "96", "mark_dynamic(inputs['length'], 1)"),
     "batch": ("batch", "size", "inputs['batch'].size(0)", "2", "4", "every inputs['batch'].size(0)"),
     "dtype": ("dtype", "dtype", "inputs['dtype'].dtype", "float32", "float64", "inputs['dtype'].to(torch.float32)"),
     "requires_grad": (
@@ -169,17 +169,12 @@ def test_the_call_fixes_make_their_frames_replay_from_the_store(captured: Path) 
 
 
 def test_the_size_fix_captured_makes_a_new_length_replay(tmp_path: Path) -> None:
-    """The fix a new length gets (dynamic=True, then capture again), applied and proved: the job
-    captured with it replays the length it missed on. mark_dynamic, the fix PyTorch's own docs
-    give, is refused at install, saying why and what to use instead (PyTorch's precompile rebuilds
-    its marking guard without the marks)."""
-    for fix in ("--dynamic", "--mark-dynamic"):
+    """The fixes a new length gets, each applied and proved: the job captured with mark_dynamic
+    (whose marks PyTorch's precompile saves without, and replay puts back), or with dynamic=True,
+    replays the length it missed on."""
+    for fix in ("--mark-dynamic", "--dynamic"):
         store = tmp_path / f"{fix[2:]}.dynrep"
         assert capture_script(store, JOB, fix, cache=tmp_path / f"{fix[2:]}-cache").returncode == 0
         summary, _ = replay_job(store, tmp_path / f"{fix[2:]}-replay", job_args=("--change", "length", fix))
-        if fix == "--dynamic":
-            assert summary["compiled"] == [], [c["reason"] for c in summary["compiled"]]
-            assert summary["hits"].get(frame_of("length")), summary["hits"]
-        else:
-            (compiled,) = summary["compiled"]
-            assert "use dynamic=True in torch.compile instead of the mark" in compiled["reason"], compiled
+        assert summary["compiled"] == [], [c["reason"] for c in summary["compiled"]]
+        assert summary["hits"].get(frame_of("length")), summary["hits"]

@@ -630,6 +630,50 @@ def _without_type_address(line: str) -> str:
     return _FAKE_SCRIPT_TYPE.sub(r"\1<type>\2", line) if "FAKE_SCRIPT_TYPE_MATCH" in line else line
 
 
+# A tensor's dimension marks (torch._dynamo.mark_dynamic, maybe_mark_dynamic, mark_unbacked) as the
+# captured tree prints their guard, one line a part: a set of marked dimensions,
+# `((getattr(L['x'], '_dynamo_dynamic_indices', set()).issubset({1})) if hasattr(...) else True)`,
+# and a value read only where its gate is set, `((getattr(L['x'], '_dynamo_dynamic_range', None) ==
+# None) if hasattr(L['x'], '_has_dynamo_dim_marking') else True)`.
+_MARKED = re.compile(
+    r"^DIMENSION_DYNAMIC_MARKING_GUARD: \(\(getattr\((?P<source>L(?:\['\w+'\])+), '(?P<attr>_dynamo_\w+)', "
+    r"(?:set\(\)\)\.issubset\((?P<indices>.+)\)|None\) == (?P<value>.+))\) "
+    r"if hasattr\((?P=source), '(?P<gate>_\w+)'\) else True\)$"
+)
+
+
+def restore_dimension_marks(local_scope: dict[str, Any], captured_tree: list[str]) -> None:
+    """Puts back on a saved frame's tensors the dimension marks its captured guards checked.
+    PyTorch saves a frame's tensors without their Python attributes, so it rebuilds the marking
+    guard as "no marks", which no marked call passes. Only what the captured tree names is put
+    back; anything it does not name stays absent, which rebuilds a stricter guard, never a
+    looser one (and replay compares the rebuilt tree with the captured one after)."""
+    import ast
+
+    import torch
+
+    for line in captured_tree:
+        found = _MARKED.match(line.split("  #", 1)[0].strip())
+        if not found:
+            continue
+        try:
+            value = ast.literal_eval(found.group("indices") or found.group("value"))
+            target: Any = local_scope
+            for key in re.findall(r"\['(\w+)'\]", found.group("source")):
+                target = target[key]
+        except (ValueError, SyntaxError, KeyError, TypeError):
+            continue
+        if not isinstance(target, torch.Tensor):
+            continue
+        if found.group("indices"):
+            setattr(target, found.group("attr"), value)
+            continue
+        if found.group("gate") == "_has_dynamo_dim_marking":  # what torch._dynamo's marks set it to
+            target._has_dynamo_dim_marking = True
+        if value is not None:  # None reads the same as absent
+            setattr(target, found.group("attr"), value)
+
+
 def guard_tree_difference(captured: list[str], rebuilt: list[str]) -> str | None:
     """The first captured guard PyTorch did not rebuild as it was, in words. (A store written
     before a dict value's manager line was stripped of its example type is read the same way.)"""
@@ -643,9 +687,9 @@ def guard_tree_difference(captured: list[str], rebuilt: list[str]) -> str | None
         now = next((got for got in rebuilt if got not in captured_set and got.startswith(head)), None)
         if want.startswith("DIMENSION_DYNAMIC_MARKING_GUARD:"):
             return (
-                "its guards check a tensor marked dynamic (torch._dynamo.mark_dynamic or maybe_mark_dynamic), "
-                "which PyTorch's precompile rebuilds without the marks at load, so no call could pass them: use "
-                "dynamic=True in torch.compile instead of the mark, and capture again"
+                f"its guards check a tensor's dimension marks (torch._dynamo.mark_dynamic and friends), which "
+                f"PyTorch's precompile saves without the marks and replay could not put back (`{want}`): "
+                "dynamic=True in torch.compile instead of the mark needs none"
             )
         if now:
             return f"PyTorch rebuilt a guard with another value: captured `{want}`, now `{now}`"

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from dynamo_replay._torch.ddp_split import add_split_check
-from dynamo_replay._torch.guards import code_key
+from dynamo_replay._torch.guards import code_key, restore_dimension_marks
 from dynamo_replay.descriptions import code_digest, digests_kept
 
 
@@ -55,6 +55,9 @@ class FrameVetting(Protocol):
     ) -> str | None:
         """Why this guarded entry must not be used, given its loaded guard manager (to which
         checks may be added; one that rejects a call tells `refused` why), or None."""
+
+    def captured_tree(self, guards_state: bytes) -> list[str]:
+        """The guard tree PyTorch built for this entry at capture (guard_tree_lines), or []."""
 
 
 class SafeDynamoCache:
@@ -331,6 +334,7 @@ def _install_entries(
                     state, lenient = _load_guards_state(guarded.guards_state)
                     report.recreated += [f"{frame}: {name} restored without its __setstate__" for name in lenient]
                     report.recreated += _fill_missing(state, local_scope, scope, frame)
+                    restore_dimension_marks(state.output_graph.local_scope, vetting.captured_tree(guarded.guards_state))
                     if name := state.output_graph.name_of_builtins_dict_key_in_fglobals:
                         scope.setdefault(name, get_builtins_dict(scope))
                     for name in state.output_graph.global_scope:  # the modules its guards read

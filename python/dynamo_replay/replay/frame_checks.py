@@ -89,6 +89,9 @@ class FrameChecks:
             _torch_ranks.add_world_size_check(manager, world_size, refused)
         return None
 
+    def captured_tree(self, guards_state: bytes) -> list[str]:
+        return self._trees.get(_torch_guards.guards_state_key(guards_state)) or []
+
     def _entry_guards(self, frame: str, key: str) -> list[DroppedGuard]:
         """The dropped guards of one saved entry of a frame (the compile that saved it): a frame
         of library code (an optimizer's `step`) has one entry per object it was compiled for,

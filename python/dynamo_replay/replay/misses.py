@@ -147,8 +147,10 @@ def _tensor_miss(found: re.Match[str], text: str, caller: str | None) -> Miss:
         if what == "stride":
             fix = f"pass {tensor}.contiguous(){where}, as at capture (or capture with this layout)"
             return Miss("stride", subject, expected, actual, fix, text, caller)
-        # Not mark_dynamic: PyTorch's precompile rebuilds its marking guard without the marks.
-        fix = f"dynamic=True in the torch.compile call, then capture again: one entry for every {tensor}.size({index})"
+        fix = (
+            f"torch._dynamo.mark_dynamic({tensor}, {index}) before the first call (or dynamic=True in "
+            f"torch.compile), then capture again: one entry for every {tensor}.size({index})"
+        )
         return Miss("size", subject, expected, actual, fix, text, caller)
     if what == "dtype":
         captured = _DTYPES.get(expected or "", expected)
@@ -185,8 +187,7 @@ def _compared_miss(found: re.Match[str], text: str, now: Any, has_now: bool, lin
     if op not in ("==", "is"):  # a range a dynamic size was compiled for: "2 <= L['x'].size()[0]"
         at_capture = f"{text.replace(source, who)}"
         if re.fullmatch(r"2", value) and ".size()" in source and op in ("<=", ">="):
-            # Not mark_unbacked: PyTorch's precompile rebuilds its marking guard without the marks.
-            fix = f"{who} of 0 or 1 always gets a graph of its own: replay --update saves this one too"
+            fix = f"{who} of 0 or 1 gets a graph of its own: replay --update saves this one too"
             return Miss("size_0_1", who, at_capture, said_now, fix, text, line)
         return Miss("size", who, at_capture, said_now, None, text, line)
     if who.endswith(".training"):
