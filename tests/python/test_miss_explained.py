@@ -118,6 +118,7 @@ def test_the_user_line_pytorch_names_is_kept() -> None:
 torch = pytest.importorskip("torch")
 
 from dynamo_replay._torch.install import nearest_failure  # noqa: E402
+from dynamo_replay.replay.misses import reads  # noqa: E402
 
 
 class Config:
@@ -148,18 +149,18 @@ def manager(passes: bool, executed: int, parts: list[str]):
 @pytest.mark.parametrize("guard", READS)
 def test_the_failed_guard_is_found_with_what_its_source_reads_now(guard: str) -> None:
     text, now = READS[guard]
-    found = nearest_failure([manager(False, 3, [text])], FRAME_LOCALS, FRAME_GLOBALS)
+    found = nearest_failure([manager(False, 3, [text])], FRAME_LOCALS, FRAME_GLOBALS, reads)
     assert found is not None and found.text == text
     assert (found.has_now, found.now) == ((True, now) if now is not None else (False, None))
 
 
 def test_the_nearest_entry_is_the_one_that_ran_the_most_guards() -> None:
     entries = [manager(False, 2, ["G['A'] == 1"]), manager(False, 9, ["G['SCALE'] == 0.5"]), manager(False, 4, ["x"])]
-    assert nearest_failure(entries, FRAME_LOCALS, FRAME_GLOBALS).text == "G['SCALE'] == 0.5"
+    assert nearest_failure(entries, FRAME_LOCALS, FRAME_GLOBALS, reads).text == "G['SCALE'] == 0.5"
 
 
 def test_nothing_is_said_when_no_entry_failed() -> None:
-    assert nearest_failure([manager(True, 5, [])], FRAME_LOCALS, FRAME_GLOBALS) is None
+    assert nearest_failure([manager(True, 5, [])], FRAME_LOCALS, FRAME_GLOBALS, reads) is None
 
 
 # The captured tree's lines of a dimension-marking guard, as PyTorch 2.15 prints them.

@@ -380,11 +380,15 @@ class FailedGuard:
 
 
 def nearest_failure(
-    managers: list[Any], frame_locals: dict[str, Any], frame_globals: dict[str, Any]
+    managers: list[Any],
+    frame_locals: dict[str, Any],
+    frame_globals: dict[str, Any],
+    reads: Callable[[str], tuple[str | None, str | None]],
 ) -> FailedGuard | None:
     """Why a call failed every saved entry of its frame, against the nearest one (the entry
     that ran the most guards before one failed): that guard and, where it compares a source
-    of the frame, what the source reads now. None if it cannot be told."""
+    of the frame, what the source reads now. `reads(guard)` gives (the source it compares, the
+    tensor it checks), either None (replay/misses.py reads guard texts). None if it cannot be told."""
     from torch.utils._python_dispatch import _disable_current_modes
 
     from dynamo_replay._torch.guards import _LiveExpression
@@ -402,12 +406,11 @@ def nearest_failure(
     text = str(nearest.verbose_code_parts[0])
     caller, caller_locals = _user_caller()
     facts: dict[str, Any] = {"caller": caller, "library_line": _in_pytorch(text)}
-    tensor = _tensor_read(text.split("  #")[0].strip())
+    source, tensor = reads(text.split("  #")[0].strip())
     if tensor is not None and caller_locals:
         with contextlib.suppress(Exception), _disable_current_modes():
             name = _name_among(_LiveExpression(tensor, frame_globals).value(frame_locals), caller_locals)
             facts["caller_names"] = {tensor: name} if name else {}
-    source = _source_read(text.split("  #")[0].strip())
     if source is None:
         return FailedGuard(text, **facts)
     try:
@@ -427,24 +430,6 @@ def _in_pytorch(text: str) -> bool:
     return bool(found) and os.path.isfile(os.path.join(os.path.dirname(torch.__file__), found.group(1).strip()))
 
 
-# What a guard reads of the frame: one side of a comparison (`G['SCALE'] == 0.5`,
-# `2 <= L['x'].size()[0]`), replay's own check of a dropped guard, an identity check's object.
-_COMPARED = re.compile(r"^(.+?) (?:==|!=|is not|is|<=|>=|<|>) (.+)$")
-_DROPPED = re.compile(r"^dynamo-replay: (.+?) is .+ \(\w+ dropped by .*\)$")
-_IDENTITY = re.compile(r"^___check_(?:obj|type)_id\((.+), \d+\)$")
-
-
-def _source_read(guard: str) -> str | None:
-    for pattern in (_DROPPED, _IDENTITY):
-        found = pattern.match(guard)
-        if found:
-            return found.group(1)
-    found = _COMPARED.match(guard)
-    if not found or guard.startswith("dynamo-replay: "):
-        return None
-    return next((side for side in found.groups() if "L[" in side or "G[" in side), None)
-
-
 def _user_caller() -> tuple[str | None, dict[str, Any]]:
     """("file:line", locals) of the nearest frame on the stack outside PyTorch and this package:
     the user's call of the compiled function that is compiling now."""
@@ -459,16 +444,6 @@ def _user_caller() -> tuple[str | None, dict[str, Any]]:
             return f"{shown}:{frame.f_lineno}", dict(frame.f_locals)
         frame = frame.f_back
     return None, {}
-
-
-# The tensor a guard checks: TensorCheck's text names it, a size or stride guard reads it.
-_TENSOR_NAMED = re.compile(r"^tensor '(.+?)' \w[\w ]* mismatch")
-_TENSOR_SIZE = re.compile(r"([LG]\[[^ ]*?)\.(?:size|stride)\(\)\[\d+\]")
-
-
-def _tensor_read(guard: str) -> str | None:
-    found = _TENSOR_NAMED.match(guard) or _TENSOR_SIZE.search(guard)
-    return found.group(1) if found else None
 
 
 def _name_among(value: Any, scope: dict[str, Any]) -> str | None:

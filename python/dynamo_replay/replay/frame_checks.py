@@ -20,7 +20,7 @@ from dynamo_replay._torch import optimizers as _torch_optimizers
 from dynamo_replay._torch import ranks as _torch_ranks
 from dynamo_replay._torch.guards import DroppedGuard
 from dynamo_replay._torch.optimizer_description import OPTIMIZER_PREFIX
-from dynamo_replay.replay.conditions import user_source
+from dynamo_replay.replay.conditions import hooks_owner, user_source
 from dynamo_replay.replay.misses import explain
 from dynamo_replay.replay_data import ReplayData
 
@@ -107,7 +107,10 @@ class FrameChecks:
 def _in_user_terms(guard: DroppedGuard, refusal: str, local_scope: dict[str, Any], global_scope: dict[str, Any]) -> str:
     """A dropped guard's refusal with its source in the user's terms; a module's hooks said as the
     replay summary says a miss on them (misses.py)."""
-    if guard.kind == "MODULE_HOOKS":
+    if guard.kind == "MODULE_HOOKS" and refusal.startswith(guard.source + " ") and guard.value != "tuple []":
+        # hooks described by what they depend on (FSDP2's sharding): the part that differs, as is
+        return f"{hooks_owner(guard.source)}'s hooks{refusal[len(guard.source) :]}"
+    if guard.kind == "MODULE_HOOKS":  # none at capture: how many now
         try:
             live = _torch_guards.read_dropped_source(guard, local_scope, global_scope)
         except Exception:

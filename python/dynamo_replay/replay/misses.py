@@ -23,6 +23,8 @@ _COMPARISON = re.compile(r"^(?P<left>.+?) (?P<op>==|!=|is not|is|<=|>=|<|>) (?P<
 # replay's own checks (_torch/guards.py): "dynamo-replay: SOURCE is VALUE (KIND dropped by ...)".
 _REPLAY_CHECK = re.compile(r"^dynamo-replay: (?P<source>.+?) is (?P<value>.+) \((?P<kind>\w+) dropped by .*\)$")
 _REPLAY_PINNED = re.compile(r"^dynamo-replay: (?P<source>.+) is the object compiled for$")
+# A size or stride a guard reads of a tensor: `2 <= L['x'].size()[0]`.
+_SIZE_OF = re.compile(r"(?P<source>[LG]\[[^ ]*?)\.(?:size|stride)\(\)\[\d+\]")
 _IDENTITY = re.compile(r"^___check_(?P<which>obj|type)_id\((?P<source>.+), \d+\)$")
 # An attribute read from the class at capture, now set on the object (or the reverse).
 _DICT_CONTAINS = re.compile(r"^(?P<not>not )?___dict_contains\('(?P<name>\w+)', (?P<owner>.+)\.__dict__\)$")
@@ -118,6 +120,25 @@ def explain(
     if found:
         return _compared_miss(found, text, now, has_now, line)
     return Miss("other", text, None, None, None, text, line)
+
+
+def reads(guard: str) -> tuple[str | None, str | None]:
+    """(the frame source a guard compares, the tensor it checks), either None: what
+    _torch.install.nearest_failure reads on the call, so that `explain` can say the value now
+    and the caller's name for the tensor."""
+    text = guard.split("  #")[0].strip()
+    source = None
+    for pattern in (_REPLAY_CHECK, _IDENTITY):
+        found = pattern.match(text)
+        if found:
+            source = found.group("source")
+            break
+    else:
+        found = _COMPARISON.match(text)
+        if found and not text.startswith("dynamo-replay: "):
+            source = next((side for side in (found.group("left"), found.group("right")) if _reads_frame(side)), None)
+    tensor = _TENSOR.match(text) or _SIZE_OF.search(text)
+    return source, tensor.group("source") if tensor else None
 
 
 def _renamed(miss: Miss, frame_name: str, caller_name: str) -> Miss:

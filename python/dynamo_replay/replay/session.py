@@ -23,7 +23,7 @@ from dynamo_replay.replay.checks import (
     read_store,
 )
 from dynamo_replay.replay.frame_checks import FrameChecks
-from dynamo_replay.replay.misses import Miss, explain
+from dynamo_replay.replay.misses import Miss, explain, reads
 from dynamo_replay.replay.summary import CompiledFrame, ReplaySummary
 
 __all__ = ["replay", "ReplaySummary", "CompiledFrame"]
@@ -237,7 +237,7 @@ class replay:  # noqa: N801 - a context manager, like capture
             return
         try:
             scopes = _torch.settings.compiling_frame_scopes()
-            failed = _torch_install.nearest_failure(found[1], *scopes) if scopes else None
+            failed = _torch_install.nearest_failure(found[1], *scopes, reads) if scopes else None
             if failed is None:
                 return
             miss = explain(
