@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from dynamo_replay._torch.ddp_split import add_split_check
 from dynamo_replay._torch.guards import code_key, restore_dimension_marks
+from dynamo_replay._torch.shapes import calling_user_frame, tensor_names
 from dynamo_replay.descriptions import code_digest, digests_kept
 
 
@@ -404,12 +405,14 @@ def nearest_failure(
     if nearest is None or not nearest.verbose_code_parts:
         return None
     text = str(nearest.verbose_code_parts[0])
-    caller, caller_locals = _user_caller()
-    facts: dict[str, Any] = {"caller": caller, "library_line": _in_pytorch(text)}
+    found = calling_user_frame()  # the user's call of the function compiling now, as call sites find it
+    caller_locals = found[1] if found else {}
+    facts: dict[str, Any] = {"caller": _shown(found[0]) if found else None, "library_line": _in_pytorch(text)}
     source, tensor = reads(text.split("  #")[0].strip())
     if tensor is not None and caller_locals:
         with contextlib.suppress(Exception), _disable_current_modes():
-            name = _name_among(_LiveExpression(tensor, frame_globals).value(frame_locals), caller_locals)
+            value = _LiveExpression(tensor, frame_globals).value(frame_locals)
+            name = tensor_names(caller_locals).get(id(value))
             facts["caller_names"] = {tensor: name} if name else {}
     if source is None:
         return FailedGuard(text, **facts)
@@ -430,38 +433,10 @@ def _in_pytorch(text: str) -> bool:
     return bool(found) and os.path.isfile(os.path.join(os.path.dirname(torch.__file__), found.group(1).strip()))
 
 
-def _user_caller() -> tuple[str | None, dict[str, Any]]:
-    """("file:line", locals) of the nearest frame on the stack outside PyTorch and this package:
-    the user's call of the compiled function that is compiling now."""
-    import torch
-
-    ours = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(ours) and not filename.startswith("<"):
-            shown = os.path.relpath(filename) if filename.startswith(os.getcwd() + os.sep) else filename
-            return f"{shown}:{frame.f_lineno}", dict(frame.f_locals)
-        frame = frame.f_back
-    return None, {}
-
-
-def _name_among(value: Any, scope: dict[str, Any]) -> str | None:
-    """The caller's name for `value`, found by identity among its locals and one level into their
-    lists, tuples and dicts (`ids`, `batch['input_ids']`), as capture's call sites find it."""
-    for name, held in scope.items():
-        if held is value:
-            return name
-    for name, held in scope.items():
-        if isinstance(held, (list, tuple)):
-            for index, item in enumerate(held):
-                if item is value:
-                    return f"{name}[{index}]"
-        elif isinstance(held, dict):
-            for key, item in held.items():
-                if item is value and isinstance(key, str):
-                    return f"{name}[{key!r}]"
-    return None
+def _shown(frame: dict[str, Any]) -> str:
+    """A user frame's "file:line", the file relative to the working directory when under it."""
+    file = frame["file"]
+    return f"{os.path.relpath(file) if file.startswith(os.getcwd() + os.sep) else file}:{frame['line']}"
 
 
 def _merged_packages(found: list[tuple[int, Any]]) -> tuple[Any, dict[str, int]]:

@@ -156,17 +156,13 @@ def save_cache_artifacts() -> tuple[Any, list[tuple[str, int]]]:
             except (ValueError, KeyError, TypeError):
                 pass
 
-    logger = logging.getLogger("torch.__trace")
-    handler, level, propagate = Bypasses(), logger.level, logger.propagate
-    logger.handlers.insert(0, handler)  # first, as trace_intake.listen does
-    logger.setLevel(logging.DEBUG)
-    logger.propagate = False
+    from dynamo_replay._torch.settings import listen_to_trace
+
+    stop = listen_to_trace(Bypasses())
     try:
         return torch.compiler.save_cache_artifacts(), left_out
     finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-        logger.propagate = propagate
+        stop()
 
 
 def quiet_missing_backend() -> Callable[[], None]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import itertools
+import logging
 import re
 import sys
 import types
@@ -237,6 +238,23 @@ def compiled_graph_globals(depth: int = 2) -> tuple[dict[str, Any], list[str]] |
             return scope, sorted(name for name in installed if name.startswith("__compiled_fn"))
         frame = frame.f_back
     return None
+
+
+def listen_to_trace(handler: logging.Handler) -> Callable[[], None]:
+    """Puts `handler` on PyTorch's structured-trace logger (torch.__trace) at DEBUG, kept from the
+    job's own log handlers; returns what takes it off and puts the logger back."""
+    logger = logging.getLogger("torch.__trace")
+    old_level, old_propagate = logger.level, logger.propagate
+    # First in the list: PyTorch's idle LazyTraceHandler removes itself from the list
+    # while logging loops over it, which skips the handler after it for that record.
+    logger.handlers.insert(0, handler)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False  # the job's own log handlers must not see the trace
+    return lambda: (
+        logger.removeHandler(handler),
+        logger.setLevel(old_level),
+        setattr(logger, "propagate", old_propagate),
+    )
 
 
 @contextlib.contextmanager

@@ -459,6 +459,28 @@ def compiling_frame_locals() -> dict[str, Any] | None:
     return None
 
 
+def tensor_names(local: dict[str, Any], limit: int = 64) -> dict[int, str]:
+    """id(tensor) -> a source for it in a frame's locals: `x`, `args[0]`, `kwargs['ids']` (at
+    most `limit` elements of a list, tuple or dict looked into)."""
+    import torch
+
+    found: dict[int, str] = {}
+    for name, value in local.items():
+        if name.startswith("__"):
+            continue
+        if isinstance(value, torch.Tensor):
+            found.setdefault(id(value), name)
+        elif isinstance(value, (list, tuple)):
+            for i, item in enumerate(value[:limit]):
+                if isinstance(item, torch.Tensor):
+                    found.setdefault(id(item), f"{name}[{i}]")
+        elif isinstance(value, dict):
+            for key, item in list(value.items())[:limit]:
+                if isinstance(key, str) and isinstance(item, torch.Tensor):
+                    found.setdefault(id(item), f"{name}[{key!r}]")
+    return found
+
+
 def calling_user_frame() -> tuple[dict[str, Any], dict[str, Any]] | None:
     """(user frame, its locals) of the innermost user frame on the stack while Dynamo compiles:
     the line that called the function being compiled (PyTorch's own frames are skipped)."""

@@ -16,27 +16,6 @@ PutEvent = Callable[[str, tuple[int, int, int], Any, Any], None]
 _MAX_NAMES = 64  # a frame's inputs named at most; the rest are left out
 
 
-def _tensors(local: dict[str, Any]) -> dict[int, str]:
-    """id(tensor) -> a source for it in a frame's locals: `x`, `args[0]`, `kwargs['ids']`."""
-    import torch
-
-    found: dict[int, str] = {}
-    for name, value in local.items():
-        if name.startswith("__"):
-            continue
-        if isinstance(value, torch.Tensor):
-            found.setdefault(id(value), name)
-        elif isinstance(value, (list, tuple)):
-            for i, item in enumerate(value[:_MAX_NAMES]):
-                if isinstance(item, torch.Tensor):
-                    found.setdefault(id(item), f"{name}[{i}]")
-        elif isinstance(value, dict):
-            for key, item in list(value.items())[:_MAX_NAMES]:
-                if isinstance(key, str) and isinstance(item, torch.Tensor):
-                    found.setdefault(id(item), f"{name}[{key!r}]")
-    return found
-
-
 def record(put_event: PutEvent, compile_id: tuple[int, int, int]) -> None:
     """Called when Dynamo starts a compile (its dynamo_start event)."""
     caller = _torch_shapes.calling_user_frame()
@@ -46,8 +25,8 @@ def record(put_event: PutEvent, compile_id: tuple[int, int, int]) -> None:
     frame, caller_locals = caller
     arguments: dict[str, str] = {}
     if compiled is not None:
-        theirs = _tensors(caller_locals)
-        for id_, source in _tensors(compiled).items():
+        theirs = _torch_shapes.tensor_names(caller_locals, _MAX_NAMES)
+        for id_, source in _torch_shapes.tensor_names(compiled, _MAX_NAMES).items():
             if id_ in theirs and len(arguments) < _MAX_NAMES:
                 arguments[_guard_source(source)] = theirs[id_]
     put_event(schema.EVENT_CALL_SITE, compile_id, {"user_frame": frame, "arguments": arguments}, None)

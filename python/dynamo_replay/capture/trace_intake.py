@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from dynamo_replay.capture.recording import Recording
 
-TRACE_LOGGER = "torch.__trace"
 NO_COMPILE = (-1, -1, -1)  # the compile id of an event outside any compile
 _ID_KEYS = ("frame_id", "frame_compile_id", "attempt")
 _NOT_NAMES = {*_ID_KEYS, "has_payload"}
@@ -59,19 +58,9 @@ class TraceHandler(logging.Handler):
 
 def listen(session: Recording) -> Callable[[], None]:
     """Puts the session's handler on the structured-trace logger; returns what takes it off."""
-    logger = logging.getLogger(TRACE_LOGGER)
-    handler = TraceHandler(session)
-    old_level, old_propagate = logger.level, logger.propagate
-    # First in the list: PyTorch's idle LazyTraceHandler removes itself from the list
-    # while logging loops over it, which skips the handler after it for that record.
-    logger.handlers.insert(0, handler)
-    logger.setLevel(logging.DEBUG)
-    logger.propagate = False  # the job's own log handlers must not see the trace
-    return lambda: (
-        logger.removeHandler(handler),
-        logger.setLevel(old_level),
-        setattr(logger, "propagate", old_propagate),
-    )
+    from dynamo_replay import _torch
+
+    return _torch.settings.listen_to_trace(TraceHandler(session))
 
 
 class TraceIntake:
