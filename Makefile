@@ -25,8 +25,11 @@ APT_PACKAGES := g++ make libzstd-dev libcereal-dev libxxhash-dev libgtest-dev \
 # transformers builds the real models the tests and benchmarks run (from configs, no downloads).
 # tlparse (and Debian's chromium, above) read the exports and the HTML report in their tests.
 # redis is the client of the fleet store; its tests start Debian's redis-server (above).
+# IREE (an MLIR-based deployment compiler and its CPU runtime) compiles and runs the lowered graphs
+# (replay-inspect mlir --target iree, lower-check --runtime iree); optional for the package.
 PY_PACKAGES  := torch==$(TORCH) numpy pytest pytest-timeout pytest-xdist scikit-build-core pybind11 cmake ninja \
-                transformers==5.23.0 tlparse==0.4.3 redis==8.1.0 expecttest
+                transformers==5.23.0 tlparse==0.4.3 redis==8.1.0 expecttest \
+                iree-base-compiler==3.13.0 iree-base-runtime==3.13.0
 PIP          := PIP_CONSTRAINT=$(CURDIR)/$(VENV)/torch-pin.txt $(PY) -m pip install -q --disable-pip-version-check
 # torch-mlir checks the torch-dialect form (tests/python/test_torch_mlir.py). --no-deps: nothing
 # may touch the pinned torch; what it needs besides (numpy, packaging) is installed above.

@@ -36,6 +36,34 @@ int printed(const Result<Report>& result, const std::string& command, const std:
   return result->problemFound ? 1 : 0;
 }
 
+// --target iree: the .vmfb into `file` and its manifest beside it (FILE.json). Exit as printed().
+int writtenForIree(const dynrep::replay::Job& job, const dynrep::replay::lowering::MlirRequest& m,
+                   const std::string& file) {
+  if (file.empty()) {
+    std::cerr << "replay-inspect mlir --target iree: writes a compiled module: give -o FILE.vmfb\n";
+    return 2;
+  }
+  if (m.dialect != "linalg") {
+    std::cerr << "replay-inspect mlir --target iree: IREE compiles the linalg module; drop --dialect " << m.dialect
+              << "\n";
+    return 2;
+  }
+  Result<dynrep::replay::lowering::IreeModuleFile> out = dynrep::replay::lowering::ireeCommand(job, m);
+  if (!out.isOk()) return printed(out.status(), "replay-inspect mlir");
+  for (const dynrep::replay::ReportNote& note : out->report.notes) std::cerr << note.text << "\n";
+  if (out->vmfb.empty()) return 1;
+  for (const auto& [path, bytes] : {std::pair{file, &out->vmfb}, std::pair{file + ".json", &out->manifest}}) {
+    std::ofstream written(path, std::ios::binary);
+    written << *bytes;
+    if (!written) {
+      std::cerr << "replay-inspect mlir: cannot write " << path << "\n";
+      return 2;
+    }
+  }
+  std::cerr << "wrote " << file << " (" << out->vmfb.size() << " bytes) and " << file << ".json\n";
+  return out->report.problemFound ? 1 : 0;
+}
+
 // The store's job, or (exit 2) the message naming what is wrong with it.
 std::optional<dynrep::replay::OpenedJob> opened(const std::string& path) {
   Result<dynrep::replay::OpenedJob> job = dynrep::replay::openJob(path);
@@ -59,6 +87,11 @@ int run(int argc, char** argv) {
   mlir->add_option("--library", m.library, "custom-op library: func.func definitions named after operators");
   std::string moduleFile, irModuleFile;
   mlir->add_option("-o,--output", moduleFile, "write the module here instead of stdout");
+  std::string target = "mlir";
+  mlir->add_option("--target", target,
+                   "mlir: the module as text; iree: compiled by IREE for this host's CPU into a .vmfb (-o FILE), with "
+                   "FILE's inputs described in FILE.json")
+      ->check(CLI::IsMember({"mlir", "iree"}));
   mlir->add_flag("--allow-different", m.allowDifferent,
                  "write the module without running it against the job's outputs (by default one that computes "
                  "a different number is not written)");
@@ -76,13 +109,19 @@ int run(int argc, char** argv) {
   check->add_option("--sizes", c.sizes, "run at these sizes on random inputs, against replay-run: s0=7,s1=3");
   check->add_option("--seed", c.seed, "seed of the random inputs");
   check->add_flag("--json", c.json, "machine-readable output");
+  check->add_option("--runtime", c.runtime, "jit: MLIR's JIT; iree: compiled by IREE and run on its CPU runtime")
+      ->check(CLI::IsMember({"jit", "iree"}));
+  check->add_flag("--time", c.timeCalls, "also time one call of each graph (median)");
   if (int code; !dynrep::tools::parse(app, argc, argv, &code)) return code;
   std::string runner = dynrep::tools::besideSelf("replay-run");  // the reference for --sizes, where built
   if (dynrep::tools::isExecutable(runner)) c.runner = m.runner = runner;
+  std::string self = dynrep::tools::besideSelf("");
+  c.iree = m.iree = dynrep::replay::lowering::findIree({self.substr(0, self.size() - 1)});
   if (lowerIr->parsed())
     return printed(dynrep::replay::lowering::lowerIrCommand(ir), "replay-mlir lower-ir", irModuleFile);
   std::optional<dynrep::replay::OpenedJob> store = opened(mlir->parsed() ? m.store : c.store);
   if (!store) return 2;
+  if (mlir->parsed() && target == "iree") return writtenForIree(store->job, m, moduleFile);
   if (mlir->parsed())
     return printed(dynrep::replay::lowering::mlirCommand(store->job, m), "replay-inspect mlir", moduleFile);
   return printed(dynrep::replay::lowering::lowerCheckCommand(store->job, c), "replay-inspect lower-check");

@@ -11,17 +11,14 @@
 #include <set>
 #include <stdexcept>
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include "dynrep/replay/query/graph_events.h"
 #include "dynrep/replay/query/graph_samples.h"
 #include "dynrep/replay/query/sizes.h"
 #include "dynrep/replay/query/symbol_table.h"
 #include "dynrep/replay/query/tensor_file.h"
 #include "engine.h"
+#include "iree.h"
+#include "process.h"
 
 namespace dynrep::replay::lowering {
 
@@ -95,39 +92,6 @@ HostValue fromRaw(const RawValue& r) {
   return v;
 }
 
-// A temporary file, removed with its owner.
-struct TempFile {
-  std::string path;
-  TempFile() {
-    char name[] = "/tmp/dynrep-lower-check-XXXXXX";
-    int fd = ::mkstemp(name);
-    if (fd < 0) throw StoreError("cannot make a temporary file");
-    ::close(fd);
-    path = name;
-  }
-  ~TempFile() { std::remove(path.c_str()); }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-};
-
-// Runs argv (no shell: paths are passed as they are) with stdout to `out`, stderr discarded;
-// its exit status, or -1 when it could not start.
-int spawn(const std::vector<std::string>& argv, const std::string& out) {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_TRUNC, 0);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  int status = 0;
-  if (rc != 0 || ::waitpid(pid, &status, 0) < 0) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 class CompileCheck {
  public:
   CompileCheck(const Job& job, const Compile& compile, const CheckOptions& options)
@@ -138,6 +102,7 @@ class CompileCheck {
     GraphCheck g;
     g.compile = compile_.id.str();
     g.event = event;
+    g.runtime = opt_.runtime;
     if (!ranges_.isOk()) {  // the entry checks need them: nothing runs without
       g.error = ranges_.status();
       return g;
@@ -159,7 +124,7 @@ class CompileCheck {
         g.error = Status::notSupported(why);
         return g;
       }
-      if (!p.jit) {
+      if (!p.runnable()) {
         g.stage = p.stage;
         g.error = p.error;
         return g;
@@ -194,9 +159,19 @@ class CompileCheck {
         referenceRun(event, p, &inputs, &expected, &expectedPositions);
       }
       checkSizes(p, inputs);
+      size_t known = expected.size();
+      derivedOutputs(p, inputs, &expected, &expectedPositions);
+      if (known == 0 && !expected.empty())
+        g.reference = "what the graph returns without computing it (its inputs, sizes of its inputs)";
+      if (expected.empty() && p.lowered.outputs.empty() && p.lowered.nodes == 0) {
+        g.stage = CheckStage::Matched;  // nothing to compute and nothing returned: nothing can differ
+        g.reference = "nothing: a graph of no nodes that returns no value";
+        return g;
+      }
       auto start = Clock::now();
       std::vector<HostValue> outputs = run(p, inputs);
       g.runSeconds = since(start);
+      if (opt_.timeCalls) g.callSeconds = secondsPerCall(p, inputs);
       bool all = true;
       std::set<size_t> uninitialized = uninitializedOutputs(p.ir);
       std::map<size_t, size_t> ties = tieOrderedIndices(p.ir);
@@ -216,7 +191,11 @@ class CompileCheck {
         all = all && (c.ok() || c.status == "uninitialized" || c.status == "equal up to ties");
       }
       if (expected.empty()) {
-        g.error = Status::notFound("nothing to compare with: the job stored no outputs for this graph");
+        g.error = Status::notFound(
+            p.lowered.outputs.empty()
+                ? "nothing to compare with: the graph returns no value (its work is an in-place write into an input, "
+                  "which the lowered function does not return)"
+                : "nothing to compare with: the job stored no outputs for this graph");
       } else {
         g.stage = all ? CheckStage::Matched : CheckStage::Differs;
       }
@@ -236,8 +215,10 @@ class CompileCheck {
     bool random() const {
       return std::any_of(lowered.inputs.begin(), lowered.inputs.end(), [](const Port& p) { return !p.random.empty(); });
     }
-    std::unique_ptr<Jit> jit;
-    CheckStage stage = CheckStage::Lowered;  // where it stopped when there is no jit
+    std::unique_ptr<Jit> jit;                // runtime "jit"
+    std::unique_ptr<IreeModule> iree;        // runtime "iree"
+    bool runnable() const { return jit || iree; }
+    CheckStage stage = CheckStage::Lowered;  // where it stopped when there is neither
     Status error;
   };
 
@@ -281,7 +262,10 @@ class CompileCheck {
     if (!module) return p;
     start = Clock::now();
     try {
-      p.jit = Jit::compile(std::move(module));
+      if (opt_.runtime == "iree")
+        p.iree = IreeModule::compile(opt_.iree, p.lowered.text);
+      else
+        p.jit = Jit::compile(std::move(module));
     } catch (const std::exception& e) {
       p.stage = CheckStage::NotCompiled;
       p.error = Status::notSupported(e.what());
@@ -352,7 +336,8 @@ class CompileCheck {
     std::vector<std::string> resultTypes;
     for (const Port& port : p.lowered.outputs)
       if (port.result >= 0) resultTypes.push_back(port.type);
-    std::vector<HostValue> results = p.jit->call(p.lowered.function, inputs, resultTypes);
+    std::vector<HostValue> results = p.iree ? p.iree->call(p.lowered.function, inputs, resultTypes)
+                                            : p.jit->call(p.lowered.function, inputs, resultTypes);
     std::vector<HostValue> outputs;  // in graph output order, None where the graph returns None
     for (const Port& port : p.lowered.outputs) {
       outputs.push_back(port.result >= 0 ? results[static_cast<size_t>(port.result)] : HostValue());
@@ -363,9 +348,55 @@ class CompileCheck {
     return outputs;
   }
 
-  // The relations between input sizes the function asserts at entry, checked here first so
-  // that a mismatch is reported instead of aborting inside the JIT.
-  void checkSizes(const Prepared& p, const std::vector<HostValue>& inputs) const {
+  // The median time of one call: IREE's benchmark tool, or calls of the JIT's function here,
+  // as many as fit in about half a second (at least 3, at most 200).
+  double secondsPerCall(Prepared& p, const std::vector<HostValue>& inputs) {
+    if (p.iree) return p.iree->secondsPerCall(p.lowered.function, inputs);
+    std::vector<double> times;
+    auto started = Clock::now();
+    while (times.size() < 3 || (times.size() < 200 && since(started) < 0.5)) {
+      auto start = Clock::now();
+      run(p, inputs);
+      times.push_back(since(start));
+    }
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+  }
+
+  // Outputs the job did not store that the graph returns without computing them: an input as
+  // it is, or a size of its inputs (a symbol's expression, evaluated on the inputs' sizes here,
+  // apart from the lowering's arithmetic), or a constant.
+  void derivedOutputs(const Prepared& p, const std::vector<HostValue>& inputs, std::vector<HostValue>* expected,
+                      std::vector<int>* positions) const {
+    std::set<int> have(positions->begin(), positions->end());
+    std::map<std::string, size_t> inputAt;
+    for (size_t i = 0; i < p.lowered.inputs.size() && i < inputs.size(); ++i) inputAt[p.lowered.inputs[i].name] = i;
+    Symbols symbols = inputSymbols(p, inputs);
+    std::vector<Argument> returned = p.ir.returned();
+    for (size_t i = 0; i < returned.size() && i < p.lowered.outputs.size(); ++i) {
+      if (have.count(static_cast<int>(i)) || p.lowered.outputs[i].result < 0) continue;
+      const Argument& a = returned[i];
+      HostValue want;
+      if (a.kind == Argument::Kind::Int) {
+        want.kind = HostValue::Kind::Int, want.integer = a.integer;
+      } else if (a.kind == Argument::Kind::Ref && inputAt.count(a.text)) {
+        want = inputs[inputAt[a.text]];
+      } else if (const Node* node = a.kind == Argument::Kind::Ref ? p.ir.find(a.text) : nullptr;
+                 node && node->meta() && node->meta()->kind == ValueMeta::Kind::Symbolic &&
+                 node->meta()->symType != "float" && node->meta()->symType != "bool") {
+        Result<int64_t> value = evaluate(node->meta()->sym, symbols);
+        if (!value.isOk()) continue;  // an unbacked size: only the run knows it
+        want.kind = HostValue::Kind::Int, want.integer = *value;
+      } else {
+        continue;
+      }
+      expected->push_back(std::move(want));
+      positions->push_back(static_cast<int>(i));
+    }
+  }
+
+  // Each symbol an input binds: a symbolic-int input's value, a dynamic dim's size.
+  static Symbols inputSymbols(const Prepared& p, const std::vector<HostValue>& inputs) {
     Symbols symbols;
     for (size_t i = 0; i < p.lowered.inputs.size() && i < inputs.size(); ++i) {
       const ValueMeta& meta = p.lowered.inputs[i].meta;
@@ -375,6 +406,13 @@ class CompileCheck {
         for (size_t d = 0; d < meta.tensor.shape.size() && d < inputs[i].shape.size(); ++d)
           if (!meta.tensor.shape[d].isStatic()) symbols.emplace(meta.tensor.shape[d].expr, inputs[i].shape[d]);
     }
+    return symbols;
+  }
+
+  // The relations between input sizes the function asserts at entry, checked here first so
+  // that a mismatch is reported instead of aborting inside the JIT.
+  void checkSizes(const Prepared& p, const std::vector<HostValue>& inputs) const {
+    Symbols symbols = inputSymbols(p, inputs);
     for (size_t i = 0; i < p.lowered.inputs.size() && i < inputs.size(); ++i) {
       const ValueMeta& meta = p.lowered.inputs[i].meta;
       if (!meta.isTensor()) continue;
@@ -421,7 +459,7 @@ class CompileCheck {
     if (forward_) return *forward_;
     Prepared& p = prepare("aot_forward_graph", nullptr);
     if (p.random()) throw StoreError("its saved inputs come from the forward graph, which draws random numbers");
-    if (!p.jit)
+    if (!p.runnable())
       throw StoreError("its saved inputs come from the forward graph, which " +
                        std::string(p.lowered.complete() ? "did not compile: " + p.error.message().substr(0, 200)
                                                         : "was not lowered completely"));
@@ -449,7 +487,8 @@ class CompileCheck {
     bool samples = opt_.sizes.empty() && std::none_of(feeds.begin(), feeds.end(), [](const FedValue& f) {
                      return f.kind == FedValue::Kind::Missing;
                    });
-    TempFile dump, report;
+    TempDir folder;
+    std::string dump = folder.file("inputs.raw"), report = folder.file("report.json");
     std::vector<std::string> argv = {opt_.runner,
                                      opt_.store,
                                      compile_.id.str(),
@@ -460,13 +499,13 @@ class CompileCheck {
                                      "--seed",
                                      std::to_string(opt_.seed),
                                      "--dump-raw",
-                                     dump.path,
+                                     dump,
                                      "--json"};
     if (!sizes.empty()) argv.insert(argv.end(), {"--sizes", sizes});
-    int status = spawn(argv, report.path);
-    Result<TensorFile> read = readTensorFile(dump.path);
+    int status = spawn(argv, report);
+    Result<TensorFile> read = readTensorFile(dump);
     if (!read.isOk()) {
-      json r = json::parse(std::ifstream(report.path), nullptr, false);
+      json r = json::parse(std::ifstream(report), nullptr, false);
       std::string why = !r.is_object()          ? "exit " + std::to_string(status)
                         : r.contains("failure") ? r["failure"].value("message", "a node failed")
                                                 : r.value("error", "exit " + std::to_string(status));

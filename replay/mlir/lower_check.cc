@@ -82,13 +82,18 @@ std::string jsonReport(const LowerCheckRequest& r, const std::vector<GraphCheck>
          {"error", g.error.message()},
          {"issues", issues},
          {"outputs", outputs},
+         {"runtime", g.runtime},
          {"seconds",
-          {{"lower", g.lowerSeconds}, {"verify", g.verifySeconds}, {"jit", g.jitSeconds}, {"run", g.runSeconds}}}});
+          {{"lower", g.lowerSeconds},
+           {"verify", g.verifySeconds},
+           {"jit", g.jitSeconds},
+           {"run", g.runSeconds},
+           {"call", g.callSeconds}}}});
   }
   for (const auto& [op, c] : t.operators)
     doc["operators"][op] = {
         {"nodes", c.nodes}, {"not_lowered", c.notLowered}, {"schema", c.schema}, {"lines", c.lines}};
-  doc["summary"] = {{"graphs", t.checked}, {"matched", t.matched}, {"sizes", r.sizes}};
+  doc["summary"] = {{"graphs", t.checked}, {"matched", t.matched}, {"sizes", r.sizes}, {"runtime", r.runtime}};
   return doc.dump(2) + "\n";
 }
 
@@ -103,8 +108,10 @@ std::string textReport(const LowerCheckRequest& r, const std::vector<GraphCheck>
       out << " (" << g.outputs.size() << " outputs: " << bitwise << " bitwise, max |diff| " << shortNumber(worst)
           << ")";
     }
-    out << "  [lower " << seconds(g.lowerSeconds) << ", verify " << seconds(g.verifySeconds) << ", jit "
-        << seconds(g.jitSeconds) << "]\n";
+    out << "  [lower " << seconds(g.lowerSeconds) << ", verify " << seconds(g.verifySeconds)
+        << (g.runtime == "iree" ? ", iree-compile " : ", jit ") << seconds(g.jitSeconds);
+    if (g.callSeconds > 0) out << ", " << shortNumber(g.callSeconds * 1e3) << " ms a call";
+    out << "]\n";
     if (!g.reference.empty()) out << "    compared with " << g.reference << "\n";
     if (!g.opsetReason.empty()) out << "    " << (g.opset == "core_aten" ? "Core ATen: " : "") << g.opsetReason << "\n";
     const std::string& error = g.error.message();
@@ -119,6 +126,7 @@ std::string textReport(const LowerCheckRequest& r, const std::vector<GraphCheck>
   for (const auto& [op, c] : t.operators) missing += c.notLowered > 0;
   out << "\n"
       << t.matched << " of " << t.checked << " graphs matched" << (r.sizes.empty() ? "" : " at " + r.sizes)
+      << (r.runtime == "iree" ? " through IREE" : "")
       << "; operators: " << t.operators.size() << ", " << missing << " not lowered\n";
   for (const auto& [op, c] : t.operators)
     if (c.notLowered > 0) {
@@ -136,6 +144,12 @@ Result<Report> lowerCheckCommand(const Job& job, const LowerCheckRequest& r) {
   options.store = r.store;
   options.runner = r.runner;
   options.seed = r.seed;
+  options.runtime = r.runtime;
+  options.timeCalls = r.timeCalls;
+  if (r.runtime == "iree") {
+    if (!r.iree.found()) return Status::notFound("lower-check --runtime iree: " + r.iree.missing());
+    options.iree = r.iree;
+  }
   try {  // loadLibrary throws on a library MLIR does not parse
     if (!r.library.empty()) library = loadLibrary(r.library), options.library = &*library;
   } catch (const std::exception& e) {

@@ -199,7 +199,7 @@ class GraphLowering {
           port.type = "tensor<f32>";
         }
         out_.inputs.push_back(port);
-        *signature += ", " + arg + ": " + port.type + " {bufferization.writable = false}";
+        *signature += (signature->empty() ? "" : ", ") + arg + ": " + port.type + " {bufferization.writable = false}";
       }
       values_[node.name] = items.size() == 1 ? items[0] : Value::list(items);
       drawn_.insert(node.name);

@@ -55,9 +55,15 @@ def decompose_to_core_aten(module: Any, extra: dict[Any, Any] | None = None) -> 
 
     aten = torch.ops.aten
     args = [n.meta.get("val") for n in module.graph.nodes if n.op == "placeholder"]
-    fake_mode = detect_fake_mode(args)
-    if fake_mode is None:
+    # A graph without inputs (torch.linspace(0, 1, 10) alone) takes the fake mode its nodes'
+    # values were made in; one whose nodes carry none either has no symbols, and a new mode does.
+    fake_mode = detect_fake_mode(args) or detect_fake_mode([n.meta.get("val") for n in module.graph.nodes])
+    if fake_mode is None and args:
         raise ValueError("the graph's inputs carry no fake values")
+    if fake_mode is None:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        fake_mode = FakeTensorMode()
     shape_env = fake_mode.shape_env
     from torch._decomp import decomposition_table
 
@@ -81,7 +87,8 @@ def decompose_to_core_aten(module: Any, extra: dict[Any, Any] | None = None) -> 
 
     suppress = shape_env.suppress_guards() if shape_env is not None else contextlib.nullcontext()
     with fake_mode, suppress, fx_traceback.preserve_node_meta(), _quiet_structured_trace():
-        decomposed = make_fx(Retrace(module).run, decomposition_table=table, tracing_mode="symbolic")(*args)
+        tracing = "symbolic" if shape_env is not None else "fake"
+        decomposed = make_fx(Retrace(module).run, decomposition_table=table, tracing_mode=tracing)(*args)
     decomposed.graph.eliminate_dead_code()
     return decomposed
 

@@ -62,7 +62,8 @@ Value nllForward(OpCall& c) {
   return Value::list({c.e.convert(loss, c.out(0).dtype), c.e.convert(weight, c.out(1).dtype)});
 }
 
-// grad_input[n, c] = weight[t] * -(grad, / total_weight for mean) where c == t != ignore_index.
+// grad_input[n, c] = weight[t] * -(grad, / total_weight for mean) where c == t != ignore_index;
+// for a 1-d input, t and grad are the first elements of target and grad_output.
 Value nllBackward(OpCall& c) {
   const Value& grad = c.tensor(0);
   const Value& target = c.tensor(2);
@@ -74,9 +75,14 @@ Value nllBackward(OpCall& c) {
   if (r < 1 || r > 2) throw Unsupported("nll_loss_backward of a " + std::to_string(r) + "-d input");
   DType ct = computeType(out.dtype);
   std::string classes = c.e.dimSize(c.tensor(1).type, r - 1);
+  // A 1-d input is one sample: PyTorch's CPU kernel reads the first element of the target and of
+  // the gradient whatever their sizes and the reduction (a target of several elements is not
+  // refused there), so the lowering reads them too.
+  bool batched = r == 2;
   std::vector<GenericInput> ins = {
-      {target.ssa, target.type, loopDims(target.type.rank())},
-      {grad.ssa, grad.type, reduction == 0 ? loopDims(grad.type.rank()) : Strings(grad.type.rank(), "0")},
+      {target.ssa, target.type, batched ? loopDims(target.type.rank()) : Strings(target.type.rank(), "0")},
+      {grad.ssa, grad.type,
+       reduction == 0 && batched ? loopDims(grad.type.rank()) : Strings(grad.type.rank(), "0")},
       {total.ssa, total.type, Strings(total.type.rank(), "0")}};
   std::string name = c.e.generic(out, loopDims(r), ins, Strings(r, "parallel"), [&](Strings& a) {
     Scalars s = c.e.scalars();

@@ -358,6 +358,14 @@ const OpRow kShapeOps[] = {
     {"aten::view.dtype", lowerView},
     {"aten::_reshape_alias.default", lowerView},
     {"aten::unflatten.int", lowerView},
+    // prims' reshapes (graphs that call them directly, or decompositions that stop at them):
+    // each keeps the row-major order of the elements, so each is a reshape to its output.
+    {"prims::collapse.default", lowerView},
+    {"prims::collapse_view.default", lowerView},
+    {"prims::split_dim.default", lowerView},
+    {"prims::reshape.default", lowerView},
+    {"prims::squeeze.default", lowerView},
+    {"prims::view_of.default", lowerView},
     {"aten::permute.default", lowerPermute},
     {"aten::t.default", lowerT},
     {"aten::transpose.int", lowerTranspose},

@@ -1,11 +1,13 @@
-// lower-check: every aten graph of a store lowered to linalg, verified, run by MLIR's JIT on
-// the stored samples (or on random inputs at other sizes, against replay-run) and compared.
+// lower-check: every aten graph of a store lowered to linalg, verified, run by MLIR's JIT (or
+// compiled and run by IREE) on the stored samples (or on random inputs at other sizes, against
+// replay-run) and compared.
 #pragma once
 
 #include <map>
 #include <string>
 #include <vector>
 
+#include "dynrep/replay/mlir/iree_tools.h"
 #include "dynrep/replay/mlir/lower.h"
 #include "dynrep/replay/query/job.h"
 
@@ -18,6 +20,11 @@ struct CheckOptions {
   std::string store;                     // the store's path (for replay-run)
   uint64_t seed = 0;
   double rtol = 1e-3, atol = 1e-5;
+  // What runs the module: "jit" (MLIR's ExecutionEngine, in this process) or "iree" (IREE's
+  // compiler and CPU runtime, iree.h: the tools' paths).
+  std::string runtime = "jit";
+  IreeTools iree;
+  bool timeCalls = false;  // also measure the time of one call (GraphCheck::callSeconds)
 };
 
 struct OutputMatch {
@@ -32,7 +39,7 @@ enum class CheckStage {
   NotLowered,        // some nodes have no lowering
   UnsupportedValue,  // an input or output of a kind the lowering cannot represent
   NotVerified,       // MLIR does not parse or verify the module
-  NotCompiled,       // the JIT could not compile it
+  NotCompiled,       // the JIT (or IREE) could not compile it
   Static,            // none of its inputs has the sizes asked for: not run
   Executed,          // ran; nothing to compare with, or stopped while comparing
   Differs,           // an output differs from the reference
@@ -52,7 +59,10 @@ struct GraphCheck {
   Status error;           // why it stopped: a verifier or JIT diagnostic, a missing sample; ok when it did not
   std::string reference;  // what the outputs were compared with, when not the stored samples
   std::vector<OutputMatch> outputs;
-  double lowerSeconds = 0, verifySeconds = 0, jitSeconds = 0, runSeconds = 0;
+  std::string runtime = "jit";  // what ran it: "jit" or "iree"
+  // jitSeconds: the runtime's compile (MLIR's JIT, or iree-compile); runSeconds: the first call
+  // (iree-run-module's whole process); callSeconds: one call, median (timeCalls; 0 otherwise).
+  double lowerSeconds = 0, verifySeconds = 0, jitSeconds = 0, runSeconds = 0, callSeconds = 0;
   bool matched() const { return stage == CheckStage::Matched; }
 };
 

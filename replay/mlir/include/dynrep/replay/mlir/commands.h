@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "dynrep/replay/mlir/iree_tools.h"
 #include "dynrep/replay/query/job.h"
 #include "dynrep/replay/query/report.h"
 #include "dynrep/store/status.h"
@@ -19,6 +20,7 @@ struct MlirRequest {
   std::string store, compile, graph = "forward", dialect = "linalg", library;
   std::string runner;           // replay-run, the reference where a value was not stored
   bool allowDifferent = false;  // write the module without checking it against the job's outputs
+  IreeTools iree;               // for ireeCommand
 };
 // One compile's graph of `job` (opened from request.store) as MLIR. The Report's output is the
 // module, empty when it is not to be written (it computes a different number than the job did,
@@ -28,10 +30,23 @@ Result<Report> mlirCommand(const Job& job, const MlirRequest& request);
 // of one graph without a store, for the FileCheck tests and for IR written by other tools.
 Result<Report> lowerIrCommand(const MlirRequest& request);
 
+// The graph compiled by IREE for this host's CPU: the linalg module mlirCommand writes, checked
+// through IREE's runtime before it is written (as mlirCommand checks through the JIT), as a
+// .vmfb, with a manifest (JSON) naming the function's inputs in order (the stored tensor or size
+// symbol each one is) and its outputs, so a program without PyTorch can call it.
+struct IreeModuleFile {
+  Report report;         // notes; problemFound, and vmfb empty, when it is not to be written
+  std::string vmfb, manifest;
+};
+Result<IreeModuleFile> ireeCommand(const Job& job, const MlirRequest& request);
+
 struct LowerCheckRequest {
   std::string store, library, sizes, runner;
   uint64_t seed = 0;
   bool json = false;
+  std::string runtime = "jit";  // or "iree"
+  bool timeCalls = false;       // also time one call of each graph
+  IreeTools iree;
 };
 // Every graph of `job` (opened from request.store) lowered, verified, run and compared:
 // problemFound when any did not match.
