@@ -4,10 +4,29 @@ compile time against its node count, and lower-check's pass rate over a corpus o
 T5, Llama, ViT and two training steps, full size, each captured by a fresh process with the
 default capture: Inductor, the default sample cap, dropout on where the model has it).
 Run: .venv-2.15.0/bin/python benchmarks/lowering.py [--models-only | --corpus-only] [model ...]
-(the OpInfo corpus is benchmarks/mlir_opinfo.py)."""
+(the OpInfo corpus is benchmarks/mlir_opinfo.py).
+
+--speed [model ...] (default: gpt2 llama t5 vit whisper mixtral): per graph of each real model,
+lower-check through MLIR's JIT and through IREE (each must match), and the time of one call four
+ways, in one run, on the same inputs (the stored samples, what was not stored filled as
+lower-check fills it):
+  MLIR JIT   lower-check --time: the median of calls of the JIT-compiled function in replay-mlir
+             (one thread: the lowering emits loops, no threads);
+  IREE       lower-check --runtime iree --time: iree-benchmark-module's median (5 repetitions of
+             at least 0.2 s) of the .vmfb iree-compile made for this host's CPU, on the local-task
+             device (a thread per core);
+  Inductor   in a fresh Python process, the stored graph rebuilt (dynamo_replay.load_graph) and
+             compiled by Inductor (torch._inductor.compile, not timed), then 5 warm-up calls and
+             the median of 20, under no_grad: the CPU code Inductor makes for exactly this graph
+             (C++ with OpenMP, torch's thread count), the code the job's replay runs;
+  eager      the same GraphModule called as it is (PyTorch's kernels, one call per node).
+Ratios are per graph: IREE / Inductor (target <= 1.5 on the inference graphs) and JIT / IREE
+(target > 1: IREE faster than the project's own JIT)."""
 
 from __future__ import annotations
 
+import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -92,8 +111,95 @@ def real_models(names: list[str]) -> None:
     print(f"\nreal models: {matched}/{graphs} graphs matched = {100 * matched / max(graphs, 1):.0f}%")
 
 
+SPEED_MODELS = ["gpt2", "llama", "t5", "vit", "whisper", "mixtral"]
+
+# A fresh process per store: each stored graph rebuilt, compiled by Inductor and timed beside eager.
+TORCH_TIMES = """
+import json, statistics, sys, time, torch, dynamo_replay
+store, graphs = sys.argv[1], json.loads(sys.argv[2])
+def median(fn, inputs, calls=20):
+    for _ in range(5):
+        fn(*inputs)
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        fn(*inputs)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+out = {}
+with torch.no_grad():
+    for compile_id, graph in graphs:
+        gm = dynamo_replay.load_graph(store, compile_id, graph)
+        inputs = list(gm.example_inputs)
+        compiled = torch._inductor.compile(gm, inputs)
+        out[compile_id + " " + graph] = {"eager": median(gm, inputs), "inductor": median(compiled, inputs),
+                                         "threads": torch.get_num_threads()}
+print(json.dumps(out))
+"""
+
+GRAPH_NAMES = {"aot_inference_graph": "inference", "aot_forward_graph": "forward", "aot_backward_graph": "backward"}
+
+
+def speed(names: list[str]) -> None:
+    from warm_start import WORKLOADS
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names or SPEED_MODELS:
+            script, store = Path(tmp) / f"{name}.py", Path(tmp) / f"{name}.dynrep"
+            script.write_text(CAPTURE_CHILD.replace("@@WORKLOAD@@", textwrap.dedent(WORKLOADS[name])))
+            subprocess.run([sys.executable, str(script), str(store)], check=True, capture_output=True)
+            start = time.perf_counter()
+            jit = mlir.lower_check(store, time_calls=True)
+            jit_wall = time.perf_counter() - start
+            start = time.perf_counter()
+            iree = mlir.lower_check(store, runtime="iree", time_calls=True)
+            iree_wall = time.perf_counter() - start
+            graphs = [(g["compile"], GRAPH_NAMES[g["graph"]]) for g in jit["graphs"]]
+            timer = Path(tmp) / "torch_times.py"
+            timer.write_text(TORCH_TIMES)
+            done = subprocess.run(
+                [sys.executable, str(timer), str(store), json.dumps(graphs)], check=True, capture_output=True, text=True
+            )
+            torch_times = json.loads(done.stdout.strip().splitlines()[-1])
+            for j, i in zip(jit["graphs"], iree["graphs"], strict=True):
+                t = torch_times[f"{j['compile']} {GRAPH_NAMES[j['graph']]}"]
+                rows.append((name, j, i, t))
+            print(
+                f"{name}: JIT {jit['summary']['matched']}/{jit['summary']['graphs']} matched ({jit_wall:.0f} s), "
+                f"IREE {iree['summary']['matched']}/{iree['summary']['graphs']} matched ({iree_wall:.0f} s)",
+                flush=True,
+            )
+    print(
+        "\n| model | compile | graph | nodes | JIT | IREE | IREE compile (s) | MLIR JIT (ms) | IREE (ms) | "
+        "Inductor (ms) | eager (ms) | IREE / Inductor | JIT / IREE |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    ratios = []
+    for name, j, i, t in rows:
+        jit_ms, iree_ms = j["seconds"]["call"] * 1e3, i["seconds"]["call"] * 1e3
+        inductor_ms, eager_ms = t["inductor"] * 1e3, t["eager"] * 1e3
+        ok = j["matched"] and i["matched"] and iree_ms > 0
+        over = iree_ms / inductor_ms if ok else float("nan")
+        faster = jit_ms / iree_ms if ok else float("nan")
+        if ok and j["graph"] == "aot_inference_graph":
+            ratios.append(over)
+        print(
+            f"| {name} | {j['compile']} | {GRAPH_NAMES[j['graph']]} | {j['nodes']} | {j['stage']} | {i['stage']} | "
+            f"{i['seconds']['jit']:.1f} | {jit_ms:.1f} | {iree_ms:.2f} | {inductor_ms:.2f} | {eager_ms:.2f} | "
+            f"{over:.2f} | {faster:.0f} |"
+        )
+    threads = {t["threads"] for _, _, _, t in rows}
+    print(f"\nthreads: Inductor and eager {sorted(threads)}; IREE local-task: one per core; JIT: 1")
+    if ratios:
+        print(f"IREE / Inductor on the inference graphs: median {statistics.median(ratios):.2f}, worst {max(ratios):.2f}")
+
+
 def main() -> None:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    if "--speed" in sys.argv:
+        speed(args)
+        return
     if "--corpus-only" not in sys.argv:
         real_models(args)
     if "--models-only" not in sys.argv:

@@ -171,7 +171,7 @@ class CompileCheck {
       auto start = Clock::now();
       std::vector<HostValue> outputs = run(p, inputs);
       g.runSeconds = since(start);
-      if (opt_.timeCalls) g.callSeconds = secondsPerCall(p, inputs);
+      if (opt_.timeCalls) g.callSeconds = secondsPerCall(p, inputs, g.runSeconds);
       bool all = true;
       std::set<size_t> uninitialized = uninitializedOutputs(p.ir);
       std::map<size_t, size_t> ties = tieOrderedIndices(p.ir);
@@ -349,9 +349,11 @@ class CompileCheck {
   }
 
   // The median time of one call: IREE's benchmark tool, or calls of the JIT's function here,
-  // as many as fit in about half a second (at least 3, at most 200).
-  double secondsPerCall(Prepared& p, const std::vector<HostValue>& inputs) {
+  // as many as fit in about half a second (at least 3, at most 200); the first call's time
+  // where that alone took longer than a second (a full-size model through the JIT's loops).
+  double secondsPerCall(Prepared& p, const std::vector<HostValue>& inputs, double firstCall) {
     if (p.iree) return p.iree->secondsPerCall(p.lowered.function, inputs);
+    if (firstCall > 1.0) return firstCall;
     std::vector<double> times;
     auto started = Clock::now();
     while (times.size() < 3 || (times.size() < 200 && since(started) < 0.5)) {

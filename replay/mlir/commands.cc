@@ -125,7 +125,8 @@ Result<Lowered> lowerRequested(const Job& job, const MlirRequest& r, Dialect dia
 
 // What a program calling the compiled module needs to know: each input in order, the stored
 // value or size symbol it is, and each output.
-std::string manifest(const MlirRequest& r, const Lowered& l, const std::string& verdict) {
+std::string manifest(const MlirRequest& r, const Lowered& l, const std::string& verdict,
+                     const std::vector<std::string>& flags) {
   using nlohmann::json;
   const LoweredGraph& g = l.chosen.lowered;
   std::string checked = verdict.substr(0, verdict.find('\n'));
@@ -137,7 +138,7 @@ std::string manifest(const MlirRequest& r, const Lowered& l, const std::string& 
               {"function", g.function},
               {"opset", l.chosen.opset},
               {"checked", checked},
-              {"iree", {{"compile_flags", ireeCompileFlags()}, {"device", "local-task"}}},
+              {"iree", {{"compile_flags", flags}, {"device", "local-task"}}},
               {"inputs", json::array()},
               {"outputs", json::array()},
               {"symbols", json::object()}};
@@ -228,14 +229,16 @@ Result<IreeModuleFile> ireeCommand(const Job& job, const MlirRequest& r) {
     report.problemFound = true;
     return out;
   }
+  std::unique_ptr<IreeModule> compiled;
   try {
-    out.vmfb = IreeModule::compile(r.iree, chosen.lowered.text)->vmfb();
+    compiled = IreeModule::compile(r.iree, chosen.lowered.text);
   } catch (const std::exception& e) {
     addNote(&report, ReportNote::Level::Error, std::string("replay-inspect mlir --target iree: ") + e.what());
     report.problemFound = true;
     return out;
   }
-  out.manifest = manifest(r, *l, *verdict);
+  out.vmfb = compiled->vmfb();
+  out.manifest = manifest(r, *l, *verdict, compiled->flags());
   addNote(&report, ReportNote::Level::Note, verdict->substr(0, verdict->size() - 1));
   return out;
 }

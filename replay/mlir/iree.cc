@@ -1,7 +1,8 @@
 // IREE's tools as processes: compile, call and time a lowered module. Values cross as files:
 // inputs as raw bytes with their shape on the command line, results as NumPy files (which carry
-// their shape, so a size only known at run time comes back), bfloat16 results as raw bytes
-// (NumPy has no bfloat16; IREE writes none) with their shape from the result type.
+// their shape, so a size only known at run time comes back), bfloat16 results (NumPy has no
+// bfloat16, so IREE writes no file of one) as the text iree-run-module prints: the shape, then
+// each value with 6 significant digits, which a bfloat16 (8 bits of mantissa) rounds back to.
 #include "iree.h"
 
 #include <sys/stat.h>
@@ -122,23 +123,42 @@ NumpyFile readNumpy(const std::string& path) {
   return out;
 }
 
+uint16_t toBfloat16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7FFFFFFF) > 0x7F800000) return 0x7FC0;   // nan
+  return static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);  // to nearest, ties to even
+}
+
+// The bfloat16 tensors iree-run-module printed (`2x3xbf16=[1 2 3][4 5 6]`), in order.
+std::vector<HostValue> printedBfloat16(const std::string& text) {
+  std::vector<HostValue> out;
+  std::stringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    size_t eq = line.find("bf16=");
+    if (eq == std::string::npos || line.find_first_not_of("0123456789x") != eq) continue;
+    std::vector<int64_t> shape;
+    std::stringstream dims(line.substr(0, eq));
+    for (std::string d; std::getline(dims, d, 'x');)
+      if (!d.empty()) shape.push_back(std::stoll(d));
+    HostValue v = HostValue::tensor(DType::BF16, shape);
+    std::string values = line.substr(eq + 5);
+    std::replace(values.begin(), values.end(), '[', ' ');
+    std::replace(values.begin(), values.end(), ']', ' ');
+    std::stringstream numbers(values);
+    size_t i = 0;
+    for (std::string n; numbers >> n && i < v.numel(); ++i) {
+      uint16_t b = toBfloat16(std::strtof(n.c_str(), nullptr));
+      std::memcpy(v.data.data() + 2 * i, &b, 2);
+    }
+    if (i != v.numel()) throw std::runtime_error("iree-run-module printed a bfloat16 result of the wrong size");
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
 // A result read back as the JIT would return it.
 HostValue resultFrom(const std::string& path, const ResultType& type) {
-  if (type.tensor && type.dtype == DType::BF16) {
-    std::string bytes = readFile(path);
-    std::vector<int64_t> shape = type.dims;
-    int64_t known = 1, unknown = 0;
-    for (int64_t d : shape) d < 0 ? ++unknown : known *= d;
-    if (unknown > 1)
-      throw std::runtime_error("IREE writes a bfloat16 result without its shape, and this one has " +
-                               std::to_string(unknown) + " sizes known only at run time");
-    for (int64_t& d : shape)
-      if (d < 0) d = known == 0 ? 0 : static_cast<int64_t>(bytes.size() / 2) / known;
-    HostValue v = HostValue::tensor(DType::BF16, shape);
-    if (bytes.size() != v.data.size()) throw std::runtime_error("IREE's bfloat16 result has the wrong size");
-    std::memcpy(v.data.data(), bytes.data(), bytes.size());
-    return v;
-  }
   NumpyFile file = readNumpy(path);
   if (!type.tensor) {
     HostValue v;
@@ -183,6 +203,15 @@ std::string lastLines(const std::string& text, size_t most = 4000) {
   return t.size() <= most ? t : "..." + t.substr(t.size() - most);
 }
 
+// The lines of iree-compile's output that say "error:", or its last lines where none does.
+std::string firstErrors(const std::string& text) {
+  std::string errors;
+  std::stringstream lines(text);
+  for (std::string line; std::getline(lines, line) && errors.size() < 2000;)
+    if (line.find("error:") != std::string::npos) errors += (errors.empty() ? "" : "\n") + line.substr(0, 500);
+  return errors.empty() ? lastLines(text) : errors;
+}
+
 }  // namespace
 
 std::string IreeTools::missing() const {
@@ -217,7 +246,14 @@ std::unique_ptr<IreeModule> IreeModule::compile(const IreeTools& tools, const st
   argv.insert(argv.end(), {source, "-o", m->vmfb_});
   std::string log = m->folder_.file("compile.log");
   int status = spawn(argv, log, log);
-  if (status != 0) throw std::runtime_error("iree-compile refused the module: " + lastLines(readFile(log)));
+  // IREE's embedded linker has no libm: a float64 tanh, erf, ... is an undefined symbol there.
+  // Linked by the system's linker instead, the module loads libm beside it.
+  if (status != 0 && readFile(log).find("undefined symbol") != std::string::npos) {
+    argv.insert(argv.begin() + 1, "--iree-llvmcpu-link-embedded=false");
+    status = spawn(argv, log, log);
+  }
+  m->flags_.assign(argv.begin() + 1, argv.end() - 3);  // without the tool, the source, -o and the output
+  if (status != 0) throw std::runtime_error("iree-compile refused the module: " + firstErrors(readFile(log)));
   return m;
 }
 
@@ -257,17 +293,26 @@ std::vector<HostValue> IreeModule::call(const std::string& function, const std::
   std::vector<ResultType> types;
   for (size_t i = 0; i < resultTypes.size(); ++i) {
     types.push_back(parseResultType(resultTypes[i]));
-    bool raw = types.back().tensor && types.back().dtype == DType::BF16;
-    paths.push_back(folder_.file("result" + std::to_string(i) + (raw ? ".bin" : ".npy")));
-    argv.push_back("--output=@" + paths.back());
+    bool printed = types.back().tensor && types.back().dtype == DType::BF16;
+    paths.push_back(printed ? "" : folder_.file("result" + std::to_string(i) + ".npy"));
+    argv.push_back(printed ? "--output=-" : "--output=@" + paths.back());
   }
-  std::string log = folder_.file("run.log");
-  int status = spawn(argv, log, log);
+  std::string printedPath = folder_.file("run.out"), log = folder_.file("run.log");
+  int status = spawn(argv, printedPath, log);
   if (status != 0)
     throw std::runtime_error("iree-run-module failed (exit " + std::to_string(status) +
                              "): " + lastLines(readFile(log)));
-  std::vector<HostValue> out;
-  for (size_t i = 0; i < paths.size(); ++i) out.push_back(resultFrom(paths[i], types[i]));
+  std::vector<HostValue> printed = printedBfloat16(readFile(printedPath)), out;
+  size_t next = 0;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (!paths[i].empty()) {
+      out.push_back(resultFrom(paths[i], types[i]));
+    } else if (next < printed.size()) {
+      out.push_back(std::move(printed[next++]));
+    } else {
+      throw std::runtime_error("iree-run-module printed no value for bfloat16 result " + std::to_string(i));
+    }
+  }
   return out;
 }
 

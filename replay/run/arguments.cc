@@ -105,12 +105,16 @@ c10::ScalarType scalarType(const std::string& name) {
 
 // A Python number where the schema wants a Tensor (`aten::mul.Tensor(x, 2.0)`): PyTorch's
 // argument parser passes a wrapped-number tensor, which type promotion treats as a scalar.
-static at::Tensor wrappedNumber(const Argument& arg) {
-  at::Tensor t = arg.kind == Argument::Kind::Bool  ? at::scalar_to_tensor(arg.boolean)
-                 : arg.kind == Argument::Kind::Int ? at::scalar_to_tensor(arg.integer)
-                                                   : at::scalar_to_tensor(arg.real);
+static at::Tensor wrappedNumber(const at::Scalar& number) {
+  at::Tensor t = at::scalar_to_tensor(number);
   t.unsafeGetTensorImpl()->set_wrapped_number(true);
   return t;
+}
+
+static at::Tensor wrappedNumber(const Argument& arg) {
+  return wrappedNumber(arg.kind == Argument::Kind::Bool  ? at::Scalar(arg.boolean)
+                       : arg.kind == Argument::Kind::Int ? at::Scalar(arg.integer)
+                                                         : at::Scalar(arg.real));
 }
 
 Resolved resolve(const Argument& arg, const c10::TypePtr& type, const Slots& slots) {
@@ -145,6 +149,7 @@ Resolved resolve(const Argument& arg, const c10::TypePtr& type, const Slots& slo
     if (it == slots.end()) fail("uses " + arg.text + " before it is computed");
     out.kind_ = Resolved::Kind::Slot;
     out.slot_ = it->second;
+    out.wrapNumber_ = wantsTensor;  // a size the graph passes to mul.Tensor: a number at run time
     return out;
   }
   if (arg.kind == K::DType) return constant(scalarType(arg.text));
@@ -163,7 +168,11 @@ Resolved constantValue(c10::IValue value) {
 c10::IValue Resolved::operator()(const std::vector<c10::IValue>& values) const {
   switch (kind_) {
     case Kind::Constant: return constant_;
-    case Kind::Slot: return values[slot_];
+    case Kind::Slot: {
+      const c10::IValue& v = values[slot_];
+      if (wrapNumber_ && (v.isInt() || v.isDouble() || v.isBool())) return wrappedNumber(v.toScalar());
+      return v;
+    }
     case Kind::List: break;
   }
   std::vector<c10::IValue> parts;

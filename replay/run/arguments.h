@@ -30,6 +30,7 @@ class Resolved {
   enum class Kind { Constant, Slot, List } kind_ = Kind::Constant;
   c10::IValue constant_;
   int slot_ = -1;
+  bool wrapNumber_ = false;  // a slot where the schema wants a Tensor: a symbolic number there is wrapped
   std::vector<Resolved> items_;
   c10::TypePtr listType_;
 };

@@ -285,6 +285,60 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[], tuple], tuple[str, ...]]
         ("static", "dynamic"),
     ),
     "bernoulli_tensor_p": (lambda p: torch.bernoulli(p) * 2, lambda: (torch.rand(4, 5),), ("static",)),
+    # a graph whose signature does not start with a tensor: no input at all, a size first
+    "rand_std_mean_no_input": (
+        lambda x: (torch.rand(x.size()).std(), torch.rand(x.size()).mean()),
+        lambda: (torch.randn(30, 40),),
+        ("static", "dynamic"),
+    ),
+    "rand_sized_by_symbol": (
+        lambda x: torch.rand(x.shape[0], 3).sum() * x.shape[1],
+        lambda: (torch.randn(5, 4),),
+        ("static", "dynamic"),
+    ),
+    "native_dropout_train": (lambda x: aten.native_dropout(x, 0.3, True), lambda: (torch.randn(5, 7),), ("static", "dynamic")),
+    "native_dropout_train_backward": (
+        lambda x: F.dropout(x, 0.4, training=True).mean(),
+        lambda: (torch.rand(6, 5, requires_grad=True),),
+        ("static", "dynamic"),
+    ),
+    # nll_loss_backward of a 1-d input (one sample; PyTorch's shape check wants as many targets as
+    # classes): its kernel reads the first target and the first gradient
+    **{
+        f"nll_backward_1d_{reduction}": (
+            lambda g, x, t, w, reduction=code: aten.nll_loss_backward(g, x, t, w, reduction, 1, torch.tensor(2.5)),
+            lambda weighted=weighted: (
+                torch.tensor([0.7]),
+                torch.randn(3),
+                torch.tensor([2, 1, 0]),
+                torch.rand(3) if weighted else None,
+            ),
+            ("static", "dynamic"),
+        )
+        for reduction, code, weighted in (("none", 0, False), ("sum_weighted", 2, True), ("mean_weighted", 1, True))
+    },
+    "nll_backward_1d_ignored_target": (
+        lambda g, x, t: aten.nll_loss_backward(g, x, t, None, 2, 3, torch.tensor(1.0)),
+        lambda: (torch.tensor([1.5]), torch.randn(4), torch.tensor([3, 0, 1, 2])),
+        ("static", "dynamic"),
+    ),
+    # a graph without inputs whose operator only its Core ATen decomposition lowers
+    "linspace_dtype_no_input": (
+        lambda: torch.linspace(-10.1, 10.1, 10, dtype=torch.int64),
+        lambda: (),
+        ("static",),
+    ),
+    "linspace_dtype": (
+        lambda x: torch.linspace(-10.1, 10.1, 10, dtype=torch.int64) + x,
+        lambda: (torch.ones(10, dtype=torch.int64),),
+        ("static", "dynamic"),
+    ),
+    "prims_collapse": (lambda x: torch.ops.prims.collapse(x, 1, 2) * 2, lambda: (torch.randn(2, 3, 4, 5),), ("static", "dynamic")),
+    "prims_reshape": (lambda x: torch.ops.prims.reshape(x, [6, 3]) + 1, lambda: (torch.randn(3, 6),), ("static",)),
+    # graphs that return what they do not compute: an input, a size, nothing but a constant
+    "returns_a_size": (lambda x: x.shape[0] * 2, lambda: (torch.randn(3, 4),), ("dynamic",)),
+    "returns_input_and_size": (lambda x: (x, x.shape[0] + 1), lambda: (torch.randn(3, 4),), ("dynamic",)),
+    "zero_nodes_contiguous": (lambda x: x.contiguous(), lambda: (torch.randn(3, 4),), ("static", "dynamic")),
     # float8 is named as unsupported
     "float8_e5m2": (lambda x: x.to(torch.float8_e5m2).to(torch.float32) + 1, lambda: (torch.randn(3, 4),), ("static",)),
 }
