@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import operator
+import os
 import shutil
 import subprocess
 import sys
@@ -26,6 +27,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from compiled_capture import capture_compiled  # noqa: E402
 
 MLIR_OPT = shutil.which("mlir-opt-19")
+# DYNREP_HELD_OUT_RUNTIME=iree runs the table through IREE instead of the JIT (about 3 minutes
+# more; tests/python/test_mlir_iree.py is the fast tier's IREE table).
+RUNTIME = os.environ.get("DYNREP_HELD_OUT_RUNTIME", "jit")
 pytestmark = pytest.mark.skipif(MLIR_OPT is None, reason="MLIR 19 is not installed (make test installs it)")
 
 aten = torch.ops.aten
@@ -356,7 +360,7 @@ PARAMS = [(name, mode) for name, (_, _, modes) in CASES.items() for mode in mode
 def test_held_out_graph_matches_or_names_why(name: str, mode: str, tmp_path: Path) -> None:
     fn, inputs, _ = CASES[name]
     store = capture_compiled(tmp_path / "case.dynrep", fn, inputs(), dynamic=mode == "dynamic")
-    report = mlir.lower_check(store)
+    report = mlir.lower_check(store, runtime=RUNTIME)
     graphs = report["graphs"]
     assert graphs, "the compile stored an aten graph"
     assert not [g for g in graphs if g["stage"] == "differs" or g.get("comparison") == "differs"], graphs
