@@ -232,7 +232,7 @@ IreeTools findIree(const std::vector<std::string>& folders) {
 
 std::vector<std::string> ireeCompileFlags() {
   return {"--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu",
-          "--iree-llvmcpu-target-cpu=host", "--iree-input-demote-f64-to-f32=false"};
+          "--iree-llvmcpu-target-cpu=host", "--iree-opt-data-tiling=true", "--iree-input-demote-f64-to-f32=false"};
 }
 
 std::unique_ptr<IreeModule> IreeModule::compile(const IreeTools& tools, const std::string& text) {
