@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 from dynamo_replay import mlir
+from dynamo_replay.errors import GraphError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "python"))
@@ -116,6 +117,7 @@ SPEED_MODELS = ["gpt2", "llama", "t5", "vit", "whisper", "mixtral"]
 # A fresh process per store: each stored graph rebuilt, compiled by Inductor and timed beside eager.
 TORCH_TIMES = """
 import json, statistics, sys, time, torch, dynamo_replay
+import transformers.integrations.moe  # defines transformers::grouped_mm_fallback, which Mixtral's graphs call
 store, graphs = sys.argv[1], json.loads(sys.argv[2])
 def median(fn, inputs, calls=20):
     for _ in range(5):
@@ -140,36 +142,48 @@ print(json.dumps(out))
 GRAPH_NAMES = {"aot_inference_graph": "inference", "aot_forward_graph": "forward", "aot_backward_graph": "backward"}
 
 
-def speed(names: list[str]) -> None:
+def _model_rows(name: str, tmp: Path) -> list[tuple]:
+    """One model captured, checked through the JIT and IREE, and its graphs timed four ways."""
     from warm_start import WORKLOADS
 
+    script, store = tmp / f"{name}.py", tmp / f"{name}.dynrep"
+    script.write_text(CAPTURE_CHILD.replace("@@WORKLOAD@@", textwrap.dedent(WORKLOADS[name])))
+    subprocess.run([sys.executable, str(script), str(store)], check=True, capture_output=True)
+    start = time.perf_counter()
+    jit = mlir.lower_check(store, time_calls=True)
+    jit_wall = time.perf_counter() - start
+    start = time.perf_counter()
+    iree = mlir.lower_check(store, runtime="iree", time_calls=True)
+    iree_wall = time.perf_counter() - start
+    print(
+        f"{name}: JIT {jit['summary']['matched']}/{jit['summary']['graphs']} matched ({jit_wall:.0f} s), "
+        f"IREE {iree['summary']['matched']}/{iree['summary']['graphs']} matched ({iree_wall:.0f} s)",
+        flush=True,
+    )
+    for g in iree["graphs"]:
+        if not g["matched"]:
+            print(f"  IREE {g['compile']} {g['graph']}: {g['stage']}: {g['error'][:300]}", flush=True)
+    graphs = [(g["compile"], GRAPH_NAMES[g["graph"]]) for g in jit["graphs"]]
+    timer = tmp / "torch_times.py"
+    timer.write_text(TORCH_TIMES)
+    done = subprocess.run([sys.executable, str(timer), str(store), json.dumps(graphs)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"timing Inductor and eager failed: {done.stderr.strip().splitlines()[-1]}")
+    torch_times = json.loads(done.stdout.strip().splitlines()[-1])
+    return [
+        (name, j, i, torch_times[f"{j['compile']} {GRAPH_NAMES[j['graph']]}"])
+        for j, i in zip(jit["graphs"], iree["graphs"], strict=True)
+    ]
+
+
+def speed(names: list[str]) -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in names or SPEED_MODELS:
-            script, store = Path(tmp) / f"{name}.py", Path(tmp) / f"{name}.dynrep"
-            script.write_text(CAPTURE_CHILD.replace("@@WORKLOAD@@", textwrap.dedent(WORKLOADS[name])))
-            subprocess.run([sys.executable, str(script), str(store)], check=True, capture_output=True)
-            start = time.perf_counter()
-            jit = mlir.lower_check(store, time_calls=True)
-            jit_wall = time.perf_counter() - start
-            start = time.perf_counter()
-            iree = mlir.lower_check(store, runtime="iree", time_calls=True)
-            iree_wall = time.perf_counter() - start
-            graphs = [(g["compile"], GRAPH_NAMES[g["graph"]]) for g in jit["graphs"]]
-            timer = Path(tmp) / "torch_times.py"
-            timer.write_text(TORCH_TIMES)
-            done = subprocess.run(
-                [sys.executable, str(timer), str(store), json.dumps(graphs)], check=True, capture_output=True, text=True
-            )
-            torch_times = json.loads(done.stdout.strip().splitlines()[-1])
-            for j, i in zip(jit["graphs"], iree["graphs"], strict=True):
-                t = torch_times[f"{j['compile']} {GRAPH_NAMES[j['graph']]}"]
-                rows.append((name, j, i, t))
-            print(
-                f"{name}: JIT {jit['summary']['matched']}/{jit['summary']['graphs']} matched ({jit_wall:.0f} s), "
-                f"IREE {iree['summary']['matched']}/{iree['summary']['graphs']} matched ({iree_wall:.0f} s)",
-                flush=True,
-            )
+            try:
+                rows += _model_rows(name, Path(tmp))
+            except (RuntimeError, subprocess.CalledProcessError, GraphError) as e:
+                print(f"{name}: not measured: {e}", flush=True)
     print(
         "\n| model | compile | graph | nodes | JIT | IREE | IREE compile (s) | MLIR JIT (ms) | IREE (ms) | "
         "Inductor (ms) | eager (ms) | IREE / Inductor | JIT / IREE |"
@@ -192,7 +206,9 @@ def speed(names: list[str]) -> None:
     threads = {t["threads"] for _, _, _, t in rows}
     print(f"\nthreads: Inductor and eager {sorted(threads)}; IREE local-task: one per core; JIT: 1")
     if ratios:
-        print(f"IREE / Inductor on the inference graphs: median {statistics.median(ratios):.2f}, worst {max(ratios):.2f}")
+        print(
+            f"IREE / Inductor on the inference graphs: median {statistics.median(ratios):.2f}, worst {max(ratios):.2f}"
+        )
 
 
 def main() -> None:

@@ -87,9 +87,12 @@ int run(int argc, char** argv) {
   // Listed for --help only: main() hands `run` to replay-run before parsing.
   app.add_subcommand("run", "run a stored aten graph through libtorch and check its outputs (replay-run --help)")
       ->allow_extras();
-  app.add_subcommand("mlir", "a stored graph as MLIR: torch dialect, linalg or LLVM (replay-inspect mlir --help)")
+  app.add_subcommand("mlir",
+                     "a stored graph as MLIR (torch dialect, linalg or LLVM) or compiled by IREE (replay-inspect mlir "
+                     "--help)")
       ->allow_extras();
-  app.add_subcommand("lower-check", "lower, verify, run and compare every graph through MLIR (lower-check --help)")
+  app.add_subcommand("lower-check",
+                     "lower, verify, run and compare every graph through MLIR's JIT or IREE (lower-check --help)")
       ->allow_extras();
   for (auto* sub : {info, ls, verify, show}) {
     sub->add_option("STORE", path, "store file")->required();

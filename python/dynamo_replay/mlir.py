@@ -80,7 +80,18 @@ def compile_iree(
     function's name, and its inputs in order (each a stored tensor, with its role and Dynamo
     source, a size symbol, or what a random node drew) and outputs. Raises GraphError naming
     what is wrong, including how to install IREE where it is not."""
-    args = [_tool(), "mlir", os.fspath(store), compile_id, "--graph", graph, "--target", "iree", "-o", os.fspath(output)]
+    args = [
+        _tool(),
+        "mlir",
+        os.fspath(store),
+        compile_id,
+        "--graph",
+        graph,
+        "--target",
+        "iree",
+        "-o",
+        os.fspath(output),
+    ]
     if library is not None:
         args += ["--library", os.fspath(library)]
     if allow_different:

@@ -215,8 +215,8 @@ class CompileCheck {
     bool random() const {
       return std::any_of(lowered.inputs.begin(), lowered.inputs.end(), [](const Port& p) { return !p.random.empty(); });
     }
-    std::unique_ptr<Jit> jit;                // runtime "jit"
-    std::unique_ptr<IreeModule> iree;        // runtime "iree"
+    std::unique_ptr<Jit> jit;          // runtime "jit"
+    std::unique_ptr<IreeModule> iree;  // runtime "iree"
     bool runnable() const { return jit || iree; }
     CheckStage stage = CheckStage::Lowered;  // where it stopped when there is neither
     Status error;

@@ -97,6 +97,30 @@ TEST(MlirCommands, AnUnknownCompileOrBadSizesAreErrors) {
   EXPECT_NE(check.status().message().find("'s0'"), std::string::npos) << check.status().message();
 }
 
+TEST(MlirCommands, WithoutIreeBothIreeCommandsSayHowToGetIt) {
+  Result<OpenedJob> opened = openJob(kKept);
+  ASSERT_TRUE(opened.isOk()) << opened.status().toString();
+  MlirRequest m;
+  m.store = kKept;
+  m.compile = "0/0";
+  m.iree.compile = "/usr/bin/true";  // found; the runtime's tools are not
+  Result<IreeModuleFile> module = ireeCommand(opened->job, m);
+  ASSERT_FALSE(module.isOk());
+  EXPECT_EQ(module.status().code(), Status::Code::NotFound);
+  EXPECT_NE(module.status().message().find("iree-run-module, iree-benchmark-module not found"), std::string::npos)
+      << module.status().message();
+  EXPECT_NE(module.status().message().find(kIreeInstall), std::string::npos);
+
+  LowerCheckRequest c;
+  c.store = kKept;
+  c.runtime = "iree";
+  Result<Report> check = lowerCheckCommand(opened->job, c);
+  ASSERT_FALSE(check.isOk());
+  EXPECT_EQ(check.status().code(), Status::Code::NotFound);
+  EXPECT_NE(check.status().message().find("iree-compile, iree-run-module"), std::string::npos)
+      << check.status().message();
+}
+
 TEST(CheckStage, EachStageHasTheWordLowerCheckPrints) {
   const std::vector<std::pair<CheckStage, std::string>> names = {
       {CheckStage::Lowered, "lowered"},

@@ -61,8 +61,8 @@ struct ResultType {
 
 DType dtypeOfElement(const std::string& e) {
   static const std::pair<const char*, DType> names[] = {
-      {"f64", DType::F64}, {"f32", DType::F32},           {"f16", DType::F16},           {"bf16", DType::BF16},
-      {"i64", DType::I64}, {"i32", DType::I32},           {"i16", DType::I16},           {"i8", DType::I8},
+      {"f64", DType::F64}, {"f32", DType::F32},          {"f16", DType::F16},           {"bf16", DType::BF16},
+      {"i64", DType::I64}, {"i32", DType::I32},          {"i16", DType::I16},           {"i8", DType::I8},
       {"i1", DType::Bool}, {"complex<f32>", DType::C64}, {"complex<f64>", DType::C128},
   };
   for (const auto& [name, dtype] : names)
@@ -126,7 +126,7 @@ NumpyFile readNumpy(const std::string& path) {
 uint16_t toBfloat16(float f) {
   uint32_t bits;
   std::memcpy(&bits, &f, 4);
-  if ((bits & 0x7FFFFFFF) > 0x7F800000) return 0x7FC0;   // nan
+  if ((bits & 0x7FFFFFFF) > 0x7F800000) return 0x7FC0;                       // nan
   return static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);  // to nearest, ties to even
 }
 
@@ -238,23 +238,35 @@ std::vector<std::string> ireeCompileFlags() {
 std::unique_ptr<IreeModule> IreeModule::compile(const IreeTools& tools, const std::string& text) {
   if (!tools.found()) throw std::runtime_error(tools.missing());
   std::unique_ptr<IreeModule> m(new IreeModule(tools));
-  std::string source = m->folder_.file("module.mlir");
+  std::string source = m->folder_.file("module.mlir"), log = m->folder_.file("compile.log");
   m->vmfb_ = m->folder_.file("module.vmfb");
   std::ofstream(source) << text;
-  std::vector<std::string> argv = {tools.compile};
-  for (const std::string& flag : ireeCompileFlags()) argv.push_back(flag);
-  argv.insert(argv.end(), {source, "-o", m->vmfb_});
-  std::string log = m->folder_.file("compile.log");
-  int status = spawn(argv, log, log);
-  // IREE's embedded linker has no libm: a float64 tanh, erf, ... is an undefined symbol there.
-  // Linked by the system's linker instead, the module loads libm beside it.
-  if (status != 0 && readFile(log).find("undefined symbol") != std::string::npos) {
-    argv.insert(argv.begin() + 1, "--iree-llvmcpu-link-embedded=false");
-    status = spawn(argv, log, log);
+  // Data tiling first; where IREE cannot tile a graph (it refuses some with dynamic sizes: "exceeded
+  // stack allocation limit"), the same module without it.
+  std::vector<std::string> tiled = ireeCompileFlags(), untiled;
+  for (const std::string& flag : tiled)
+    if (flag != "--iree-opt-data-tiling=true") untiled.push_back(flag);
+  int status = -1;
+  for (std::vector<std::string> flags : {tiled, untiled}) {
+    auto run = [&] {
+      std::vector<std::string> argv = {tools.compile};
+      argv.insert(argv.end(), flags.begin(), flags.end());
+      argv.insert(argv.end(), {source, "-o", m->vmfb_});
+      return spawn(argv, log, log);
+    };
+    status = run();
+    // IREE's embedded linker has no libm: a float64 tanh, erf, ... is an undefined symbol there.
+    // Linked by the system's linker instead, the module loads libm beside it.
+    if (status != 0 && readFile(log).find("undefined symbol") != std::string::npos) {
+      flags.push_back("--iree-llvmcpu-link-embedded=false");
+      status = run();
+    }
+    if (status == 0) {
+      m->flags_ = flags;
+      return m;
+    }
   }
-  m->flags_.assign(argv.begin() + 1, argv.end() - 3);  // without the tool, the source, -o and the output
-  if (status != 0) throw std::runtime_error("iree-compile refused the module: " + firstErrors(readFile(log)));
-  return m;
+  throw std::runtime_error("iree-compile refused the module: " + firstErrors(readFile(log)));
 }
 
 std::vector<std::string> IreeModule::inputFlags(const std::vector<HostValue>& inputs) const {

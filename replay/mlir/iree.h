@@ -28,8 +28,9 @@ class IreeModule {
   IreeModule& operator=(const IreeModule&) = delete;
   // The compiled module (.vmfb), as iree-compile wrote it.
   std::string vmfb() const { return readFile(vmfb_); }
-  // The flags iree-compile was given: ireeCompileFlags(), and system linking where a float64
-  // math function needed libm (IREE's embedded linker has none).
+  // The flags iree-compile was given: ireeCompileFlags(), without data tiling where IREE could
+  // not tile the graph, with system linking where a float64 math function needed libm (IREE's
+  // embedded linker has none).
   const std::vector<std::string>& flags() const { return flags_; }
   // Calls `function` on IREE's CPU runtime with inputs in signature order; returns its results
   // with the function's result types (tensor<...>, i64, f64, i1). Throws naming what failed.

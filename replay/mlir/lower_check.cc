@@ -70,25 +70,24 @@ std::string jsonReport(const LowerCheckRequest& r, const std::vector<GraphCheck>
     json outputs = json::array();
     for (const OutputMatch& o : g.outputs)
       outputs.push_back({{"position", o.position}, {"status", o.status}, {"max_abs_diff", o.maxAbsDiff}});
-    doc["graphs"].push_back(
-        {{"compile", g.compile},
-         {"graph", g.event},
-         {"nodes", g.nodes},
-         {"stage", stageName(g.stage)},
-         {"matched", g.matched()},
-         {"opset", g.opset},
-         {"opset_reason", g.opsetReason},
-         {"reference", g.reference},
-         {"error", g.error.message()},
-         {"issues", issues},
-         {"outputs", outputs},
-         {"runtime", g.runtime},
-         {"seconds",
-          {{"lower", g.lowerSeconds},
-           {"verify", g.verifySeconds},
-           {"jit", g.jitSeconds},
-           {"run", g.runSeconds},
-           {"call", g.callSeconds}}}});
+    doc["graphs"].push_back({{"compile", g.compile},
+                             {"graph", g.event},
+                             {"nodes", g.nodes},
+                             {"stage", stageName(g.stage)},
+                             {"matched", g.matched()},
+                             {"opset", g.opset},
+                             {"opset_reason", g.opsetReason},
+                             {"reference", g.reference},
+                             {"error", g.error.message()},
+                             {"issues", issues},
+                             {"outputs", outputs},
+                             {"runtime", g.runtime},
+                             {"seconds",
+                              {{"lower", g.lowerSeconds},
+                               {"verify", g.verifySeconds},
+                               {"jit", g.jitSeconds},
+                               {"run", g.runSeconds},
+                               {"call", g.callSeconds}}}});
   }
   for (const auto& [op, c] : t.operators)
     doc["operators"][op] = {
@@ -126,8 +125,8 @@ std::string textReport(const LowerCheckRequest& r, const std::vector<GraphCheck>
   for (const auto& [op, c] : t.operators) missing += c.notLowered > 0;
   out << "\n"
       << t.matched << " of " << t.checked << " graphs matched" << (r.sizes.empty() ? "" : " at " + r.sizes)
-      << (r.runtime == "iree" ? " through IREE" : "")
-      << "; operators: " << t.operators.size() << ", " << missing << " not lowered\n";
+      << (r.runtime == "iree" ? " through IREE" : "") << "; operators: " << t.operators.size() << ", " << missing
+      << " not lowered\n";
   for (const auto& [op, c] : t.operators)
     if (c.notLowered > 0) {
       out << "  " << op << "  x" << c.notLowered << (c.schema.empty() ? "" : "  " + c.schema) << "\n";

@@ -160,9 +160,9 @@ Value pythonScalar(Emitter& e, const std::string& target, const std::vector<Valu
     if (!real) return done(arg(0, t), t);
     if (f == "trunc") {  // floor above 0, ceil below: exact, and in ops every runtime has (IREE's VM has no trunc)
       std::string x = arg(0, t);
-      return done(s.select(s.cmp("oge", x, s.constant(0, t), t), s.unary("math.floor", x, t),
-                           s.unary("math.ceil", x, t), t),
-                  t);
+      return done(
+          s.select(s.cmp("oge", x, s.constant(0, t), t), s.unary("math.floor", x, t), s.unary("math.ceil", x, t), t),
+          t);
     }
     const char* op = f == "round"   ? "math.roundeven"
                      : f == "floor" ? "math.floor"

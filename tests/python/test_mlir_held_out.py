@@ -300,7 +300,11 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[], tuple], tuple[str, ...]]
         lambda: (torch.randn(5, 4),),
         ("static", "dynamic"),
     ),
-    "native_dropout_train": (lambda x: aten.native_dropout(x, 0.3, True), lambda: (torch.randn(5, 7),), ("static", "dynamic")),
+    "native_dropout_train": (
+        lambda x: aten.native_dropout(x, 0.3, True),
+        lambda: (torch.randn(5, 7),),
+        ("static", "dynamic"),
+    ),
     "native_dropout_train_backward": (
         lambda x: F.dropout(x, 0.4, training=True).mean(),
         lambda: (torch.rand(6, 5, requires_grad=True),),
@@ -337,7 +341,11 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[], tuple], tuple[str, ...]]
         lambda: (torch.ones(10, dtype=torch.int64),),
         ("static", "dynamic"),
     ),
-    "prims_collapse": (lambda x: torch.ops.prims.collapse(x, 1, 2) * 2, lambda: (torch.randn(2, 3, 4, 5),), ("static", "dynamic")),
+    "prims_collapse": (
+        lambda x: torch.ops.prims.collapse(x, 1, 2) * 2,
+        lambda: (torch.randn(2, 3, 4, 5),),
+        ("static", "dynamic"),
+    ),
     "prims_reshape": (lambda x: torch.ops.prims.reshape(x, [6, 3]) + 1, lambda: (torch.randn(3, 6),), ("static",)),
     # graphs that return what they do not compute: an input, a size, nothing but a constant
     "returns_a_size": (lambda x: x.shape[0] * 2, lambda: (torch.randn(3, 4),), ("dynamic",)),

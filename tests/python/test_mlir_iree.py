@@ -164,7 +164,14 @@ def test_target_iree_writes_a_module_a_program_without_pytorch_calls(tmp_path: P
 
     np.savez(tmp_path / "inputs.npz", **named)
     done = subprocess.run(
-        [sys.executable, str(tmp_path / "caller.py"), str(vmfb), str(tmp_path / "inputs.npz"), "7", str(tmp_path / "o.npy")],
+        [
+            sys.executable,
+            str(tmp_path / "caller.py"),
+            str(vmfb),
+            str(tmp_path / "inputs.npz"),
+            "7",
+            str(tmp_path / "o.npy"),
+        ],
         capture_output=True,
         text=True,
         timeout=120,
@@ -202,7 +209,9 @@ def test_usage_errors_of_target_iree(tmp_path: Path) -> None:
     env = mlir._environment()
     no_output = subprocess.run(base, capture_output=True, text=True, env=env)
     assert no_output.returncode == 2 and "give -o FILE.vmfb" in no_output.stderr
-    torch_dialect = subprocess.run([*base, "--dialect", "torch", "-o", str(tmp_path / "x.vmfb")], capture_output=True, text=True, env=env)
+    torch_dialect = subprocess.run(
+        [*base, "--dialect", "torch", "-o", str(tmp_path / "x.vmfb")], capture_output=True, text=True, env=env
+    )
     assert torch_dialect.returncode == 2 and "IREE compiles the linalg module" in torch_dialect.stderr
 
 

@@ -63,14 +63,29 @@ Value place(Emitter& e, const Value& x, const TensorType& to, double value, cons
          join(sizes) + "] [" + join(steps) + "] : " + x.type.str() + " into " + to.str());
   return Value::tensor(name, to);
 }
+// x padded with `value`: tensor.pad where every size is static (IREE forms dispatches around
+// it, and refuses some convolutions whose input is a fill with the slice inserted), else the
+// insert_slice of place() (see there).
 Value pad(Emitter& e, const Value& x, const Dims& low, const Dims& high, double value) {
   TensorType t = x.type;
-  bool any = false;
+  bool any = false, allStatic = true;
   for (size_t i = 0; i < t.rank(); ++i) {
     t.dims[i] = plus(t.dims[i], plus(low[i], high[i]));
     any = any || !low[i].isStatic() || !high[i].isStatic() || low[i].size || high[i].size;
+    allStatic = allStatic && low[i].isStatic() && high[i].isStatic() && x.type.dims[i].isStatic();
   }
-  return any ? place(e, x, t, value, low, Ints(t.rank(), 1)) : x;
+  if (!any) return x;
+  if (!allStatic) return place(e, x, t, value, low, Ints(t.rank(), 1));
+  Strings lows, highs, indices;
+  for (size_t i = 0; i < t.rank(); ++i)
+    lows.push_back(std::to_string(low[i].size)), highs.push_back(std::to_string(high[i].size)),
+        indices.push_back(e.fresh("pi") + ": index");
+  std::string fill = e.scalars().constant(value, t.dtype), name = e.fresh("pad");
+  e.open(name + " = tensor.pad " + x.ssa + " low[" + join(lows) + "] high[" + join(highs) + "] {");
+  e.label("^bb0(" + join(indices) + "):");
+  e.line("tensor.yield " + fill + " : " + elementType(t.dtype));
+  e.close("} : " + x.type.str() + " to " + t.str());
+  return Value::tensor(name, t);
 }
 // x without the first `count[i]` elements of each dim i: tensor.extract_slice.
 Value dropFront(Emitter& e, const Value& x, const Dims& count) {

@@ -81,8 +81,7 @@ Value nllBackward(OpCall& c) {
   bool batched = r == 2;
   std::vector<GenericInput> ins = {
       {target.ssa, target.type, batched ? loopDims(target.type.rank()) : Strings(target.type.rank(), "0")},
-      {grad.ssa, grad.type,
-       reduction == 0 && batched ? loopDims(grad.type.rank()) : Strings(grad.type.rank(), "0")},
+      {grad.ssa, grad.type, reduction == 0 && batched ? loopDims(grad.type.rank()) : Strings(grad.type.rank(), "0")},
       {total.ssa, total.type, Strings(total.type.rank(), "0")}};
   std::string name = c.e.generic(out, loopDims(r), ins, Strings(r, "parallel"), [&](Strings& a) {
     Scalars s = c.e.scalars();

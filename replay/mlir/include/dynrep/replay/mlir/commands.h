@@ -35,7 +35,7 @@ Result<Report> lowerIrCommand(const MlirRequest& request);
 // .vmfb, with a manifest (JSON) naming the function's inputs in order (the stored tensor or size
 // symbol each one is) and its outputs, so a program without PyTorch can call it.
 struct IreeModuleFile {
-  Report report;         // notes; problemFound, and vmfb empty, when it is not to be written
+  Report report;  // notes; problemFound, and vmfb empty, when it is not to be written
   std::string vmfb, manifest;
 };
 Result<IreeModuleFile> ireeCommand(const Job& job, const MlirRequest& request);
