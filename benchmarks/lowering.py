@@ -8,8 +8,8 @@ Run: .venv-2.15.0/bin/python benchmarks/lowering.py [--models-only | --corpus-on
 
 --speed [model ...] (default: gpt2 llama t5 vit whisper mixtral): per graph of each real model,
 lower-check through MLIR's JIT and through IREE (each must match), and the time of one call four
-ways, in one run, on the same inputs (the stored samples, what was not stored filled as
-lower-check fills it):
+ways, in one run, on the same inputs (the stored samples: each model is captured with
+parameters=True, so every graph is compared with the job's own outputs):
   MLIR JIT   lower-check --time: the median of calls of the JIT-compiled function in replay-mlir
              (one thread: the lowering emits loops, no threads);
   IREE       lower-check --runtime iree --time: iree-benchmark-module's median (5 repetitions of
@@ -147,7 +147,10 @@ def _model_rows(name: str, tmp: Path) -> list[tuple]:
     from warm_start import WORKLOADS
 
     script, store = tmp / f"{name}.py", tmp / f"{name}.dynrep"
-    script.write_text(CAPTURE_CHILD.replace("@@WORKLOAD@@", textwrap.dedent(WORKLOADS[name])))
+    # Parameters stored whole: every graph is compared with the job's own outputs (Mixtral's
+    # transformers::grouped_mm_fallback, a Python op, cannot run in replay-run, the reference else).
+    child = CAPTURE_CHILD.replace("capture(sys.argv[1])", "capture(sys.argv[1], parameters=True)")
+    script.write_text(child.replace("@@WORKLOAD@@", textwrap.dedent(WORKLOADS[name])))
     subprocess.run([sys.executable, str(script), str(store)], check=True, capture_output=True)
     start = time.perf_counter()
     jit = mlir.lower_check(store, time_calls=True)

@@ -7,13 +7,14 @@ namespace dynrep::replay::lowering {
 
 namespace {
 
-// x reshaped to `out` (same elements, row-major), sizes from the IR's output type.
+// x reshaped to `out` (same elements, row-major), sizes from the IR's output type. The shape
+// operand holds i64, not index: IREE lets no tensor of index cross between its dispatches.
 Value reshape(Emitter& e, const Value& x, const TensorType& out) {
   if (x.type.dtype == out.dtype && sameShape(x.type, out)) return x;
   std::vector<std::string> sizes;
-  for (size_t d = 0; d < out.rank(); ++d) sizes.push_back(e.dimSize(out, d));
+  for (size_t d = 0; d < out.rank(); ++d) sizes.push_back(e.fromIndex(e.dimSize(out, d)));
   std::string shape = e.fresh("shape");
-  std::string shapeType = "tensor<" + std::to_string(out.rank()) + "xindex>";
+  std::string shapeType = "tensor<" + std::to_string(out.rank()) + "xi64>";
   e.line(shape + " = tensor.from_elements " + join(sizes) + " : " + shapeType);
   std::string name = e.fresh("r");
   e.line(name + " = tensor.reshape " + x.ssa + "(" + shape + ") : (" + x.type.str() + ", " + shapeType + ") -> " +
