@@ -181,7 +181,7 @@ class CompileCheck {
         size_t position = static_cast<size_t>(expectedPositions[i]);
         if (position >= outputs.size() || outputs[position].kind == HostValue::Kind::None) continue;
         Comparison c = compare(outputs[position], expected[i], opt_.rtol, opt_.atol);
-        if (uninitialized.count(position) && c.status != "shape differs")
+        if (uninitialized.count(position) && c.status != "shape differs" && c.status != "dtype differs")
           c.status = "uninitialized";  // only its shape means anything
         auto tie = ties.find(position);
         if (c.status == "differs" && tie != ties.end() && want.count(tie->second) && tie->second < outputs.size() &&

@@ -50,7 +50,7 @@ std::optional<std::string> checkBeforeWriting(const Job& job, const Compile& com
       "replay-inspect mlir: not written: lower-check ran this module and it computes a different number than " +
       against + ":";
   for (const OutputMatch& o : g.outputs)
-    if (o.status == "differs" || o.status == "shape differs")
+    if (o.status == "differs" || o.status == "shape differs" || o.status == "dtype differs")
       why +=
           " output " + std::to_string(o.position) + " " + o.status + " (max |diff| " + shortNumber(o.maxAbsDiff) + ")";
   addNote(report, ReportNote::Level::Error,

@@ -123,7 +123,8 @@ Comparison compare(const HostValue& got, const HostValue& want, double rtol, dou
     return {same ? "bitwise" : "differs",
             std::fabs(got.real - want.real + static_cast<double>(got.integer - want.integer))};
   }
-  if (got.shape != want.shape || got.dtype != want.dtype) return {"shape differs", 0};
+  if (got.shape != want.shape) return {"shape differs", 0};
+  if (got.dtype != want.dtype) return {"dtype differs", 0};
   if (got.data == want.data) return {"bitwise", 0};
   bool close = isFloat(got.dtype) || isComplex(got.dtype);
   if (got.dtype == DType::BF16 || got.dtype == DType::F16) {

@@ -36,7 +36,7 @@ struct HostValue {
 // at least rtol times the tensor's largest magnitude. Complex tensors compare their real and
 // imaginary parts each so. Integers, bools and scalars must be equal.
 struct Comparison {
-  std::string status;  // "bitwise", "close", "differs", "shape differs"
+  std::string status;  // "bitwise", "close", "differs", "shape differs", "dtype differs"
   double maxAbsDiff = 0;
   bool ok() const { return status == "bitwise" || status == "close"; }
 };

@@ -330,6 +330,20 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[], tuple], tuple[str, ...]]
         lambda: (torch.tensor([1.5]), torch.randn(4), torch.tensor([3, 0, 1, 2])),
         ("static", "dynamic"),
     ),
+    **{
+        f"nll_forward_1d_{reduction}": (
+            lambda x, t, reduction=code: aten.nll_loss_forward(x, t, None, reduction, 2),
+            lambda: (torch.rand(3), torch.tensor(1)),
+            ("static", "dynamic"),
+        )
+        for reduction, code in (("none", 0), ("mean", 1), ("sum", 2))
+    },
+    # variance over two million elements: PyTorch's CPU kernels accumulate in float64
+    "var_std_large_input": (
+        lambda x: (torch.std(x, correction=2), torch.var(x, dim=0, correction=0), torch.var_mean(x, dim=1)[0]),
+        lambda: (torch.rand(2048, 1024) + 100,),
+        ("static",),
+    ),
     # a graph without inputs whose operator only its Core ATen decomposition lowers
     "linspace_dtype_no_input": (
         lambda: torch.linspace(-10.1, 10.1, 10, dtype=torch.int64),

@@ -384,9 +384,14 @@ Value where(OpCall& c) {
 }
 
 // Copies and casts: the IR's output dtype says what to convert to.
+// uint8 and int8 are both MLIR's i8: a cast between them keeps the bytes and takes the new dtype
+// (the outputs' dtypes say which the bytes are).
 Value castCopy(OpCall& c) {
   const Value& x = c.tensor(0);
-  return x.type.str() == c.out().str() ? x : c.e.copyInto(x, c.out());
+  if (x.type.str() != c.out().str()) return c.e.copyInto(x, c.out());
+  Value y = x;
+  y.type = c.out();
+  return y;
 }
 
 // Dropout that drops nothing (p = 0, or eval): the mask is all true. Dropout that draws is

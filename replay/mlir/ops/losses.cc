@@ -35,15 +35,19 @@ Value nllForward(OpCall& c) {
   DType ct = computeType(c.out(0).dtype);
   std::string classes = c.e.dimSize(self.type, self.type.rank() - 1);
   size_t n = self.type.rank() - 1;
-  GenericInput tin{target.ssa, target.type, loopDims(target.type.rank())};
-  if (reduction == 0) {
+  // A 1-d input is one sample: PyTorch's CPU kernel reads the target's first element whatever its
+  // size, and every reduction gives that sample's loss and weight (mean divided by the weight).
+  bool single = n == 0;
+  GenericInput tin{target.ssa, target.type,
+                   single ? Strings(target.type.rank(), "0") : loopDims(target.type.rank())};
+  if (reduction == 0 && !single) {
     const TensorType& out = c.out(0);
     std::string name = c.e.generic(out, loopDims(out.rank()), {tin}, Strings(out.rank(), "parallel"), [&](Strings& a) {
       return c.e.scalars().cast(nllTerm(c, a[0], n ? c.e.loopIndex(0) : "", classes, ct).first, ct, out.dtype);
     });
     return Value::list({Value::tensor(name, out), Value::tensor(c.e.fill(c.out(1), 0), c.out(1))});
   }
-  if (reduction != 1 && reduction != 2) throw Unsupported("nll_loss reduction " + std::to_string(reduction));
+  if (reduction < 0 || reduction > 2) throw Unsupported("nll_loss reduction " + std::to_string(reduction));
   TensorType scalar{ct, {}};
   auto total = [&](bool weights) {
     return Value::tensor(c.e.generic(

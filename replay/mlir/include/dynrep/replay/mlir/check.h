@@ -29,7 +29,8 @@ struct CheckOptions {
 
 struct OutputMatch {
   int position = 0;
-  std::string status;  // bitwise, close, differs, shape differs, uninitialized (an empty tensor: shape checked)
+  // bitwise, close, differs, shape differs, dtype differs, uninitialized (an empty tensor: shape checked)
+  std::string status;
   double maxAbsDiff = 0;
 };
 
