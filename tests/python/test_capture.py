@@ -163,6 +163,33 @@ def test_sample_size_cap_and_opt_out(tmp_path: Path) -> None:
     assert stored_samples(off) == []
 
 
+# Tensors whose data is not a plain buffer of their dtype: reading them as bytes used to crash
+# the job (a quantized tensor's storage read as uint8 is a segfault). name: (function, input).
+UNREADABLE = {
+    "quantized_output": (lambda x: torch.quantize_per_tensor(x, 0.1, 3, torch.qint8), torch.randn(3, 4)),
+    "quantized_uint8_output": (lambda x: torch.quantize_per_tensor(x, 0.05, 7, torch.quint8), torch.rand(5)),
+    "quantized_then_read": (
+        lambda x: torch.quantize_per_tensor(x, 0.1, 0, torch.qint8).int_repr() + 1,
+        torch.randn(2, 3),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(UNREADABLE))
+def test_a_tensor_without_plain_data_is_described_not_read(name: str, tmp_path: Path) -> None:
+    fn, x = UNREADABLE[name]
+    torch._dynamo.reset()
+    with dr.capture(tmp_path / "q.dynrep", precompile=False):
+        out = torch.compile(fn, backend="aot_eager")(x)
+    want = fn(x)
+    assert out.dtype == want.dtype
+    assert torch.equal(out.int_repr() if out.is_quantized else out, want.int_repr() if want.is_quantized else want)
+    entries = [e for s in stored_samples(tmp_path / "q.dynrep") for e in s["inputs"] + s["outputs"]]
+    skipped = [e["skipped"] for e in entries if "skipped" in e]
+    assert all("quantized tensor" in why for why in skipped), skipped
+    assert skipped or name == "quantized_then_read"
+
+
 def test_training_step_has_a_backward_graph(store_path: Path, inspect) -> None:
     model = MLP()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -67,6 +67,7 @@ from dynamo_replay._torch.settings import (
     module_globals,
     skip_unique_ids,
     tensor_bytes,
+    unreadable_tensor,
     tracing_shape_env,
     unique_ids_used,
 )
@@ -109,6 +110,7 @@ __all__ = [
     "save_split_graphs",
     "skip_unique_ids",
     "tensor_bytes",
+    "unreadable_tensor",
     "tracing_shape_env",
     "unique_ids_used",
     "_clear_isa_caches",

@@ -82,6 +82,21 @@ def tracing_shape_env() -> Any:
     return getattr(fake_mode, "shape_env", None)
 
 
+def unreadable_tensor(tensor: Any) -> str | None:
+    """Why a tensor's data cannot be read as the bytes of its dtype (a quantized, sparse, nested
+    or MKL-DNN tensor, or one without storage), or None. Reading a quantized tensor's storage as
+    uint8 crashes the process, so capture must ask first."""
+    import torch
+
+    if tensor.is_quantized:
+        return f"a quantized tensor ({str(tensor.dtype).removeprefix('torch.')}): its data is not stored"
+    if tensor.layout != torch.strided or tensor.is_nested:
+        return f"a tensor of layout {tensor.layout}{' (nested)' if tensor.is_nested else ''}: its data is not stored"
+    if tensor.device.type == "meta":
+        return "a meta tensor: it has no data"
+    return None
+
+
 def tensor_bytes(tensor: Any) -> bytes:
     """A real tensor's data, read with every dispatch mode off: the graph logger runs under the
     compile's fake mode, which refuses real tensors (and a tracing mode would record the ops)."""

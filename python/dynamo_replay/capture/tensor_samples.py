@@ -31,7 +31,11 @@ def compiled_graph_globals(depth: int = 2) -> tuple[dict[str, Any], list[str]] |
 
 def stored_bytes(tensor: Any, budget: list[int], put_blob: Callable[[bytes], str], what: str) -> dict[str, Any]:
     """{"blob", "bytes"} of a tensor's data put in the store, or {"skipped": why} when it is over
-    what is left of `budget` (bytes, shared by one call's values and taken from here)."""
+    what is left of `budget` (bytes, shared by one call's values and taken from here), or when
+    its data is not a plain strided buffer of its dtype."""
+    unreadable = _torch.unreadable_tensor(tensor)
+    if unreadable:
+        return {"skipped": unreadable}
     size = tensor.numel() * tensor.element_size()
     if size > budget[0]:
         return {"skipped": f"{size} bytes, over the {what} size cap"}
@@ -46,7 +50,7 @@ def _description(tensor: Any) -> dict[str, Any]:
     tensor's mean and standard deviation (a norm's weight stays near 1, a linear's small)."""
     import torch
 
-    if tensor.dtype == torch.bool or tensor.dtype.is_complex or not tensor.numel():
+    if tensor.dtype == torch.bool or tensor.dtype.is_complex or not tensor.numel() or _torch.unreadable_tensor(tensor):
         return {}
     with torch.no_grad():
         if tensor.dtype.is_floating_point:
