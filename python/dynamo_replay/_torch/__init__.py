@@ -67,9 +67,9 @@ from dynamo_replay._torch.settings import (
     module_globals,
     skip_unique_ids,
     tensor_bytes,
-    unreadable_tensor,
     tracing_shape_env,
     unique_ids_used,
+    unreadable_tensor,
 )
 from dynamo_replay.descriptions import describe_value
 
