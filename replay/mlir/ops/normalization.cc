@@ -158,9 +158,13 @@ Value batchNorm(OpCall& c, const Value& x, const Value& w, const Value& b, const
   };
   std::vector<Value> outs;
   if (training) {
+    // The batch statistics accumulate in float64 (PyTorch's CPU kernel: in double for float32, in
+    // float for float16), then are used in t: a sum over millions of elements in float32 is off
+    // in its fourth digit.
+    std::string n64 = count(c.e, sp, red, DType::F64);
+    Value mean64 = meanOf(c.e, x, red, DType::F64, n64);
+    Value mean = c.e.convert(mean64, t), ss = c.e.convert(squaredDeviations(c.e, x, mean64, red, true, DType::F64), t);
     std::string n = count(c.e, sp, red, t);
-    Value mean = meanOf(c.e, x, red, t, n);
-    Value ss = squaredDeviations(c.e, x, mean, red, true, t);
     Value invstd = pointwise(c.e, ss.type, {over(ss, ss.type)}, t, [&](Scalars& s, std::vector<std::string>& v) {
       return invSqrt(s, s.op("arith.divf", v[0], n, t), eps, t);
     });
