@@ -193,8 +193,8 @@ class CompileCheck {
       if (expected.empty()) {
         g.error = Status::notFound(
             p.lowered.outputs.empty()
-                ? "nothing to compare with: the graph returns no value (its work is an in-place write into an input, "
-                  "which the lowered function does not return)"
+                ? "nothing to compare with: the graph returns no value (what it does is an in-place write into an "
+                  "input, which the lowered function does not return, or a runtime assertion)"
                 : "nothing to compare with: the job stored no outputs for this graph");
       } else {
         g.stage = all ? CheckStage::Matched : CheckStage::Differs;
