@@ -38,8 +38,7 @@ Value nllForward(OpCall& c) {
   // A 1-d input is one sample: PyTorch's CPU kernel reads the target's first element whatever its
   // size, and every reduction gives that sample's loss and weight (mean divided by the weight).
   bool single = n == 0;
-  GenericInput tin{target.ssa, target.type,
-                   single ? Strings(target.type.rank(), "0") : loopDims(target.type.rank())};
+  GenericInput tin{target.ssa, target.type, single ? Strings(target.type.rank(), "0") : loopDims(target.type.rank())};
   if (reduction == 0 && !single) {
     const TensorType& out = c.out(0);
     std::string name = c.e.generic(out, loopDims(out.rank()), {tin}, Strings(out.rank(), "parallel"), [&](Strings& a) {
