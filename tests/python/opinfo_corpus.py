@@ -441,7 +441,7 @@ def failure_reason(graph: dict[str, Any]) -> str:
         message = _one_line(first["message"]) or "not lowered"
         return f"{graph['stage']}: {message}" + ("" if first["op"] in message else f" ({first['op']})")
     if graph["stage"] == "differs" and graph.get("outputs"):
-        shape = any(o["status"] == "shape differs" for o in graph["outputs"])
+        shape = any(o["status"] in ("shape differs", "dtype differs") for o in graph["outputs"])
         return "differs: output shape or dtype" if shape else "differs: values beyond tolerance"
     return f"{graph['stage']}: {_one_line(graph['error'])}".rstrip(": ")
 
