@@ -66,6 +66,9 @@ from typing import IO, Any
 import torch
 from torch.utils._pytree import tree_leaves, tree_map
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "python"))
+from opinfo_corpus import final_attempts  # noqa: E402  (the last attempt of a restarted compile)
+
 MODES = ("static", "dynamic")
 CASE_TIMEOUT_S = 60  # one (test, mode): eager call, capture and lower-check
 STARTUP_TIMEOUT_S = 300  # a worker importing torch and the suite
@@ -265,20 +268,6 @@ def compile_and_capture(test: Test, calls: list[Call], store: Path, dynamic: boo
             if needs_grad:
                 step("backward")
                 sum(t.sum() for t in needs_grad).backward()
-
-
-def final_attempts(graphs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A compile Dynamo restarted is stored once per attempt ("0/0", "0/0_1"): the last is what ran."""
-
-    def attempt(g: dict[str, Any]) -> tuple[str, int]:
-        compile_id, _, n = g["compile"].partition("_")
-        return compile_id, int(n or 0)
-
-    last: dict[tuple[str, str], int] = {}
-    for g in graphs:
-        compile_id, n = attempt(g)
-        last[compile_id, g["graph"]] = max(n, last.get((compile_id, g["graph"]), 0))
-    return [g for g in graphs if attempt(g)[1] == last[attempt(g)[0], g["graph"]]]
 
 
 def graph_operators(store: Path, compile_id: str, graph: str) -> list[str]:

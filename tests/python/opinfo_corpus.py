@@ -354,7 +354,7 @@ def run_case(case: Case, directory: Path, cap: int = DEFAULT_CAP) -> dict[str, A
                     r.update(status="not checked", reason=_reason(e))
             report = {"graphs": []}
         held = {}
-        for g in _final_attempts(report["graphs"]):
+        for g in final_attempts(report["graphs"]):
             if g["compile"] not in held:
                 held[g["compile"]] = _graph_ops(store, g["compile"], g["graph"])
             graphs.append(
@@ -390,7 +390,7 @@ def run_case(case: Case, directory: Path, cap: int = DEFAULT_CAP) -> dict[str, A
     }
 
 
-def _final_attempts(graphs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def final_attempts(graphs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A compile Dynamo restarted is stored once per attempt ("0/0", "0/0_1"): the last one is
     what ran."""
 
