@@ -55,7 +55,14 @@ def lower(
     says how that went). Raises GraphError naming the nodes that were not lowered, what is wrong
     with the store or the library, or the outputs a module computes differently (a lowering
     bug): `allow_different=True` returns it unchecked."""
-    args = [_tool(), "mlir", os.fspath(store), compile_id, "--graph", graph, "--dialect", dialect]
+    return _mlir_command(store, compile_id, graph, library, allow_different, "--dialect", dialect)
+
+
+def _mlir_command(
+    store: PathLike, compile_id: str, graph: str, library: PathLike | None, allow_different: bool, *extra: str
+) -> str:
+    """`replay-mlir mlir` on one graph with `extra` arguments: its stdout, or GraphError with its words."""
+    args = [_tool(), "mlir", os.fspath(store), compile_id, "--graph", graph, *extra]
     if library is not None:
         args += ["--library", os.fspath(library)]
     if allow_different:
@@ -80,25 +87,7 @@ def compile_iree(
     function's name, and its inputs in order (each a stored tensor, with its role and Dynamo
     source, a size symbol, or what a random node drew) and outputs. Raises GraphError naming
     what is wrong, including how to install IREE where it is not."""
-    args = [
-        _tool(),
-        "mlir",
-        os.fspath(store),
-        compile_id,
-        "--graph",
-        graph,
-        "--target",
-        "iree",
-        "-o",
-        os.fspath(output),
-    ]
-    if library is not None:
-        args += ["--library", os.fspath(library)]
-    if allow_different:
-        args.append("--allow-different")
-    done = subprocess.run(args, capture_output=True, text=True, env=_environment())
-    if done.returncode != 0:
-        raise GraphError(done.stderr.strip() or f"replay-mlir exited {done.returncode}")
+    _mlir_command(store, compile_id, graph, library, allow_different, "--target", "iree", "-o", os.fspath(output))
     with open(os.fspath(output) + ".json") as manifest:
         return json.load(manifest)
 
