@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -37,6 +38,9 @@ struct Value {
   // tensors; only what reads memory positions (as_strided, sym_stride) looks at these.
   std::optional<std::vector<Dim>> strides;
   std::optional<Dim> storageOffset;
+  // Tensor: where it is a view (expand, slice, select, ...), the tensor that owns its memory,
+  // with that tensor's layout: as_strided reads its input's storage, which a view shares.
+  std::shared_ptr<const Value> storage;
 
   static Value tensor(std::string ssa, TensorType type);
   static Value integer(int64_t v);

@@ -292,6 +292,50 @@ class GraphLowering {
     throw Unsupported("a " + arg.key() + " argument is not lowered");
   }
 
+  // A view's result keeps the tensor whose memory it views (Value::storage); every other op's
+  // result is new memory and keeps none.
+  static Value sharingStorage(const OpCall& c, Value result) {
+    static const std::set<std::string> kViews = {"aten::view.default",
+                                                 "aten::_unsafe_view.default",
+                                                 "aten::_reshape_alias.default",
+                                                 "aten::alias.default",
+                                                 "aten::detach.default",
+                                                 "aten::expand.default",
+                                                 "aten::slice.Tensor",
+                                                 "aten::select.int",
+                                                 "aten::diagonal.default",
+                                                 "aten::permute.default",
+                                                 "aten::transpose.int",
+                                                 "aten::t.default",
+                                                 "aten::unsqueeze.default",
+                                                 "aten::squeeze.dim",
+                                                 "aten::squeeze.dims",
+                                                 "aten::squeeze.default",
+                                                 "aten::unfold.default",
+                                                 "aten::as_strided.default",
+                                                 "aten::narrow.default",
+                                                 "aten::numpy_T.default",
+                                                 "aten::movedim.int",
+                                                 "aten::swapaxes.default",
+                                                 "aten::broadcast_to.default",
+                                                 "aten::expand_as.default",
+                                                 "prims::view_of.default",
+                                                 "prims::collapse_view.default"};
+    static const std::set<std::string> kSplits = {"aten::split.Tensor", "aten::split_with_sizes.default",
+                                                  "aten::chunk.default", "aten::unbind.int"};
+    bool splits = kSplits.count(c.target) > 0;
+    if (!result.isTensor() && !(result.kind == Value::Kind::List)) return result;
+    std::shared_ptr<const Value> base;
+    if (!c.args.empty() && c.args[0].isTensor() && (kViews.count(c.target) || splits))
+      base = c.args[0].storage ? c.args[0].storage : std::make_shared<const Value>(c.args[0]);
+    // A lowering may hand back its input's value (a clone, a copy to the same dtype): the copy is
+    // new memory all the same, so every result is given its base anew.
+    if (result.isTensor()) result.storage = splits ? nullptr : base;
+    for (Value& item : result.items)
+      if (item.isTensor()) item.storage = splits ? base : nullptr;
+    return result;
+  }
+
   void bindOutput(const Node& node, Value value) {
     const std::vector<ValueMeta>& metas = node.outputs;
     auto fix = [&](Value& v, const ValueMeta& meta) {
@@ -377,7 +421,7 @@ class GraphLowering {
         OpCall c = call(node, target);
         if (touchesComplex(c) && !loweredForComplex(target))
           throw Unsupported("no lowering for " + target + " on complex tensors");
-        bindOutput(node, it->second(c));
+        bindOutput(node, sharingStorage(c, it->second(c)));
       }
     });
   }

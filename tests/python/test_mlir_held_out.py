@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import torch
+import torch.ao.quantization.fx._decomposed  # noqa: E402,F401  defines torch.ops.quantized_decomposed
 import torch.nn.functional as F
 
 from dynamo_replay import mlir
@@ -91,6 +92,59 @@ SYMBOL_FUNCTIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 # dynamic=True. A case whose graph the lowering refuses names the reason in REFUSED.
 CASES: dict[str, tuple[Callable[..., Any], Callable[[], tuple], tuple[str, ...]]] = {
     # inputs with strides and layouts other than contiguous
+    # as_strided of a view reads the view's base (its memory); of a copy, the copy
+    "as_strided_after_expand": (
+        lambda x: torch.as_strided(x.expand(4, 3, 5), (3, 4), (1, 3)) + 1,
+        lambda: (torch.randn(1, 3, 5),),
+        ("static", "dynamic"),
+    ),
+    "as_strided_after_narrow": (
+        lambda x: torch.as_strided(x.narrow(1, 1, 2), (2, 3), (3, 1), 2) * 2,
+        lambda: (torch.randn(4, 5),),
+        ("static", "dynamic"),
+    ),
+    "as_strided_after_select_step": (
+        lambda x: torch.as_strided(x[::2].select(1, 1), (3, 2), (2, 1)) - 1,
+        lambda: (torch.randn(6, 3),),
+        ("static", "dynamic"),
+    ),
+    "as_strided_after_contiguous": (
+        lambda x: torch.as_strided(x.t().contiguous(), (2, 3), (1, 2)) + 1,
+        lambda: (torch.randn(3, 4),),
+        ("static", "dynamic"),
+    ),
+    "unfold": (lambda x: x.unfold(1, 3, 2).sum(-1), lambda: (torch.randn(3, 9),), ("static", "dynamic")),
+    "kthvalue": (lambda x: torch.kthvalue(x, 3, dim=1), lambda: (torch.randn(4, 7),), ("static", "dynamic")),
+    "logcumsumexp": (
+        lambda x: torch.logcumsumexp(x, 0),
+        lambda: (torch.tensor([[-1000.0, 0.0], [0.0, float("-inf")], [3.0, float("-inf")]]),),
+        ("static", "dynamic"),
+    ),
+    "quantize_per_tensor": (
+        lambda x: torch.ops.quantized_decomposed.dequantize_per_tensor(
+            torch.ops.quantized_decomposed.quantize_per_tensor(x, 0.05, 3, -128, 127, torch.int8),
+            0.05,
+            3,
+            -128,
+            127,
+            torch.int8,
+        ),
+        lambda: (torch.randn(4, 6) * 4,),
+        ("static", "dynamic"),
+    ),
+    "quantize_per_channel": (
+        lambda x, s, z: torch.ops.quantized_decomposed.dequantize_per_channel(
+            torch.ops.quantized_decomposed.quantize_per_channel(x, s, z, 1, 0, 255, torch.uint8),
+            s,
+            z,
+            1,
+            0,
+            255,
+            torch.uint8,
+        ),
+        lambda: (torch.randn(3, 4) * 3, torch.tensor([0.02, 0.05, 0.1, 0.2]), torch.tensor([128, 100, 0, 7])),
+        ("static", "dynamic"),
+    ),
     "as_strided_channels_last": (
         lambda x: torch.as_strided(x, (2, 3, 2), (1, 2, 5)) * 2,
         lambda: (_channels_last(2, 3, 4, 4),),

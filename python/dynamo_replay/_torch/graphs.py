@@ -93,15 +93,21 @@ def decompose_to_core_aten(module: Any, extra: dict[Any, Any] | None = None) -> 
     return decomposed
 
 
-def operator_schema(namespace: str, name: str, overload: str) -> Any | None:
-    """The schema (torch._C.FunctionSchema) of torch.ops.NAMESPACE.NAME.OVERLOAD, or None when
-    this PyTorch has no such operator."""
+def operator(namespace: str, name: str, overload: str) -> Any | None:
+    """torch.ops.NAMESPACE.NAME.OVERLOAD, or None when this process has no such operator."""
     import torch
 
     try:
-        return getattr(getattr(getattr(torch.ops, namespace), name), overload)._schema
+        return getattr(getattr(getattr(torch.ops, namespace), name), overload)
     except (AttributeError, RuntimeError):
         return None
+
+
+def operator_schema(namespace: str, name: str, overload: str) -> Any | None:
+    """The schema (torch._C.FunctionSchema) of torch.ops.NAMESPACE.NAME.OVERLOAD, or None when
+    this PyTorch has no such operator."""
+    found = operator(namespace, name, overload)
+    return None if found is None else found._schema
 
 
 def aten_operator(name: str, overload: str = "default") -> Any:

@@ -1,5 +1,5 @@
 // Reductions (sum, mean, prod, max/min and their indices, var/std, norms, logsumexp, any/all),
-// the softmax family, and the scans cumsum and cumprod (scf.for loops, at the end). Each
+// the softmax family, and the scans cumsum, cumprod and logcumsumexp (scf.for loops, at the end). Each
 // reduction is a linalg.generic whose reduction loops accumulate into a fill of the reduction's
 // identity. A statistic the op uses again (a row's max, a mean) is kept with
 // its reduced dims as size 1, so the next generic reads it through a broadcast map; the result
@@ -418,24 +418,40 @@ Value softmaxBackward(OpCall& c, bool log) {
 // j <= i would be O(n^2) per row. As PyTorch's CPU kernel: the input converted to the result's
 // dtype, accumulated in its accumulation type (double for float32, float for float16 and
 // bfloat16, int64 for integers), each prefix rounded to the result's dtype where it is stored.
-LowerFn scan(bool product) {
+enum class Scan { Sum, Product, LogSumExp };
+
+// out[i] = combine(out[i-1], x[i]) along the dim; logcumsumexp's combine is log(exp(a) + exp(b)),
+// written max + log1p(exp(min - max)) so it does not overflow. Two infinities of one sign give
+// that infinity (min - max would be NaN), as PyTorch's CPU kernel does.
+std::string combine(Scalars& s, Scan kind, const std::string& a, const std::string& b, DType t) {
+  if (kind == Scan::Sum) return s.op(isFloat(t) ? "arith.addf" : "arith.addi", a, b, t);
+  if (kind == Scan::Product) return s.op(isFloat(t) ? "arith.mulf" : "arith.muli", a, b, t);
+  std::string high = s.op("arith.maximumf", a, b, t), low = s.op("arith.minimumf", a, b, t);
+  std::string sum =
+      s.op("arith.addf", high, s.unary("math.log1p", s.unary("math.exp", s.op("arith.subf", low, high, t), t), t), t);
+  std::string infinite = s.cmp("oeq", s.unary("math.absf", low, t), s.constant(HUGE_VAL, t), t);
+  std::string same = s.op("arith.andi", s.cmp("oeq", low, high, t), infinite, DType::Bool);
+  return s.select(same, high, sum, t);
+}
+
+LowerFn scan(Scan kind) {
   return [=](OpCall& c) {
     const Value& x = c.tensor(0);
     const TensorType& out = c.out();
     size_t rank = x.type.rank();
-    if (isComplex(out.dtype)) throw Unsupported("a cumulative sum or product of a complex tensor is not lowered");
+    if (isComplex(out.dtype))
+      throw Unsupported("a cumulative sum, product or logsumexp of a complex tensor is not lowered");
     if (rank == 0) return c.e.convert(x, out.dtype);
     size_t dim = static_cast<size_t>(OpCall::dim(c.integer(1), rank));
     DType acc = !isFloat(out.dtype) ? DType::I64 : bitWidth(out.dtype) == 16 ? DType::F32 : DType::F64;
-    const char* op =
-        product ? (isFloat(acc) ? "arith.mulf" : "arith.muli") : (isFloat(acc) ? "arith.addf" : "arith.addi");
     std::vector<size_t> dims;  // loop k runs over dim dims[k]
     for (size_t d = 0; d < rank; ++d)
       if (d != dim) dims.push_back(d);
     dims.push_back(dim);
     Strings sizes = sizesOf(c.e, x.type), order;
     for (size_t d : dims) order.push_back(sizes[d]);
-    std::string start = c.e.scalars().constant(product ? 1 : 0, acc);
+    double identity = kind == Scan::Product ? 1 : kind == Scan::Sum ? 0 : -HUGE_VAL;
+    std::string start = c.e.scalars().constant(identity, acc);
     Strings r = loopNest(c.e, order, {c.e.empty(out), start}, {out.str(), elementType(acc)},
                          [&](const Strings& iv, const Strings& carried) {
                            Strings at(rank);
@@ -445,7 +461,7 @@ LowerFn scan(bool product) {
                                s.select(c.e.indexCmp("eq", at[dim], c.e.index(0)), start, carried[1], acc);
                            std::string v =
                                s.cast(s.cast(extract(c.e, x.ssa, x.type, at), x.type.dtype, out.dtype), out.dtype, acc);
-                           std::string next = s.op(op, prev, v, acc);
+                           std::string next = combine(s, kind, prev, v, acc);
                            return Strings{insert(c.e, s.cast(next, acc, out.dtype), carried[0], out, at), next};
                          });
     return Value::tensor(r[0], out);
@@ -486,8 +502,9 @@ void addReductionOps(OpTable& t) {
   t["aten::_safe_softmax.default"] = [](OpCall& c) { return softmax(c, Softmax::Safe); };
   t["aten::_softmax_backward_data.default"] = [](OpCall& c) { return softmaxBackward(c, false); };
   t["aten::_log_softmax_backward_data.default"] = [](OpCall& c) { return softmaxBackward(c, true); };
-  t["aten::cumsum.default"] = scan(false);
-  t["aten::cumprod.default"] = scan(true);
+  t["aten::cumsum.default"] = scan(Scan::Sum);
+  t["aten::cumprod.default"] = scan(Scan::Product);
+  t["aten::logcumsumexp.default"] = scan(Scan::LogSumExp);
 }
 
 }  // namespace dynrep::replay::lowering

@@ -114,6 +114,19 @@ Value lowerView(OpCall& c) {
   return reshape(c.e, c.tensor(0), c.out());
 }
 
+// unfold(x, dim, size, step): dim becomes the windows' starts and a last dim of `size` runs
+// inside each window, out[..., i, ..., k] = x[..., i * step + k, ...].
+Value lowerUnfold(OpCall& c) {
+  const Value& x = c.tensor(0);
+  size_t rank = x.type.rank(), out = c.out().rank();
+  if (rank == 0) return reshape(c.e, x, c.out());  // a 0-d tensor unfolds to one window of 1
+  size_t dim = static_cast<size_t>(OpCall::dim(c.integer(1), rank));
+  int64_t step = c.integer(3);
+  std::vector<std::string> map = loopDims(rank);
+  map[dim] = "d" + std::to_string(dim) + " * " + std::to_string(step) + " + d" + std::to_string(out - 1);
+  return remap(c.e, x, c.out(), map);
+}
+
 Value lowerPermute(OpCall& c) { return permute(c.e, c.tensor(0), c.ints(1), c.out()); }
 
 Value lowerT(OpCall& c) {
@@ -367,6 +380,7 @@ const OpRow kShapeOps[] = {
     {"prims::reshape.default", lowerView},
     {"prims::squeeze.default", lowerView},
     {"prims::view_of.default", lowerView},
+    {"aten::unfold.default", lowerUnfold},
     {"aten::permute.default", lowerPermute},
     {"aten::t.default", lowerT},
     {"aten::transpose.int", lowerTranspose},

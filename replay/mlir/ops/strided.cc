@@ -3,6 +3,7 @@
 // input (its strides and storage offset) maps the position back to an element. In a dense
 // layout (any permutation of a contiguous one, channels-last among them) storage position p
 // holds the element j with j_d = ((p - offset) / stride_d) mod size_d, whatever the dims' order.
+// A view's memory is its base's (Value::storage), so as_strided of a view reads the base.
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -119,13 +120,16 @@ bool denseAndInside(const std::vector<int64_t>& sizes, const std::vector<int64_t
 }
 
 Value asStrided(OpCall& c) {
-  const Value& x = c.tensor(0);
+  // A view's storage is its base's: read from the base, whose layout holds its memory densely
+  // where the view's (an expand, a narrow, a step) does not.
+  const Value& view = c.tensor(0);
+  const Value& x = view.storage ? *view.storage : view;
   const TensorType& out = c.out();
   const Value &sizes = c.arg(1), &strides = c.arg(2);
   if (strides.kind != Value::Kind::List || strides.items.size() != out.rank() || sizes.kind != Value::Kind::List)
     throw Unsupported("as_strided strides");
   Layout in = layoutOf(x);
-  Dim outOffset = c.none(3) ? in.offset : argDim(c.arg(3));
+  Dim outOffset = c.none(3) ? layoutOf(view).offset : argDim(c.arg(3));
   // Everything the check needs, in one list: input sizes, strides, offset; view sizes, strides, offset.
   std::vector<Dim> all = x.type.dims;
   all.insert(all.end(), in.strides.begin(), in.strides.end());

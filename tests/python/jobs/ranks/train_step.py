@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import faulthandler
 import hashlib
 import json
 import os
@@ -27,6 +28,9 @@ import time
 from pathlib import Path
 
 START = time.perf_counter()
+# A rank still running after 200 s (the tests' launches wait 300 s) prints where each of its
+# threads is and exits: a hang fails its test with the stacks that explain it.
+faulthandler.dump_traceback_later(200, exit=True)
 if "--key-on-rank" in sys.argv and os.environ.get("RANK") == sys.argv[sys.argv.index("--key-on-rank") + 1]:
     os.environ["DYNAMO_REPLAY_KEY"] = "a key the store was not signed with"  # read as torch is imported
 
