@@ -292,47 +292,32 @@ class GraphLowering {
     throw Unsupported("a " + arg.key() + " argument is not lowered");
   }
 
-  // A view's result keeps the tensor whose memory it views (Value::storage); every other op's
-  // result is new memory and keeps none.
-  static Value sharingStorage(const OpCall& c, Value result) {
-    static const std::set<std::string> kViews = {"aten::view.default",
-                                                 "aten::_unsafe_view.default",
-                                                 "aten::_reshape_alias.default",
-                                                 "aten::alias.default",
-                                                 "aten::detach.default",
-                                                 "aten::expand.default",
-                                                 "aten::slice.Tensor",
-                                                 "aten::select.int",
-                                                 "aten::diagonal.default",
-                                                 "aten::permute.default",
-                                                 "aten::transpose.int",
-                                                 "aten::t.default",
-                                                 "aten::unsqueeze.default",
-                                                 "aten::squeeze.dim",
-                                                 "aten::squeeze.dims",
-                                                 "aten::squeeze.default",
-                                                 "aten::unfold.default",
-                                                 "aten::as_strided.default",
-                                                 "aten::narrow.default",
-                                                 "aten::numpy_T.default",
-                                                 "aten::movedim.int",
-                                                 "aten::swapaxes.default",
-                                                 "aten::broadcast_to.default",
-                                                 "aten::expand_as.default",
-                                                 "prims::view_of.default",
-                                                 "prims::collapse_view.default"};
-    static const std::set<std::string> kSplits = {"aten::split.Tensor", "aten::split_with_sizes.default",
-                                                  "aten::chunk.default", "aten::unbind.int"};
-    bool splits = kSplits.count(c.target) > 0;
-    if (!result.isTensor() && !(result.kind == Value::Kind::List)) return result;
+  // Whether an op's results are views of (or the same memory as) its first argument: its schema
+  // gives both one alias set, `Tensor(a) self -> Tensor(a)` (`Tensor(a -> *) self -> Tensor(a)[]`
+  // for a split, `Tensor(a!)` in place).
+  static bool aliasesFirstArgument(const std::string& schema) {
+    auto aliasAt = [&](size_t from) -> std::string {
+      if (from == std::string::npos || schema.compare(from, 7, "Tensor(") != 0) return "";
+      size_t end = schema.find_first_of(" !)", from + 7);
+      return end == std::string::npos ? "" : schema.substr(from + 7, end - from - 7);
+    };
+    size_t open = schema.find('('), arrow = schema.rfind("->");
+    if (open == std::string::npos || arrow == std::string::npos) return false;
+    std::string in = aliasAt(open + 1);
+    return !in.empty() && aliasAt(schema.find_first_not_of(" (", arrow + 2)) == in;
+  }
+
+  // A view's results keep the tensor whose memory they view (Value::storage). Every other op's
+  // are new memory and keep none, even where its lowering handed back its input's value (a
+  // clone, a copy to the same dtype).
+  Value sharingStorage(const OpCall& c, Value result) const {
+    const Schema* schema = ir_.schema(c.target);
     std::shared_ptr<const Value> base;
-    if (!c.args.empty() && c.args[0].isTensor() && (kViews.count(c.target) || splits))
+    if (schema && !c.args.empty() && c.args[0].isTensor() && aliasesFirstArgument(schema->text))
       base = c.args[0].storage ? c.args[0].storage : std::make_shared<const Value>(c.args[0]);
-    // A lowering may hand back its input's value (a clone, a copy to the same dtype): the copy is
-    // new memory all the same, so every result is given its base anew.
-    if (result.isTensor()) result.storage = splits ? nullptr : base;
+    if (result.isTensor()) result.storage = base;
     for (Value& item : result.items)
-      if (item.isTensor()) item.storage = splits ? base : nullptr;
+      if (item.isTensor()) item.storage = base;
     return result;
   }
 

@@ -108,6 +108,16 @@ CASES: dict[str, tuple[Callable[..., Any], Callable[[], tuple], tuple[str, ...]]
         lambda: (torch.randn(6, 3),),
         ("static", "dynamic"),
     ),
+    "as_strided_after_split": (
+        lambda x: torch.as_strided(x.split(2, 1)[1], (2, 4), (4, 1), 1) * 3,
+        lambda: (torch.randn(3, 4),),
+        ("static", "dynamic"),
+    ),
+    "as_strided_after_permute": (
+        lambda x: torch.as_strided(x.permute(2, 0, 1), (4, 3), (1, 4)) + 2,
+        lambda: (torch.randn(2, 3, 4),),
+        ("static", "dynamic"),
+    ),
     "as_strided_after_contiguous": (
         lambda x: torch.as_strided(x.t().contiguous(), (2, 3), (1, 2)) + 1,
         lambda: (torch.randn(3, 4),),

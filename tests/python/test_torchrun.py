@@ -1,7 +1,9 @@
 """Jobs of many ranks as they run: real torchrun launches of 2 ranks on loopback (gloo, CPU),
 each rank a fresh process running jobs/ranks/train_step.py (GPT-2 under DDP or FSDP2, or a
 3 MB MLP under DDP or FSDP2). Every launch has a timeout (300 s) below any wait it could hit
-(the fleet's is 600 s; the job's process group times out after 60 s): a hang fails the test.
+(the fleet's is 600 s; the job's process group times out after 60 s, its rank agreement after
+120 s): a hang fails the test. A rank still running after 200 s prints its threads' stacks and
+exits (train_step.py), so the failure says where it hung.
 About 15 minutes on a 2-core machine."""
 
 from __future__ import annotations

@@ -57,7 +57,8 @@ def flash_attention_backward(
 
 def kthvalue(x: Any, k: int, dim: int = -1, keepdim: bool = False) -> Any:
     """The k-th smallest value along dim and its index: the k-th of a stable sort (NaN sorts
-    last, as kthvalue counts it)."""
+    last, as kthvalue counts it). The value is always PyTorch's; where it occurs more than once,
+    the index may name another of its positions than the CPU kernel's selection does."""
     import torch
 
     if x.dim() == 0:
